@@ -1,0 +1,242 @@
+package identity
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/store/sqlite"
+)
+
+const testIssuer = "http://issuer.test"
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func sha(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}
+
+// testConfig is the demo contract in small: a public app, a confidential
+// service, two users.
+func testConfig(now func() time.Time) Config {
+	return Config{
+		Issuer: testIssuer,
+		Now:    now,
+		Clients: []Client{
+			{
+				ID: "app", Public: true,
+				GrantTypes:     []string{GrantPassword, GrantRefreshToken},
+				Scopes:         []string{"openid", "profile", "email", "offline_access", "Service/Market", "Service/News", "Service/Trading"},
+				AllowedOrigins: []string{"http://localhost:3000"},
+			},
+			{
+				ID: "svc", SecretHashes: [][]byte{sha("svc-secret")},
+				GrantTypes: []string{GrantClientCredentials},
+				Scopes:     []string{"Service/Market", "Service/News"},
+				DefaultScopes: []string{"Service/Market"},
+			},
+			{
+				ID: "conf", SecretHashes: [][]byte{sha("conf-secret")},
+				GrantTypes: []string{GrantPassword, GrantRefreshToken},
+				Scopes:     []string{"openid", "offline_access", "Service/Market"},
+			},
+			{
+				ID: "app2", Public: true,
+				GrantTypes: []string{GrantPassword, GrantRefreshToken},
+				Scopes:     []string{"offline_access", "Service/Market"},
+			},
+		},
+	}
+}
+
+// fixture is a server on a real SQLite file with its seeded users.
+type fixture struct {
+	t     *testing.T
+	srv   *Server
+	st    store.Store
+	clock *clock
+	cfg   Config
+}
+
+var (
+	hashOnce  sync.Once
+	demoHash  string
+	otherHash string
+)
+
+func passwordHashes(t *testing.T) (string, string) {
+	hashOnce.Do(func() {
+		var err error
+		if demoHash, err = HashPassword("demo-pw"); err != nil {
+			t.Fatal(err)
+		}
+		if otherHash, err = HashPassword("other-pw"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return demoHash, otherHash
+}
+
+func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	dh, oh := passwordHashes(t)
+	users := []store.User{
+		{Username: "demo", Subject: "sub-demo", PasswordHash: dh, DisplayName: "Demo User", Email: "demo@example.com",
+			Scopes: []string{"openid", "profile", "email", "offline_access", "Service/Market", "Service/News"}},
+		{Username: "off", Subject: "sub-off", PasswordHash: dh, Disabled: true, Scopes: []string{"Service/Market"}},
+		{Username: "other", Subject: "sub-other", PasswordHash: oh, Scopes: []string{"offline_access", "Service/Market", "openid"}},
+	}
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	if _, err := SeedUsers(ctx, st, users, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(clk.Now)
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	srv, err := NewServer(ctx, cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, srv: srv, st: st, clock: clk, cfg: cfg}
+}
+
+// restart builds a new server on the same store, as a process restart or
+// a config reload does.
+func (f *fixture) restart() {
+	f.t.Helper()
+	srv, err := NewServer(context.Background(), f.cfg, f.st)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.srv = srv
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r response) str(k string) string {
+	s, _ := r.body[k].(string)
+	return s
+}
+
+// post sends a form to the token endpoint through the server's handler.
+func (f *fixture) post(form url.Values, mods ...func(*http.Request)) response {
+	f.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathToken, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, m := range mods {
+		m(req)
+	}
+	return f.do(req)
+}
+
+func (f *fixture) do(req *http.Request) response {
+	f.t.Helper()
+	rec := httptest.NewRecorder()
+	f.srv.ServeHTTP(rec, req)
+	res := rec.Result()
+	raw, _ := io.ReadAll(res.Body)
+	out := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") && len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out.body); err != nil {
+			f.t.Fatalf("response is not JSON: %v: %s", err, raw)
+		}
+	}
+	return out
+}
+
+func basic(id, secret string) func(*http.Request) {
+	return func(r *http.Request) { r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret)) }
+}
+
+func form(kv ...string) url.Values {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return v
+}
+
+func (f *fixture) login(user, pw string, extra ...string) response {
+	f.t.Helper()
+	return f.post(form(append([]string{"grant_type", "password", "client_id", "app", "username", user, "password", pw}, extra...)...))
+}
+
+func (f *fixture) refresh(clientID, token string, mods ...func(*http.Request)) response {
+	f.t.Helper()
+	return f.post(form("grant_type", "refresh_token", "client_id", clientID, "refresh_token", token), mods...)
+}
+
+// parseToken verifies a JWT against the server's published JWKS with
+// golang-jwt, pinning RS256, and returns its claims and header.
+func (f *fixture) parseToken(tok string, typ string) (jwt.MapClaims, map[string]any) {
+	f.t.Helper()
+	jwks := f.do(httptest.NewRequest(http.MethodGet, testIssuer+PathJWKS, nil))
+	var set JWKS
+	if err := json.Unmarshal([]byte(jwks.raw), &set); err != nil {
+		f.t.Fatal(err)
+	}
+	claims := jwt.MapClaims{}
+	parsed, err := jwt.ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		for _, k := range set.Keys {
+			if k.Kid == kid {
+				n, _ := base64.RawURLEncoding.DecodeString(k.N)
+				e, _ := base64.RawURLEncoding.DecodeString(k.E)
+				return &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}, nil
+			}
+		}
+		return nil, jwt.ErrTokenUnverifiable
+	}, jwt.WithValidMethods([]string{"RS256"}), jwt.WithTimeFunc(f.clock.Now), jwt.WithIssuer(testIssuer))
+	if err != nil {
+		f.t.Fatalf("token does not verify: %v", err)
+	}
+	if got := parsed.Header["typ"]; got != typ {
+		f.t.Fatalf("typ = %v, want %s", got, typ)
+	}
+	return claims, parsed.Header
+}

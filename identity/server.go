@@ -1,0 +1,158 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// refreshSecretName names the server secret successors are derived with.
+const refreshSecretName = "refresh-successor-v1"
+
+// AuditLoggerName is the logger name of audit events, so operators can
+// route them apart.
+const AuditLoggerName = "audit"
+
+// Server is the identity server. It is safe for concurrent use.
+type Server struct {
+	cfg           Config
+	store         store.Store
+	log           *zap.Logger
+	audit         *zap.Logger
+	clients       map[string]*client
+	keys          keySet
+	discovery     []byte
+	refreshSecret []byte
+	dummyHash     string
+	hashSlots     chan struct{}
+	prefix        string // the issuer URL's path, prefixed to every endpoint
+	endpoints     map[string]http.HandlerFunc
+}
+
+// NewServer checks cfg, fills its defaults, loads (or on first start
+// generates) the signing keys and server secrets from st, and returns the
+// server. The store stays owned by the caller.
+func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error) {
+	if st == nil {
+		return nil, errors.New("identity server needs a store")
+	}
+	prefix, err := applyDefaults(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := newClients(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("configuring clients: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, store: st, log: cfg.Logger, audit: cfg.Logger.Named(AuditLoggerName),
+		clients: clients, hashSlots: make(chan struct{}, cfg.PasswordHashConcurrency), prefix: prefix,
+	}
+	if s.discovery, err = marshalDiscovery(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
+		return nil, fmt.Errorf("encoding discovery document: %w", err)
+	}
+	if err := s.keys.load(ctx, st, cfg.Now(), cfg.SigningKeyBits); err != nil {
+		return nil, err
+	}
+	s.refreshSecret, err = st.Secret(ctx, refreshSecretName, func() ([]byte, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
+	}
+	if s.dummyHash, err = HashPassword("gatehouse-dummy-password"); err != nil {
+		return nil, fmt.Errorf("preparing dummy password hash: %w", err)
+	}
+	s.endpoints = map[string]http.HandlerFunc{
+		prefix + PathDiscovery: s.serveDiscovery,
+		prefix + PathJWKS:      s.serveJWKS,
+		prefix + PathToken:     s.serveToken,
+	}
+	return s, nil
+}
+
+// applyDefaults checks cfg and fills its zero fields; it returns the
+// issuer's path.
+func applyDefaults(cfg *Config) (string, error) {
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(cfg.Issuer, "/") {
+		return "", fmt.Errorf("issuer %q must be an absolute http(s) URL without query, fragment or trailing slash", cfg.Issuer)
+	}
+	if cfg.Audience == "" {
+		cfg.Audience = "gatehouse"
+	}
+	if cfg.AccessTokenLifetime <= 0 {
+		cfg.AccessTokenLifetime = time.Hour
+	}
+	if cfg.IDTokenLifetime <= 0 {
+		cfg.IDTokenLifetime = 5 * time.Minute
+	}
+	if cfg.Refresh.Grace == 0 {
+		cfg.Refresh.Grace = 5 * time.Second
+	}
+	if cfg.Refresh.SlidingLifetime <= 0 {
+		cfg.Refresh.SlidingLifetime = 15 * 24 * time.Hour
+	}
+	if cfg.Refresh.AbsoluteLifetime <= 0 {
+		cfg.Refresh.AbsoluteLifetime = 30 * 24 * time.Hour
+	}
+	if len(cfg.ScopesSupported) == 0 {
+		cfg.ScopesSupported = DefaultScopes
+	}
+	if cfg.HSTS == "" {
+		cfg.HSTS = "max-age=31536000"
+	}
+	if cfg.PasswordHashConcurrency <= 0 {
+		cfg.PasswordHashConcurrency = runtime.NumCPU()
+	}
+	if cfg.SigningKeyBits == 0 {
+		cfg.SigningKeyBits = 2048
+	}
+	if cfg.SigningKeyBits < 2048 {
+		return "", fmt.Errorf("signing keys of %d bits are too weak: at least 2048", cfg.SigningKeyBits)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return u.Path, nil
+}
+
+// Endpoint returns the handler for the request path, or nil when the path
+// is not one of the server's endpoints (so a caller can pass the request on).
+func (s *Server) Endpoint(path string) http.Handler {
+	if h, ok := s.endpoints[path]; ok {
+		return h
+	}
+	return nil
+}
+
+// ServeHTTP serves the server's endpoints and answers 404 for other paths.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.Endpoint(r.URL.Path); h != nil {
+		h.ServeHTTP(w, r)
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// Issuer is the configured issuer URL.
+func (s *Server) Issuer() string { return s.cfg.Issuer }
+
+// Close stops the server's background work. It does not close the store.
+func (s *Server) Close() error { return nil }

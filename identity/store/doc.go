@@ -1,0 +1,12 @@
+// Package store defines what the identity server keeps between requests and
+// across restarts: signing keys, server secrets, users, refresh-token families,
+// access-token revocations and, in later issues, codes, device codes, sessions
+// and throttling counters.
+//
+// A backend implements Store; every backend runs the conformance suite in
+// package storetest. Operations where a race matters are single atomic
+// operations here (a refresh-token rotation is a compare-and-swap), never a
+// read followed by a write in the caller.
+//
+// This package must not depend on Caddy, on net/http, or on any backend.
+package store

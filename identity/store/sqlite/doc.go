@@ -1,0 +1,22 @@
+// Package sqlite is the embedded SQLite backend of store.Store, the default
+// for a single gatehouse instance. It uses modernc.org/sqlite (no cgo).
+//
+// One database file holds everything. Open creates it (its directory 0700, the
+// file 0600), switches it to WAL and brings its schema up to date: the
+// schema_version table records which of the ordered migrations in migrate.go
+// have run, each in its own transaction. New tables are added by appending a
+// migration, never by editing one that has shipped.
+//
+// Writes never fail with "database is locked": a Store writes through one
+// connection whose transactions start with BEGIN IMMEDIATE, so writers in this
+// process queue in database/sql and take the write lock before they read;
+// writers in other processes (a CLI editing users while the server runs) are
+// waited for under a busy timeout. Reads go through a separate pool of
+// read-only connections, which WAL lets run alongside the writer.
+//
+// Times are stored as integer Unix milliseconds (NULL for the zero time) and
+// returned in UTC; lists of strings as JSON arrays.
+//
+// This package must not depend on Caddy or on net/http; it depends only on
+// package store and the driver.
+package sqlite

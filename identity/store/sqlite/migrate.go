@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the schema changes in the order they are applied: version
+// i+1 is migrations[i]. Append new ones at the end; never edit or reorder one
+// that has shipped, since databases in the field have already applied it.
+// Times are INTEGER Unix milliseconds, NULL for "not set"; lists are TEXT
+// holding a JSON array.
+var migrations = [][]string{
+	// 1: secrets, signing keys, users, refresh-token families and their
+	// tokens, access tokens issued from families, revocations.
+	{
+		`CREATE TABLE secrets (
+			name  TEXT NOT NULL PRIMARY KEY,
+			value BLOB NOT NULL
+		) STRICT`,
+		`CREATE TABLE signing_keys (
+			id         TEXT NOT NULL PRIMARY KEY,
+			algorithm  TEXT NOT NULL,
+			private    BLOB NOT NULL,
+			created_at INTEGER NOT NULL,
+			sign_from  INTEGER,
+			retire_at  INTEGER,
+			remove_at  INTEGER
+		) STRICT`,
+		`CREATE TABLE users (
+			username       TEXT NOT NULL PRIMARY KEY,
+			subject        TEXT NOT NULL UNIQUE,
+			password_hash  TEXT NOT NULL,
+			display_name   TEXT NOT NULL,
+			email          TEXT NOT NULL,
+			email_verified INTEGER NOT NULL,
+			scopes         TEXT NOT NULL,
+			roles          TEXT NOT NULL,
+			disabled       INTEGER NOT NULL,
+			created_at     INTEGER,
+			updated_at     INTEGER
+		) STRICT`,
+		`CREATE TABLE refresh_families (
+			id         TEXT NOT NULL PRIMARY KEY,
+			client_id  TEXT NOT NULL,
+			subject    TEXT NOT NULL,
+			scopes     TEXT NOT NULL,
+			auth_time  INTEGER,
+			created_at INTEGER,
+			expires_at INTEGER NOT NULL,
+			revoked_at INTEGER
+		) STRICT`,
+		`CREATE INDEX refresh_families_expires_at ON refresh_families (expires_at)`,
+		`CREATE TABLE refresh_tokens (
+			hash       BLOB NOT NULL PRIMARY KEY,
+			family_id  TEXT NOT NULL REFERENCES refresh_families (id) ON DELETE CASCADE,
+			parent     BLOB,
+			issued_at  INTEGER,
+			expires_at INTEGER NOT NULL,
+			rotated_at INTEGER,
+			successor  BLOB
+		) STRICT`,
+		`CREATE INDEX refresh_tokens_family_id ON refresh_tokens (family_id)`,
+		`CREATE TABLE family_access_tokens (
+			jti        TEXT NOT NULL PRIMARY KEY,
+			family_id  TEXT NOT NULL REFERENCES refresh_families (id) ON DELETE CASCADE,
+			expires_at INTEGER NOT NULL
+		) STRICT`,
+		`CREATE INDEX family_access_tokens_family_id ON family_access_tokens (family_id, expires_at)`,
+		`CREATE INDEX family_access_tokens_expires_at ON family_access_tokens (expires_at)`,
+		`CREATE TABLE revocations (
+			jti        TEXT NOT NULL PRIMARY KEY,
+			expires_at INTEGER NOT NULL,
+			revoked_at INTEGER NOT NULL
+		) STRICT`,
+		`CREATE INDEX revocations_expires_at ON revocations (expires_at)`,
+	},
+}
+
+// migrate brings the schema of the database behind w up to the last
+// migration. Each migration runs in its own write transaction that first
+// reads the current version, so two processes opening the same new file at
+// once apply every migration exactly once.
+func migrate(ctx context.Context, w *sql.DB) error {
+	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("creating schema_version: %w", err)
+	}
+	for i, stmts := range migrations {
+		version := i + 1
+		if err := applyMigration(ctx, w, version, stmts); err != nil {
+			return fmt.Errorf("migrating schema to version %d: %w", version, err)
+		}
+	}
+	return nil
+}
+
+// applyMigration runs stmts as schema version version, unless the database
+// is at that version or later.
+func applyMigration(ctx context.Context, w *sql.DB, version int, stmts []string) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if current > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this program's %d", current, len(migrations))
+	}
+	if current >= version {
+		return nil
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	// applied_at is bookkeeping for an operator, from SQLite's own clock.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at)
+		VALUES (?, CAST(unixepoch('subsec') * 1000 AS INTEGER))`, version); err != nil {
+		return fmt.Errorf("recording schema version: %w", err)
+	}
+	return tx.Commit()
+}

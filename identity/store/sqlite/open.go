@@ -1,0 +1,190 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// Defaults of the options.
+const (
+	// DefaultBusyTimeout is how long a statement waits for a lock held by
+	// another process before it fails.
+	DefaultBusyTimeout = 10 * time.Second
+	// minReadConns is the smallest default size of the reader pool.
+	minReadConns = 4
+)
+
+// Store is a store.Store kept in one SQLite database file. It is safe for
+// concurrent use, and several Stores (in one process or in several) may share
+// the same file.
+type Store struct {
+	path string
+	w    *sql.DB // the writer: one connection, BEGIN IMMEDIATE transactions
+	r    *sql.DB // the readers: several read-only connections
+}
+
+// Option changes how Open opens the database.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+	readConns   int
+}
+
+// WithBusyTimeout sets how long a statement waits for a lock that another
+// process holds before it fails. Default DefaultBusyTimeout (10 s); it is
+// rounded down to whole milliseconds and must be at least 1 ms. A short
+// timeout risks "database is locked" errors when another process writes.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+// WithReadConns sets how many connections read at once. Default: the number
+// of CPUs, at least 4. Writes always use one connection of their own.
+func WithReadConns(n int) Option {
+	return func(o *options) { o.readConns = n }
+}
+
+// Open opens the SQLite database at path, creating the file and its directory
+// if they do not exist, and brings its schema up to date. The caller closes
+// the Store. ctx bounds the opening and the migrations only.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{
+		busyTimeout: DefaultBusyTimeout,
+		readConns:   max(runtime.NumCPU(), minReadConns),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.busyTimeout < time.Millisecond {
+		return nil, fmt.Errorf("opening sqlite store: busy timeout %v is shorter than 1ms", o.busyTimeout)
+	}
+	if o.readConns < 1 {
+		return nil, fmt.Errorf("opening sqlite store: %d read connections, want at least 1", o.readConns)
+	}
+	if path == "" {
+		return nil, errors.New("opening sqlite store: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+	if err := createFile(abs); err != nil {
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+
+	s := &Store{path: abs}
+	s.w, err = sql.Open("sqlite", dsn(abs, o, false))
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+	// One writer connection: writers of this process queue for it in
+	// database/sql instead of meeting SQLITE_BUSY inside SQLite.
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+
+	// The first connection switches the file to WAL; the migrations then
+	// create the schema before any reader looks at it.
+	if err := s.w.PingContext(ctx); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+	if err := migrate(ctx, s.w); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+
+	s.r, err = sql.Open("sqlite", dsn(abs, o, true))
+	if err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+	s.r.SetMaxOpenConns(o.readConns)
+	s.r.SetMaxIdleConns(o.readConns)
+	s.r.SetConnMaxIdleTime(5 * time.Minute)
+	if err := s.r.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("closing sqlite store %q: %w", s.path, err)
+	}
+	return nil
+}
+
+// createFile creates the database file with mode 0600, and its directory
+// with 0700, when they do not exist yet. SQLite creates the -wal and -shm
+// files with the mode of the database file. An existing file keeps its mode.
+func createFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// dsn is the driver's name for the database at the absolute path abs. A
+// file: URI keeps any '?' or '#' in the path from being read as a query; the
+// driver reads the underscore parameters, SQLite the others.
+func dsn(abs string, o options, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(o.busyTimeout.Milliseconds(), 10))
+	q.Set("_foreign_keys", "1")
+	if readOnly {
+		q.Set("_query_only", "1")
+	} else {
+		// WAL is a property of the file: the writer sets it, readers find it.
+		q.Set("_journal_mode", "WAL")
+		q.Set("_txlock", "immediate")
+	}
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter: file:///C:/...
+	}
+	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE) and commits it,
+// or rolls it back if fn fails.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+var _ store.Store = (*Store)(nil)

@@ -1,0 +1,272 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/store/sqlite"
+	"github.com/gatehouse/gatehouse/identity/store/storetest"
+)
+
+// open opens the store at path for the test t and closes it when t ends.
+func open(t *testing.T, path string, opts ...sqlite.Option) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(storetest.Context(t), path, opts...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "gatehouse.db"))
+	})
+}
+
+// TestTwoStoresRotate: two Stores on one file, as two processes would have,
+// rotating the same token at once: still exactly one winner, no lock errors.
+func TestTwoStoresRotate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	storetest.RotateConcurrently(t, open(t, path), open(t, path))
+}
+
+// TestTwoStoresWrite: two Stores on one file writing at once wait for each
+// other's locks instead of failing.
+func TestTwoStoresWrite(t *testing.T) {
+	ctx := storetest.Context(t)
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	stores := []*sqlite.Store{open(t, path), open(t, path)}
+	const n = 64
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			u := store.User{Username: fmt.Sprintf("user%02d", i), Subject: fmt.Sprintf("sub%02d", i), PasswordHash: "x"}
+			errs[i] = stores[i%2].CreateUser(ctx, u)
+		})
+	}
+	wait(ctx, t, &wg)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("CreateUser %d: %v", i, err)
+		}
+	}
+	for i, s := range stores {
+		us, err := s.Users(ctx)
+		if err != nil || len(us) != n {
+			t.Errorf("store %d: Users: %d users, %v; want %d", i, len(us), err, n)
+		}
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := storetest.Context(t)
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	secret, err := s.Secret(ctx, "refresh", func() ([]byte, error) { return []byte("kept"), nil })
+	if err != nil {
+		t.Fatalf("Secret: %v", err)
+	}
+	u := store.User{Username: "demo", Subject: "sub-demo", PasswordHash: "x", Scopes: []string{"openid"}}
+	if err := s.CreateUser(ctx, u); err != nil {
+		t.Fatalf("CreateUser: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = open(t, path)
+	got, err := s.Secret(ctx, "refresh", func() ([]byte, error) { return []byte("new"), nil })
+	if err != nil || !bytes.Equal(got, secret) {
+		t.Errorf("Secret after reopening: %q, %v; want %q", got, err, secret)
+	}
+	gotU, err := s.User(ctx, "demo")
+	if err != nil || gotU.Subject != u.Subject || len(gotU.Scopes) != 1 {
+		t.Errorf("User after reopening: %+v, %v", gotU, err)
+	}
+}
+
+// TestMigrationsIdempotent: opening a file again, or from two Stores at
+// once, applies each migration once.
+func TestMigrationsIdempotent(t *testing.T) {
+	ctx := storetest.Context(t)
+	dir := t.TempDir()
+
+	path := filepath.Join(dir, "sequential.db")
+	for range 3 {
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	checkVersions(ctx, t, path)
+
+	path = filepath.Join(dir, "concurrent.db")
+	const n = 4
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			s, err := sqlite.Open(ctx, path)
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wait(ctx, t, &wg)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d: %v", i, err)
+		}
+	}
+	checkVersions(ctx, t, path)
+}
+
+// checkVersions checks that schema_version records each version once.
+func checkVersions(ctx context.Context, t *testing.T, path string) {
+	t.Helper()
+	db := rawDB(t, path)
+	var rows, distinct, maxVersion int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(DISTINCT version), MAX(version) FROM schema_version`).
+		Scan(&rows, &distinct, &maxVersion)
+	if err != nil {
+		t.Fatalf("reading schema_version: %v", err)
+	}
+	if maxVersion < 1 || rows != maxVersion || distinct != maxVersion {
+		t.Errorf("schema_version: %d rows, %d versions, latest %d", rows, distinct, maxVersion)
+	}
+}
+
+// TestNewerSchemaRefused: a file migrated by a newer program is not opened.
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := storetest.Context(t)
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (1000, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sqlite.Open(ctx, path); err == nil {
+		s.Close()
+		t.Fatal("Open of a newer schema succeeded")
+	}
+}
+
+// TestFile: the directory and the file are created private, the path may
+// hold characters a URI would read otherwise, and the file is in WAL mode.
+func TestFile(t *testing.T) {
+	ctx := storetest.Context(t)
+	dir := filepath.Join(t.TempDir(), "state", "gate house")
+	path := filepath.Join(dir, "a?b#c%20.db")
+	open(t, path)
+
+	if runtime.GOOS != "windows" {
+		for p, want := range map[string]os.FileMode{dir: 0o700 | os.ModeDir, path: 0o600} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode() != want {
+				t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
+			}
+		}
+	}
+	var mode string
+	if err := rawDB(t, path).QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode %q, want wal", mode)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	ctx := storetest.Context(t)
+	for _, tt := range []struct {
+		name string
+		path string
+		opts []sqlite.Option
+		ok   bool
+	}{
+		{"Defaults", "a.db", nil, true},
+		{"Set", "b.db", []sqlite.Option{sqlite.WithBusyTimeout(time.Second), sqlite.WithReadConns(1)}, true},
+		{"NoPath", "", nil, false},
+		{"ZeroBusyTimeout", "c.db", []sqlite.Option{sqlite.WithBusyTimeout(0)}, false},
+		{"NoReaders", "d.db", []sqlite.Option{sqlite.WithReadConns(0)}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.path
+			if path != "" {
+				path = filepath.Join(t.TempDir(), path)
+			}
+			s, err := sqlite.Open(ctx, path, tt.opts...)
+			if err == nil {
+				s.Close()
+			}
+			if (err == nil) != tt.ok {
+				t.Errorf("Open: %v, want success %v", err, tt.ok)
+			}
+		})
+	}
+}
+
+// rawDB opens the file at path with the bare driver, for looking inside.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	p := filepath.ToSlash(path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	u := url.URL{Scheme: "file", Path: p, RawQuery: "_busy_timeout=10000"}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// wait waits for wg, failing t if ctx ends first.
+func wait(ctx context.Context, t *testing.T, wg *sync.WaitGroup) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("goroutines still running: %v", ctx.Err())
+	}
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+const userColumns = `username, subject, password_hash, display_name, email, email_verified,
+	scopes, roles, disabled, created_at, updated_at`
+
+// CreateUser stores a new user. ErrAlreadyExists if the username or the
+// subject is taken.
+func (s *Store) CreateUser(ctx context.Context, u store.User) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO users (`+userColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated))
+	if isUnique(err) {
+		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("creating user %q: %w", u.Username, err)
+	}
+	return nil
+}
+
+// UpdateUser replaces every field of the user with u.Username. ErrNotFound
+// if there is none; ErrAlreadyExists if u.Subject belongs to another user.
+func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET subject = ?, password_hash = ?, display_name = ?,
+		email = ?, email_verified = ?, scopes = ?, roles = ?, disabled = ?, created_at = ?, updated_at = ?
+		WHERE username = ?`,
+		u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated),
+		u.Username)
+	if isUnique(err) {
+		return fmt.Errorf("updating user %q: %w", u.Username, store.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("updating user %q: %w", u.Username, err)
+	}
+	if err := oneRow(res); err != nil {
+		return fmt.Errorf("updating user %q: %w", u.Username, err)
+	}
+	return nil
+}
+
+// User returns the user with this username. ErrNotFound if there is none.
+func (s *Store) User(ctx context.Context, username string) (store.User, error) {
+	row := s.r.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE username = ?`, username)
+	u, err := scanUser(row)
+	if err != nil {
+		return store.User{}, fmt.Errorf("reading user %q: %w", username, err)
+	}
+	return u, nil
+}
+
+// UserBySubject returns the user with this subject id. ErrNotFound if there
+// is none.
+func (s *Store) UserBySubject(ctx context.Context, subject string) (store.User, error) {
+	row := s.r.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE subject = ?`, subject)
+	u, err := scanUser(row)
+	if err != nil {
+		return store.User{}, fmt.Errorf("reading user with subject %q: %w", subject, err)
+	}
+	return u, nil
+}
+
+// Users lists every user, ordered by username (byte order).
+func (s *Store) Users(ctx context.Context) ([]store.User, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+userColumns+` FROM users ORDER BY username`)
+	if err != nil {
+		return nil, fmt.Errorf("listing users: %w", err)
+	}
+	defer rows.Close()
+	var users []store.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing users: %w", err)
+		}
+		users = append(users, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing users: %w", err)
+	}
+	return users, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// scanUser reads the userColumns of one row; store.ErrNotFound if there is
+// no row.
+func scanUser(row scanner) (store.User, error) {
+	var (
+		u                store.User
+		scopes, roles    string
+		created, updated sql.NullInt64
+	)
+	err := row.Scan(&u.Username, &u.Subject, &u.PasswordHash, &u.DisplayName, &u.Email, &u.EmailVerified,
+		&scopes, &roles, &u.Disabled, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.User{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.User{}, err
+	}
+	if u.Scopes, err = decodeList(scopes); err != nil {
+		return store.User{}, fmt.Errorf("scopes: %w", err)
+	}
+	if u.Roles, err = decodeList(roles); err != nil {
+		return store.User{}, fmt.Errorf("roles: %w", err)
+	}
+	u.Created, u.Updated = fromMillis(created), fromMillis(updated)
+	return u, nil
+}

@@ -1,0 +1,24 @@
+// Package storetest is the conformance suite of store.Store: every backend's
+// test calls Run with a function that opens a new, empty store, as Dex's
+// storage/conformance does:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store {
+//			s, err := sqlite.Open(storetest.Context(t), filepath.Join(t.TempDir(), "gatehouse.db"))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// The suite covers every method and its errors, the time precision a store
+// promises, and the races the identity server relies on the store to settle:
+// concurrent rotations of one refresh token (exactly one wins), revocation
+// racing rotation, and many concurrent writers. RotateConcurrently also
+// runs that first race over several stores sharing one database.
+//
+// Every wait is bounded by Timeout. The package is imported only by tests; it
+// must not depend on any backend.
+package storetest

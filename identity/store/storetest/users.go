@@ -1,0 +1,174 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+var userCases = []testCase{
+	{"CreateAndRead", testUsersCreateAndRead},
+	{"NotFound", testUsersNotFound},
+	{"CreateTakenUsername", testUsersCreateTakenUsername},
+	{"CreateTakenSubject", testUsersCreateTakenSubject},
+	{"UsernamesAreCaseSensitive", testUsersCaseSensitive},
+	{"Update", testUsersUpdate},
+	{"UpdateMissing", testUsersUpdateMissing},
+	{"UpdateToTakenSubject", testUsersUpdateToTakenSubject},
+	{"List", testUsersList},
+}
+
+// user is a user called name with every field set.
+func user(name string) store.User {
+	return store.User{
+		Username:      name,
+		Subject:       "5be86359-" + name,
+		PasswordHash:  "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA",
+		DisplayName:   "User " + name,
+		Email:         name + "@example.com",
+		EmailVerified: true,
+		Scopes:        []string{"openid", "profile", "Service/Market"},
+		Roles:         []string{"trader", "role with spaces", `quote"d`},
+		Created:       t0,
+		Updated:       t0.Add(time.Minute),
+	}
+}
+
+// users lists the stored users, normalised.
+func users(ctx context.Context, t *testing.T, s store.Store) []store.User {
+	t.Helper()
+	us, err := s.Users(ctx)
+	if err != nil {
+		t.Fatalf("Users: %v", err)
+	}
+	var out []store.User
+	for _, u := range us {
+		out = append(out, normUser(t, u))
+	}
+	return out
+}
+
+// checkUser checks that u is stored, by username and by subject.
+func checkUser(ctx context.Context, t *testing.T, s store.Store, u store.User) {
+	t.Helper()
+	got, err := s.User(ctx, u.Username)
+	wantErr(t, "User "+u.Username, err, nil)
+	equal(t, "User "+u.Username, normUser(t, got), normUser(t, u))
+	got, err = s.UserBySubject(ctx, u.Subject)
+	wantErr(t, "UserBySubject "+u.Subject, err, nil)
+	equal(t, "UserBySubject "+u.Subject, normUser(t, got), normUser(t, u))
+}
+
+func testUsersCreateAndRead(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	full := user("alice")
+	wantErr(t, "CreateUser", s.CreateUser(ctx, full), nil)
+	checkUser(ctx, t, s, full)
+
+	// Empty lists, false flags and zero times round-trip too.
+	bare := store.User{Username: "bob", Subject: "sub-bob", PasswordHash: "$2a$10$x", Scopes: []string{}, Disabled: true}
+	wantErr(t, "CreateUser", s.CreateUser(ctx, bare), nil)
+	checkUser(ctx, t, s, bare)
+}
+
+func testUsersNotFound(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	wantErr(t, "CreateUser", s.CreateUser(ctx, user("alice")), nil)
+	_, err := s.User(ctx, "bob")
+	wantErr(t, "User of a missing user", err, store.ErrNotFound)
+	_, err = s.UserBySubject(ctx, "alice") // a username is not a subject
+	wantErr(t, "UserBySubject of a missing subject", err, store.ErrNotFound)
+}
+
+func testUsersCreateTakenUsername(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	u := user("alice")
+	wantErr(t, "CreateUser", s.CreateUser(ctx, u), nil)
+	dup := user("alice")
+	dup.Subject = "another subject"
+	wantErr(t, "CreateUser with a taken username", s.CreateUser(ctx, dup), store.ErrAlreadyExists)
+	equal(t, "Users", users(ctx, t, s), []store.User{normUser(t, u)})
+}
+
+func testUsersCreateTakenSubject(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	u := user("alice")
+	wantErr(t, "CreateUser", s.CreateUser(ctx, u), nil)
+	dup := user("bob")
+	dup.Subject = u.Subject
+	wantErr(t, "CreateUser with a taken subject", s.CreateUser(ctx, dup), store.ErrAlreadyExists)
+	equal(t, "Users", users(ctx, t, s), []store.User{normUser(t, u)})
+}
+
+func testUsersCaseSensitive(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	lower, upper := user("alice"), user("Alice")
+	wantErr(t, "CreateUser alice", s.CreateUser(ctx, lower), nil)
+	wantErr(t, "CreateUser Alice", s.CreateUser(ctx, upper), nil)
+	checkUser(ctx, t, s, lower)
+	checkUser(ctx, t, s, upper)
+	_, err := s.User(ctx, "ALICE")
+	wantErr(t, "User ALICE", err, store.ErrNotFound)
+}
+
+// testUsersUpdate: an update replaces every field of the user.
+func testUsersUpdate(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	u, other := user("alice"), user("bob")
+	wantErr(t, "CreateUser", s.CreateUser(ctx, u), nil)
+	wantErr(t, "CreateUser", s.CreateUser(ctx, other), nil)
+
+	upd := store.User{
+		Username:     "alice",
+		Subject:      "new-subject",
+		PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$bmV3$bmV3",
+		DisplayName:  "Alice Liddell",
+		Scopes:       []string{"openid"},
+		Disabled:     true,
+		Created:      u.Created,
+		Updated:      t0.Add(time.Hour),
+	}
+	wantErr(t, "UpdateUser", s.UpdateUser(ctx, upd), nil)
+	checkUser(ctx, t, s, upd)
+	_, err := s.UserBySubject(ctx, u.Subject)
+	wantErr(t, "UserBySubject of the old subject", err, store.ErrNotFound)
+	checkUser(ctx, t, s, other)
+}
+
+func testUsersUpdateMissing(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	wantErr(t, "UpdateUser of a missing user", s.UpdateUser(ctx, user("alice")), store.ErrNotFound)
+	if us := users(ctx, t, s); len(us) != 0 {
+		t.Errorf("Users after updating a missing user: %+v", us)
+	}
+}
+
+func testUsersUpdateToTakenSubject(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	alice, bob := user("alice"), user("bob")
+	wantErr(t, "CreateUser", s.CreateUser(ctx, alice), nil)
+	wantErr(t, "CreateUser", s.CreateUser(ctx, bob), nil)
+	upd := alice
+	upd.Subject = bob.Subject
+	upd.DisplayName = "changed"
+	wantErr(t, "UpdateUser to a taken subject", s.UpdateUser(ctx, upd), store.ErrAlreadyExists)
+	checkUser(ctx, t, s, alice)
+	checkUser(ctx, t, s, bob)
+}
+
+func testUsersList(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	if us := users(ctx, t, s); len(us) != 0 {
+		t.Errorf("Users of an empty store: %+v", us)
+	}
+	var want []store.User
+	for _, name := range []string{"alice", "bob", "carol", "dave"} {
+		want = append(want, normUser(t, user(name)))
+	}
+	for _, i := range []int{2, 0, 3, 1} {
+		wantErr(t, "CreateUser", s.CreateUser(ctx, want[i]), nil)
+	}
+	equal(t, "Users, by username", users(ctx, t, s), want)
+}

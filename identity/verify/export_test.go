@@ -1,0 +1,4 @@
+package verify
+
+// CacheLen exposes the cache size to the tests.
+func CacheLen(v *Verifier) int { return v.cache.len() }

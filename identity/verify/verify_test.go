@@ -1,0 +1,226 @@
+package verify_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/verify"
+	"github.com/gatehouse/gatehouse/identity/verify/verifytest"
+)
+
+const issuerURL = "https://issuer.test"
+
+type revocations struct {
+	mu   sync.Mutex
+	list []store.Revocation
+	err  error
+}
+
+func (r *revocations) Revocations(context.Context, time.Time) ([]store.Revocation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.list), r.err
+}
+
+func (r *revocations) revoke(jti string) {
+	r.mu.Lock()
+	r.list = append(r.list, store.Revocation{JTI: jti})
+	r.mu.Unlock()
+}
+
+func (r *revocations) fail(err error) {
+	r.mu.Lock()
+	r.err = err
+	r.mu.Unlock()
+}
+
+type fixture struct {
+	now    time.Time
+	issuer *verifytest.Issuer
+	revs   *revocations
+	v      *verify.Verifier
+}
+
+func newFixture(t *testing.T, mutate ...func(*verify.Config)) *fixture {
+	f := &fixture{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), revs: &revocations{}}
+	clock := func() time.Time { return f.now }
+	f.issuer = verifytest.NewIssuer(t, issuerURL, clock)
+	cfg := verify.Config{Issuer: issuerURL, Keys: f.issuer, Revocations: f.revs, Now: clock}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	v, err := verify.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.v = v
+	return f
+}
+
+func reasonOf(err error) verify.Reason {
+	var ve *verify.Error
+	if errors.As(err, &ve) {
+		return ve.Reason
+	}
+	return ""
+}
+
+func TestGoodToken(t *testing.T) {
+	f := newFixture(t)
+	id, err := f.v.Verify(t.Context(), f.issuer.Token("alice", "Service/Market", "Service/News"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Subject != "alice" || id.ClientID != "test-client" || !slices.Equal(id.Scopes, []string{"Service/Market", "Service/News"}) ||
+		!id.HasScope("Service/News") || id.HasScope("Service/Trading") || id.JTI == "" || !id.Expiry.Equal(f.now.Add(time.Hour)) {
+		t.Fatalf("identity %+v", id)
+	}
+	// scope as an array, aud as an array, typ with the application/ prefix.
+	h, c := f.issuer.Header(), f.issuer.Claims("bob")
+	h["typ"] = "application/at+JWT"
+	c["scope"] = []string{"a", "b"}
+	c["aud"] = []string{"other", "gatehouse"}
+	id, err = f.v.Verify(t.Context(), verifytest.Sign(h, c, f.issuer.Private))
+	if err != nil || !slices.Equal(id.Scopes, []string{"a", "b"}) {
+		t.Fatalf("%+v %v", id, err)
+	}
+}
+
+// Every hostile token is refused with its own reason, cold and then again
+// (a refused token is never cached).
+func TestHostileTokens(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range f.issuer.Hostile("Service/Market") {
+		t.Run(tc.Name, func(t *testing.T) {
+			for range 2 {
+				id, err := f.v.Verify(t.Context(), tc.Token)
+				if id != nil || reasonOf(err) != tc.Reason {
+					t.Fatalf("got %v, %v; want reason %s", id, err, tc.Reason)
+				}
+			}
+		})
+	}
+}
+
+func TestLeeway(t *testing.T) {
+	f := newFixture(t, func(c *verify.Config) { c.Leeway = 30 * time.Second })
+	tok := f.issuer.Token("alice")
+	f.now = f.now.Add(time.Hour + 20*time.Second)
+	if _, err := f.v.Verify(t.Context(), tok); err != nil {
+		t.Fatalf("inside the leeway: %v", err)
+	}
+	f.now = f.now.Add(20 * time.Second)
+	if _, err := f.v.Verify(t.Context(), tok); reasonOf(err) != verify.ReasonExpired {
+		t.Fatalf("past the leeway: %v", err)
+	}
+}
+
+func TestRevocation(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	cached := f.issuer.Token("alice", "x")
+	if _, err := f.v.Verify(ctx, cached); err != nil {
+		t.Fatal(err)
+	}
+	cold := f.issuer.Token("bob", "y")
+	f.revs.revoke("jti-alice-x")
+	f.revs.revoke("jti-bob-y")
+	if err := f.v.RefreshRevocations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]string{"after it was cached": cached, "before it was cached": cold} {
+		if _, err := f.v.Verify(ctx, tok); reasonOf(err) != verify.ReasonRevoked {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// While the store is unreachable the last list keeps applying.
+	f.revs.fail(errors.New("database down"))
+	if err := f.v.RefreshRevocations(ctx); err == nil || !f.v.RevocationsStale() {
+		t.Fatal("failure not reported")
+	}
+	if _, err := f.v.Verify(ctx, cached); reasonOf(err) != verify.ReasonRevoked {
+		t.Fatalf("revocation forgotten during an outage: %v", err)
+	}
+	if _, err := f.v.Verify(ctx, f.issuer.Token("carol")); err != nil {
+		t.Fatalf("live sessions must survive the outage: %v", err)
+	}
+	f.revs.fail(nil)
+	if err := f.v.RefreshRevocations(ctx); err != nil || f.v.RevocationsStale() {
+		t.Fatal("did not recover")
+	}
+}
+
+func TestCache(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	tok := f.issuer.Token("alice")
+	first, err := f.v.Verify(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.v.Verify(ctx, tok)
+	if err != nil || second != first {
+		t.Fatal("second verification was not a cache hit")
+	}
+	if s := f.v.Stats(); s.CacheHits != 1 || s.CacheMisses != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	t.Run("never outlives exp", func(t *testing.T) {
+		f.now = f.now.Add(time.Hour)
+		if _, err := f.v.Verify(ctx, tok); err != nil {
+			t.Fatalf("inside the leeway after exp: %v", err) // cold path applies the leeway
+		}
+		f.now = f.now.Add(time.Minute)
+		if _, err := f.v.Verify(ctx, tok); reasonOf(err) != verify.ReasonExpired {
+			t.Fatalf("expired token served: %v", err)
+		}
+	})
+	t.Run("dropped with its key", func(t *testing.T) {
+		f := newFixture(t)
+		tok := f.issuer.Token("alice")
+		if _, err := f.v.Verify(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		f.issuer.RemoveKey()
+		if _, err := f.v.Verify(ctx, tok); reasonOf(err) != verify.ReasonUnknownKey {
+			t.Fatalf("token of a removed key served: %v", err)
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		f := newFixture(t, func(c *verify.Config) { c.CacheSize = 16 })
+		for i := range 100 {
+			if _, err := f.v.Verify(ctx, f.issuer.Token("u", string(rune('a'+i%26)), string(rune('a'+i/26)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := verify.CacheLen(f.v); n > 16 {
+			t.Fatalf("cache holds %d entries, bound 16", n)
+		}
+	})
+}
+
+func TestConfig(t *testing.T) {
+	issuer := verifytest.NewIssuer(t, issuerURL, time.Now)
+	tests := []struct {
+		name string
+		cfg  verify.Config
+	}{
+		{"no issuer", verify.Config{Keys: issuer}},
+		{"no keys", verify.Config{Issuer: issuerURL}},
+		{"HMAC algorithm", verify.Config{Issuer: issuerURL, Keys: issuer, Algorithms: []string{"HS256"}}},
+		{"none algorithm", verify.Config{Issuer: issuerURL, Keys: issuer, Algorithms: []string{"none"}}},
+		{"huge leeway", verify.Config{Issuer: issuerURL, Keys: issuer, Leeway: time.Hour}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := verify.New(t.Context(), tt.cfg); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every test of Gatehouse, installing what the tests need first.
+#   ./test.sh            format, vet, staticcheck, unit tests under -race, integration tests
+# Environment: SKIP_INSTALL=1 skips the installation steps (offline reruns).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+export PATH="$(go env GOPATH)/bin:$PATH"
+
+if [ "${SKIP_INSTALL:-}" != 1 ]; then
+	step "installing test dependencies"
+	# Node.js and npm run the openid-client interoperability test.
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+		$SUDO apt-get update -q
+		$SUDO apt-get install -y -q nodejs npm
+	fi
+	(cd integration/node && npm ci --no-audit --no-fund --loglevel=error)
+	if ! command -v staticcheck >/dev/null; then
+		go install honnef.co/go/tools/cmd/staticcheck@v0.7.0
+	fi
+	go mod download
+fi
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './integration/node/*'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+staticcheck ./...
+
+step "unit tests (-race)"
+go test -race -count=1 $(go list ./... | grep -v '/integration$')
+
+step "integration tests"
+go test -count=1 -timeout 20m ./integration/...
