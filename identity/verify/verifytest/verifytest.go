@@ -201,3 +201,15 @@ func (is *Issuer) Hostile(scopes ...string) []Case {
 
 // Clone copies a claims map.
 func Clone(m map[string]any) map[string]any { return maps.Clone(m) }
+
+// JWKS returns the issuer's public key as a JWK Set.
+func (is *Issuer) JWKS() []byte {
+	b, err := json.Marshal(map[string]any{"keys": []any{map[string]any{
+		"kty": "RSA", "use": "sig", "alg": "RS256", "kid": is.Kid,
+		"n": base64.RawURLEncoding.EncodeToString(is.Private.N.Bytes()), "e": "AQAB",
+	}}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

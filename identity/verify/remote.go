@@ -1,0 +1,307 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults of RemoteConfig.
+const (
+	DefaultJWKSRefresh     = 5 * time.Minute
+	DefaultJWKSMinInterval = 5 * time.Second
+	DefaultJWKSTimeout     = 10 * time.Second
+	maxJWKSSize            = 1 << 20
+	maxJWKSKeys            = 100
+)
+
+// RemoteConfig configures a RemoteKeySet.
+type RemoteConfig struct {
+	// URL is the issuer's JWKS URL. Required.
+	URL string
+	// Client fetches the key set. Default: a client with Timeout.
+	Client *http.Client
+	// Refresh is how often the key set is re-read on schedule. Default 5m.
+	Refresh time.Duration
+	// MinInterval is the least time between two fetches caused by unknown
+	// key ids; an unknown kid met in between is answered from the miss
+	// cache. Default 5s.
+	MinInterval time.Duration
+	// Timeout bounds one fetch. Default 10s.
+	Timeout time.Duration
+	// Logger receives fetch failures. Default: no-op.
+	Logger *zap.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// RemoteKeySet is a KeySource reading a remote issuer's JWKS: cached,
+// refreshed on schedule and on an unknown kid (single flight, at most once
+// per MinInterval, unknown kids cached as misses), and serving the last
+// good set while the issuer is unreachable.
+type RemoteKeySet struct {
+	cfg RemoteConfig
+
+	mu        sync.RWMutex
+	keys      map[string]crypto.PublicKey
+	fetched   time.Time // last successful fetch
+	attempted time.Time // last fetch attempt
+	lastErr   error
+	inflight  chan struct{} // closed when the running fetch ends
+
+	stats remoteStats
+}
+
+type remoteStats struct {
+	mu       sync.Mutex
+	fetches  int64
+	failures int64
+}
+
+// NewRemoteKeySet returns a key set for cfg.URL and tries a first fetch;
+// a failure is logged, not returned, so a gateway can start while the
+// issuer is down.
+func NewRemoteKeySet(ctx context.Context, cfg RemoteConfig) (*RemoteKeySet, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("remote key set needs a URL")
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultJWKSRefresh
+	}
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = DefaultJWKSMinInterval
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultJWKSTimeout
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: cfg.Timeout}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &RemoteKeySet{cfg: cfg, keys: map[string]crypto.PublicKey{}}
+	_ = r.refresh(ctx)
+	return r, nil
+}
+
+// Key implements KeySource.
+func (r *RemoteKeySet) Key(ctx context.Context, kid string) (crypto.PublicKey, error) {
+	r.mu.RLock()
+	k, ok := r.keys[kid]
+	recent := r.cfg.Now().Sub(r.attempted) < r.cfg.MinInterval
+	everFetched := !r.fetched.IsZero()
+	lastErr := r.lastErr
+	r.mu.RUnlock()
+	if ok {
+		return k, nil
+	}
+	if recent {
+		// A miss inside the interval: no fetch, so a flood of unknown
+		// kids cannot hammer the issuer.
+		if !everFetched && lastErr != nil {
+			return nil, fmt.Errorf("key set unavailable: %w", lastErr)
+		}
+		return nil, ErrUnknownKey
+	}
+	if err := r.refresh(ctx); err != nil && !everFetched {
+		return nil, fmt.Errorf("key set unavailable: %w", err)
+	}
+	r.mu.RLock()
+	k, ok = r.keys[kid]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, ErrUnknownKey
+	}
+	return k, nil
+}
+
+// Published implements KeySource.
+func (r *RemoteKeySet) Published(kid string, key crypto.PublicKey) bool {
+	r.mu.RLock()
+	k, ok := r.keys[kid]
+	r.mu.RUnlock()
+	return ok && k == key
+}
+
+// Run refreshes the key set on schedule until ctx ends.
+func (r *RemoteKeySet) Run(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = r.refresh(ctx)
+		}
+	}
+}
+
+// Fetches returns how many fetches were attempted and how many failed.
+func (r *RemoteKeySet) Fetches() (attempts, failures int64) {
+	r.stats.mu.Lock()
+	defer r.stats.mu.Unlock()
+	return r.stats.fetches, r.stats.failures
+}
+
+// refresh fetches the key set once, joining a fetch already running.
+func (r *RemoteKeySet) refresh(ctx context.Context) error {
+	r.mu.Lock()
+	if wait := r.inflight; wait != nil {
+		r.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		return r.lastErr
+	}
+	done := make(chan struct{})
+	r.inflight = done
+	r.attempted = r.cfg.Now()
+	r.mu.Unlock()
+
+	keys, err := r.fetch(ctx)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight = nil
+	close(done)
+	r.stats.mu.Lock()
+	r.stats.fetches++
+	if err != nil {
+		r.stats.failures++
+	}
+	r.stats.mu.Unlock()
+	r.lastErr = err
+	if err != nil {
+		r.cfg.Logger.Warn("fetching remote key set failed: the last good set keeps serving",
+			zap.String("url", r.cfg.URL), zap.Error(err))
+		return err
+	}
+	// Keep the old key objects where nothing changed, so cached tokens
+	// stay valid across refreshes.
+	for kid, k := range keys {
+		if old, ok := r.keys[kid]; ok && equalKeys(old, k) {
+			keys[kid] = old
+		}
+	}
+	r.keys = keys
+	r.fetched = r.cfg.Now()
+	return nil
+}
+
+func (r *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := r.cfg.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("key set answered %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading key set: %w", err)
+	}
+	if len(body) > maxJWKSSize {
+		return nil, fmt.Errorf("key set larger than %d bytes", maxJWKSSize)
+	}
+	return ParseJWKS(body)
+}
+
+// ParseJWKS reads the signature keys of a JWK Set (RSA and EC keys with a
+// kid; other keys are skipped).
+func ParseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
+	var set struct {
+		Keys []struct {
+			Kty string `json:"kty"`
+			Use string `json:"use"`
+			Kid string `json:"kid"`
+			N   string `json:"n"`
+			E   string `json:"e"`
+			Crv string `json:"crv"`
+			X   string `json:"x"`
+			Y   string `json:"y"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, fmt.Errorf("parsing key set: %w", err)
+	}
+	if len(set.Keys) > maxJWKSKeys {
+		return nil, fmt.Errorf("key set holds %d keys, more than %d", len(set.Keys), maxJWKSKeys)
+	}
+	keys := map[string]crypto.PublicKey{}
+	b64 := base64.RawURLEncoding
+	for _, k := range set.Keys {
+		if k.Kid == "" || (k.Use != "" && k.Use != "sig") {
+			continue
+		}
+		switch k.Kty {
+		case "RSA":
+			n, err1 := b64.DecodeString(k.N)
+			e, err2 := b64.DecodeString(k.E)
+			if err1 != nil || err2 != nil || len(n) < 256 || len(e) == 0 || len(e) > 4 {
+				return nil, fmt.Errorf("key %q: malformed or weak RSA key", k.Kid)
+			}
+			keys[k.Kid] = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+		case "EC":
+			var curve elliptic.Curve
+			switch k.Crv {
+			case "P-256":
+				curve = elliptic.P256()
+			case "P-384":
+				curve = elliptic.P384()
+			case "P-521":
+				curve = elliptic.P521()
+			default:
+				continue
+			}
+			x, err1 := b64.DecodeString(k.X)
+			y, err2 := b64.DecodeString(k.Y)
+			size := (curve.Params().BitSize + 7) / 8
+			if err1 != nil || err2 != nil || len(x) != size || len(y) != size {
+				return nil, fmt.Errorf("key %q: malformed EC key", k.Kid)
+			}
+			pub, err := ecdsa.ParseUncompressedPublicKey(curve, append(append([]byte{4}, x...), y...))
+			if err != nil {
+				return nil, fmt.Errorf("key %q: %w", k.Kid, err)
+			}
+			keys[k.Kid] = pub
+		}
+	}
+	return keys, nil
+}
+
+func equalKeys(a, b crypto.PublicKey) bool {
+	eq, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && eq.Equal(b)
+}
+
+var _ KeySource = (*RemoteKeySet)(nil)
