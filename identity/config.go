@@ -59,6 +59,11 @@ type Config struct {
 	PasswordHashConcurrency int
 	// SigningKeyBits is the RSA modulus size of generated keys. Default 2048.
 	SigningKeyBits int
+	// APIResources are the APIs that may call the introspection endpoint
+	// for tokens of their audience, authenticating with their name and
+	// secret (client_secret_basic or _post), as IdentityServer's API
+	// resources do.
+	APIResources []APIResource
 
 	// Logger receives operational logs. Default: a no-op logger.
 	Logger *zap.Logger
@@ -112,4 +117,13 @@ type Client struct {
 	RedirectURIs []string
 	// Introspect allows the client to call the introspection endpoint.
 	Introspect bool
+}
+
+// APIResource is an API that may introspect the access tokens issued for
+// it (whose "aud" holds its name).
+type APIResource struct {
+	// Name is the audience the API's tokens carry and its login name.
+	Name string
+	// SecretHashes are SHA-256 digests of the API's secrets.
+	SecretHashes [][]byte
 }

@@ -54,6 +54,10 @@ func testConfig(now func() time.Time) Config {
 	return Config{
 		Issuer: testIssuer,
 		Now:    now,
+		APIResources: []APIResource{
+			{Name: "gatehouse", SecretHashes: [][]byte{sha("api-secret")}},
+			{Name: "other-api", SecretHashes: [][]byte{sha("other-secret")}},
+		},
 		Clients: []Client{
 			{
 				ID: "app", Public: true,
@@ -63,8 +67,9 @@ func testConfig(now func() time.Time) Config {
 			},
 			{
 				ID: "svc", SecretHashes: [][]byte{sha("svc-secret")},
-				GrantTypes: []string{GrantClientCredentials},
-				Scopes:     []string{"Service/Market", "Service/News"},
+				GrantTypes:    []string{GrantClientCredentials},
+				Introspect:    true,
+				Scopes:        []string{"Service/Market", "Service/News"},
 				DefaultScopes: []string{"Service/Market"},
 			},
 			{

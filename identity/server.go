@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
 // refreshSecretName names the server secret successors are derived with.
@@ -37,6 +38,10 @@ type Server struct {
 	hashSlots     chan struct{}
 	prefix        string // the issuer URL's path, prefixed to every endpoint
 	endpoints     map[string]http.HandlerFunc
+	verifier      *verify.Verifier
+	resources     map[string]APIResource
+	cancel        context.CancelFunc
+	done          chan struct{}
 }
 
 // NewServer checks cfg, fills its defaults, loads (or on first start
@@ -75,11 +80,32 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if s.dummyHash, err = HashPassword("gatehouse-dummy-password"); err != nil {
 		return nil, fmt.Errorf("preparing dummy password hash: %w", err)
 	}
-	s.endpoints = map[string]http.HandlerFunc{
-		prefix + PathDiscovery: s.serveDiscovery,
-		prefix + PathJWKS:      s.serveJWKS,
-		prefix + PathToken:     s.serveToken,
+	if s.resources, err = newResources(cfg.APIResources, clients); err != nil {
+		return nil, err
 	}
+	// The server's own check (userinfo, introspection, revocation) always
+	// applies revocations.
+	s.verifier, err = verify.New(ctx, verify.Config{
+		Issuer: cfg.Issuer, Audience: cfg.Audience, Keys: s, Revocations: st,
+		Logger: cfg.Logger, Now: cfg.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the access-token verifier: %w", err)
+	}
+	s.endpoints = map[string]http.HandlerFunc{
+		prefix + PathDiscovery:     s.serveDiscovery,
+		prefix + PathJWKS:          s.serveJWKS,
+		prefix + PathToken:         s.serveToken,
+		prefix + PathUserinfo:      s.serveUserinfo,
+		prefix + PathIntrospection: s.serveIntrospect,
+		prefix + PathRevocation:    s.serveRevocation,
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.verifier.Run(runCtx)
+	}()
 	return s, nil
 }
 
@@ -154,5 +180,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Issuer is the configured issuer URL.
 func (s *Server) Issuer() string { return s.cfg.Issuer }
 
-// Close stops the server's background work. It does not close the store.
-func (s *Server) Close() error { return nil }
+// Verifier is the server's access-token check: its own keys, with
+// revocations.
+func (s *Server) Verifier() *verify.Verifier { return s.verifier }
+
+// Close stops the server's background work and waits for it. It does not
+// close the store.
+func (s *Server) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	return nil
+}

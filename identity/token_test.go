@@ -322,8 +322,8 @@ func TestDiscoveryAndJWKS(t *testing.T) {
 		}
 	}
 	lists := map[string][]string{
-		"scopes_supported":      DefaultScopes,
-		"grant_types_supported": {"authorization_code", "client_credentials", "refresh_token", "implicit", "password", "urn:ietf:params:oauth:grant-type:device_code"},
+		"scopes_supported":                      DefaultScopes,
+		"grant_types_supported":                 {"authorization_code", "client_credentials", "refresh_token", "implicit", "password", "urn:ietf:params:oauth:grant-type:device_code"},
 		"response_types_supported":              {"code", "token", "id_token", "id_token token", "code id_token", "code token", "code id_token token"},
 		"response_modes_supported":              {"form_post", "query", "fragment"},
 		"token_endpoint_auth_methods_supported": {"client_secret_basic", "client_secret_post"},

@@ -1,6 +1,6 @@
 // Package store defines what the identity server keeps between requests and
 // across restarts: signing keys, server secrets, users, refresh-token families,
-// access-token revocations and, in later issues, codes, device codes, sessions
+// access-token revocations, failure counters and, in later issues, codes, device codes and sessions
 // and throttling counters.
 //
 // A backend implements Store; every backend runs the conformance suite in

@@ -71,11 +71,32 @@ type Store interface {
 	// whose expiry equals now has expired, as a JWT's "exp" does.)
 	Revocations(ctx context.Context, now time.Time) ([]Revocation, error)
 
+	// AccessTokenRevoked reports whether the access token jti has been
+	// revoked (and the revocation not yet removed by DeleteExpired).
+	AccessTokenRevoked(ctx context.Context, jti string) (bool, error)
+
+	// AddFailure counts one failure against key (brute-force defence),
+	// atomically: a counter whose window started window or longer before
+	// now starts a new window at now with count 0; the count then grows by
+	// one; when it is limit or more and the key is not locked at now, the
+	// key is locked until now+lockout (so a failure after a lock ended, in
+	// the same window, locks again; a window reset leaves LockedUntil as it
+	// was). It returns the counter after the change.
+	AddFailure(ctx context.Context, key string, now time.Time, window time.Duration, limit int, lockout time.Duration) (Counter, error)
+	// Counter returns the counter of key; a zero Counter (with Key set) if
+	// there is none.
+	Counter(ctx context.Context, key string) (Counter, error)
+	// ResetCounter removes the counter of key. Removing a missing counter
+	// is not an error.
+	ResetCounter(ctx context.Context, key string) error
+
 	// DeleteExpired removes what has expired at now: refresh families past
 	// their absolute expiry with their tokens and their recorded access
 	// tokens, the records of expired access tokens of other families, and
 	// revocations of expired access tokens. It returns how many records
 	// (families, tokens, access-token records, revocations) it removed.
+	// It also removes failure counters with no lock in force at now whose
+	// window began 24 hours or more before now; those are not counted.
 	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 
 	// Close releases the backend's resources.
@@ -145,3 +166,15 @@ type Revocation struct {
 	ExpiresAt time.Time
 	RevokedAt time.Time
 }
+
+// Counter counts failures against a key (a user, a source address, or the
+// pair) for brute-force defence.
+type Counter struct {
+	Key         string
+	Count       int       // failures in the current window
+	WindowStart time.Time // when the current window began
+	LockedUntil time.Time // zero, or the end of a lockout
+}
+
+// Locked reports whether the counter's key is locked at now.
+func (c Counter) Locked(now time.Time) bool { return now.Before(c.LockedUntil) }

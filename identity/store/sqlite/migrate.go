@@ -76,6 +76,16 @@ var migrations = [][]string{
 		) STRICT`,
 		`CREATE INDEX revocations_expires_at ON revocations (expires_at)`,
 	},
+	// 2: failure counters (brute-force defence).
+	{
+		`CREATE TABLE failure_counters (
+			counter_key  TEXT NOT NULL PRIMARY KEY,
+			failures     INTEGER NOT NULL,
+			window_start INTEGER NOT NULL,
+			locked_until INTEGER
+		) STRICT`,
+		`CREATE INDEX failure_counters_window_start ON failure_counters (window_start)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

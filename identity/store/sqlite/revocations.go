@@ -48,10 +48,24 @@ func (s *Store) Revocations(ctx context.Context, now time.Time) ([]store.Revocat
 	return revs, nil
 }
 
+// AccessTokenRevoked reports whether the access token jti has been revoked,
+// by RevokeAccessToken or with its family, and the revocation is still
+// stored (DeleteExpired removes it once the token has expired).
+func (s *Store) AccessTokenRevoked(ctx context.Context, jti string) (bool, error) {
+	var revoked bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM revocations WHERE jti = ?)`,
+		jti).Scan(&revoked); err != nil {
+		return false, fmt.Errorf("reading revocation of access token %q: %w", jti, err)
+	}
+	return revoked, nil
+}
+
 // DeleteExpired removes, in one transaction, what has expired at now: refresh
 // families past their absolute expiry with their tokens and recorded access
 // tokens, the records of expired access tokens, and the revocations of
-// expired access tokens. It returns how many rows it removed.
+// expired access tokens. It returns how many rows it removed. It also
+// removes the stale failure counters (see deleteStaleCounters), which it
+// does not count.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 	n := millis(now)
 	stmts := []struct {
@@ -80,7 +94,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 			}
 			total += c
 		}
-		return nil
+		return deleteStaleCounters(ctx, tx, now)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("deleting expired records: %w", err)

@@ -47,6 +47,13 @@ func TestTwoStoresRotate(t *testing.T) {
 	storetest.RotateConcurrently(t, open(t, path), open(t, path))
 }
 
+// TestTwoStoresAddFailure: two Stores on one file counting failures against
+// one key at once lose no increment and meet no lock errors.
+func TestTwoStoresAddFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	storetest.AddFailuresConcurrently(t, open(t, path), open(t, path))
+}
+
 // TestTwoStoresWrite: two Stores on one file writing at once wait for each
 // other's locks instead of failing.
 func TestTwoStoresWrite(t *testing.T) {
@@ -159,6 +166,46 @@ func checkVersions(ctx context.Context, t *testing.T, path string) {
 	if maxVersion < 1 || rows != maxVersion || distinct != maxVersion {
 		t.Errorf("schema_version: %d rows, %d versions, latest %d", rows, distinct, maxVersion)
 	}
+}
+
+// TestMigrateFromVersion1: a file at schema version 1 (before the failure
+// counters) keeps its data and gains the counters when it is opened.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := storetest.Context(t)
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.RevokeAccessToken(ctx, "jti", time.Now().Add(time.Hour), time.Now()); err != nil {
+		t.Fatalf("RevokeAccessToken: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// Take the file back to version 1.
+	db := rawDB(t, path)
+	for _, stmt := range []string{
+		`DROP TABLE failure_counters`,
+		`DELETE FROM schema_version WHERE version > 1`,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, path)
+	if revoked, err := s.AccessTokenRevoked(ctx, "jti"); err != nil || !revoked {
+		t.Errorf("AccessTokenRevoked after migrating: %v, %v; want true", revoked, err)
+	}
+	now := time.Now()
+	if c, err := s.AddFailure(ctx, "k", now, time.Minute, 5, time.Minute); err != nil || c.Count != 1 {
+		t.Errorf("AddFailure after migrating: %+v, %v", c, err)
+	}
+	checkVersions(ctx, t, path)
 }
 
 // TestNewerSchemaRefused: a file migrated by a newer program is not opened.

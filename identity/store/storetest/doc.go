@@ -16,8 +16,9 @@
 // The suite covers every method and its errors, the time precision a store
 // promises, and the races the identity server relies on the store to settle:
 // concurrent rotations of one refresh token (exactly one wins), revocation
-// racing rotation, and many concurrent writers. RotateConcurrently also
-// runs that first race over several stores sharing one database.
+// racing rotation, concurrent failures counted against one key (none lost),
+// and many concurrent writers. RotateConcurrently and AddFailuresConcurrently
+// also run their races over several stores sharing one database.
 //
 // Every wait is bounded by Timeout. The package is imported only by tests; it
 // must not depend on any backend.

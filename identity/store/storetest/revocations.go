@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,11 +13,13 @@ var revocationCases = []testCase{
 	{"RevokeAndList", testRevocationsRevokeAndList},
 	{"RevokeTwice", testRevocationsRevokeTwice},
 	{"ExpiredNotListed", testRevocationsExpiredNotListed},
+	{"AccessTokenRevoked", testRevocationsAccessTokenRevoked},
 }
 
 var deleteExpiredCases = []testCase{
 	{"NothingExpired", testDeleteExpiredNothing},
 	{"RemovesExpired", testDeleteExpiredRemoves},
+	{"RemovesStaleCounters", testDeleteExpiredCounters},
 }
 
 func testRevocationsEmpty(t *testing.T, s store.Store) {
@@ -151,4 +154,106 @@ func testDeleteExpiredRemoves(t *testing.T, s store.Store) {
 	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam3", now), nil)
 	equal(t, "revocations after revoking fam3", revokedJTIs(ctx, t, s, now),
 		map[string]bool{"recent": true, "fam3/live": true})
+}
+
+// testRevocationsAccessTokenRevoked: AccessTokenRevoked follows the
+// revocations through a sequence of steps, each checked for every JTI: a
+// single revocation, the revocation of a family (of its access tokens not
+// expired then), and DeleteExpired removing the revocations of expired
+// tokens.
+func testRevocationsAccessTokenRevoked(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	mustCreateFamily(ctx, t, s, "fam1") // fam1/at0 expires at t0+1h
+	for _, at := range []store.IssuedAccessToken{
+		{JTI: "fam1/at1", ExpiresAt: t0.Add(3 * time.Hour)},
+		{JTI: "fam1/short", ExpiresAt: t0.Add(10 * time.Minute)},
+	} {
+		wantErr(t, "RecordAccessToken "+at.JTI, s.RecordAccessToken(ctx, "fam1", at), nil)
+	}
+	mustCreateFamily(ctx, t, s, "fam2")
+
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want map[string]bool // every JTI checked; absent ones are not revoked
+	}{
+		{"before any revocation", nil, nil},
+		{
+			"after RevokeAccessToken",
+			func() error { return s.RevokeAccessToken(ctx, "single", t0.Add(2*time.Hour), t0) },
+			map[string]bool{"single": true},
+		},
+		{
+			"after revoking it again",
+			func() error { return s.RevokeAccessToken(ctx, "single", t0.Add(2*time.Hour), t0.Add(time.Minute)) },
+			map[string]bool{"single": true},
+		},
+		{
+			// fam1/short had expired: it is not revoked.
+			"after RevokeRefreshFamily",
+			func() error { return s.RevokeRefreshFamily(ctx, "fam1", t0.Add(30*time.Minute)) },
+			map[string]bool{"single": true, "fam1/at0": true, "fam1/at1": true},
+		},
+		{
+			// single expires now, fam1/at0 before: their revocations go.
+			"after DeleteExpired",
+			func() error { _, err := s.DeleteExpired(ctx, t0.Add(2*time.Hour)); return err },
+			map[string]bool{"fam1/at1": true},
+		},
+	} {
+		if step.do != nil {
+			wantErr(t, step.name, step.do(), nil)
+		}
+		for _, jti := range []string{"single", "fam1/at0", "fam1/at1", "fam1/short", "fam2/at0", "unknown", "SINGLE"} {
+			got, err := s.AccessTokenRevoked(ctx, jti)
+			wantErr(t, fmt.Sprintf("%s: AccessTokenRevoked(%q)", step.name, jti), err, nil)
+			if got != step.want[jti] {
+				t.Errorf("%s: AccessTokenRevoked(%q) = %v, want %v", step.name, jti, got, step.want[jti])
+			}
+		}
+	}
+}
+
+// testDeleteExpiredCounters: DeleteExpired removes the counters whose window
+// began 24 hours or more before now and which have no lock in force (a lock
+// ending now is not), keeps the others, and does not count them.
+func testDeleteExpiredCounters(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	now := t0.Add(48 * time.Hour)
+	counters := []struct {
+		key     string
+		start   time.Time // the counter's one failure, which begins its window
+		lockout time.Duration
+		kept    bool
+	}{
+		{"window-began-24h-ago", now.Add(-24 * time.Hour), 0, false},
+		{"window-began-30h-ago", now.Add(-30 * time.Hour), 0, false},
+		{"lock-ended", now.Add(-25 * time.Hour), time.Hour, false},
+		{"lock-ends-now", now.Add(-25 * time.Hour), 25 * time.Hour, false},
+		{"fresh", now.Add(-24*time.Hour + time.Millisecond), 0, true},
+		{"fresh-and-locked", now.Add(-time.Hour), 2 * time.Hour, true},
+		{"stale-but-locked", now.Add(-25 * time.Hour), 25*time.Hour + time.Millisecond, true},
+	}
+	before := make([]store.Counter, len(counters))
+	for i, tt := range counters {
+		limit := 2 // one failure does not lock
+		if tt.lockout > 0 {
+			limit = 1
+		}
+		c, err := s.AddFailure(ctx, tt.key, tt.start, time.Hour, limit, tt.lockout)
+		wantErr(t, "AddFailure "+tt.key, err, nil)
+		before[i] = normCounter(t, c)
+	}
+	wantErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "expired", now, t0), nil)
+
+	n, err := s.DeleteExpired(ctx, now)
+	wantErr(t, "DeleteExpired", err, nil)
+	equal(t, "records removed (the revocation, not the counters)", n, int64(1))
+	for i, tt := range counters {
+		want := store.Counter{Key: tt.key}
+		if tt.kept {
+			want = before[i]
+		}
+		equal(t, "Counter "+tt.key+" after DeleteExpired", readCounter(ctx, t, s, tt.key), want)
+	}
 }

@@ -50,6 +50,7 @@ var groups = []struct {
 	{"Users", userCases},
 	{"RefreshFamilies", refreshCases},
 	{"Revocations", revocationCases},
+	{"Counters", counterCases},
 	{"DeleteExpired", deleteExpiredCases},
 	{"Times", timeCases},
 	{"Concurrency", concurrencyCases},

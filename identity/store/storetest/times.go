@@ -12,6 +12,7 @@ var timeCases = []testCase{
 	{"User", testTimesUser},
 	{"RefreshFamily", testTimesRefreshFamily},
 	{"Revocation", testTimesRevocation},
+	{"Counter", testTimesCounter},
 }
 
 // odd are times that are not whole milliseconds and not in UTC.
@@ -103,4 +104,30 @@ func testTimesRevocation(t *testing.T, s store.Store) {
 	}
 	sameTime(t, "ExpiresAt", revs[0].ExpiresAt, odd2)
 	sameTime(t, "RevokedAt", revs[0].RevokedAt, odd1)
+}
+
+// testTimesCounter: a counter's times come back within a millisecond, in
+// UTC, from AddFailure and from Counter; the window is measured between them.
+func testTimesCounter(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	lockout := time.Minute + 1500*time.Microsecond
+	c, err := s.AddFailure(ctx, "k", odd1, time.Hour, 1, lockout)
+	wantErr(t, "AddFailure", err, nil)
+	sameTime(t, "WindowStart from AddFailure", c.WindowStart, odd1)
+	sameTime(t, "LockedUntil from AddFailure", c.LockedUntil, odd1.Add(lockout))
+	c, err = s.Counter(ctx, "k")
+	wantErr(t, "Counter", err, nil)
+	sameTime(t, "WindowStart", c.WindowStart, odd1)
+	sameTime(t, "LockedUntil", c.LockedUntil, odd1.Add(lockout))
+
+	c, err = s.AddFailure(ctx, "k", odd1.Add(time.Hour-2*time.Millisecond), time.Hour, 1, lockout)
+	wantErr(t, "AddFailure within the window", err, nil)
+	if c.Count != 2 {
+		t.Errorf("AddFailure within the window: count %d, want 2", c.Count)
+	}
+	c, err = s.AddFailure(ctx, "k", odd1.Add(time.Hour+time.Millisecond), time.Hour, 1, lockout)
+	wantErr(t, "AddFailure after the window", err, nil)
+	if c.Count != 1 {
+		t.Errorf("AddFailure after the window: count %d, want 1", c.Count)
+	}
 }

@@ -1,0 +1,14 @@
+package identity
+
+import (
+	"crypto/rsa"
+)
+
+// SigningKeyForTest returns the key id and private key that sign now.
+func (s *Server) SigningKeyForTest() (string, *rsa.PrivateKey) {
+	k, err := s.keys.signer(s.cfg.Now())
+	if err != nil {
+		panic(err)
+	}
+	return k.id, k.private
+}

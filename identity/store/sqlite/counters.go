@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// staleCounterAge is how long after its window began DeleteExpired removes
+// a counter with no lock in force.
+const staleCounterAge = 24 * time.Hour
+
+// AddFailure counts one failure against key at now, in one write
+// transaction: BEGIN IMMEDIATE takes the write lock before the counter is
+// read, so concurrent callers, in this process or in others, queue and none
+// loses an increment. A window that began window or longer before now is
+// replaced by one beginning at now; the key is locked until now+lockout when
+// the count reaches limit (or is past it) and no lock is in force. A lock
+// outlives the window it was set in. Times are kept to the millisecond: now
+// is truncated to a whole millisecond before it is compared.
+func (s *Store) AddFailure(ctx context.Context, key string, now time.Time, window time.Duration, limit int, lockout time.Duration) (store.Counter, error) {
+	var c store.Counter
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if c, err = scanCounter(key, tx.QueryRowContext(ctx, `SELECT failures, window_start, locked_until
+			FROM failure_counters WHERE counter_key = ?`, key)); err != nil {
+			return err
+		}
+		c = addFailure(c, fromMillis(millis(now)), window, limit, lockout)
+		_, err = tx.ExecContext(ctx, `INSERT INTO failure_counters (counter_key, failures, window_start, locked_until)
+			VALUES (?, ?, ?, ?)
+			ON CONFLICT (counter_key) DO UPDATE SET failures = excluded.failures,
+				window_start = excluded.window_start, locked_until = excluded.locked_until`,
+			key, c.Count, millis(c.WindowStart), millis(c.LockedUntil))
+		return err
+	})
+	if err != nil {
+		return store.Counter{}, fmt.Errorf("counting a failure against %q: %w", key, err)
+	}
+	c.LockedUntil = fromMillis(millis(c.LockedUntil)) // as stored
+	return c, nil
+}
+
+// addFailure is c after one more failure at now.
+func addFailure(c store.Counter, now time.Time, window time.Duration, limit int, lockout time.Duration) store.Counter {
+	if c.WindowStart.IsZero() || now.Sub(c.WindowStart) >= window {
+		c.Count, c.WindowStart = 0, now
+	}
+	c.Count++
+	if c.Count >= limit && !c.Locked(now) {
+		c.LockedUntil = now.Add(lockout)
+	}
+	return c
+}
+
+// Counter returns the counter of key; a zero Counter with Key set if there
+// is none.
+func (s *Store) Counter(ctx context.Context, key string) (store.Counter, error) {
+	c, err := scanCounter(key, s.r.QueryRowContext(ctx, `SELECT failures, window_start, locked_until
+		FROM failure_counters WHERE counter_key = ?`, key))
+	if err != nil {
+		return store.Counter{}, fmt.Errorf("reading failure counter %q: %w", key, err)
+	}
+	return c, nil
+}
+
+// ResetCounter removes the counter of key, and with it any lock. Removing a
+// missing counter is not an error.
+func (s *Store) ResetCounter(ctx context.Context, key string) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM failure_counters WHERE counter_key = ?`, key); err != nil {
+		return fmt.Errorf("resetting failure counter %q: %w", key, err)
+	}
+	return nil
+}
+
+// deleteStaleCounters removes, within DeleteExpired's transaction, the
+// counters with no lock in force at now whose window began staleCounterAge
+// or longer before now.
+func deleteStaleCounters(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM failure_counters
+		WHERE window_start <= ? AND (locked_until IS NULL OR locked_until <= ?)`,
+		millis(now.Add(-staleCounterAge)), millis(now))
+	return err
+}
+
+// scanCounter reads failures, window_start and locked_until of the counter
+// of key from row; a zero Counter with Key set if there is no row.
+func scanCounter(key string, row *sql.Row) (store.Counter, error) {
+	var (
+		c             = store.Counter{Key: key}
+		start, locked sql.NullInt64
+	)
+	err := row.Scan(&c.Count, &start, &locked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, nil
+	}
+	if err != nil {
+		return store.Counter{}, err
+	}
+	c.WindowStart, c.LockedUntil = fromMillis(start), fromMillis(locked)
+	return c, nil
+}
