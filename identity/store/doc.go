@@ -1,7 +1,7 @@
 // Package store defines what the identity server keeps between requests and
 // across restarts: signing keys, server secrets, users, refresh-token families,
-// access-token revocations, failure counters and, in later issues, codes, device codes and sessions
-// and throttling counters.
+// access-token revocations, failure counters and, in later issues,
+// authorization codes, device codes and sessions.
 //
 // A backend implements Store; every backend runs the conformance suite in
 // package storetest. Operations where a race matters are single atomic
