@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -59,6 +60,13 @@ type Config struct {
 	PasswordHashConcurrency int
 	// SigningKeyBits is the RSA modulus size of generated keys. Default 2048.
 	SigningKeyBits int
+	// Lockout is the brute-force defence of the password grant.
+	Lockout LockoutPolicy
+	// ClientIP returns the request's source address, e.g. Caddy's client
+	// IP (which honours trusted_proxies). Default: the host of RemoteAddr.
+	ClientIP func(*http.Request) string
+	// Metrics receives counts for monitoring. Default: none.
+	Metrics Metrics
 	// APIResources are the APIs that may call the introspection endpoint
 	// for tokens of their audience, authenticating with their name and
 	// secret (client_secret_basic or _post), as IdentityServer's API
@@ -126,4 +134,38 @@ type APIResource struct {
 	Name string
 	// SecretHashes are SHA-256 digests of the API's secrets.
 	SecretHashes [][]byte
+}
+
+// LockoutPolicy is the brute-force defence (DESIGN.md, "Token rules"): a
+// (user, source) pair is locked after MaxFailures failures inside Window,
+// for Duration; failures per source and per user beyond ThrottleAfter
+// slow every later attempt for that source or user (up to MaxDelay), but
+// never lock anyone out.
+type LockoutPolicy struct {
+	// MaxFailures locks a (user, source) pair. Default 5; negative
+	// disables lockout and throttling.
+	MaxFailures int
+	// Duration is how long a lockout lasts. Default 15m.
+	Duration time.Duration
+	// Window is how long failures are remembered. Default 15m.
+	Window time.Duration
+	// ThrottleAfter is how many failures per source or per user pass
+	// without delay. Default 3.
+	ThrottleAfter int
+	// BaseDelay is the first delay; each further failure doubles it.
+	// Default 250ms.
+	BaseDelay time.Duration
+	// MaxDelay caps the delay. Default 3s.
+	MaxDelay time.Duration
+}
+
+// Metrics receives the server's counts; caddymodule exports them to
+// Prometheus. Labels are bounded: client ids only of configured clients.
+type Metrics interface {
+	// TokenIssued counts a token response by grant type and client.
+	TokenIssued(grant, clientID string)
+	// TokenFailed counts a failed token-endpoint request by error code.
+	TokenFailed(code string)
+	// Lockout counts a (user, source) pair locked out.
+	Lockout()
 }

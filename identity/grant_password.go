@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -34,7 +36,7 @@ func (s *Server) grantPassword(r *http.Request, c *client, form url.Values) (*to
 	if perr != nil {
 		return nil, perr
 	}
-	user, perr := s.checkPassword(r.Context(), username, password)
+	user, perr := s.checkPassword(r, username, password)
 	if perr != nil {
 		return nil, perr
 	}
@@ -50,19 +52,24 @@ func (s *Server) grantPassword(r *http.Request, c *client, form url.Values) (*to
 	return resp, nil
 }
 
-// checkPassword verifies a user's password under the hashing concurrency
-// limit. Unknown and disabled users cost the same hash as a real one.
-func (s *Server) checkPassword(ctx context.Context, username, password string) (store.User, *Error) {
+// checkPassword verifies a user's password under the brute-force guard
+// and the hashing concurrency limit. A locked pair, an unknown user, a
+// disabled user and a wrong password get the same answer after the same
+// work: one password hash each.
+func (s *Server) checkPassword(r *http.Request, username, password string) (store.User, *Error) {
+	ctx := r.Context()
 	if len(username) > maxUsernameLen || len(password) > maxPasswordLen {
-		// Still hash, so the answer takes as long as any other.
 		username, password = "", password[:min(len(password), maxPasswordLen)]
 	}
+	g := s.guardFor(r, username)
+	locked, err := g.check(ctx)
+	if err != nil {
+		return store.User{}, serverError(err)
+	}
 	var user store.User
-	var lookupErr error
-	if username != "" {
+	lookupErr := store.ErrNotFound
+	if username != "" && !locked {
 		user, lookupErr = s.store.User(ctx, username)
-	} else {
-		lookupErr = store.ErrNotFound
 	}
 	if lookupErr != nil && !errors.Is(lookupErr, store.ErrNotFound) {
 		return store.User{}, serverError(lookupErr)
@@ -71,25 +78,53 @@ func (s *Server) checkPassword(ctx context.Context, username, password string) (
 	if lookupErr != nil {
 		hash = s.dummyHash
 	}
+	ok, verr := s.verifyPassword(ctx, hash, password)
+	if verr != nil {
+		return store.User{}, verr
+	}
+	var reason string
+	switch {
+	case locked:
+		reason = "locked out"
+	case lookupErr != nil:
+		reason = "unknown user"
+	case !ok:
+		reason = "wrong password"
+	case user.Disabled:
+		reason = "user disabled"
+	}
+	if reason != "" {
+		if !locked {
+			if err := g.failed(ctx); err != nil {
+				return store.User{}, serverError(err)
+			}
+		}
+		s.audit.Info("login failed", zap.String("reason", reason), zap.String("source", g.source[len("src:"):]))
+		return store.User{}, errBadCredentials(errors.New(reason))
+	}
+	if err := g.succeeded(ctx); err != nil {
+		return store.User{}, serverError(err)
+	}
+	s.audit.Info("login succeeded", zap.String("sub", user.Subject), zap.String("source", g.source[len("src:"):]))
+	user.Scopes = slices.Clone(user.Scopes)
+	return user, nil
+}
+
+// verifyPassword checks a hash under the concurrency limit, waiting at
+// most passwordWait for a slot.
+func (s *Server) verifyPassword(ctx context.Context, hash, password string) (bool, *Error) {
 	waitCtx, cancel := context.WithTimeout(ctx, passwordWait)
 	defer cancel()
 	select {
 	case s.hashSlots <- struct{}{}:
 	case <-waitCtx.Done():
-		return store.User{}, &Error{Code: ErrCodeTemporarilyUnavail, Description: "the server is busy, try again", Status: http.StatusServiceUnavailable, Cause: waitCtx.Err()}
+		return false, &Error{Code: ErrCodeTemporarilyUnavail, Description: "the server is busy, try again", Status: http.StatusServiceUnavailable, Cause: waitCtx.Err()}
 	}
-	ok, verr := VerifyPassword(hash, password)
-	<-s.hashSlots
-	switch {
-	case lookupErr != nil:
-		return store.User{}, errBadCredentials(errors.New("unknown user"))
-	case verr != nil:
-		return store.User{}, serverError(verr)
-	case !ok:
-		return store.User{}, errBadCredentials(errors.New("wrong password"))
-	case user.Disabled:
-		return store.User{}, errBadCredentials(errors.New("user disabled"))
+	defer func() { <-s.hashSlots }()
+	s.hashes.Add(1)
+	ok, err := VerifyPassword(hash, password)
+	if err != nil {
+		return false, serverError(err)
 	}
-	user.Scopes = slices.Clone(user.Scopes)
-	return user, nil
+	return ok, nil
 }

@@ -142,6 +142,8 @@ func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.sleep = noSleep // throttling is tested on its own
+	t.Cleanup(func() { srv.Close() })
 	return &fixture{t: t, srv: srv, st: st, clock: clk, cfg: cfg}
 }
 
@@ -153,8 +155,12 @@ func (f *fixture) restart() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	srv.sleep = noSleep
+	f.t.Cleanup(func() { srv.Close() })
 	f.srv = srv
 }
+
+func noSleep(context.Context, time.Duration) error { return nil }
 
 type response struct {
 	status int

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,6 +41,8 @@ type Server struct {
 	endpoints     map[string]http.HandlerFunc
 	verifier      *verify.Verifier
 	resources     map[string]APIResource
+	hashes        atomic.Int64 // password hashes computed, for tests
+	sleep         func(context.Context, time.Duration) error
 	cancel        context.CancelFunc
 	done          chan struct{}
 }
@@ -62,6 +65,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	s := &Server{
 		cfg: cfg, store: st, log: cfg.Logger, audit: cfg.Logger.Named(AuditLoggerName),
 		clients: clients, hashSlots: make(chan struct{}, cfg.PasswordHashConcurrency), prefix: prefix,
+		sleep: sleepCtx,
 	}
 	if s.discovery, err = marshalDiscovery(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
 		return nil, fmt.Errorf("encoding discovery document: %w", err)
@@ -149,6 +153,10 @@ func applyDefaults(cfg *Config) (string, error) {
 	}
 	if cfg.SigningKeyBits < 2048 {
 		return "", fmt.Errorf("signing keys of %d bits are too weak: at least 2048", cfg.SigningKeyBits)
+	}
+	applyLockoutDefaults(&cfg.Lockout)
+	if cfg.ClientIP == nil {
+		cfg.ClientIP = remoteHost
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

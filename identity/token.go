@@ -87,6 +87,9 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, grant, c.ID, perr)
 		return
 	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.TokenIssued(grant, c.ID)
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -97,6 +100,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, grant, clientID st
 		log = s.log.Error
 	}
 	log("token request failed", fieldsOf(r, grant, clientID, e)...)
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.TokenFailed(e.Code)
+	}
 	writeError(w, e, s.cfg.UniformErrorStatus)
 }
 
