@@ -58,8 +58,8 @@ type Config struct {
 	// PasswordHashConcurrency bounds how many password hashes are checked
 	// at once. Default: the number of CPUs.
 	PasswordHashConcurrency int
-	// SigningKeyBits is the RSA modulus size of generated keys. Default 2048.
-	SigningKeyBits int
+	// Keys is the signing-key lifecycle and its encryption at rest.
+	Keys KeyPolicy
 	// Lockout is the brute-force defence of the password grant.
 	Lockout LockoutPolicy
 	// ClientIP returns the request's source address, e.g. Caddy's client

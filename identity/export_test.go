@@ -2,6 +2,7 @@ package identity
 
 import (
 	"crypto/rsa"
+	"encoding/base64"
 )
 
 // SigningKeyForTest returns the key id and private key that sign now.
@@ -12,3 +13,5 @@ func (s *Server) SigningKeyForTest() (string, *rsa.PrivateKey) {
 	}
 	return k.id, k.private
 }
+
+func decodeSegment(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }

@@ -21,6 +21,7 @@ import (
 type signingKey struct {
 	id       string
 	private  *rsa.PrivateKey
+	created  time.Time
 	signFrom time.Time
 	retireAt time.Time // zero: not scheduled
 	removeAt time.Time // zero: not scheduled
@@ -37,44 +38,30 @@ func (k *signingKey) publishedAt(t time.Time) bool {
 // keySet holds the signing keys loaded from the store.
 type keySet struct {
 	mu   sync.RWMutex
-	keys []*signingKey // oldest first
+	keys []*signingKey // by signFrom, oldest first
 }
 
-// load reads every key from the store, generating and storing a first
-// signing key when none can sign at now.
-func (ks *keySet) load(ctx context.Context, st store.Store, now time.Time, bits int) error {
-	stored, err := st.SigningKeys(ctx)
-	if err != nil {
-		return fmt.Errorf("loading signing keys: %w", err)
-	}
-	keys := make([]*signingKey, 0, len(stored)+1)
-	canSign := false
-	for _, sk := range stored {
-		k, err := parseStoredKey(sk)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, k)
-		canSign = canSign || k.signsAt(now)
-	}
-	if !canSign {
-		k, err := generateKey(ctx, st, now, bits)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, k)
-	}
+func (ks *keySet) replace(keys []*signingKey) {
 	ks.mu.Lock()
 	ks.keys = keys
 	ks.mu.Unlock()
-	return nil
 }
 
-func parseStoredKey(sk store.SigningKey) (*signingKey, error) {
+func (ks *keySet) all() []*signingKey {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	return append([]*signingKey(nil), ks.keys...)
+}
+
+func parseStoredKey(sk store.SigningKey, kek []byte) (*signingKey, error) {
 	if sk.Algorithm != "RS256" {
 		return nil, fmt.Errorf("signing key %q: unsupported algorithm %q", sk.ID, sk.Algorithm)
 	}
-	parsed, err := x509.ParsePKCS8PrivateKey(sk.Private)
+	der, err := openKey(kek, sk.Private, sk.ID)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
 		return nil, fmt.Errorf("parsing signing key %q: %w", sk.ID, err)
 	}
@@ -83,10 +70,11 @@ func parseStoredKey(sk store.SigningKey) (*signingKey, error) {
 		return nil, fmt.Errorf("signing key %q is not an RSA key", sk.ID)
 	}
 	priv.Precompute()
-	return &signingKey{id: sk.ID, private: priv, signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt}, nil
+	return &signingKey{id: sk.ID, private: priv, created: sk.Created, signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt}, nil
 }
 
-func generateKey(ctx context.Context, st store.Store, now time.Time, bits int) (*signingKey, error) {
+// newKey generates an RSA key with its schedule and stores it.
+func newKey(ctx context.Context, st store.Store, kek []byte, bits int, now, signFrom, retireAt, removeAt time.Time) (*signingKey, error) {
 	priv, err := rsa.GenerateKey(rand.Reader, bits)
 	if err != nil {
 		return nil, fmt.Errorf("generating signing key: %w", err)
@@ -95,15 +83,21 @@ func generateKey(ctx context.Context, st store.Store, now time.Time, bits int) (
 	if err != nil {
 		return nil, fmt.Errorf("encoding signing key: %w", err)
 	}
-	k := &signingKey{id: thumbprint(&priv.PublicKey), private: priv, signFrom: now}
-	err = st.AddSigningKey(ctx, store.SigningKey{ID: k.id, Algorithm: "RS256", Private: der, Created: now, SignFrom: now})
+	k := &signingKey{id: thumbprint(&priv.PublicKey), private: priv, created: now, signFrom: signFrom, retireAt: retireAt, removeAt: removeAt}
+	sealed, err := sealKey(kek, der, k.id)
+	if err != nil {
+		return nil, fmt.Errorf("encrypting signing key: %w", err)
+	}
+	err = st.AddSigningKey(ctx, store.SigningKey{ID: k.id, Algorithm: "RS256", Private: sealed,
+		Created: now, SignFrom: signFrom, RetireAt: retireAt, RemoveAt: removeAt})
 	if err != nil {
 		return nil, fmt.Errorf("storing signing key %q: %w", k.id, err)
 	}
 	return k, nil
 }
 
-// signer returns the newest key that signs at t.
+// signer returns the key that signs at t: of those whose period holds t,
+// the one that began signing last.
 func (ks *keySet) signer(t time.Time) (*signingKey, error) {
 	ks.mu.RLock()
 	defer ks.mu.RUnlock()
@@ -115,7 +109,7 @@ func (ks *keySet) signer(t time.Time) (*signingKey, error) {
 	return nil, errors.New("no signing key is active")
 }
 
-// PublicKey returns the published key with this key id.
+// publicKey returns the published key with this key id.
 func (ks *keySet) publicKey(kid string, t time.Time) (*rsa.PublicKey, bool) {
 	ks.mu.RLock()
 	defer ks.mu.RUnlock()

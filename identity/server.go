@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,7 @@ type Server struct {
 	audit         *zap.Logger
 	clients       map[string]*client
 	keys          keySet
+	keyMgr        *keyManager
 	discovery     []byte
 	refreshSecret []byte
 	dummyHash     string
@@ -70,7 +72,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if s.discovery, err = marshalDiscovery(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
 		return nil, fmt.Errorf("encoding discovery document: %w", err)
 	}
-	if err := s.keys.load(ctx, st, cfg.Now(), cfg.SigningKeyBits); err != nil {
+	s.keyMgr = &keyManager{st: st, pol: cfg.Keys, keys: &s.keys, log: cfg.Logger}
+	s.keyMgr.pol.Retention = retention(&cfg, clients)
+	if err := s.keyMgr.sync(ctx, cfg.Now()); err != nil {
 		return nil, err
 	}
 	s.refreshSecret, err = st.Secret(ctx, refreshSecretName, func() ([]byte, error) {
@@ -108,7 +112,10 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	s.cancel, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)
+		var wg sync.WaitGroup
+		wg.Go(func() { s.keyMgr.run(runCtx, cfg.Now) })
 		s.verifier.Run(runCtx)
+		wg.Wait()
 	}()
 	return s, nil
 }
@@ -148,11 +155,8 @@ func applyDefaults(cfg *Config) (string, error) {
 	if cfg.PasswordHashConcurrency <= 0 {
 		cfg.PasswordHashConcurrency = runtime.NumCPU()
 	}
-	if cfg.SigningKeyBits == 0 {
-		cfg.SigningKeyBits = 2048
-	}
-	if cfg.SigningKeyBits < 2048 {
-		return "", fmt.Errorf("signing keys of %d bits are too weak: at least 2048", cfg.SigningKeyBits)
+	if err := applyKeyDefaults(&cfg.Keys); err != nil {
+		return "", err
 	}
 	applyLockoutDefaults(&cfg.Lockout)
 	if cfg.ClientIP == nil {
@@ -187,6 +191,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Issuer is the configured issuer URL.
 func (s *Server) Issuer() string { return s.cfg.Issuer }
+
+// RotateKeys forces a signing-key rotation (see KeyPolicy): the new key
+// signs after the announce time, or at once when immediately is set.
+func (s *Server) RotateKeys(ctx context.Context, immediately bool) (string, error) {
+	return s.keyMgr.rotate(ctx, s.cfg.Now(), immediately)
+}
+
+// retention is how long a retired key must stay published: the longest
+// token it can have signed, plus the verifiers' leeway and a margin.
+func retention(cfg *Config, clients map[string]*client) time.Duration {
+	longest := max(cfg.AccessTokenLifetime, cfg.IDTokenLifetime)
+	for _, c := range clients {
+		longest = max(longest, c.accessLifetime)
+	}
+	return longest + 10*time.Minute
+}
 
 // Verifier is the server's access-token check: its own keys, with
 // revocations.

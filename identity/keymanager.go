@@ -1,0 +1,303 @@
+package identity
+
+import (
+	"context"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// KeyPolicy is the signing-key lifecycle: announce -> sign -> retire ->
+// remove, shared by every instance through the store.
+type KeyPolicy struct {
+	// Period is how long a key signs before its successor takes over.
+	// Default 30 days (720h); negative: no automatic rotation (a key
+	// signs until `gatehouse keys rotate`).
+	Period time.Duration
+	// Announce is how long a new key is published in the JWKS before it
+	// signs anything, so verifiers that cache the key set know it in
+	// time. Default 24h; must be shorter than Period.
+	Announce time.Duration
+	// CheckInterval is how often the keys are re-read from the store and
+	// the schedule applied. Default 1m.
+	CheckInterval time.Duration
+	// EncryptionKey, when set (32 bytes), encrypts private keys at rest
+	// with AES-256-GCM. Keys stored in the clear still load. Losing it
+	// makes the stored keys unusable.
+	EncryptionKey []byte
+	// Bits is the RSA modulus size of new keys. Default 2048.
+	Bits int
+	// Retention is how long a retired key stays published: at least the
+	// longest token lifetime plus leeway. Computed by NewServer.
+	Retention time.Duration
+}
+
+func applyKeyDefaults(p *KeyPolicy) error {
+	if p.Period == 0 {
+		p.Period = 30 * 24 * time.Hour
+	}
+	if p.Announce <= 0 {
+		p.Announce = 24 * time.Hour
+	}
+	if p.Period > 0 && p.Announce >= p.Period {
+		return fmt.Errorf("key announce time %v must be shorter than the key period %v", p.Announce, p.Period)
+	}
+	if p.CheckInterval <= 0 {
+		p.CheckInterval = time.Minute
+	}
+	if p.Bits == 0 {
+		p.Bits = 2048
+	}
+	if p.Bits < 2048 {
+		return fmt.Errorf("signing keys of %d bits are too weak: at least 2048", p.Bits)
+	}
+	if p.EncryptionKey != nil && len(p.EncryptionKey) != KeyEncryptionKeySize {
+		return fmt.Errorf("the key encryption key must be %d bytes", KeyEncryptionKeySize)
+	}
+	return nil
+}
+
+// keyManager applies a KeyPolicy to the keys in the store.
+type keyManager struct {
+	st   store.Store
+	pol  KeyPolicy
+	keys *keySet
+	log  *zap.Logger
+	mu   sync.Mutex // one schedule pass at a time in this process
+}
+
+func (m *keyManager) load(ctx context.Context) ([]*signingKey, error) {
+	stored, err := m.st.SigningKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading signing keys: %w", err)
+	}
+	loaded := map[string]*rsa.PrivateKey{}
+	for _, k := range m.keys.all() {
+		loaded[k.id] = k.private
+	}
+	keys := make([]*signingKey, 0, len(stored))
+	for _, sk := range stored {
+		if priv, ok := loaded[sk.ID]; ok {
+			// The material never changes: keep the loaded key, so the
+			// verifier's cached tokens stay valid across syncs.
+			keys = append(keys, &signingKey{id: sk.ID, private: priv, created: sk.Created,
+				signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt})
+			continue
+		}
+		k, err := parseStoredKey(sk, m.pol.EncryptionKey)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	slices.SortStableFunc(keys, func(a, b *signingKey) int { return a.signFrom.Compare(b.signFrom) })
+	return keys, nil
+}
+
+func (m *keyManager) retireAfter(start time.Time) (retire, remove time.Time) {
+	if m.pol.Period < 0 {
+		return time.Time{}, time.Time{}
+	}
+	retire = start.Add(m.pol.Period)
+	return retire, retire.Add(m.pol.Retention)
+}
+
+// sync re-reads the keys and applies the schedule at now: removes keys
+// past their removal, makes sure a key signs now, announces the successor
+// Announce before the signing key retires, and keeps retired keys
+// published for Retention.
+func (m *keyManager) sync(ctx context.Context, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys, err := m.load(ctx)
+	if err != nil {
+		return err
+	}
+	live := keys[:0]
+	for _, k := range keys {
+		if !k.removeAt.IsZero() && !now.Before(k.removeAt) {
+			if err := m.st.DeleteSigningKey(ctx, k.id); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("removing signing key %q: %w", k.id, err)
+			}
+			m.log.Info("signing key removed", zap.String("kid", k.id))
+			continue
+		}
+		if !k.retireAt.IsZero() && k.removeAt.Before(k.retireAt.Add(m.pol.Retention)) {
+			k.removeAt = k.retireAt.Add(m.pol.Retention) // token lifetimes grew
+			if err := m.update(ctx, k); err != nil {
+				return err
+			}
+		}
+		live = append(live, k)
+	}
+	keys = live
+	signs := slices.ContainsFunc(keys, func(k *signingKey) bool { return k.signsAt(now) })
+	switch {
+	case !signs:
+		// First start, or every key retired while no instance ran: a key
+		// must sign at once.
+		retire, remove := m.retireAfter(now)
+		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, now, retire, remove)
+		if err != nil {
+			return err
+		}
+		m.log.Info("signing key created", zap.String("kid", k.id), zap.Time("retire_at", retire))
+		keys = append(keys, k)
+	case m.pol.Period > 0:
+		latest := keys[len(keys)-1]
+		if latest.retireAt.IsZero() || latest.retireAt.Sub(now) > m.pol.Announce {
+			break
+		}
+		start := latest.retireAt
+		if announced := now.Add(m.pol.Announce); start.Before(announced) {
+			// Late (no instance ran in time): the signing key signs on
+			// until its successor has been published for Announce.
+			start = announced
+			latest.retireAt, latest.removeAt = start, start.Add(m.pol.Retention)
+			if err := m.update(ctx, latest); err != nil {
+				return err
+			}
+		}
+		retire, remove := m.retireAfter(start)
+		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, start, retire, remove)
+		if err != nil {
+			return err
+		}
+		m.log.Info("signing key announced", zap.String("kid", k.id), zap.Time("sign_from", start))
+		keys = append(keys, k)
+	}
+	m.keys.replace(keys)
+	return nil
+}
+
+func (m *keyManager) update(ctx context.Context, k *signingKey) error {
+	err := m.st.UpdateSigningKey(ctx, store.SigningKey{ID: k.id, Algorithm: "RS256", Created: k.created,
+		SignFrom: k.signFrom, RetireAt: k.retireAt, RemoveAt: k.removeAt})
+	if err != nil {
+		return fmt.Errorf("rescheduling signing key %q: %w", k.id, err)
+	}
+	return nil
+}
+
+// rotate forces a rotation at now: a new key signs from now+Announce (or
+// at once when immediately is set), the signing key retires then and
+// stays published for Retention, and keys announced but not yet signing
+// are dropped. It returns the new key's id.
+func (m *keyManager) rotate(ctx context.Context, now time.Time, immediately bool) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys, err := m.load(ctx)
+	if err != nil {
+		return "", err
+	}
+	start := now.Add(m.pol.Announce)
+	if immediately {
+		start = now
+	}
+	var live []*signingKey
+	for _, k := range keys {
+		switch {
+		case k.signFrom.After(now):
+			if err := m.st.DeleteSigningKey(ctx, k.id); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return "", fmt.Errorf("dropping announced key %q: %w", k.id, err)
+			}
+			continue
+		case k.retireAt.IsZero() || k.retireAt.After(start):
+			k.retireAt, k.removeAt = start, start.Add(m.pol.Retention)
+			if err := m.update(ctx, k); err != nil {
+				return "", err
+			}
+		}
+		live = append(live, k)
+	}
+	retire, remove := m.retireAfter(start)
+	k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, start, retire, remove)
+	if err != nil {
+		return "", err
+	}
+	m.log.Info("signing key rotated", zap.String("kid", k.id), zap.Time("sign_from", start), zap.Bool("immediately", immediately))
+	m.keys.replace(append(live, k))
+	return k.id, nil
+}
+
+// run re-applies the schedule every CheckInterval until ctx ends.
+func (m *keyManager) run(ctx context.Context, now func() time.Time) {
+	t := time.NewTicker(m.pol.CheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := m.sync(ctx, now()); err != nil && ctx.Err() == nil {
+				m.log.Error("applying the signing-key schedule", zap.Error(err))
+			}
+		}
+	}
+}
+
+// KeyInfo describes a stored signing key, for `gatehouse keys list`.
+type KeyInfo struct {
+	ID        string
+	Status    string // "announced", "signing", "retired" (published), "expired"
+	Encrypted bool
+	Created   time.Time
+	SignFrom  time.Time
+	RetireAt  time.Time
+	RemoveAt  time.Time
+}
+
+// ListKeys lists the stored signing keys and their status at now. It needs
+// no key encryption key: private keys are not opened.
+func ListKeys(ctx context.Context, st store.Store, now time.Time) ([]KeyInfo, error) {
+	stored, err := st.SigningKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading signing keys: %w", err)
+	}
+	out := make([]KeyInfo, 0, len(stored))
+	for _, sk := range stored {
+		k := &signingKey{signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt}
+		status := "retired"
+		switch {
+		case !k.publishedAt(now):
+			status = "expired"
+		case k.signsAt(now):
+			status = "signing"
+		case now.Before(k.signFrom):
+			status = "announced"
+		}
+		out = append(out, KeyInfo{ID: sk.ID, Status: status, Encrypted: len(sk.Private) > len(encryptedKeyPrefix) && string(sk.Private[:len(encryptedKeyPrefix)]) == string(encryptedKeyPrefix),
+			Created: sk.Created, SignFrom: sk.SignFrom, RetireAt: sk.RetireAt, RemoveAt: sk.RemoveAt})
+	}
+	slices.SortStableFunc(out, func(a, b KeyInfo) int { return a.SignFrom.Compare(b.SignFrom) })
+	return out, nil
+}
+
+// RotateKeys forces a rotation in st, as `gatehouse keys rotate` does;
+// running servers pick the change up within their CheckInterval. pol
+// should be the servers' policy (Retention included).
+func RotateKeys(ctx context.Context, st store.Store, pol KeyPolicy, now time.Time, immediately bool, log *zap.Logger) (string, error) {
+	if err := applyKeyDefaults(&pol); err != nil {
+		return "", err
+	}
+	if pol.Retention <= 0 {
+		pol.Retention = DefaultRetention
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	m := &keyManager{st: st, pol: pol, keys: &keySet{}, log: log}
+	return m.rotate(ctx, now, immediately)
+}
+
+// DefaultRetention is how long a retired key stays published when the
+// token lifetimes are unknown (the CLI without a config): comfortably
+// longer than the default token lifetimes.
+const DefaultRetention = 2 * time.Hour
