@@ -1,0 +1,169 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/store/sqlite"
+)
+
+// run runs `gatehouse <name> args...` with stdin, and returns its output.
+func run(t *testing.T, setUp func(*cobra.Command), name, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := &cobra.Command{Use: name, SilenceUsage: true, SilenceErrors: true}
+	setUp(cmd)
+	var out bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetIn(strings.NewReader(stdin))
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestUserCommands(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "data", "gatehouse.db")
+	user := func(stdin string, args ...string) string {
+		t.Helper()
+		out, err := run(t, setUpUserCommand, "user", stdin, append(args, "--db", db)...)
+		if err != nil {
+			t.Fatalf("user %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+
+	out := user("s3cret\n", "add", "alice", "--name", "Alice A", "--email", "alice@example.com",
+		"--scope", "Service/Market", "--scope", "openid", "--role", "analyst")
+	if !regexp.MustCompile(`added user alice with subject [0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n`).MatchString(out) {
+		t.Errorf("add printed %q", out)
+	}
+	user("pw\n", "add", "bob", "--subject", "bob-1")
+	if _, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bob", "--db", db); err == nil {
+		t.Error("adding bob twice succeeded")
+	}
+	if _, err := run(t, setUpUserCommand, "user", "", "add", "carol", "--db", db); err == nil {
+		t.Error("adding a user with an empty password succeeded")
+	}
+	if _, err := run(t, setUpUserCommand, "user", "", "disable", "nobody", "--db", db); err == nil {
+		t.Error("disabling an unknown user succeeded")
+	}
+	user("n3w\r\n", "passwd", "alice")
+	user("", "disable", "bob")
+
+	list := user("", "list")
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("list printed %d lines, want 3:\n%s", len(lines), list)
+	}
+	if f := strings.Fields(lines[1]); f[0] != "alice" || f[len(f)-1] != "false" || !strings.Contains(lines[1], "Service/Market openid") {
+		t.Errorf("alice listed as %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); f[0] != "bob" || f[1] != "bob-1" || f[len(f)-1] != "true" {
+		t.Errorf("bob listed as %q", lines[2])
+	}
+	if strings.Contains(list, "$argon2id$") {
+		t.Error("list shows password hashes")
+	}
+
+	st, err := sqlite.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	alice, err := st.User(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := identity.VerifyPassword(alice.PasswordHash, "n3w"); !ok {
+		t.Error("passwd did not set the new password")
+	}
+	if alice.DisplayName != "Alice A" || alice.Email != "alice@example.com" || len(alice.Roles) != 1 {
+		t.Errorf("alice stored as %+v", alice)
+	}
+	user("", "enable", "bob")
+	if bob, _ := st.User(context.Background(), "bob"); bob.Disabled {
+		t.Error("enable left bob disabled")
+	}
+}
+
+func TestUserCommandsConfig(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "store.db")
+	caddyfile := filepath.Join(dir, "Caddyfile")
+	err := os.WriteFile(caddyfile, []byte("{\n\tgatehouse {\n\t\tissuer http://localhost\n\t\tstore sqlite "+db+"\n\t}\n}\n"), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "dora", "--config", caddyfile); err != nil {
+		t.Fatalf("add: %v\n%s", err, out)
+	}
+	out, err := run(t, setUpUserCommand, "user", "", "list", "--db", db)
+	if err != nil || !strings.Contains(out, "dora") {
+		t.Errorf("the user added through --config is not in the store it names (%v):\n%s", err, out)
+	}
+	if _, err := run(t, setUpUserCommand, "user", "", "list", "--db", db, "--config", caddyfile); err == nil {
+		t.Error("--db with --config accepted")
+	}
+}
+
+func TestUserHash(t *testing.T) {
+	out, err := run(t, setUpUserCommand, "user", "correct horse\n", "hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := strings.TrimSpace(out)
+	if ok, err := identity.VerifyPassword(hash, "correct horse"); !ok || err != nil {
+		t.Errorf("hash %q does not verify (%v)", hash, err)
+	}
+}
+
+func TestClientSecret(t *testing.T) {
+	out, err := run(t, setUpClientCommand, "client", "", "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^client_secret: ([A-Za-z0-9_-]{43})\nsecret_sha256: ([0-9a-f]{64})\n$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("printed %q", out)
+	}
+	sum := sha256.Sum256([]byte(m[1]))
+	if hex.EncodeToString(sum[:]) != m[2] {
+		t.Error("secret_sha256 is not the SHA-256 of the secret")
+	}
+	if other, _ := run(t, setUpClientCommand, "client", "", "secret"); other == out {
+		t.Error("two secrets are the same")
+	}
+}
+
+func TestReadPassword(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		wantErr        bool
+	}{
+		{"line", "pw\nrest\n", "pw", false},
+		{"crlf", "pw\r\n", "pw", false},
+		{"no newline", "pw", "pw", false},
+		{"spaces kept", " p w \n", " p w ", false},
+		{"empty", "", "", true},
+		{"empty line", "\n", "", true},
+		{"too long", strings.Repeat("x", maxPasswordInput), "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readPassword(strings.NewReader(tt.in), &bytes.Buffer{}, true)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("got %q, %v; want %q (error: %t)", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

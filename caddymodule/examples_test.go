@@ -1,0 +1,47 @@
+package caddymodule
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/identity"
+)
+
+// TestExampleUsersFile checks the demo users against DESIGN.md ("The
+// demo"): their passwords, fixed subjects and scopes.
+func TestExampleUsersFile(t *testing.T) {
+	users, err := identity.LoadUsersFile("../examples/users.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"Service/Market", "Service/News", "openid", "profile", "email", "offline_access"}
+	want := map[string][]string{
+		"demo":   common,
+		"trader": append(slices.Clone(common), "Service/Trading", "Service/OrderPad"),
+	}
+	if len(users) != len(want) {
+		t.Fatalf("%d users, want %d", len(users), len(want))
+	}
+	for _, u := range users {
+		t.Run(u.Username, func(t *testing.T) {
+			scopes, ok := want[u.Username]
+			if !ok {
+				t.Fatalf("unexpected user %q", u.Username)
+			}
+			if ok, err := identity.VerifyPassword(u.PasswordHash, u.Username); !ok || err != nil {
+				t.Errorf("password is not the username (%v)", err)
+			}
+			if len(u.Subject) != 36 {
+				t.Errorf("subject %q is not a UUID", u.Subject)
+			}
+			for _, s := range scopes {
+				if !slices.Contains(u.Scopes, s) {
+					t.Errorf("lacks scope %s", s)
+				}
+			}
+			if len(u.Scopes) != len(scopes) {
+				t.Errorf("scopes %v, want %v", u.Scopes, scopes)
+			}
+		})
+	}
+}

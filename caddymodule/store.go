@@ -1,0 +1,62 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// StoreOpener is implemented by the modules of the gatehouse.stores
+// namespace: each names and opens one store backend.
+type StoreOpener interface {
+	// StoreKey identifies the database the module opens, e.g.
+	// "sqlite:/abs/path.db". Configurations whose store modules have the
+	// same key share one open store.
+	StoreKey() string
+	// OpenStore opens the store. The caller closes it.
+	OpenStore(ctx context.Context) (store.Store, error)
+}
+
+// stores holds the open stores by key, reference-counted: on a reload Caddy
+// provisions the new configuration before it cleans up the old one, so both
+// hold the same store and it stays open across the reload.
+var stores = caddy.NewUsagePool()
+
+// pooledStore is a store held in the pool; the pool closes it when the last
+// user releases it.
+type pooledStore struct{ store.Store }
+
+// Destruct closes the store.
+func (p pooledStore) Destruct() error { return p.Close() }
+
+// acquireStore returns the open store with this key, opening it with opener
+// when no configuration holds it yet. Each acquireStore is matched by one
+// releaseStore.
+func acquireStore(ctx context.Context, key string, opener StoreOpener) (store.Store, error) {
+	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		st, err := opener.OpenStore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return pooledStore{st}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", key, err)
+	}
+	return v.(pooledStore).Store, nil
+}
+
+// releaseStore gives back a store taken with acquireStore; the last release
+// closes it.
+func releaseStore(key string) error {
+	if _, err := stores.Delete(key); err != nil {
+		return fmt.Errorf("closing store %s: %w", key, err)
+	}
+	return nil
+}
+
+// Interface guards
+var _ caddy.Destructor = pooledStore{}

@@ -1,0 +1,21 @@
+// Command gatehouse is Caddy with its standard modules and Gatehouse's
+// modules, and Gatehouse's subcommands (`gatehouse user ...`,
+// `gatehouse client secret`) next to Caddy's own (run, reload, adapt, ...).
+//
+// It is the binary `xcaddy build --with github.com/gatehouse/gatehouse`
+// builds, for those who prefer `go build ./cmd/gatehouse`.
+package main
+
+import (
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/gatehouse/gatehouse"
+)
+
+func main() {
+	caddy.CustomBinaryName = "gatehouse"
+	caddycmd.Main()
+}

@@ -1,0 +1,17 @@
+// Package gatehouse is an auth gateway for market-data platforms, built as
+// Caddy v2 modules: an OAuth 2.0 / OpenID Connect identity server, a guard
+// for a WebSocket message service and a query service.
+//
+// Importing this package registers every Gatehouse module with Caddy, so
+//
+//	xcaddy build --with github.com/gatehouse/gatehouse
+//
+// builds a Caddy with Gatehouse in it. cmd/gatehouse is the same binary built
+// with plain `go build`. The code lives in the packages below this one:
+// caddymodule holds the Caddy glue, identity and the others the core.
+package gatehouse
+
+import (
+	// Registers the Caddy modules, Caddyfile directives and CLI commands.
+	_ "github.com/gatehouse/gatehouse/caddymodule"
+)
