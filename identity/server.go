@@ -208,6 +208,23 @@ func retention(cfg *Config, clients map[string]*client) time.Duration {
 	return longest + 10*time.Minute
 }
 
+// KeyRetention is how long a server with cfg keeps a retired key
+// published, for tools that rotate keys in the store without a server
+// (`gatehouse keys rotate`). Zero lifetimes count as their defaults.
+func KeyRetention(cfg Config) (time.Duration, error) {
+	if cfg.Issuer == "" {
+		cfg.Issuer = "http://localhost"
+	}
+	if _, err := applyDefaults(&cfg); err != nil {
+		return 0, err
+	}
+	clients, err := newClients(&cfg)
+	if err != nil {
+		return 0, err
+	}
+	return retention(&cfg, clients), nil
+}
+
 // Verifier is the server's access-token check: its own keys, with
 // revocations.
 func (s *Server) Verifier() *verify.Verifier { return s.verifier }
