@@ -155,11 +155,12 @@ func (s *Server) introspectAccess(r *http.Request, caller introspector, token st
 			return nil, nil
 		}
 	}
-	if caller.resource != "" && !audienceHolds(id.Claims["aud"], caller.resource) {
+	if caller.resource != "" && !audienceHolds(id.Claims()["aud"], caller.resource) {
 		return nil, nil
 	}
-	body := make(map[string]any, len(id.Claims)+2)
-	for k, v := range id.Claims {
+	claims := id.Claims()
+	body := make(map[string]any, len(claims)+2)
+	for k, v := range claims {
 		body[k] = v
 	}
 	body["active"] = true

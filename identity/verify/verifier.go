@@ -3,9 +3,14 @@ package verify
 import (
 	"context"
 	"crypto"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,7 +94,20 @@ type Identity struct {
 	Expiry   time.Time
 	IssuedAt time.Time
 	AuthTime time.Time // zero for tokens without a user
-	Claims   map[string]any
+
+	payload    []byte // the verified claims, decoded on demand
+	claimsOnce sync.Once
+	claims     map[string]any
+}
+
+// Claims returns every claim of the token, decoded on first use. The map
+// is shared: do not modify it.
+func (id *Identity) Claims() map[string]any {
+	id.claimsOnce.Do(func() {
+		id.claims = map[string]any{}
+		_ = json.Unmarshal(id.payload, &id.claims) // verified JSON: cannot fail
+	})
+	return id.claims
 }
 
 // HasScope reports whether the token grants scope.
@@ -105,7 +123,6 @@ func (id *Identity) HasScope(scope string) bool {
 // Verifier checks access tokens. It is safe for concurrent use.
 type Verifier struct {
 	cfg     Config
-	parser  *jwt.Parser
 	cache   *cache
 	revoked atomic.Pointer[revocationSet]
 	stale   atomic.Bool
@@ -157,15 +174,6 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		cfg.Now = time.Now
 	}
 	v := &Verifier{cfg: cfg}
-	v.parser = jwt.NewParser(
-		jwt.WithValidMethods(cfg.Algorithms),
-		jwt.WithIssuer(cfg.Issuer),
-		jwt.WithAudience(cfg.Audience),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithLeeway(cfg.Leeway),
-		jwt.WithTimeFunc(cfg.Now),
-	)
 	if cfg.CacheSize > 0 {
 		v.cache = newCache(cfg.CacheSize)
 	}
@@ -219,101 +227,152 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) 
 	return id, nil
 }
 
-// verifyCold checks a token without the cache.
+// verifyCold checks a token without the cache: compact JWS form, pinned
+// algorithm, header (no foreign key references, accepted typ, a kid),
+// signature with a key of the key set, then the claims.
 func (v *Verifier) verifyCold(ctx context.Context, token string) (*Identity, string, crypto.PublicKey, *Error) {
-	var kid string
-	var key crypto.PublicKey
-	var keyErr *Error
-	claims := jwt.MapClaims{}
-	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
-		if e := v.checkHeader(t.Header); e != nil {
-			keyErr = e
-			return nil, e
-		}
-		kid, _ = t.Header["kid"].(string)
-		k, err := v.cfg.Keys.Key(ctx, kid)
-		switch {
-		case errors.Is(err, ErrUnknownKey):
-			keyErr = refuse(ReasonUnknownKey, nil)
-			return nil, keyErr
-		case err != nil:
-			keyErr = refuse(ReasonKeysUnavailable, err)
-			return nil, keyErr
-		}
-		key = k
-		return k, nil
-	})
-	if err != nil {
-		if keyErr != nil {
-			return nil, "", nil, keyErr
-		}
-		return nil, "", nil, classify(err)
+	headerB64, rest, ok1 := strings.Cut(token, ".")
+	payloadB64, sigB64, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || strings.IndexByte(sigB64, '.') >= 0 {
+		return nil, "", nil, refuse(ReasonMalformed, errors.New("not a compact JWS"))
 	}
-	id, e := identityOf(claims)
+	var h header
+	if err := decodeSegment(headerB64, &h); err != nil {
+		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("header: %w", err))
+	}
+	if !slices.Contains(v.cfg.Algorithms, h.Alg) {
+		return nil, "", nil, refuse(ReasonAlgorithm, fmt.Errorf("alg %q is not accepted", truncate(h.Alg, 16)))
+	}
+	kid, e := v.checkHeader(&h)
+	if e != nil {
+		return nil, "", nil, e
+	}
+	key, err := v.cfg.Keys.Key(ctx, kid)
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return nil, "", nil, refuse(ReasonUnknownKey, nil)
+	case err != nil:
+		return nil, "", nil, refuse(ReasonKeysUnavailable, err)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(sigB64)
+	if err != nil {
+		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("signature: %w", err))
+	}
+	method := jwt.GetSigningMethod(h.Alg)
+	if method == nil {
+		return nil, "", nil, refuse(ReasonAlgorithm, nil)
+	}
+	if err := method.Verify(token[:len(headerB64)+1+len(payloadB64)], sig, key); err != nil {
+		return nil, "", nil, refuse(ReasonSignature, err)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(payloadB64)
+	if err != nil {
+		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("payload: %w", err))
+	}
+	var c claims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("claims: %w", err))
+	}
+	id, e := v.checkClaims(&c, payload)
 	if e != nil {
 		return nil, "", nil, e
 	}
 	return id, kid, key, nil
 }
 
-// checkHeader refuses foreign key references and unaccepted types before
-// any key is looked up.
-func (v *Verifier) checkHeader(h map[string]any) *Error {
-	for _, name := range []string{"jku", "jwk", "x5u", "x5c"} {
-		if _, ok := h[name]; ok {
-			return refuse(ReasonForeignKey, fmt.Errorf("token carries a %q header", name))
+// header is the JOSE header of a token. The key-reference members are
+// read only to refuse them.
+type header struct {
+	Alg  string          `json:"alg"`
+	Typ  string          `json:"typ"`
+	Kid  any             `json:"kid"`
+	Jku  json.RawMessage `json:"jku"`
+	Jwk  json.RawMessage `json:"jwk"`
+	X5u  json.RawMessage `json:"x5u"`
+	X5c  json.RawMessage `json:"x5c"`
+	Crit json.RawMessage `json:"crit"`
+}
+
+func decodeSegment(seg string, v any) error {
+	raw, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// checkHeader refuses foreign key references, critical extensions and
+// unaccepted types before any key is looked up; it returns the kid.
+func (v *Verifier) checkHeader(h *header) (string, *Error) {
+	for _, m := range []struct {
+		name   string
+		member json.RawMessage
+	}{{"jku", h.Jku}, {"jwk", h.Jwk}, {"x5u", h.X5u}, {"x5c", h.X5c}} {
+		if m.member != nil {
+			return "", refuse(ReasonForeignKey, fmt.Errorf("token carries a %q header", m.name))
 		}
 	}
-	typ, _ := h["typ"].(string)
-	typ = strings.TrimPrefix(strings.ToLower(typ), "application/")
+	if h.Crit != nil {
+		return "", refuse(ReasonMalformed, errors.New("unsupported critical header extension"))
+	}
+	typ := strings.TrimPrefix(strings.ToLower(h.Typ), "application/")
 	ok := false
 	for _, want := range v.cfg.Types {
 		ok = ok || typ == strings.TrimPrefix(strings.ToLower(want), "application/")
 	}
 	if !ok {
-		return refuse(ReasonType, fmt.Errorf("typ %q", truncate(typ, 32)))
+		return "", refuse(ReasonType, fmt.Errorf("typ %q", truncate(typ, 32)))
 	}
-	if kid, isString := h["kid"].(string); !isString || kid == "" || len(kid) > 256 {
-		return refuse(ReasonUnknownKey, errors.New("missing or malformed kid"))
+	kid, isString := h.Kid.(string)
+	if !isString || kid == "" || len(kid) > 256 {
+		return "", refuse(ReasonUnknownKey, errors.New("missing or malformed kid"))
 	}
-	return nil
+	return kid, nil
 }
 
-// classify maps golang-jwt's errors to reasons.
-func classify(err error) *Error {
+// claims are the members of an access token the check reads.
+type claims struct {
+	Iss      string   `json:"iss"`
+	Sub      string   `json:"sub"`
+	Aud      any      `json:"aud"`
+	Exp      *float64 `json:"exp"`
+	Nbf      *float64 `json:"nbf"`
+	Iat      *float64 `json:"iat"`
+	Jti      string   `json:"jti"`
+	ClientID string   `json:"client_id"`
+	Scope    any      `json:"scope"`
+	AuthTime *float64 `json:"auth_time"`
+}
+
+// checkClaims validates issuer, audience and times, and builds the
+// identity.
+func (v *Verifier) checkClaims(c *claims, payload []byte) (*Identity, *Error) {
+	now, leeway := v.cfg.Now(), v.cfg.Leeway
 	switch {
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return refuse(ReasonMalformed, err)
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		if strings.Contains(err.Error(), "signing method") {
-			return refuse(ReasonAlgorithm, err)
-		}
-		return refuse(ReasonSignature, err)
-	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && strings.Contains(err.Error(), "exp"):
-		return refuse(ReasonMissingExpiry, err)
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return refuse(ReasonExpired, err)
-	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-		return refuse(ReasonNotYetValid, err)
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return refuse(ReasonIssuer, err)
-	case errors.Is(err, jwt.ErrTokenInvalidAudience), errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return refuse(ReasonAudience, err)
-	}
-	return refuse(ReasonMalformed, err)
-}
-
-// identityOf reads the identity out of verified claims.
-func identityOf(c jwt.MapClaims) (*Identity, *Error) {
-	id := &Identity{Claims: c}
-	id.Subject, _ = c["sub"].(string)
-	if id.Subject == "" {
+	case c.Exp == nil:
+		return nil, refuse(ReasonMissingExpiry, nil)
+	case !now.Before(unixTime(*c.Exp).Add(leeway)):
+		return nil, refuse(ReasonExpired, nil)
+	case c.Nbf != nil && now.Add(leeway).Before(unixTime(*c.Nbf)):
+		return nil, refuse(ReasonNotYetValid, errors.New("nbf in the future"))
+	case c.Iat != nil && now.Add(leeway).Before(unixTime(*c.Iat)):
+		return nil, refuse(ReasonNotYetValid, errors.New("iat in the future"))
+	case c.Iss != v.cfg.Issuer:
+		return nil, refuse(ReasonIssuer, fmt.Errorf("iss %q", truncate(c.Iss, 64)))
+	case !audienceHolds(c.Aud, v.cfg.Audience):
+		return nil, refuse(ReasonAudience, nil)
+	case c.Sub == "":
 		return nil, refuse(ReasonMalformed, errors.New("no sub claim"))
 	}
-	id.ClientID, _ = c["client_id"].(string)
-	id.Issuer, _ = c["iss"].(string)
-	id.JTI, _ = c["jti"].(string)
-	switch s := c["scope"].(type) {
+	id := &Identity{Subject: c.Sub, ClientID: c.ClientID, Issuer: c.Iss, JTI: c.Jti,
+		Expiry: unixTime(*c.Exp), payload: payload}
+	if c.Iat != nil {
+		id.IssuedAt = unixTime(*c.Iat)
+	}
+	if c.AuthTime != nil {
+		id.AuthTime = unixTime(*c.AuthTime)
+	}
+	switch s := c.Scope.(type) {
 	case string:
 		id.Scopes = strings.Fields(s)
 	case []any:
@@ -328,16 +387,22 @@ func identityOf(c jwt.MapClaims) (*Identity, *Error) {
 	default:
 		return nil, refuse(ReasonMalformed, errors.New("scope is neither a string nor an array"))
 	}
-	if exp, err := c.GetExpirationTime(); err == nil && exp != nil {
-		id.Expiry = exp.Time
-	}
-	if iat, err := c.GetIssuedAt(); err == nil && iat != nil {
-		id.IssuedAt = iat.Time
-	}
-	if at, ok := c["auth_time"].(float64); ok {
-		id.AuthTime = time.Unix(int64(at), 0)
-	}
 	return id, nil
+}
+
+func audienceHolds(aud any, want string) bool {
+	switch a := aud.(type) {
+	case string:
+		return a == want
+	case []any:
+		return slices.Contains(a, any(want))
+	}
+	return false
+}
+
+func unixTime(f float64) time.Time {
+	sec := math.Floor(f)
+	return time.Unix(int64(sec), int64((f-sec)*1e9))
 }
 
 func truncate(s string, n int) string {
