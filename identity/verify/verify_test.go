@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,5 +223,54 @@ func TestConfig(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// Malformed forms the parser must refuse with its own reasons.
+func TestMalformedTokens(t *testing.T) {
+	f := newFixture(t)
+	good := f.issuer.Token("alice")
+	with := func(mod func(h, c map[string]any)) string {
+		h, c := f.issuer.Header(), f.issuer.Claims("alice")
+		mod(h, c)
+		return verifytest.Sign(h, c, f.issuer.Private)
+	}
+	tests := []struct {
+		name  string
+		token string
+		want  verify.Reason
+	}{
+		{"four segments", good + ".x", verify.ReasonMalformed},
+		{"two segments", good[:strings.LastIndexByte(good, '.')], verify.ReasonMalformed},
+		{"padded base64 signature", good + "==", verify.ReasonMalformed},
+		{"header not JSON", "bm90LWpzb24." + strings.SplitN(good, ".", 2)[1], verify.ReasonMalformed},
+		{"critical extension", with(func(h, _ map[string]any) { h["crit"] = []string{"exp"} }), verify.ReasonMalformed},
+		{"numeric kid", with(func(h, _ map[string]any) { h["kid"] = 7 }), verify.ReasonUnknownKey},
+		{"no kid", with(func(h, _ map[string]any) { delete(h, "kid") }), verify.ReasonUnknownKey},
+		{"PS256 when RS256 is pinned", with(func(h, _ map[string]any) { h["alg"] = "PS256" }), verify.ReasonAlgorithm},
+		{"x5c header", with(func(h, _ map[string]any) { h["x5c"] = []string{"MIIB"} }), verify.ReasonForeignKey},
+		{"no sub", with(func(_, c map[string]any) { delete(c, "sub") }), verify.ReasonMalformed},
+		{"scope of numbers", with(func(_, c map[string]any) { c["scope"] = []int{1} }), verify.ReasonMalformed},
+		{"iat in the future", with(func(_, c map[string]any) { c["iat"] = f.now.Add(time.Hour).Unix() }), verify.ReasonNotYetValid},
+		{"exp as a string", with(func(_, c map[string]any) { c["exp"] = "tomorrow" }), verify.ReasonMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := f.v.Verify(t.Context(), tt.token); reasonOf(err) != tt.want {
+				t.Fatalf("got %v, want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestClaimsDecodedOnDemand(t *testing.T) {
+	f := newFixture(t)
+	id, err := f.v.Verify(t.Context(), f.issuer.Token("alice", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := id.Claims()
+	if c["sub"] != "alice" || c["client_id"] != "test-client" || c["scope"] != "a" {
+		t.Fatalf("claims %v", c)
 	}
 }
