@@ -1,17 +1,22 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
 func init() {
@@ -19,13 +24,20 @@ func init() {
 }
 
 // App is the gatehouse app: the OAuth 2.0 / OpenID Connect identity server,
-// its store and its users. It serves nothing by itself; the
-// gatehouse_identity handler routes requests to it.
+// its store and its users, and the access-token check that protected routes
+// use. It serves nothing by itself; the gatehouse_identity handler routes
+// requests to the identity server, and gatehouse_auth checks tokens with
+// the app's verifier.
+//
+// Without an issuer the app runs in remote-only mode: it builds no identity
+// server and only verifies tokens of another issuer (see Verifier).
 type App struct {
 	// Issuer is the absolute base URL of the identity server, as clients
 	// reach it, e.g. "https://auth.example.com", without a trailing slash.
-	// Required. It is the "iss" of every token, discovery publishes the
-	// endpoints under it, and its path (if any) prefixes every endpoint path.
+	// It is the "iss" of every token, discovery publishes the endpoints
+	// under it, and its path (if any) prefixes every endpoint path.
+	// Required, unless the app only verifies another issuer's tokens
+	// (verifier with issuer and jwks_url, and no identity-server setting).
 	Issuer string `json:"issuer,omitempty"`
 
 	// Audience is the "aud" of every access token: the name of the API
@@ -79,10 +91,36 @@ type App struct {
 	// can get a token).
 	Clients []Client `json:"clients,omitempty"`
 
-	logger   *zap.Logger
-	storeKey string // the pool key of the acquired store; "" when none is held
-	store    store.Store
-	srv      *identity.Server
+	// APIResources are the APIs that may call the introspection endpoint
+	// for the tokens issued for them (whose "aud" holds their name),
+	// authenticating with their name and a secret, as IdentityServer's API
+	// resources do. Default: none.
+	APIResources []APIResource `json:"api_resources,omitempty"`
+
+	// Lockout is the brute-force defence of the password grant. Default:
+	// see Lockout.
+	Lockout *Lockout `json:"lockout,omitempty"`
+
+	// SigningKeys is the signing-key lifecycle (announce, sign, retire,
+	// remove) and the encryption of private keys at rest. Default: see
+	// SigningKeys.
+	SigningKeys *SigningKeys `json:"signing_keys,omitempty"`
+
+	// VerifierConfig is the access-token check that gatehouse_auth (and the
+	// other services that take bearer tokens) use. Default: this app's own
+	// tokens, checked in-process against its own keys, with revocations.
+	VerifierConfig *VerifierConfig `json:"verifier,omitempty"`
+
+	logger    *zap.Logger
+	storeKey  string // the pool key of the acquired store; "" when none is held
+	store     store.Store
+	srv       *identity.Server
+	verifier  *verify.Verifier
+	remote    *verify.RemoteKeySet // the remote key set of the verifier, if any
+	registry  *prometheus.Registry // where collector is registered
+	collector prometheus.Collector
+	cancel    context.CancelFunc // ends the background loops
+	loops     *sync.WaitGroup    // the background loops
 }
 
 // CaddyModule returns the Caddy module information.
@@ -94,9 +132,42 @@ func (App) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision opens the store (shared with other configurations that name the
-// same one), seeds the users file and builds the identity server.
+// same one), seeds the users file, builds the identity server and the
+// verifier, starts their background loops and registers the metrics.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	reg := ctx.GetMetricsRegistry()
+	if err := registerTokenMetrics(reg); err != nil {
+		return err
+	}
+	if a.Issuer == "" && !a.VerifierConfig.remote() {
+		return checkIssuer(a.Issuer)
+	}
+	if a.Issuer != "" || a.VerifierConfig.checksRevocations() {
+		if err := a.openStore(ctx); err != nil {
+			return err
+		}
+	}
+	if a.Issuer != "" {
+		if err := a.startServer(ctx); err != nil {
+			return err
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	a.cancel, a.loops = cancel, new(sync.WaitGroup)
+	if err := a.buildVerifier(runCtx); err != nil {
+		return err
+	}
+	a.collector = newVerifierCollector(a)
+	if err := reg.Register(a.collector); err != nil {
+		return fmt.Errorf("registering gatehouse metrics: %w", err)
+	}
+	a.registry = reg
+	return nil
+}
+
+// openStore acquires the configured store from the pool.
+func (a *App) openStore(ctx caddy.Context) error {
 	opener, err := a.loadStoreModule(ctx)
 	if err != nil {
 		return err
@@ -107,25 +178,33 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.storeKey, a.store = key, st
+	return nil
+}
 
+// startServer seeds the users file and builds the identity server.
+func (a *App) startServer(ctx caddy.Context) error {
 	if a.UsersFile != "" {
 		users, err := identity.LoadUsersFile(a.UsersFile)
 		if err != nil {
 			return err
 		}
-		n, err := identity.SeedUsers(ctx, st, users, time.Now())
+		n, err := identity.SeedUsers(ctx, a.store, users, time.Now())
 		if err != nil {
 			return err
 		}
 		a.logger.Info("users file loaded", zap.String("path", a.UsersFile),
 			zap.Int("users", len(users)), zap.Int("created", n))
 	}
-
 	cfg, err := a.identityConfig()
 	if err != nil {
 		return err
 	}
-	a.srv, err = identity.NewServer(ctx, cfg, st)
+	if cfg.Keys, err = a.SigningKeys.keyPolicy(); err != nil {
+		return err
+	}
+	cfg.ClientIP = clientIP
+	cfg.Metrics = newTokenMetrics(a.Clients)
+	a.srv, err = identity.NewServer(ctx, cfg, a.store)
 	if err != nil {
 		return fmt.Errorf("starting identity server: %w", err)
 	}
@@ -161,6 +240,7 @@ func (a *App) identityConfig() (identity.Config, error) {
 		UniformErrorStatus:      a.UniformErrorStatus,
 		HSTS:                    a.HSTS,
 		PasswordHashConcurrency: a.PasswordHashConcurrency,
+		Lockout:                 a.Lockout.policy(),
 		Logger:                  a.logger,
 	}
 	for _, c := range a.Clients {
@@ -170,12 +250,23 @@ func (a *App) identityConfig() (identity.Config, error) {
 		}
 		cfg.Clients = append(cfg.Clients, ic)
 	}
+	for _, r := range a.APIResources {
+		ir, err := r.identityResource()
+		if err != nil {
+			return identity.Config{}, err
+		}
+		cfg.APIResources = append(cfg.APIResources, ir)
+	}
 	return cfg, nil
 }
 
 // Validate checks the configuration. It changes nothing.
 func (a *App) Validate() error {
-	if err := checkIssuer(a.Issuer); err != nil {
+	if a.Issuer == "" && a.VerifierConfig.remote() {
+		if err := a.checkRemoteOnly(); err != nil {
+			return err
+		}
+	} else if err := checkIssuer(a.Issuer); err != nil {
 		return err
 	}
 	if err := errors.Join(
@@ -203,6 +294,43 @@ func (a *App) Validate() error {
 			return err
 		}
 	}
+	if err := validateAPIResources(a.APIResources, seen); err != nil {
+		return err
+	}
+	return errors.Join(a.Lockout.validate(), a.SigningKeys.validate(), a.VerifierConfig.validate(a.Issuer != ""))
+}
+
+// checkRemoteOnly checks that an app without an issuer sets nothing that
+// only an identity server uses.
+func (a *App) checkRemoteOnly() error {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"access_token_lifetime", a.AccessTokenLifetime != 0},
+		{"id_token_lifetime", a.IDTokenLifetime != 0},
+		{"refresh_token", a.RefreshToken != nil},
+		{"uniform_error_status", a.UniformErrorStatus},
+		{"hsts", a.HSTS != ""},
+		{"password_hash_concurrency", a.PasswordHashConcurrency != 0},
+		{"users_file", a.UsersFile != ""},
+		{"clients", len(a.Clients) > 0},
+		{"api_resources", len(a.APIResources) > 0},
+		{"lockout", a.Lockout != nil},
+		{"signing_keys", a.SigningKeys != nil},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	if len(set) > 0 {
+		return fmt.Errorf("%s set without an issuer: an app without one only verifies another issuer's tokens (remote-only mode)",
+			strings.Join(set, ", "))
+	}
+	if a.VerifierConfig.Issuer == "" {
+		return errors.New("verifier: issuer is required without the app's issuer (remote-only mode)")
+	}
 	return nil
 }
 
@@ -212,11 +340,22 @@ func (a *App) Start() error { return nil }
 // Stop does nothing; Cleanup releases the app's resources.
 func (a *App) Stop() error { return nil }
 
-// Cleanup closes the identity server and releases the store, which the pool
-// closes when no other configuration holds it. It copes with a half-done
-// Provision and with being called twice.
+// Cleanup stops the background loops, unregisters the metrics, closes the
+// identity server and releases the store, which the pool closes when no
+// other configuration holds it. It copes with a half-done Provision and with
+// being called twice.
 func (a *App) Cleanup() error {
 	var errs []error
+	if a.cancel != nil {
+		a.cancel()
+		a.loops.Wait()
+		a.cancel = nil
+	}
+	if a.registry != nil {
+		a.registry.Unregister(a.collector)
+		a.registry, a.collector = nil, nil
+	}
+	a.verifier, a.remote = nil, nil
 	if a.srv != nil {
 		if err := a.srv.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing identity server: %w", err))
@@ -232,9 +371,21 @@ func (a *App) Cleanup() error {
 	return errors.Join(errs...)
 }
 
-// Server returns the identity server; nil before Provision and after
-// Cleanup.
+// Server returns the identity server; nil in remote-only mode, before
+// Provision and after Cleanup.
 func (a *App) Server() *identity.Server { return a.srv }
+
+// Verifier returns the access-token check of protected routes; nil before
+// Provision and after Cleanup.
+func (a *App) Verifier() *verify.Verifier { return a.verifier }
+
+// serverVerifier is the identity server's own verifier, nil without one.
+func (a *App) serverVerifier() *verify.Verifier {
+	if a.srv == nil {
+		return nil
+	}
+	return a.srv.Verifier()
+}
 
 // Interface guards
 var (

@@ -16,6 +16,10 @@ func init() {
 	// The identity endpoints are served before any authentication a site
 	// adds, so that logging in needs no credentials but the user's own.
 	httpcaddyfile.RegisterDirectiveOrder("gatehouse_identity", httpcaddyfile.Before, "basic_auth")
+	httpcaddyfile.RegisterHandlerDirective("gatehouse_auth", parseAuthHandler)
+	// Route protection runs where Caddy's own authentication does, before
+	// the handlers that serve or proxy the request.
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_auth", httpcaddyfile.After, "basic_auth")
 }
 
 // parseGlobalOption sets up the gatehouse app from the gatehouse global
@@ -50,13 +54,46 @@ func init() {
 //				redirect_uris <uri>...
 //				introspect
 //			}
+//			api_resource <name> {
+//				secret_sha256 <hex>...
+//			}
+//			lockout off                    # or a block:
+//			lockout {
+//				max_failures <n>
+//				duration <duration>
+//				window <duration>
+//				throttle_after <n>
+//				base_delay <duration>
+//				max_delay <duration>
+//			}
+//			signing_keys {
+//				period <duration>|off
+//				announce <duration>
+//				check_interval <duration>
+//				bits <n>
+//				encryption_key_env <variable>
+//				encryption_key_file <path>
+//			}
+//			verifier {
+//				issuer <url>
+//				audience <name>
+//				jwks_url <url>
+//				algorithms <alg>...
+//				types <type>...
+//				leeway <duration>
+//				cache_size <n>|off
+//				check_revocations [on|off]
+//			}
 //		}
 //	}
 //
 // Durations take Caddy's forms (90s, 1h, 15d). Subdirectives that take a
 // list may be repeated, their arguments add up; the others may appear once.
-// `client` may appear once per client id. The JSON fields of App and
-// Client document each setting.
+// `client` and `api_resource` may appear once per id or name. Without an
+// issuer the app only verifies another issuer's tokens (remote-only mode:
+// a verifier with issuer and jwks_url). The JSON fields of App, Client,
+// APIResource, Lockout, SigningKeys and VerifierConfig document each
+// setting.
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	d.Next() // the option name
 	if existing != nil {
@@ -69,7 +106,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	seen := map[string]bool{}
 	for d.NextBlock(0) {
 		name := d.Val()
-		if name != "client" {
+		if name != "client" && name != "api_resource" {
 			if seen[name] {
 				return nil, d.Errf("%s given twice", name)
 			}
@@ -101,6 +138,16 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			var c Client
 			c, err = parseClient(d)
 			app.Clients = append(app.Clients, c)
+		case "api_resource":
+			var r APIResource
+			r, err = parseAPIResource(d)
+			app.APIResources = append(app.APIResources, r)
+		case "lockout":
+			app.Lockout, err = parseLockout(d)
+		case "signing_keys":
+			app.SigningKeys, err = parseSigningKeys(d)
+		case "verifier":
+			app.VerifierConfig, err = parseVerifier(d)
 		default:
 			return nil, d.Errf("unrecognized subdirective %q", name)
 		}

@@ -54,6 +54,31 @@ func TestParseGlobalOptionErrors(t *testing.T) {
 		{"client public with argument", "client a {\n\tpublic true\n}", "wrong argument count"},
 		{"client bad lifetime", "client a {\n\taccess_token_lifetime 1x\n}", `bad duration "1x"`},
 		{"option argument", "gatehouse_arg", `unrecognized subdirective "gatehouse_arg"`},
+		{"api_resource without name", "api_resource {\n\tsecret_sha256 x\n}", "wrong argument count"},
+		{"api_resource two names", "api_resource a b", "wrong argument count"},
+		{"api_resource unknown option", "api_resource a {\n\tsecret x\n}", `unrecognized subdirective "secret"`},
+		{"api_resource empty secrets", "api_resource a {\n\tsecret_sha256\n}", "wrong argument count"},
+		{"lockout other argument", "lockout on", "wrong argument count"},
+		{"lockout off with argument", "lockout off now", "wrong argument count"},
+		{"lockout off with block", "lockout off {\n\tmax_failures 3\n}", "lockout off takes no block"},
+		{"lockout unknown option", "lockout {\n\tattempts 3\n}", `unrecognized subdirective "attempts"`},
+		{"lockout option twice", "lockout {\n\twindow 1m\n\twindow 2m\n}", "lockout: window given twice"},
+		{"lockout max_failures zero", "lockout {\n\tmax_failures 0\n}", `"0" is not a positive integer`},
+		{"lockout bad duration", "lockout {\n\tduration forever\n}", `bad duration "forever"`},
+		{"signing_keys argument", "signing_keys off", "wrong argument count"},
+		{"signing_keys unknown option", "signing_keys {\n\tencryption_key abc\n}", `unrecognized subdirective "encryption_key"`},
+		{"signing_keys option twice", "signing_keys {\n\tbits 2048\n\tbits 4096\n}", "signing_keys: bits given twice"},
+		{"signing_keys bad period", "signing_keys {\n\tperiod never\n}", `bad duration "never"`},
+		{"signing_keys period off argument", "signing_keys {\n\tperiod off 1h\n}", "wrong argument count"},
+		{"signing_keys bits not a number", "signing_keys {\n\tbits many\n}", `"many" is not a positive integer`},
+		{"signing_keys env without name", "signing_keys {\n\tencryption_key_env\n}", "wrong argument count"},
+		{"verifier argument", "verifier remote", "wrong argument count"},
+		{"verifier unknown option", "verifier {\n\tjwks https://x\n}", `unrecognized subdirective "jwks"`},
+		{"verifier option twice", "verifier {\n\tissuer a\n\tissuer b\n}", "verifier: issuer given twice"},
+		{"verifier bad leeway", "verifier {\n\tleeway some\n}", `bad duration "some"`},
+		{"verifier bad cache size", "verifier {\n\tcache_size big\n}", `"big" is not a positive integer`},
+		{"verifier bad check_revocations", "verifier {\n\tcheck_revocations yes\n}", `"yes" is neither on nor off`},
+		{"verifier empty algorithms", "verifier {\n\talgorithms\n}", "wrong argument count"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,5 +140,52 @@ func TestParseIdentityHandlerErrors(t *testing.T) {
 	}
 	if err := new(IdentityHandler).UnmarshalCaddyfile(caddyfile.NewTestDispenser("gatehouse_identity")); err != nil {
 		t.Errorf("plain directive: %v", err)
+	}
+}
+
+func TestParseAuthHandler(t *testing.T) {
+	h := new(AuthHandler)
+	err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(`gatehouse_auth Service/Market {
+		scopes Service/News
+		header x-auth-user {http.auth.user.id}
+		strip_header X-Auth-Role
+		strip_authorization
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Scopes) != 2 || h.Scopes[0] != "Service/Market" || h.Scopes[1] != "Service/News" {
+		t.Errorf("scopes %v", h.Scopes)
+	}
+	if got := h.Headers["X-Auth-User"]; len(got) != 1 || got[0] != "{http.auth.user.id}" {
+		t.Errorf("headers %v: the name is not canonical or the template is lost", h.Headers)
+	}
+	if !h.StripAuthorization || len(h.StripHeaders) != 1 || h.AnyScope {
+		t.Errorf("parsed %+v", h)
+	}
+}
+
+func TestParseAuthHandlerErrors(t *testing.T) {
+	tests := []struct {
+		name, input, want string
+	}{
+		{"unknown option", "gatehouse_auth {\n\tscope a\n}", `unrecognized subdirective "scope"`},
+		{"empty scopes", "gatehouse_auth {\n\tscopes\n}", "wrong argument count"},
+		{"any_scope argument", "gatehouse_auth a {\n\tany_scope yes\n}", "wrong argument count"},
+		{"any_scope twice", "gatehouse_auth a {\n\tany_scope\n\tany_scope\n}", "any_scope given twice"},
+		{"realm without name", "gatehouse_auth {\n\trealm\n}", "wrong argument count"},
+		{"realm twice", "gatehouse_auth {\n\trealm a\n\trealm b\n}", "realm given twice"},
+		{"header without template", "gatehouse_auth {\n\theader X-User\n}", "wrong argument count"},
+		{"header twice", "gatehouse_auth {\n\theader X-User a\n\theader x-user b\n}", "header X-User given twice"},
+		{"strip_header empty", "gatehouse_auth {\n\tstrip_header\n}", "wrong argument count"},
+		{"strip_authorization argument", "gatehouse_auth {\n\tstrip_authorization yes\n}", "wrong argument count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := new(AuthHandler).UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -46,11 +46,45 @@ Helps configure the OAuth clients of the gatehouse app.
 `,
 		CobraFunc: setUpClientCommand,
 	})
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "keys",
+		Usage: "list|rotate [--immediately] [--config <file> [--adapter <name>] | --db <path>]",
+		Short: "Lists and rotates the signing keys of the gatehouse store",
+		Long: `
+Lists the signing keys of the gatehouse store with their schedule, and forces
+a rotation.
+
+The store is named as for the user command: the store of the gatehouse app of
+--config (with --adapter if its name does not say what it is), the SQLite
+database --db, or by default the SQLite database at the default path in
+Caddy's data directory.
+
+rotate creates a new key that signs after the announce time of the app's
+signing_keys (24h by default), or at once with --immediately; the signing key
+retires then and stays published until the tokens it signed have expired.
+With --config it uses the app's signing_keys, its key encryption key (from
+the environment variable or file the config names) and its token lifetimes;
+use the same config as the servers. Running servers pick the change up
+within their check_interval (1m by default).
+`,
+		CobraFunc: setUpKeysCommand,
+	})
 }
 
 // openCLIStore opens the store that cmd's flags name (see the user
 // command's help). The caller closes it.
 func openCLIStore(cmd *cobra.Command) (store.Store, error) {
+	app, err := loadCLIApp(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return openAppStore(cmd, app)
+}
+
+// loadCLIApp returns the gatehouse app that cmd's --config (with
+// --adapter) names, or an app with just the SQLite store --db, or by
+// default an empty app (the default store).
+func loadCLIApp(cmd *cobra.Command) (*App, error) {
 	configFile, _ := cmd.Flags().GetString("config")
 	adapter, _ := cmd.Flags().GetString("adapter")
 	db, _ := cmd.Flags().GetString("db")
@@ -60,9 +94,6 @@ func openCLIStore(cmd *cobra.Command) (store.Store, error) {
 	if adapter != "" && configFile == "" {
 		return nil, errors.New("--adapter needs --config")
 	}
-
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: cmd.Context()})
-	defer cancel()
 	app := new(App)
 	switch {
 	case db != "":
@@ -89,6 +120,14 @@ func openCLIStore(cmd *cobra.Command) (store.Store, error) {
 		}
 		app = cfg.Apps.Gatehouse
 	}
+	return app, nil
+}
+
+// openAppStore opens the store of app (not through the pool: the CLI
+// holds it alone). The caller closes it.
+func openAppStore(cmd *cobra.Command, app *App) (store.Store, error) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: cmd.Context()})
+	defer cancel()
 	opener, err := app.loadStoreModule(ctx)
 	if err != nil {
 		return nil, err
@@ -98,6 +137,14 @@ func openCLIStore(cmd *cobra.Command) (store.Store, error) {
 		return nil, fmt.Errorf("opening store %s: %w", opener.StoreKey(), err)
 	}
 	return st, nil
+}
+
+// addStoreFlags adds the flags that name the store (see openCLIStore).
+func addStoreFlags(cmd *cobra.Command) {
+	fl := cmd.PersistentFlags()
+	fl.StringP("config", "c", "", "Configuration file whose gatehouse app names the store")
+	fl.StringP("adapter", "a", "", "Name of the config adapter of --config")
+	fl.String("db", "", "Path of the SQLite store (instead of --config)")
 }
 
 // maxPasswordInput bounds what readPassword reads.

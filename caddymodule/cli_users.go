@@ -16,10 +16,7 @@ import (
 
 // setUpUserCommand adds the flags and subcommands of `gatehouse user` to cmd.
 func setUpUserCommand(cmd *cobra.Command) {
-	fl := cmd.PersistentFlags()
-	fl.StringP("config", "c", "", "Configuration file whose gatehouse app names the store")
-	fl.StringP("adapter", "a", "", "Name of the config adapter of --config")
-	fl.String("db", "", "Path of the SQLite store (instead of --config)")
+	addStoreFlags(cmd)
 
 	add := &cobra.Command{
 		Use:   "add <username> [--subject <id>] [--name <text>] [--email <addr>] [--scope <scope>]... [--role <role>]...",

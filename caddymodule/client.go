@@ -95,6 +95,56 @@ type RefreshToken struct {
 	AbsoluteLifetime caddy.Duration `json:"absolute_lifetime,omitempty"`
 }
 
+// APIResource is an API that may call the introspection endpoint for the
+// access tokens issued for it, as IdentityServer's API resources do.
+type APIResource struct {
+	// Name is the audience of the API's tokens and the name it logs in
+	// with (client_secret_basic or client_secret_post). Required, unique,
+	// and not the id of a client. It sees only tokens whose "aud" holds it.
+	Name string `json:"name,omitempty"`
+
+	// SecretSHA256 are the SHA-256 digests of the API's secrets, in the
+	// forms of a client's secret_sha256; several allow a rotation. At least
+	// one is required. Generate secrets with `gatehouse client secret`.
+	SecretSHA256 []string `json:"secret_sha256,omitempty"`
+}
+
+// identityResource converts r.
+func (r *APIResource) identityResource() (identity.APIResource, error) {
+	hashes := make([][]byte, 0, len(r.SecretSHA256))
+	for _, s := range r.SecretSHA256 {
+		h, err := parseSecretDigest(s)
+		if err != nil {
+			return identity.APIResource{}, fmt.Errorf("api_resource %q: secret_sha256: %w", r.Name, err)
+		}
+		hashes = append(hashes, h)
+	}
+	return identity.APIResource{Name: r.Name, SecretHashes: hashes}, nil
+}
+
+// validateAPIResources checks the API resources; clients holds the client
+// ids, which they must not reuse.
+func validateAPIResources(list []APIResource, clients map[string]bool) error {
+	seen := make(map[string]bool, len(list))
+	for i, r := range list {
+		switch {
+		case r.Name == "":
+			return fmt.Errorf("api_resource %d: name is required", i)
+		case seen[r.Name]:
+			return fmt.Errorf("api_resource %q: name used twice", r.Name)
+		case clients[r.Name]:
+			return fmt.Errorf("api_resource %q: a client has the same id", r.Name)
+		case len(r.SecretSHA256) == 0:
+			return fmt.Errorf("api_resource %q: secret_sha256 is required", r.Name)
+		}
+		seen[r.Name] = true
+		if _, err := r.identityResource(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // knownGrants are the grant types a client may name.
 var knownGrants = []string{
 	identity.GrantPassword,

@@ -1,7 +1,11 @@
 // Package caddymodule plugs Gatehouse into Caddy: the gatehouse app (the
-// identity server with its store and users), the gatehouse_identity HTTP
-// handler, their Caddyfile global option and directive, the store modules of
-// the gatehouse.stores namespace, and the gatehouse CLI subcommands.
+// identity server with its store and users, and the access-token verifier,
+// in-process or of a remote issuer), the gatehouse_identity handler that
+// serves the identity server, the gatehouse_auth handler that protects any
+// route with an access token, their Caddyfile global option and directives,
+// the store modules of the gatehouse.stores namespace, the Prometheus
+// metrics (through Caddy's metrics registry), and the gatehouse CLI
+// subcommands (user, client, keys).
 //
 // It is the only package of the module that imports Caddy, and it holds no
 // protocol logic: it turns configuration into the plain structs of the core

@@ -38,7 +38,7 @@ func (h *IdentityHandler) Provision(ctx caddy.Context) error {
 	}
 	h.srv = appIface.(*App).Server()
 	if h.srv == nil {
-		return errors.New("gatehouse app has no identity server")
+		return errors.New("gatehouse_identity: the gatehouse app has no identity server: it has no issuer, so it only verifies another issuer's tokens (remote-only mode)")
 	}
 	return nil
 }

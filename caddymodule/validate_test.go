@@ -57,6 +57,66 @@ func TestValidate(t *testing.T) {
 		{"negative client refresh", func(a *App) {
 			a.Clients[0].RefreshToken = &RefreshToken{AbsoluteLifetime: caddy.Duration(-time.Minute)}
 		}, `client "app": refresh_token.absolute_lifetime must be positive`},
+
+		{"api resource", func(a *App) {
+			a.APIResources = []APIResource{{Name: "market-api", SecretSHA256: []string{demoSecretSHA256}}}
+		}, ""},
+		{"api resource without name", func(a *App) { a.APIResources = []APIResource{{SecretSHA256: []string{demoSecretSHA256}}} }, "api_resource 0: name is required"},
+		{"api resource twice", func(a *App) {
+			r := APIResource{Name: "api", SecretSHA256: []string{demoSecretSHA256}}
+			a.APIResources = []APIResource{r, r}
+		}, `api_resource "api": name used twice`},
+		{"api resource named as a client", func(a *App) { a.APIResources = []APIResource{{Name: "svc", SecretSHA256: []string{demoSecretSHA256}}} }, "a client has the same id"},
+		{"api resource without secret", func(a *App) { a.APIResources = []APIResource{{Name: "api"}} }, "secret_sha256 is required"},
+		{"api resource bad secret", func(a *App) { a.APIResources = []APIResource{{Name: "api", SecretSHA256: []string{"secret"}}} }, "neither 64 hex digits"},
+
+		{"lockout", func(a *App) {
+			a.Lockout = &Lockout{MaxFailures: 3, Duration: caddy.Duration(time.Hour), BaseDelay: caddy.Duration(time.Second), MaxDelay: caddy.Duration(time.Second)}
+		}, ""},
+		{"lockout off", func(a *App) { a.Lockout = &Lockout{MaxFailures: -1} }, ""},
+		{"lockout negative window", func(a *App) { a.Lockout = &Lockout{Window: caddy.Duration(-time.Minute)} }, "lockout.window must be positive"},
+		{"lockout negative throttle", func(a *App) { a.Lockout = &Lockout{ThrottleAfter: -1} }, "lockout.throttle_after must not be negative"},
+		{"lockout base past max", func(a *App) {
+			a.Lockout = &Lockout{BaseDelay: caddy.Duration(5 * time.Second), MaxDelay: caddy.Duration(time.Second)}
+		}, "base_delay 5s is longer than max_delay 1s"},
+
+		{"signing keys", func(a *App) {
+			a.SigningKeys = &SigningKeys{Period: caddy.Duration(48 * time.Hour), Announce: caddy.Duration(time.Hour), Bits: 4096, EncryptionKeyEnv: "KEK"}
+		}, ""},
+		{"signing keys without rotation", func(a *App) { a.SigningKeys = &SigningKeys{Period: -1, Announce: caddy.Duration(72 * time.Hour)} }, ""},
+		{"signing keys period under default announce", func(a *App) { a.SigningKeys = &SigningKeys{Period: caddy.Duration(12 * time.Hour)} }, "announce 24h0m0s must be shorter than period 12h0m0s"},
+		{"signing keys announce past default period", func(a *App) { a.SigningKeys = &SigningKeys{Announce: caddy.Duration(800 * time.Hour)} }, "must be shorter than period"},
+		{"signing keys negative announce", func(a *App) { a.SigningKeys = &SigningKeys{Announce: caddy.Duration(-time.Hour)} }, "signing_keys.announce must be positive"},
+		{"signing keys negative check", func(a *App) { a.SigningKeys = &SigningKeys{CheckInterval: caddy.Duration(-time.Hour)} }, "signing_keys.check_interval must be positive"},
+		{"signing keys weak", func(a *App) { a.SigningKeys = &SigningKeys{Bits: 1024} }, "bits must be 2048 to 8192"},
+		{"signing keys env and file", func(a *App) { a.SigningKeys = &SigningKeys{EncryptionKeyEnv: "KEK", EncryptionKeyFile: "kek"} }, "exclude each other"},
+
+		{"verifier in-process", func(a *App) {
+			a.VerifierConfig = &VerifierConfig{Audience: "api", Algorithms: []string{"RS256", "ES256"}, Types: []string{"at+jwt"}, Leeway: caddy.Duration(time.Minute), CacheSize: -1}
+		}, ""},
+		{"verifier remote with issuer", func(a *App) { a.VerifierConfig = &VerifierConfig{JWKSURL: "https://login.example.com/jwks"} }, ""},
+		{"verifier HMAC", func(a *App) { a.VerifierConfig = &VerifierConfig{Algorithms: []string{"HS256"}} }, `algorithm "HS256" is not allowed`},
+		{"verifier none", func(a *App) { a.VerifierConfig = &VerifierConfig{Algorithms: []string{"none"}} }, `algorithm "none" is not allowed`},
+		{"verifier empty type", func(a *App) { a.VerifierConfig = &VerifierConfig{Types: []string{""}} }, "verifier: empty type"},
+		{"verifier long leeway", func(a *App) { a.VerifierConfig = &VerifierConfig{Leeway: caddy.Duration(time.Hour)} }, "leeway 1h0m0s out of range"},
+		{"verifier negative leeway", func(a *App) { a.VerifierConfig = &VerifierConfig{Leeway: caddy.Duration(-time.Second)} }, "out of range"},
+		{"verifier relative jwks_url", func(a *App) { a.VerifierConfig = &VerifierConfig{JWKSURL: "/jwks"} }, "must be an absolute http(s) URL"},
+		{"verifier jwks_url other scheme", func(a *App) { a.VerifierConfig = &VerifierConfig{JWKSURL: "file:///etc/jwks.json"} }, "must be an absolute http(s) URL"},
+
+		{"remote only", func(a *App) {
+			*a = App{VerifierConfig: &VerifierConfig{Issuer: "https://login.example.com/", JWKSURL: "https://login.example.com/jwks"}}
+		}, ""},
+		{"remote only with revocations", func(a *App) {
+			on := true
+			*a = App{VerifierConfig: &VerifierConfig{Issuer: "https://login.example.com", JWKSURL: "https://login.example.com/jwks", CheckRevocations: &on}}
+		}, ""},
+		{"remote only without issuer", func(a *App) { *a = App{VerifierConfig: &VerifierConfig{JWKSURL: "https://login.example.com/jwks"}} }, "verifier: issuer is required"},
+		{"remote only with clients", func(a *App) {
+			a.Issuer = ""
+			a.VerifierConfig = &VerifierConfig{Issuer: "https://login.example.com", JWKSURL: "https://login.example.com/jwks"}
+			a.Lockout = &Lockout{MaxFailures: -1}
+		}, "clients, lockout set without an issuer"},
+		{"no issuer and verifier without jwks_url", func(a *App) { *a = App{VerifierConfig: &VerifierConfig{Issuer: "https://login.example.com"}} }, "issuer is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,5 +153,39 @@ func TestParseSecretDigest(t *testing.T) {
 		if string(got) != string(hexForm) {
 			t.Errorf("%s decodes to %x, want %x", s, got, hexForm)
 		}
+	}
+}
+
+func TestAuthHandlerValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		h    AuthHandler
+		want string // "" when valid
+	}{
+		{"empty", AuthHandler{}, ""},
+		{"full", AuthHandler{Scopes: []string{"Service/Market", "Service/News"}, AnyScope: true, Realm: "market data",
+			Headers: map[string][]string{"X-Auth-User": {"{http.auth.user.id}"}}, StripHeaders: []string{"X-Auth-Role"}, StripAuthorization: true}, ""},
+		{"empty scope", AuthHandler{Scopes: []string{""}}, `bad scope ""`},
+		{"scope with space", AuthHandler{Scopes: []string{"a b"}}, `bad scope "a b"`},
+		{"any_scope alone", AuthHandler{AnyScope: true}, "any_scope without scopes"},
+		{"realm with quote", AuthHandler{Realm: `a"b`}, "realm"},
+		{"realm with newline", AuthHandler{Realm: "a\nb"}, "realm"},
+		{"bad header name", AuthHandler{Headers: map[string][]string{"X Auth": {"x"}}}, `bad header name "X Auth"`},
+		{"header without value", AuthHandler{Headers: map[string][]string{"X-Auth": nil}}, "has no value"},
+		{"authorization header", AuthHandler{Headers: map[string][]string{"authorization": {"x"}}}, "Authorization header cannot be set"},
+		{"bad strip header", AuthHandler{StripHeaders: []string{"X:Auth"}}, `bad header name "X:Auth"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.h.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.want != "" && err == nil:
+				t.Errorf("no error, want one containing %q", tt.want)
+			case tt.want != "" && !strings.Contains(err.Error(), tt.want):
+				t.Errorf("error %q, want one containing %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 // Command gatehouse is Caddy with its standard modules and Gatehouse's
 // modules, and Gatehouse's subcommands (`gatehouse user ...`,
-// `gatehouse client secret`) next to Caddy's own (run, reload, adapt, ...).
+// `gatehouse client secret`, `gatehouse keys list|rotate`) next to Caddy's
+// own (run, reload, adapt, ...).
 //
 // It is the binary `xcaddy build --with github.com/gatehouse/gatehouse`
 // builds, for those who prefer `go build ./cmd/gatehouse`.

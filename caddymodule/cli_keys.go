@@ -1,0 +1,109 @@
+package caddymodule
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse/gatehouse/identity"
+)
+
+// setUpKeysCommand adds the flags and subcommands of `gatehouse keys` to
+// cmd.
+func setUpKeysCommand(cmd *cobra.Command) {
+	addStoreFlags(cmd)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "Lists the signing keys and their schedule (no private key is opened)",
+		Args:  cobra.NoArgs,
+		RunE:  runKeysList,
+	})
+	rotate := &cobra.Command{
+		Use:   "rotate [--immediately]",
+		Short: "Creates a new signing key that takes over after the announce time",
+		Args:  cobra.NoArgs,
+		RunE:  runKeysRotate,
+	}
+	rotate.Flags().Bool("immediately", false, "Sign with the new key at once (tokens of the old key stay valid; verifiers caching the key set may refuse new tokens until they refresh)")
+	cmd.AddCommand(rotate)
+}
+
+func runKeysList(cmd *cobra.Command, _ []string) error {
+	st, err := openCLIStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	keys, err := identity.ListKeys(cmd.Context(), st, time.Now())
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KID\tSTATUS\tENCRYPTED\tCREATED\tSIGN_FROM\tRETIRE_AT\tREMOVE_AT")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\t%s\t%s\n", k.ID, k.Status, k.Encrypted,
+			cliTime(k.Created), cliTime(k.SignFrom), cliTime(k.RetireAt), cliTime(k.RemoveAt))
+	}
+	return tw.Flush()
+}
+
+func runKeysRotate(cmd *cobra.Command, _ []string) error {
+	immediately, _ := cmd.Flags().GetBool("immediately")
+	app, err := loadCLIApp(cmd)
+	if err != nil {
+		return err
+	}
+	if err := app.SigningKeys.validate(); err != nil {
+		return err
+	}
+	pol, err := app.SigningKeys.keyPolicy()
+	if err != nil {
+		return err
+	}
+	if configFile, _ := cmd.Flags().GetString("config"); configFile != "" {
+		// Keep retired keys as long as the servers of this config do.
+		cfg, err := app.identityConfig()
+		if err != nil {
+			return err
+		}
+		if pol.Retention, err = identity.KeyRetention(cfg); err != nil {
+			return err
+		}
+	}
+	st, err := openAppStore(cmd, app)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := time.Now()
+	kid, err := identity.RotateKeys(cmd.Context(), st, pol, now, immediately, nil)
+	if err != nil {
+		return fmt.Errorf("rotating signing keys: %w", err)
+	}
+	out := cmd.OutOrStdout()
+	if immediately {
+		fmt.Fprintf(out, "new signing key %s signs now\n", kid)
+	} else {
+		fmt.Fprintf(out, "new signing key %s is published now and signs from %s\n", kid, cliTime(now.Add(announceOf(app.SigningKeys))))
+	}
+	fmt.Fprintf(out, "running servers pick it up within %v (signing_keys check_interval)\n", app.SigningKeys.checkInterval())
+	return nil
+}
+
+// announceOf is the effective announce time of k.
+func announceOf(k *SigningKeys) time.Duration {
+	if k == nil || k.Announce <= 0 {
+		return defaultKeyAnnounce
+	}
+	return time.Duration(k.Announce)
+}
+
+// cliTime formats t for tables: RFC 3339 in UTC, "-" when zero.
+func cliTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

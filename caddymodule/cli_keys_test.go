@@ -1,0 +1,109 @@
+package caddymodule
+
+import (
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// keysTable reads a `keys list` table into rows of fields.
+func keysTable(t *testing.T, out string) [][]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "KID STATUS ENCRYPTED CREATED SIGN_FROM RETIRE_AT REMOVE_AT" {
+		t.Fatalf("header %q", lines[0])
+	}
+	var rows [][]string
+	for _, l := range lines[1:] {
+		rows = append(rows, strings.Fields(l))
+	}
+	return rows
+}
+
+func TestKeysCommandsDB(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "gatehouse.db")
+	keys := func(args ...string) string {
+		t.Helper()
+		out, err := run(t, setUpKeysCommand, "keys", "", append(args, "--db", db)...)
+		if err != nil {
+			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	if rows := keysTable(t, keys("list")); len(rows) != 0 {
+		t.Fatalf("keys in a new store: %v", rows)
+	}
+
+	out := keys("rotate", "--immediately")
+	m := regexp.MustCompile(`^new signing key (\S+) signs now\nrunning servers pick it up within 1m0s`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("rotate printed %q", out)
+	}
+	first := m[1]
+	rows := keysTable(t, keys("list"))
+	if len(rows) != 1 || rows[0][0] != first || rows[0][1] != "signing" || rows[0][2] != "false" {
+		t.Fatalf("after rotate --immediately: %v", rows)
+	}
+
+	out = keys("rotate")
+	m = regexp.MustCompile(`^new signing key (\S+) is published now and signs from \S+Z\n`).FindStringSubmatch(out)
+	if m == nil || m[1] == first {
+		t.Fatalf("rotate printed %q", out)
+	}
+	rows = keysTable(t, keys("list"))
+	if len(rows) != 2 {
+		t.Fatalf("after rotate: %v", rows)
+	}
+	status := map[string]string{rows[0][0]: rows[0][1], rows[1][0]: rows[1][1]}
+	if status[first] != "signing" || status[m[1]] != "announced" {
+		t.Errorf("after rotate: %v, want %s signing and %s announced", rows, first, m[1])
+	}
+	for _, row := range rows {
+		if row[5] == "-" || row[6] == "-" {
+			t.Errorf("key %s has no retirement or removal time: %v", row[0], row)
+		}
+	}
+}
+
+func TestKeysCommandsConfig(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "store.db")
+	kekFile := filepath.Join(dir, "kek")
+	if err := os.WriteFile(kekFile, []byte(hex.EncodeToString(testKEK)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caddyfile := filepath.Join(dir, "Caddyfile")
+	config := "{\n\tgatehouse {\n\t\tissuer http://localhost\n\t\tstore sqlite " + db +
+		"\n\t\tsigning_keys {\n\t\t\tperiod off\n\t\t\tcheck_interval 30s\n\t\t\tencryption_key_file " + kekFile + "\n\t\t}\n\t}\n}\n"
+	if err := os.WriteFile(caddyfile, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, setUpKeysCommand, "keys", "", "rotate", "--immediately", "--config", caddyfile)
+	if err != nil {
+		t.Fatalf("rotate: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "within 30s") {
+		t.Errorf("rotate printed %q, want the config's check interval", out)
+	}
+	out, err = run(t, setUpKeysCommand, "keys", "", "list", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := keysTable(t, out)
+	if len(rows) != 1 || rows[0][1] != "signing" || rows[0][2] != "true" || rows[0][5] != "-" {
+		t.Errorf("keys %v, want one encrypted signing key that never retires (period off)", rows)
+	}
+
+	// Without the key encryption key, the encrypted key cannot be rotated.
+	if out, err := run(t, setUpKeysCommand, "keys", "", "rotate", "--db", db); err == nil || !strings.Contains(err.Error(), "encrypted") {
+		t.Errorf("rotate without the key encryption key: %v\n%s", err, out)
+	}
+	// A missing key file is named.
+	os.Remove(kekFile)
+	if _, err := run(t, setUpKeysCommand, "keys", "", "rotate", "--config", caddyfile); err == nil || !strings.Contains(err.Error(), kekFile) {
+		t.Errorf("rotate with a missing key file: %v", err)
+	}
+}

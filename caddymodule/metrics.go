@@ -1,0 +1,161 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/verify"
+)
+
+// The token counters live as long as the process: every configuration
+// registers the same ones in its own metrics registry (Caddy makes one per
+// configuration), so a reload does not reset them. No label ever carries a
+// token, a secret, a user name or a client id that is not configured.
+var (
+	tokensIssued = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_tokens_issued_total",
+		Help: "Token responses of the token endpoint, by grant type and client.",
+	}, []string{"grant_type", "client_id"})
+	tokenFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_token_failures_total",
+		Help: "Failed token-endpoint requests, by OAuth error code.",
+	}, []string{"error"})
+	lockouts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatehouse_lockouts_total",
+		Help: "(user, source) pairs locked out after repeated failed logins.",
+	})
+)
+
+// The metrics the verifier collector reads from the verifiers at scrape
+// time.
+var (
+	verificationsDesc = prometheus.NewDesc("gatehouse_verifications_total",
+		"Access-token checks, by outcome: cache_hit, verified, or the reason of a refusal.", []string{"outcome"}, nil)
+	jwksFetchesDesc = prometheus.NewDesc("gatehouse_jwks_fetches_total",
+		"Fetches of remote key sets, by result (success, failure).", []string{"result"}, nil)
+	revocationsStaleDesc = prometheus.NewDesc("gatehouse_revocations_stale",
+		"1 when the last refresh of a verifier's revocation list failed (the previous list still applies), else 0.", nil, nil)
+)
+
+// metricsOther replaces a label value outside the known set.
+const metricsOther = "other"
+
+// knownErrorCodes are the token-endpoint error codes counted by name
+// (RFC 6749 §5.2, RFC 8628 §3.5).
+var knownErrorCodes = []string{
+	identity.ErrCodeInvalidRequest, identity.ErrCodeInvalidClient, identity.ErrCodeInvalidGrant,
+	identity.ErrCodeUnauthorizedClient, identity.ErrCodeUnsupportedGrantType, identity.ErrCodeInvalidScope,
+	identity.ErrCodeServerError, identity.ErrCodeTemporarilyUnavail,
+	"authorization_pending", "slow_down", "access_denied", "expired_token",
+}
+
+// registerTokenMetrics registers the token counters in reg, once.
+func registerTokenMetrics(reg *prometheus.Registry) error {
+	for _, c := range []prometheus.Collector{tokensIssued, tokenFailures, lockouts} {
+		if err := reg.Register(c); err != nil {
+			if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok && are.ExistingCollector == c {
+				continue
+			}
+			return fmt.Errorf("registering gatehouse metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// tokenMetrics counts the identity server's events; it implements
+// identity.Metrics.
+type tokenMetrics struct {
+	clients map[string]bool // the configured client ids
+}
+
+func newTokenMetrics(clients []Client) *tokenMetrics {
+	m := &tokenMetrics{clients: make(map[string]bool, len(clients))}
+	for _, c := range clients {
+		m.clients[c.ID] = true
+	}
+	return m
+}
+
+// TokenIssued counts a token response.
+func (m *tokenMetrics) TokenIssued(grant, clientID string) {
+	if !slices.Contains(knownGrants, grant) {
+		grant = metricsOther
+	}
+	if !m.clients[clientID] {
+		clientID = metricsOther
+	}
+	tokensIssued.WithLabelValues(grant, clientID).Inc()
+}
+
+// TokenFailed counts a failed token request.
+func (m *tokenMetrics) TokenFailed(code string) {
+	if !slices.Contains(knownErrorCodes, code) {
+		code = metricsOther
+	}
+	tokenFailures.WithLabelValues(code).Inc()
+}
+
+// Lockout counts a lockout.
+func (m *tokenMetrics) Lockout() { lockouts.Inc() }
+
+// verifierCollector reports the counters of an app's verifiers and remote
+// key set, read at scrape time.
+type verifierCollector struct {
+	verifiers []*verify.Verifier // distinct
+	remote    *verify.RemoteKeySet
+}
+
+// newVerifierCollector collects the verifiers of a (the route verifier and
+// the identity server's own, when they differ) and its remote key set.
+func newVerifierCollector(a *App) *verifierCollector {
+	c := &verifierCollector{remote: a.remote}
+	for _, v := range []*verify.Verifier{a.verifier, a.serverVerifier()} {
+		if v != nil && !slices.Contains(c.verifiers, v) {
+			c.verifiers = append(c.verifiers, v)
+		}
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *verifierCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- verificationsDesc
+	ch <- jwksFetchesDesc
+	ch <- revocationsStaleDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *verifierCollector) Collect(ch chan<- prometheus.Metric) {
+	outcomes := map[string]int64{"cache_hit": 0, "verified": 0}
+	stale := 0.0
+	for _, v := range c.verifiers {
+		s := v.Stats()
+		outcomes["cache_hit"] += s.CacheHits
+		outcomes["verified"] += s.CacheMisses
+		for reason, n := range s.Refused {
+			outcomes[string(reason)] += n
+		}
+		if v.RevocationsStale() {
+			stale = 1
+		}
+	}
+	for outcome, n := range outcomes {
+		ch <- prometheus.MustNewConstMetric(verificationsDesc, prometheus.CounterValue, float64(n), outcome)
+	}
+	if c.remote != nil {
+		attempts, failures := c.remote.Fetches()
+		ch <- prometheus.MustNewConstMetric(jwksFetchesDesc, prometheus.CounterValue, float64(attempts-failures), "success")
+		ch <- prometheus.MustNewConstMetric(jwksFetchesDesc, prometheus.CounterValue, float64(failures), "failure")
+	}
+	ch <- prometheus.MustNewConstMetric(revocationsStaleDesc, prometheus.GaugeValue, stale)
+}
+
+// Interface guards
+var (
+	_ identity.Metrics     = (*tokenMetrics)(nil)
+	_ prometheus.Collector = (*verifierCollector)(nil)
+)

@@ -1,0 +1,121 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gatehouse/gatehouse/identity/verify"
+)
+
+func TestVerifierConfigModes(t *testing.T) {
+	on, off := true, false
+	const issuer, audience = "http://localhost:8080", "gatehouse"
+	tests := []struct {
+		name                     string
+		v                        *VerifierConfig
+		remote, revocations, own bool // own: a verifier of its own, not the server's
+	}{
+		{"none", nil, false, true, false},
+		{"same issuer and audience", &VerifierConfig{Issuer: issuer, Audience: audience}, false, true, false},
+		{"revocations on", &VerifierConfig{CheckRevocations: &on}, false, true, false},
+		{"revocations off", &VerifierConfig{CheckRevocations: &off}, false, false, true},
+		{"other audience", &VerifierConfig{Audience: "api"}, false, true, true},
+		{"leeway", &VerifierConfig{Leeway: caddy.Duration(time.Minute)}, false, true, true},
+		{"cache off", &VerifierConfig{CacheSize: -1}, false, true, true},
+		{"remote", &VerifierConfig{JWKSURL: "https://login.example.com/jwks"}, true, false, true},
+		{"remote with revocations", &VerifierConfig{JWKSURL: "https://login.example.com/jwks", CheckRevocations: &on}, true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.v.remote(); got != tt.remote {
+				t.Errorf("remote %t, want %t", got, tt.remote)
+			}
+			if got := tt.v.checksRevocations(); got != tt.revocations {
+				t.Errorf("checksRevocations %t, want %t", got, tt.revocations)
+			}
+			if got := tt.v.custom(issuer, audience); got != tt.own {
+				t.Errorf("custom %t, want %t", got, tt.own)
+			}
+		})
+	}
+}
+
+// TestCustomVerifierInProcess provisions an app whose verifier differs
+// from the identity server's own (a longer leeway): it is a verifier of its
+// own, reading the server's keys in-process and the store's revocations,
+// and Cleanup ends its loop.
+func TestCustomVerifierInProcess(t *testing.T) {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	app := &App{
+		Issuer:         "http://localhost:8080",
+		StoreRaw:       json.RawMessage(fmt.Sprintf(`{"backend": "sqlite", "path": %q}`, filepath.Join(t.TempDir(), "gatehouse.db"))),
+		Clients:        []Client{{ID: "svc", SecretSHA256: []string{demoSecretSHA256}, GrantTypes: []string{"client_credentials"}, Scopes: []string{"Service/Market"}}},
+		VerifierConfig: &VerifierConfig{Leeway: caddy.Duration(30 * time.Second)},
+	}
+	if err := app.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	if err := app.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	v := app.Verifier()
+	if v == nil || v == app.Server().Verifier() {
+		t.Fatal("the app uses the server's verifier for a custom check")
+	}
+	idp := httptest.NewServer(app.Server())
+	defer idp.Close()
+
+	status, body := postForm(t, idp.URL+"/connect/token", "svc:demo-secret", url.Values{"grant_type": {"client_credentials"}})
+	if status != http.StatusOK {
+		t.Fatalf("token: %d %s", status, body)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(body, &tok); err != nil {
+		t.Fatal(err)
+	}
+	id, err := v.Verify(context.Background(), tok.AccessToken)
+	if err != nil || id.Subject != "svc" {
+		t.Fatalf("verify: %+v, %v", id, err)
+	}
+	status, body = postForm(t, idp.URL+"/connect/revocation", "svc:demo-secret", url.Values{"token": {tok.AccessToken}})
+	if status != http.StatusOK {
+		t.Fatalf("revocation: %d %s", status, body)
+	}
+	// This verifier re-reads the revocations every 5s.
+	deadline := time.Now().Add(3 * verify.DefaultRevocationRefresh)
+	for {
+		_, err = v.Verify(context.Background(), tok.AccessToken)
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e, ok := errors.AsType[*verify.Error](err); !ok || e.Reason != verify.ReasonRevoked {
+		t.Errorf("revoked token: %v, want refused as revoked", err)
+	}
+
+	done := make(chan struct{})
+	go func() { app.Cleanup(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Cleanup did not end the verifier's loop")
+	}
+	if app.Verifier() != nil || app.Server() != nil {
+		t.Error("Cleanup left the verifier or the server")
+	}
+}
