@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ import (
 
 // Bounds of every wait in this package.
 const (
-	startTimeout   = 60 * time.Second // until discovery answers
+	startTimeout   = 60 * time.Second // until the readiness probe answers
 	stopTimeout    = 15 * time.Second // SIGTERM to exit, then SIGKILL
 	requestTimeout = 30 * time.Second // one HTTP exchange
 	reloadTimeout  = 60 * time.Second // `gatehouse reload`
@@ -68,10 +69,24 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
-// Gatehouse is one gatehouse process (and its restarts) serving
-// Caddyfile.example on loopback, with its own data directory.
+// Options says what StartGatehouseWith runs. The zero value is the demo.
+type Options struct {
+	// Config is the Caddyfile to run, absolute or relative to the module
+	// root; it may use the placeholders that Env sets. Default
+	// Caddyfile.example.
+	Config string
+	// ReadyPath is requested until it answers ReadyStatus: the process is
+	// then serving. Default the discovery document, 200.
+	ReadyPath   string
+	ReadyStatus int
+}
+
+// Gatehouse is one gatehouse process (and its restarts) serving a
+// Caddyfile (Caddyfile.example unless told otherwise) on loopback, with
+// its own data directory.
 type Gatehouse struct {
-	t testing.TB
+	t    testing.TB
+	opts Options
 
 	DataDir string // XDG_DATA_HOME and HOME; survives restarts
 	Port    int    // HTTP port
@@ -84,7 +99,8 @@ type Gatehouse struct {
 	Client *http.Client
 
 	mu      sync.Mutex
-	secrets []string // strings the log must never contain
+	secrets []string     // strings the log must never contain
+	peers   []*Gatehouse // other processes whose secrets this log must not hold either
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been waited for
 	waitErr error
@@ -94,9 +110,26 @@ type Gatehouse struct {
 // the test ends, then checks that its log holds no secret or token.
 func StartGatehouse(t testing.TB) *Gatehouse {
 	t.Helper()
+	return StartGatehouseWith(t, Options{})
+}
+
+// StartGatehouseWith is StartGatehouse with another config or readiness
+// probe.
+func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
+	t.Helper()
+	if opts.Config == "" {
+		opts.Config = "Caddyfile.example"
+	}
+	if opts.ReadyPath == "" {
+		opts.ReadyPath = "/.well-known/openid-configuration"
+	}
+	if opts.ReadyStatus == 0 {
+		opts.ReadyStatus = http.StatusOK
+	}
 	dir := t.TempDir()
 	g := &Gatehouse{
 		t:       t,
+		opts:    opts,
 		DataDir: filepath.Join(dir, "data"),
 		Port:    freePort(t),
 		Admin:   "127.0.0.1:" + strconv.Itoa(freePort(t)),
@@ -142,8 +175,8 @@ func (g *Gatehouse) Env() []string {
 	)
 }
 
-// Start runs `gatehouse run --config Caddyfile.example` and waits until the
-// discovery document answers.
+// Start runs `gatehouse run --config <config>` and waits until the
+// readiness probe (by default the discovery document) answers.
 func (g *Gatehouse) Start() {
 	g.t.Helper()
 	g.mu.Lock()
@@ -158,7 +191,7 @@ func (g *Gatehouse) Start() {
 		g.t.Fatal(err)
 	}
 	fmt.Fprintf(logFile, "=== integration: starting gatehouse at %s\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(binary, "run", "--config", "Caddyfile.example")
+	cmd := exec.Command(binary, "run", "--config", g.opts.Config)
 	cmd.Dir = repoRoot
 	cmd.Env = g.Env()
 	cmd.Stdout = logFile
@@ -184,12 +217,13 @@ func (g *Gatehouse) Start() {
 	deadline := time.Now().Add(startTimeout)
 	probe := &http.Client{Timeout: time.Second}
 	for {
-		resp, err := probe.Get(g.Issuer + "/.well-known/openid-configuration")
+		resp, err := probe.Get(g.Issuer + g.opts.ReadyPath)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == g.opts.ReadyStatus {
 				return
 			}
+			err = fmt.Errorf("status %s", resp.Status)
 		}
 		select {
 		case <-exited:
@@ -197,12 +231,12 @@ func (g *Gatehouse) Start() {
 			werr := g.waitErr
 			g.cmd = nil
 			g.mu.Unlock()
-			g.t.Fatalf("gatehouse exited before serving discovery (%v); its log:\n%s", werr, g.Logs())
+			g.t.Fatalf("gatehouse exited before %s answered (%v); its log:\n%s", g.opts.ReadyPath, werr, g.Logs())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			g.Stop()
-			g.t.Fatalf("discovery did not answer within %s (last error: %v); gatehouse log:\n%s", startTimeout, err, g.Logs())
+			g.t.Fatalf("%s did not answer %d within %s (last: %v); gatehouse log:\n%s", g.opts.ReadyPath, g.opts.ReadyStatus, startTimeout, err, g.Logs())
 		}
 	}
 }
@@ -278,13 +312,34 @@ func (g *Gatehouse) AddSecret(secrets ...string) {
 	}
 }
 
+// AlsoCheckSecretsOf makes CheckLogs look for the secrets of others in g's
+// log too.
+func (g *Gatehouse) AlsoCheckSecretsOf(others ...*Gatehouse) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.peers = append(g.peers, others...)
+}
+
+// Secrets returns the strings g's log must never contain: those of g and
+// of the peers named by AlsoCheckSecretsOf.
+func (g *Gatehouse) Secrets() []string {
+	g.mu.Lock()
+	secrets := slices.Clone(g.secrets)
+	peers := slices.Clone(g.peers)
+	g.mu.Unlock()
+	for _, p := range peers {
+		p.mu.Lock()
+		secrets = append(secrets, p.secrets...)
+		p.mu.Unlock()
+	}
+	return secrets
+}
+
 // CheckLogs fails t if the log holds a password, a client secret or a token
 // that went through g.Client (or was given to AddSecret).
 func (g *Gatehouse) CheckLogs(t testing.TB) {
 	t.Helper()
-	g.mu.Lock()
-	secrets := append([]string(nil), g.secrets...)
-	g.mu.Unlock()
+	secrets := g.Secrets()
 	logs, err := os.ReadFile(g.LogPath)
 	if err != nil {
 		t.Fatalf("reading the gatehouse log: %v", err)

@@ -225,6 +225,50 @@ func decodeSegment(t testing.TB, seg string) map[string]any {
 	return m
 }
 
+// tamperClaims returns token with one claim changed and the signature
+// kept.
+func tamperClaims(t testing.TB, token, claim string, value any) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	_, claims := decodeJWT(t, token)
+	claims[claim] = value
+	parts[1] = encodeSegment(t, claims)
+	return strings.Join(parts, ".")
+}
+
+// tamperHeader returns token with one header member changed and the
+// signature kept.
+func tamperHeader(t testing.TB, token, member, value string) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	header, _ := decodeJWT(t, token)
+	header[member] = value
+	parts[0] = encodeSegment(t, header)
+	return strings.Join(parts, ".")
+}
+
+// tamperSignature returns token with one byte of its signature flipped.
+func tamperSignature(t testing.TB, token string) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		t.Fatalf("JWT signature: %v", err)
+	}
+	sig[len(sig)/2] ^= 0x01
+	parts[2] = base64.RawURLEncoding.EncodeToString(sig)
+	return strings.Join(parts, ".")
+}
+
+func encodeSegment(t testing.TB, v map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
 // sameScopes reports whether the space-delimited scope string holds exactly
 // want, in any order.
 func sameScopes(scope string, want []string) bool {
@@ -233,4 +277,19 @@ func sameScopes(scope string, want []string) bool {
 	w := slices.Clone(want)
 	slices.Sort(w)
 	return slices.Equal(got, w)
+}
+
+// writeConfig writes a Caddyfile (named so, for the adapter) in a new
+// directory and returns its path.
+func writeConfig(t testing.TB, name, config string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

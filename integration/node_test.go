@@ -19,6 +19,25 @@ const (
 // openid-client v6: discovery, password grant, refresh, client credentials
 // (client_secret_post and client_secret_basic).
 func TestNodeOpenIDClient(t *testing.T) {
+	runNodeScript(t, StartGatehouse(t), "oidc.test.mjs")
+}
+
+// TestNodeTokenServices runs node/tokenservices.test.mjs, which drives the
+// token services with openid-client v6: userinfo, introspection (RFC 7662)
+// and revocation (RFC 7009) of refresh and access tokens. The tokens, the
+// demo secret and the passwords must not reach the log.
+func TestNodeTokenServices(t *testing.T) {
+	// The demo with every log on, so that the log check covers these flows
+	// at their most verbose.
+	g := StartGatehouseWith(t, Options{Config: verboseDemoConfig(t, "verbose", "")})
+	runNodeScript(t, g, "tokenservices.test.mjs")
+}
+
+// runNodeScript runs `node --test integration/node/<script>` against g,
+// then adds every token the script was issued to the secrets g's log
+// must not hold.
+func runNodeScript(t *testing.T, g *Gatehouse, script string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is needed for this test (the project's test command installs it): %v", err)
@@ -28,33 +47,31 @@ func TestNodeOpenIDClient(t *testing.T) {
 		npmCI(t, nodeDir)
 	}
 
-	g := StartGatehouse(t)
 	tokensFile := filepath.Join(t.TempDir(), "tokens")
-
+	path := "integration/node/" + script
 	ctx, cancel := context.WithTimeout(t.Context(), nodeRunTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "integration/node/oidc.test.mjs")
+	cmd := exec.CommandContext(ctx, node, "--test", path)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(),
 		"GATEHOUSE_ISSUER="+g.Issuer,
 		"GATEHOUSE_TOKENS_FILE="+tokensFile,
 	)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --test integration/node/oidc.test.mjs: %v\n%s\ngatehouse log:\n%s", err, out, g.Logs())
-	}
-	t.Logf("node --test:\n%s", summary(out))
+	out, runErr := cmd.CombinedOutput()
 
-	// The tokens the script was issued must not be in the log either.
+	// The tokens the script was issued must not be in the log either, even
+	// when the script failed.
 	b, err := os.ReadFile(tokensFile)
-	if err != nil {
-		t.Fatalf("the script recorded no tokens: %v", err)
-	}
 	tokens := strings.Fields(string(b))
-	if len(tokens) == 0 {
-		t.Fatal("the script recorded no tokens")
-	}
 	g.AddSecret(tokens...)
+
+	if runErr != nil {
+		t.Fatalf("node --test %s: %v\n%s\ngatehouse log:\n%s", path, runErr, out, g.Logs())
+	}
+	t.Logf("node --test %s:\n%s", path, summary(out))
+	if err != nil || len(tokens) == 0 {
+		t.Fatalf("the script recorded no tokens (%v)", err)
+	}
 }
 
 // npmCI installs the script's locked dependencies.
