@@ -99,7 +99,13 @@ func (s *Server) checkPassword(r *http.Request, username, password string) (stor
 				return store.User{}, serverError(err)
 			}
 		}
-		s.audit.Info("login failed", zap.String("reason", reason), zap.String("source", g.source[len("src:"):]))
+		fields := []zap.Field{zap.String("reason", reason), zap.String("source", g.source[len("src:"):])}
+		if lookupErr == nil {
+			// Only a known user's name: an unknown "username" is often a
+			// password typed in the wrong field.
+			fields = append(fields, zap.String("sub", user.Subject), zap.String("username", user.Username))
+		}
+		s.audit.Info("login failed", fields...)
 		return store.User{}, errBadCredentials(errors.New(reason))
 	}
 	if err := g.succeeded(ctx); err != nil {
