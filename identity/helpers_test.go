@@ -88,7 +88,7 @@ func testConfig(now func() time.Time) Config {
 
 // fixture is a server on a real SQLite file with its seeded users.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	st    store.Store
 	clock *clock
@@ -101,7 +101,7 @@ var (
 	otherHash string
 )
 
-func passwordHashes(t *testing.T) (string, string) {
+func passwordHashes(t testing.TB) (string, string) {
 	hashOnce.Do(func() {
 		var err error
 		if demoHash, err = HashPassword("demo-pw"); err != nil {
@@ -114,7 +114,7 @@ func passwordHashes(t *testing.T) (string, string) {
 	return demoHash, otherHash
 }
 
-func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
+func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
