@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -103,14 +105,11 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 		return nil, d.ArgErr()
 	}
 	app := new(App)
-	seen := map[string]bool{}
+	once := newOnceSet("", "client", "api_resource")
 	for d.NextBlock(0) {
 		name := d.Val()
-		if name != "client" && name != "api_resource" {
-			if seen[name] {
-				return nil, d.Errf("%s given twice", name)
-			}
-			seen[name] = true
+		if err := once.check(d, name); err != nil {
+			return nil, err
 		}
 		var err error
 		switch name {
@@ -179,16 +178,12 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 	if c.ID, err = oneArg(d); err != nil {
 		return c, err
 	}
-	seen := map[string]bool{}
+	once := newOnceSet(fmt.Sprintf("client %q: ", c.ID),
+		"secret_sha256", "grant_types", "scopes", "default_scopes", "allowed_origins", "redirect_uris")
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
-		switch name {
-		case "secret_sha256", "grant_types", "scopes", "default_scopes", "allowed_origins", "redirect_uris":
-		default:
-			if seen[name] {
-				return c, d.Errf("client %q: %s given twice", c.ID, name)
-			}
-			seen[name] = true
+		if err := once.check(d, name); err != nil {
+			return c, err
 		}
 		var list []string
 		switch name {
@@ -236,13 +231,12 @@ func parseRefreshToken(d *caddyfile.Dispenser) (*RefreshToken, error) {
 		return nil, d.ArgErr()
 	}
 	r := new(RefreshToken)
-	seen := map[string]bool{}
+	once := newOnceSet("refresh_token: ")
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
-		if seen[name] {
-			return nil, d.Errf("refresh_token: %s given twice", name)
+		if err := once.check(d, name); err != nil {
+			return nil, err
 		}
-		seen[name] = true
 		var err error
 		switch name {
 		case "grace":
@@ -381,3 +375,26 @@ var (
 	_ caddyfile.Unmarshaler = (*IdentityHandler)(nil)
 	_ caddyfile.Unmarshaler = (*SQLiteStore)(nil)
 )
+
+// onceSet refuses a subdirective given twice in one block; the names in
+// repeatable may repeat (their arguments add up).
+type onceSet struct {
+	prefix     string
+	repeatable []string
+	seen       map[string]bool
+}
+
+func newOnceSet(prefix string, repeatable ...string) *onceSet {
+	return &onceSet{prefix: prefix, repeatable: repeatable, seen: map[string]bool{}}
+}
+
+func (o *onceSet) check(d *caddyfile.Dispenser, name string) error {
+	if slices.Contains(o.repeatable, name) {
+		return nil
+	}
+	if o.seen[name] {
+		return d.Errf("%s%s given twice", o.prefix, name)
+	}
+	o.seen[name] = true
+	return nil
+}

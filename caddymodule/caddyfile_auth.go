@@ -34,15 +34,11 @@ func parseAuthHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, erro
 func (h *AuthHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	h.Scopes = append(h.Scopes, d.RemainingArgs()...)
-	seen := map[string]bool{}
+	once := newOnceSet("gatehouse_auth: ", "scopes", "header", "strip_header")
 	for d.NextBlock(0) {
 		name := d.Val()
-		switch name {
-		case "any_scope", "realm", "strip_authorization":
-			if seen[name] {
-				return d.Errf("gatehouse_auth: %s given twice", name)
-			}
-			seen[name] = true
+		if err := once.check(d, name); err != nil {
+			return err
 		}
 		var err error
 		var list []string

@@ -43,13 +43,12 @@ func parseLockout(d *caddyfile.Dispenser) (*Lockout, error) {
 		}
 		return l, nil
 	}
-	seen := map[string]bool{}
+	once := newOnceSet("lockout: ")
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
-		if seen[name] {
-			return nil, d.Errf("lockout: %s given twice", name)
+		if err := once.check(d, name); err != nil {
+			return nil, err
 		}
-		seen[name] = true
 		var err error
 		switch name {
 		case "max_failures":
@@ -80,13 +79,12 @@ func parseSigningKeys(d *caddyfile.Dispenser) (*SigningKeys, error) {
 		return nil, d.ArgErr()
 	}
 	k := new(SigningKeys)
-	seen := map[string]bool{}
+	once := newOnceSet("signing_keys: ")
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
-		if seen[name] {
-			return nil, d.Errf("signing_keys: %s given twice", name)
+		if err := once.check(d, name); err != nil {
+			return nil, err
 		}
-		seen[name] = true
 		var err error
 		switch name {
 		case "period":
@@ -117,14 +115,11 @@ func parseVerifier(d *caddyfile.Dispenser) (*VerifierConfig, error) {
 		return nil, d.ArgErr()
 	}
 	v := new(VerifierConfig)
-	seen := map[string]bool{}
+	once := newOnceSet("verifier: ", "algorithms", "types")
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
-		if name != "algorithms" && name != "types" {
-			if seen[name] {
-				return nil, d.Errf("verifier: %s given twice", name)
-			}
-			seen[name] = true
+		if err := once.check(d, name); err != nil {
+			return nil, err
 		}
 		var err error
 		var list []string
