@@ -127,6 +127,7 @@ type Verifier struct {
 	revoked atomic.Pointer[revocationSet]
 	stale   atomic.Bool
 	stats   Stats
+	headers headerCache
 }
 
 // New checks cfg and returns a Verifier. With revocations configured, the
@@ -236,14 +237,14 @@ func (v *Verifier) verifyCold(ctx context.Context, token string) (*Identity, str
 	if !ok1 || !ok2 || strings.IndexByte(sigB64, '.') >= 0 {
 		return nil, "", nil, refuse(ReasonMalformed, errors.New("not a compact JWS"))
 	}
-	var h header
-	if err := decodeSegment(headerB64, &h); err != nil {
+	h, err := v.headers.parse(headerB64)
+	if err != nil {
 		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("header: %w", err))
 	}
 	if !slices.Contains(v.cfg.Algorithms, h.Alg) {
 		return nil, "", nil, refuse(ReasonAlgorithm, fmt.Errorf("alg %q is not accepted", truncate(h.Alg, 16)))
 	}
-	kid, e := v.checkHeader(&h)
+	kid, e := v.checkHeader(h)
 	if e != nil {
 		return nil, "", nil, e
 	}
