@@ -33,7 +33,10 @@ func BenchmarkRefresh(b *testing.B) {
 }
 
 func benchmarkRefresh(b *testing.B, opts ...sqlite.Option) {
-	ctx := context.Background()
+	// Cancellable, as a request's context is: the driver and database/sql
+	// watch such a context during each statement.
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
 	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "gatehouse.db"), opts...)
 	if err != nil {
 		b.Fatal(err)

@@ -24,7 +24,7 @@ const staleCounterAge = 24 * time.Hour
 // is truncated to a whole millisecond before it is compared.
 func (s *Store) AddFailure(ctx context.Context, key string, now time.Time, window time.Duration, limit int, lockout time.Duration) (store.Counter, error) {
 	var c store.Counter
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		if c, err = scanCounter(key, tx.QueryRowContext(ctx, `SELECT failures, window_start, locked_until
 			FROM failure_counters WHERE counter_key = ?`, key)); err != nil {

@@ -8,11 +8,18 @@
 // migration, never by editing one that has shipped.
 //
 // Writes never fail with "database is locked": a Store writes through one
-// connection whose transactions start with BEGIN IMMEDIATE, so writers in this
-// process queue in database/sql and take the write lock before they read;
-// writers in other processes (a CLI editing users while the server runs) are
-// waited for under a busy timeout. Reads go through a separate pool of
-// read-only connections, which WAL lets run alongside the writer.
+// connection whose transactions start with BEGIN IMMEDIATE, so they take the
+// write lock before they read; writers in other processes (a CLI editing
+// users while the server runs) are waited for under a busy timeout. The
+// transactional writes of a Store go through one goroutine, which commits
+// those waiting at the time together, in one transaction with one sync to
+// disk, each inside a savepoint of its own (group commit, see write.go): a
+// write succeeds or fails alone, as if it had its own transaction, and its
+// caller hears of it only once it has committed. Each commit is synced to
+// disk before it is acknowledged (synchronous FULL) unless WithSynchronous
+// says otherwise. Reads go through a separate pool of read-only connections,
+// which WAL lets run alongside the writer. The statements of the token
+// endpoint's hot paths are prepared once, at Open (prepared.go).
 //
 // Times are stored as integer Unix milliseconds (NULL for the zero time) and
 // returned in UTC; lists of strings as JSON arrays.

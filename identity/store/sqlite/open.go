@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -30,8 +31,16 @@ const (
 // the same file.
 type Store struct {
 	path string
-	w    *sql.DB // the writer: one connection, BEGIN IMMEDIATE transactions
-	r    *sql.DB // the readers: several read-only connections
+	w    *sql.DB  // the writer: one connection, BEGIN IMMEDIATE transactions
+	r    *sql.DB  // the readers: several read-only connections
+	q    prepared // the hot statements, prepared on w and r
+
+	// The writer goroutine (see write): it takes the writes from writes
+	// until stopWriter is closed, then closes writerDone.
+	writes     chan *writeReq
+	stopWriter chan struct{}
+	writerDone chan struct{}
+	stopOnce   sync.Once
 }
 
 // Option changes how Open opens the database.
@@ -139,12 +148,24 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
 	}
+	if err := s.q.prepare(ctx, s.r, s.w); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
+	}
+	s.writes = make(chan *writeReq)
+	s.stopWriter, s.writerDone = make(chan struct{}), make(chan struct{})
+	go s.runWriter()
 	return s, nil
 }
 
-// Close closes both connection pools.
+// Close waits for the write in progress, if any, then closes the prepared
+// statements and both connection pools. Writes that have not started fail.
 func (s *Store) Close() error {
-	var errs []error
+	if s.stopWriter != nil {
+		s.stopOnce.Do(func() { close(s.stopWriter) })
+		<-s.writerDone
+	}
+	errs := []error{s.q.close()}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
@@ -193,20 +214,6 @@ func dsn(abs string, o options, readOnly bool) string {
 	}
 	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
 	return u.String()
-}
-
-// write runs fn in one write transaction (BEGIN IMMEDIATE) and commits it,
-// or rolls it back if fn fails.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 var _ store.Store = (*Store)(nil)

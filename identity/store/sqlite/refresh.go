@@ -19,7 +19,7 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 		return fmt.Errorf("creating refresh family %q: first token belongs to family %q", f.ID, first.FamilyID)
 	}
 	first.FamilyID = f.ID
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO refresh_families
 			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -27,10 +27,10 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 			millis(f.ExpiresAt), millis(f.RevokedAt)); err != nil {
 			return err
 		}
-		if err := insertRefreshToken(ctx, tx, first); err != nil {
+		if err := s.insertRefreshToken(ctx, tx, first); err != nil {
 			return err
 		}
-		return insertAccessToken(ctx, tx, f.ID, at)
+		return s.insertAccessToken(ctx, tx, f.ID, at)
 	})
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
@@ -40,6 +40,13 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 	}
 	return nil
 }
+
+// refreshTokenQuery reads a refresh token and its family by the token's hash.
+const refreshTokenQuery = `SELECT
+		t.hash, t.family_id, t.parent, t.issued_at, t.expires_at, t.rotated_at, t.successor,
+		f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at
+	FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id
+	WHERE t.hash = ?`
 
 // RefreshToken returns the token with this hash and its family. ErrNotFound
 // if there is none.
@@ -51,11 +58,7 @@ func (s *Store) RefreshToken(ctx context.Context, hash []byte) (store.RefreshTok
 		issued, expires, rotated             sql.NullInt64
 		authTime, created, fexpires, revoked sql.NullInt64
 	)
-	err := s.r.QueryRowContext(ctx, `SELECT
-			t.hash, t.family_id, t.parent, t.issued_at, t.expires_at, t.rotated_at, t.successor,
-			f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at
-		FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id
-		WHERE t.hash = ?`, hash).Scan(
+	err := s.q.refreshToken.QueryRowContext(ctx, hash).Scan(
 		&t.Hash, &t.FamilyID, &t.Parent, &issued, &expires, &rotated, &t.Successor,
 		&f.ID, &f.ClientID, &f.Subject, &scopes, &authTime, &created, &fexpires, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -73,6 +76,14 @@ func (s *Store) RefreshToken(ctx context.Context, hash []byte) (store.RefreshTok
 	return t, f, nil
 }
 
+// rotateQuery is the compare-and-swap of a rotation: it marks the parent
+// rotated, with its successor, unless it is rotated or its family revoked.
+const rotateQuery = `UPDATE refresh_tokens SET rotated_at = ?, successor = ?
+	WHERE hash = ? AND rotated_at IS NULL AND EXISTS (
+		SELECT 1 FROM refresh_families f
+		WHERE f.id = refresh_tokens.family_id AND f.revoked_at IS NULL)
+	RETURNING family_id`
+
 // RotateRefreshToken is the compare-and-swap of a refresh, in one
 // transaction: the UPDATE only matches a parent that is not rotated and whose
 // family is not revoked, so of many callers exactly one changes a row; the
@@ -80,12 +91,9 @@ func (s *Store) RefreshToken(ctx context.Context, hash []byte) (store.RefreshTok
 // and child.Parent is set to parentHash.
 func (s *Store) RotateRefreshToken(ctx context.Context, parentHash []byte, child store.RefreshToken, at store.IssuedAccessToken, now time.Time) error {
 	var familyID string
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `UPDATE refresh_tokens SET rotated_at = ?, successor = ?
-			WHERE hash = ? AND rotated_at IS NULL AND EXISTS (
-				SELECT 1 FROM refresh_families f
-				WHERE f.id = refresh_tokens.family_id AND f.revoked_at IS NULL)
-			RETURNING family_id`, millis(now), blob(child.Hash), parentHash).Scan(&familyID)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := tx.StmtContext(ctx, s.q.rotate).QueryRowContext(ctx,
+			millis(now), blob(child.Hash), parentHash).Scan(&familyID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return whyNotRotated(ctx, tx, parentHash)
 		}
@@ -97,10 +105,10 @@ func (s *Store) RotateRefreshToken(ctx context.Context, parentHash []byte, child
 		}
 		child.FamilyID = familyID
 		child.Parent = parentHash
-		if err := insertRefreshToken(ctx, tx, child); err != nil {
+		if err := s.insertRefreshToken(ctx, tx, child); err != nil {
 			return err
 		}
-		return insertAccessToken(ctx, tx, familyID, at)
+		return s.insertAccessToken(ctx, tx, familyID, at)
 	})
 	if isUnique(err) {
 		err = store.ErrAlreadyExists
@@ -138,7 +146,7 @@ func whyNotRotated(ctx context.Context, tx *sql.Tx, parentHash []byte) error {
 // revoking the family revokes it too. ErrNotFound if there is no such family,
 // ErrFamilyRevoked if it is revoked.
 func (s *Store) RecordAccessToken(ctx context.Context, familyID string, at store.IssuedAccessToken) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var revoked sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM refresh_families WHERE id = ?`, familyID).Scan(&revoked)
 		switch {
@@ -149,7 +157,7 @@ func (s *Store) RecordAccessToken(ctx context.Context, familyID string, at store
 		case revoked.Valid:
 			return store.ErrFamilyRevoked
 		}
-		return insertAccessToken(ctx, tx, familyID, at)
+		return s.insertAccessToken(ctx, tx, familyID, at)
 	})
 	if isUnique(err) {
 		err = store.ErrAlreadyExists
@@ -164,7 +172,7 @@ func (s *Store) RecordAccessToken(ctx context.Context, familyID string, at store
 // revokes every access token recorded for it that has not expired at now.
 // Revoking a revoked family changes nothing; ErrNotFound if there is none.
 func (s *Store) RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = ?
 			WHERE id = ? AND revoked_at IS NULL`, millis(now), familyID)
 		if err != nil {
@@ -199,22 +207,29 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, familyID string, now ti
 	return nil
 }
 
-// insertRefreshToken stores t.
-func insertRefreshToken(ctx context.Context, tx *sql.Tx, t store.RefreshToken) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO refresh_tokens
-		(hash, family_id, parent, issued_at, expires_at, rotated_at, successor)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+// insertRefreshTokenQuery stores a refresh token.
+const insertRefreshTokenQuery = `INSERT INTO refresh_tokens
+	(hash, family_id, parent, issued_at, expires_at, rotated_at, successor)
+	VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// insertRefreshToken stores t, within the write transaction tx.
+func (s *Store) insertRefreshToken(ctx context.Context, tx *sql.Tx, t store.RefreshToken) error {
+	_, err := tx.StmtContext(ctx, s.q.insertRefreshToken).ExecContext(ctx,
 		blob(t.Hash), t.FamilyID, blob(t.Parent), millis(t.IssuedAt), millis(t.ExpiresAt),
 		millis(t.RotatedAt), blob(t.Successor))
 	return err
 }
 
-// insertAccessToken records at as issued from the family familyID.
-func insertAccessToken(ctx context.Context, tx *sql.Tx, familyID string, at store.IssuedAccessToken) error {
+// insertAccessTokenQuery records an access token issued from a family.
+const insertAccessTokenQuery = `INSERT INTO family_access_tokens (jti, family_id, expires_at)
+	VALUES (?, ?, ?)`
+
+// insertAccessToken records at as issued from the family familyID, within
+// the write transaction tx.
+func (s *Store) insertAccessToken(ctx context.Context, tx *sql.Tx, familyID string, at store.IssuedAccessToken) error {
 	if at.JTI == "" {
 		return errors.New("access token has no jti")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO family_access_tokens (jti, family_id, expires_at)
-		VALUES (?, ?, ?)`, at.JTI, familyID, millis(at.ExpiresAt))
+	_, err := tx.StmtContext(ctx, s.q.insertAccessToken).ExecContext(ctx, at.JTI, familyID, millis(at.ExpiresAt))
 	return err
 }

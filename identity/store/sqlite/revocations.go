@@ -48,13 +48,15 @@ func (s *Store) Revocations(ctx context.Context, now time.Time) ([]store.Revocat
 	return revs, nil
 }
 
+// tokenRevokedQuery tells whether an access token's revocation is stored.
+const tokenRevokedQuery = `SELECT EXISTS (SELECT 1 FROM revocations WHERE jti = ?)`
+
 // AccessTokenRevoked reports whether the access token jti has been revoked,
 // by RevokeAccessToken or with its family, and the revocation is still
 // stored (DeleteExpired removes it once the token has expired).
 func (s *Store) AccessTokenRevoked(ctx context.Context, jti string) (bool, error) {
 	var revoked bool
-	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM revocations WHERE jti = ?)`,
-		jti).Scan(&revoked); err != nil {
+	if err := s.q.tokenRevoked.QueryRowContext(ctx, jti).Scan(&revoked); err != nil {
 		return false, fmt.Errorf("reading revocation of access token %q: %w", jti, err)
 	}
 	return revoked, nil
@@ -80,7 +82,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 		{`DELETE FROM revocations WHERE expires_at <= ?`, []any{n}},
 	}
 	var total int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Rows removed by ON DELETE CASCADE would not be counted, so the
 		// dependent rows go first, each by its own statement.
 		for _, st := range stmts {

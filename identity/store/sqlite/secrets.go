@@ -27,7 +27,7 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() ([]byte
 	if len(fresh) == 0 {
 		return nil, fmt.Errorf("generating secret %q: generated an empty secret", name)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO secrets (name, value) VALUES (?, ?)
 			ON CONFLICT (name) DO NOTHING`, name, fresh); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -270,6 +271,9 @@ func TestOptions(t *testing.T) {
 		{"NoPath", "", nil, false},
 		{"ZeroBusyTimeout", "c.db", []sqlite.Option{sqlite.WithBusyTimeout(0)}, false},
 		{"NoReaders", "d.db", []sqlite.Option{sqlite.WithReadConns(0)}, false},
+		{"SynchronousNormal", "e.db", []sqlite.Option{sqlite.WithSynchronous("normal")}, true},
+		{"SynchronousFull", "f.db", []sqlite.Option{sqlite.WithSynchronous("full")}, true},
+		{"SynchronousOff", "g.db", []sqlite.Option{sqlite.WithSynchronous("off")}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := tt.path
@@ -284,6 +288,100 @@ func TestOptions(t *testing.T) {
 				t.Errorf("Open: %v, want success %v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestWritesFailAlone: many writes at once, which the Store commits
+// together: those that fail fail alone, each with its own error, and the
+// others are kept.
+func TestWritesFailAlone(t *testing.T) {
+	ctx := storetest.Context(t)
+	s := open(t, filepath.Join(t.TempDir(), "gatehouse.db"))
+	now := time.Now()
+	family := func(id string, i int) (store.RefreshFamily, store.RefreshToken, store.IssuedAccessToken) {
+		return store.RefreshFamily{ID: id, ClientID: "app", Subject: "sub", ExpiresAt: now.Add(time.Hour)},
+			store.RefreshToken{Hash: []byte(fmt.Sprintf("token-%d", i)), ExpiresAt: now.Add(time.Hour)},
+			store.IssuedAccessToken{JTI: fmt.Sprintf("at-%d", i), ExpiresAt: now.Add(time.Hour)}
+	}
+	f, tok, at := family("taken", -1)
+	if err := s.CreateRefreshFamily(ctx, f, tok, at); err != nil {
+		t.Fatalf("CreateRefreshFamily: %v", err)
+	}
+	// Odd writes take a family ID of their own, even ones the taken one.
+	const n = 64
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		id := "taken"
+		if i%2 == 1 {
+			id = fmt.Sprintf("fam-%d", i)
+		}
+		wg.Go(func() {
+			f, tok, at := family(id, i)
+			errs[i] = s.CreateRefreshFamily(ctx, f, tok, at)
+		})
+	}
+	wait(ctx, t, &wg)
+	for i, err := range errs {
+		_, _, readErr := s.RefreshToken(ctx, []byte(fmt.Sprintf("token-%d", i)))
+		if i%2 == 1 {
+			if err != nil || readErr != nil {
+				t.Errorf("write %d (new family): %v; reading its token: %v", i, err, readErr)
+			}
+			continue
+		}
+		if !errors.Is(err, store.ErrAlreadyExists) || !errors.Is(readErr, store.ErrNotFound) {
+			t.Errorf("write %d (taken family): %v, want ErrAlreadyExists; reading its token: %v, want ErrNotFound", i, err, readErr)
+		}
+	}
+}
+
+// TestWriteAbandoned: a write whose context ends while it waits for the
+// write lock returns the context's error and never happens.
+func TestWriteAbandoned(t *testing.T) {
+	ctx := storetest.Context(t)
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	s := open(t, path)
+	// Another process holds the write lock.
+	conn, err := rawDB(t, path).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	now := time.Now()
+	if _, err := s.AddFailure(short, "abandoned", now, time.Hour, 5, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AddFailure while another process writes: %v, want %v", err, context.DeadlineExceeded)
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	// Writes run in order: once a later one is done, the abandoned one
+	// would have run.
+	if _, err := s.AddFailure(ctx, "later", now, time.Hour, 5, time.Hour); err != nil {
+		t.Fatalf("AddFailure: %v", err)
+	}
+	if c, err := s.Counter(ctx, "abandoned"); err != nil || c.Count != 0 {
+		t.Errorf("Counter of the abandoned write: %+v, %v; want a count of 0", c, err)
+	}
+}
+
+// TestWriteAfterClose: a write to a closed Store fails.
+func TestWriteAfterClose(t *testing.T) {
+	ctx := storetest.Context(t)
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := s.AddFailure(ctx, "k", time.Now(), time.Hour, 5, time.Hour); err == nil {
+		t.Error("AddFailure after Close succeeded")
 	}
 }
 

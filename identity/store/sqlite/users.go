@@ -12,6 +12,12 @@ import (
 const userColumns = `username, subject, password_hash, display_name, email, email_verified,
 	scopes, roles, disabled, created_at, updated_at`
 
+// userQuery and userBySubjectQuery read a user by username or subject.
+const (
+	userQuery          = `SELECT ` + userColumns + ` FROM users WHERE username = ?`
+	userBySubjectQuery = `SELECT ` + userColumns + ` FROM users WHERE subject = ?`
+)
+
 // CreateUser stores a new user. ErrAlreadyExists if the username or the
 // subject is taken.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
@@ -51,7 +57,7 @@ func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 
 // User returns the user with this username. ErrNotFound if there is none.
 func (s *Store) User(ctx context.Context, username string) (store.User, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE username = ?`, username)
+	row := s.q.user.QueryRowContext(ctx, username)
 	u, err := scanUser(row)
 	if err != nil {
 		return store.User{}, fmt.Errorf("reading user %q: %w", username, err)
@@ -62,7 +68,7 @@ func (s *Store) User(ctx context.Context, username string) (store.User, error) {
 // UserBySubject returns the user with this subject id. ErrNotFound if there
 // is none.
 func (s *Store) UserBySubject(ctx context.Context, subject string) (store.User, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE subject = ?`, subject)
+	row := s.q.userBySubject.QueryRowContext(ctx, subject)
 	u, err := scanUser(row)
 	if err != nil {
 		return store.User{}, fmt.Errorf("reading user with subject %q: %w", subject, err)
