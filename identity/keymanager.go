@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,7 +98,7 @@ func (m *keyManager) load(ctx context.Context) ([]*signingKey, error) {
 		}
 		keys = append(keys, k)
 	}
-	slices.SortStableFunc(keys, func(a, b *signingKey) int { return a.signFrom.Compare(b.signFrom) })
+	slices.SortStableFunc(keys, compareKeys)
 	return keys, nil
 }
 
@@ -151,8 +152,15 @@ func (m *keyManager) sync(ctx context.Context, now time.Time) error {
 		m.log.Info("signing key created", zap.String("kid", k.id), zap.Time("retire_at", retire))
 		keys = append(keys, k)
 	case m.pol.Period > 0:
-		latest := keys[len(keys)-1]
-		if latest.retireAt.IsZero() || latest.retireAt.Sub(now) > m.pol.Announce {
+		// The successor follows the key that signs last into the future;
+		// a retired key is never extended.
+		var latest *signingKey
+		for _, k := range keys {
+			if (k.retireAt.IsZero() || k.retireAt.After(now)) && (latest == nil || compareKeys(latest, k) < 0) {
+				latest = k
+			}
+		}
+		if latest == nil || latest.retireAt.IsZero() || latest.retireAt.Sub(now) > m.pol.Announce {
 			break
 		}
 		start := latest.retireAt
@@ -301,3 +309,21 @@ func RotateKeys(ctx context.Context, st store.Store, pol KeyPolicy, now time.Tim
 // token lifetimes are unknown (the CLI without a config): comfortably
 // longer than the default token lifetimes.
 const DefaultRetention = 2 * time.Hour
+
+// compareKeys orders keys by when they begin signing, then by when they
+// stop (never last), then by id, so that every instance orders them alike.
+func compareKeys(a, b *signingKey) int {
+	if c := a.signFrom.Compare(b.signFrom); c != 0 {
+		return c
+	}
+	switch {
+	case a.retireAt.Equal(b.retireAt):
+	case a.retireAt.IsZero():
+		return 1
+	case b.retireAt.IsZero():
+		return -1
+	default:
+		return a.retireAt.Compare(b.retireAt)
+	}
+	return strings.Compare(a.id, b.id)
+}
