@@ -231,13 +231,7 @@ func parseRefreshToken(d *caddyfile.Dispenser) (*RefreshToken, error) {
 		return nil, d.ArgErr()
 	}
 	r := new(RefreshToken)
-	once := newOnceSet("refresh_token: ")
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return nil, err
-		}
-		var err error
+	err := parseBlock(d, newOnceSet("refresh_token: "), func(name string) (err error) {
 		switch name {
 		case "grace":
 			r.Grace, err = durationArg(d)
@@ -246,13 +240,11 @@ func parseRefreshToken(d *caddyfile.Dispenser) (*RefreshToken, error) {
 		case "absolute_lifetime":
 			r.AbsoluteLifetime, err = durationArg(d)
 		default:
-			return nil, d.Errf("unrecognized subdirective %q", name)
+			return d.Errf("unrecognized subdirective %q", name)
 		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
+		return err
+	})
+	return r, err
 }
 
 // parseIdentityHandler sets up the gatehouse_identity handler. Syntax:
@@ -396,5 +388,20 @@ func (o *onceSet) check(d *caddyfile.Dispenser, name string) error {
 		return d.Errf("%s%s given twice", o.prefix, name)
 	}
 	o.seen[name] = true
+	return nil
+}
+
+// parseBlock runs each subdirective of the block at the dispenser through
+// once, then through parse.
+func parseBlock(d *caddyfile.Dispenser, once *onceSet, parse func(name string) error) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if err := once.check(d, name); err != nil {
+			return err
+		}
+		if err := parse(name); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -43,13 +43,7 @@ func parseLockout(d *caddyfile.Dispenser) (*Lockout, error) {
 		}
 		return l, nil
 	}
-	once := newOnceSet("lockout: ")
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return nil, err
-		}
-		var err error
+	err := parseBlock(d, newOnceSet("lockout: "), func(name string) (err error) {
 		switch name {
 		case "max_failures":
 			l.MaxFailures, err = positiveIntArg(d)
@@ -64,13 +58,11 @@ func parseLockout(d *caddyfile.Dispenser) (*Lockout, error) {
 		case "max_delay":
 			l.MaxDelay, err = durationArg(d)
 		default:
-			return nil, d.Errf("unrecognized subdirective %q", name)
+			return d.Errf("unrecognized subdirective %q", name)
 		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return l, nil
+		return err
+	})
+	return l, err
 }
 
 // parseSigningKeys parses `signing_keys { ... }`.
@@ -79,13 +71,7 @@ func parseSigningKeys(d *caddyfile.Dispenser) (*SigningKeys, error) {
 		return nil, d.ArgErr()
 	}
 	k := new(SigningKeys)
-	once := newOnceSet("signing_keys: ")
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return nil, err
-		}
-		var err error
+	err := parseBlock(d, newOnceSet("signing_keys: "), func(name string) (err error) {
 		switch name {
 		case "period":
 			k.Period, err = durationOrOff(d)
@@ -100,13 +86,11 @@ func parseSigningKeys(d *caddyfile.Dispenser) (*SigningKeys, error) {
 		case "encryption_key_file":
 			k.EncryptionKeyFile, err = oneArg(d)
 		default:
-			return nil, d.Errf("unrecognized subdirective %q", name)
+			return d.Errf("unrecognized subdirective %q", name)
 		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return k, nil
+		return err
+	})
+	return k, err
 }
 
 // parseVerifier parses `verifier { ... }`.
@@ -115,13 +99,7 @@ func parseVerifier(d *caddyfile.Dispenser) (*VerifierConfig, error) {
 		return nil, d.ArgErr()
 	}
 	v := new(VerifierConfig)
-	once := newOnceSet("verifier: ", "algorithms", "types")
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return nil, err
-		}
-		var err error
+	err := parseBlock(d, newOnceSet("verifier: ", "algorithms", "types"), func(name string) (err error) {
 		var list []string
 		switch name {
 		case "issuer":
@@ -143,13 +121,11 @@ func parseVerifier(d *caddyfile.Dispenser) (*VerifierConfig, error) {
 		case "check_revocations":
 			v.CheckRevocations, err = onOff(d)
 		default:
-			return nil, d.Errf("unrecognized subdirective %q", name)
+			return d.Errf("unrecognized subdirective %q", name)
 		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return v, nil
+		return err
+	})
+	return v, err
 }
 
 // durationOrOff reads a duration argument, or "off" as -1.
