@@ -1,30 +1,38 @@
 package identity
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
-// Grant types (RFC 6749 §4, RFC 8628).
+// Defaults of Config.
 const (
-	GrantPassword          = "password"
-	GrantRefreshToken      = "refresh_token"
-	GrantClientCredentials = "client_credentials"
-	GrantAuthorizationCode = "authorization_code"
-	GrantImplicit          = "implicit"
-	GrantDeviceCode        = "urn:ietf:params:oauth:grant-type:device_code"
+	DefaultAudience            = "gatehouse"
+	DefaultAccessTokenLifetime = time.Hour
+	DefaultIDTokenLifetime     = 5 * time.Minute
+	DefaultHSTS                = "max-age=31536000"
+	// retentionMargin is added to the longest token lifetime to get how
+	// long a retired key stays published: verifiers' leeway and clock skew.
+	retentionMargin = 10 * time.Minute
 )
 
-// Scopes with a meaning to the server itself.
-const (
-	ScopeOpenID        = "openid"
-	ScopeProfile       = "profile"
-	ScopeEmail         = "email"
-	ScopeRoles         = "roles"
-	ScopeOfflineAccess = "offline_access"
-)
+// DefaultScopes are the scopes published when Config.ScopesSupported is empty.
+var DefaultScopes = []string{
+	"openid", "profile", "email", "roles", "Identity/Admin", "Service/Market",
+	"Service/News", "Service/Trading", "Service/OrderPad", "Service/Admin", "offline_access",
+}
 
 // Config configures a Server. Zero values take the defaults named per field.
 type Config struct {
@@ -40,13 +48,11 @@ type Config struct {
 	// IDTokenLifetime is the lifetime of ID tokens. Default 5m.
 	IDTokenLifetime time.Duration
 	// Refresh is the default refresh-token policy.
-	Refresh RefreshPolicy
+	Refresh clients.RefreshPolicy
 	// Clients are the registered clients.
-	Clients []Client
-	// ScopesSupported is the list published in discovery. Default: the
-	// scopes of the interface (openid, profile, email, roles,
-	// Identity/Admin, Service/Market, Service/News, Service/Trading,
-	// Service/OrderPad, Service/Admin, offline_access).
+	Clients []clients.Config
+	// ScopesSupported is the list published in discovery. Default:
+	// DefaultScopes, the scopes of the interface.
 	ScopesSupported []string
 	// UniformErrorStatus makes every token-endpoint error answer 400, as
 	// IdentityServer does, instead of RFC 6749's 401 for a failed client
@@ -58,10 +64,11 @@ type Config struct {
 	// PasswordHashConcurrency bounds how many password hashes are checked
 	// at once. Default: the number of CPUs.
 	PasswordHashConcurrency int
-	// Keys is the signing-key lifecycle and its encryption at rest.
-	Keys KeyPolicy
-	// Lockout is the brute-force defence of the password grant.
-	Lockout LockoutPolicy
+	// Keys is the signing-key lifecycle and its encryption at rest. Its
+	// Retention is computed from the token lifetimes.
+	Keys keys.Policy
+	// Lockout is the brute-force defence of the password checks.
+	Lockout users.LockoutPolicy
 	// ClientIP returns the request's source address, e.g. Caddy's client
 	// IP (which honours trusted_proxies). Default: the host of RemoteAddr.
 	ClientIP func(*http.Request) string
@@ -71,101 +78,124 @@ type Config struct {
 	// for tokens of their audience, authenticating with their name and
 	// secret (client_secret_basic or _post), as IdentityServer's API
 	// resources do.
-	APIResources []APIResource
+	APIResources []clients.APIResource
 
 	// Logger receives operational logs. Default: a no-op logger.
 	Logger *zap.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-}
-
-// RefreshPolicy says how refresh tokens live.
-type RefreshPolicy struct {
-	// Grace is how long after a rotation the same parent, sent again by
-	// the same client before its successor was used, gets the same
-	// successor instead of revoking the family. Default 5s; negative
-	// disables the grace window.
-	Grace time.Duration
-	// SlidingLifetime is how long a refresh token stays valid unused; each
-	// refresh issues a token valid this long (never past the absolute
-	// lifetime). Default 15 days (360h).
-	SlidingLifetime time.Duration
-	// AbsoluteLifetime is how long a family lives from the original grant,
-	// however often it is refreshed. Default 30 days (720h).
-	AbsoluteLifetime time.Duration
-}
-
-// Client is a registered OAuth client.
-type Client struct {
-	// ID is the client_id.
-	ID string
-	// Name is a display name. Optional.
-	Name string
-	// Public marks a client without a secret (a native or browser app):
-	// it sends only client_id.
-	Public bool
-	// SecretHashes are SHA-256 digests of the client's secrets (several
-	// allow a rotation). A confidential client needs at least one.
-	SecretHashes [][]byte
-	// GrantTypes are the grant types the client may use.
-	GrantTypes []string
-	// Scopes are the scopes the client may request.
-	Scopes []string
-	// DefaultScopes are granted when a request names no scope. Default:
-	// every scope in Scopes (filtered by what the user may hold).
-	DefaultScopes []string
-	// AccessTokenLifetime overrides Config.AccessTokenLifetime. 0: default.
-	AccessTokenLifetime time.Duration
-	// Refresh overrides fields of Config.Refresh that are non-zero.
-	Refresh RefreshPolicy
-	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
-	// to call the token endpoint with CORS. "*" allows any origin.
-	AllowedOrigins []string
-	// RedirectURIs are the registered redirect URIs (browser flows).
-	RedirectURIs []string
-	// Introspect allows the client to call the introspection endpoint.
-	Introspect bool
-}
-
-// APIResource is an API that may introspect the access tokens issued for
-// it (whose "aud" holds its name).
-type APIResource struct {
-	// Name is the audience the API's tokens carry and its login name.
-	Name string
-	// SecretHashes are SHA-256 digests of the API's secrets.
-	SecretHashes [][]byte
-}
-
-// LockoutPolicy is the brute-force defence (DESIGN.md, "Token rules"): a
-// (user, source) pair is locked after MaxFailures failures inside Window,
-// for Duration; failures per source and per user beyond ThrottleAfter
-// slow every later attempt for that source or user (up to MaxDelay), but
-// never lock anyone out.
-type LockoutPolicy struct {
-	// MaxFailures locks a (user, source) pair. Default 5; negative
-	// disables lockout and throttling.
-	MaxFailures int
-	// Duration is how long a lockout lasts. Default 15m.
-	Duration time.Duration
-	// Window is how long failures are remembered. Default 15m.
-	Window time.Duration
-	// ThrottleAfter is how many failures per source or per user pass
-	// without delay. Default 3.
-	ThrottleAfter int
-	// BaseDelay is the first delay; each further failure doubles it.
-	// Default 250ms.
-	BaseDelay time.Duration
-	// MaxDelay caps the delay. Default 3s.
-	MaxDelay time.Duration
+	// Sleep waits the brute-force throttle's delays. Default: a timer that
+	// ends with the request's context.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Metrics receives the server's counts; caddymodule exports them to
-// Prometheus. Labels are bounded: client ids only of configured clients.
+// Prometheus. Labels are bounded: client ids only of configured clients,
+// error codes from oauth.ErrorCodes.
 type Metrics interface {
 	// TokenIssued counts a token response by grant type and client.
 	TokenIssued(grant, clientID string)
-	// TokenFailed counts a failed token-endpoint request by error code.
-	TokenFailed(code string)
+	// RequestFailed counts a failed request by endpoint ("token",
+	// "introspection", "revocation", "userinfo") and error code.
+	RequestFailed(endpoint, code string)
 	// Lockout counts a (user, source) pair locked out.
 	Lockout()
+}
+
+// Validate checks cfg without changing it or touching any store: the
+// issuer, the lifetimes, the clients and API resources, the key policy and
+// the lockout policy. NewServer calls it; so does the Caddy glue before it
+// opens anything.
+func (cfg *Config) Validate() error {
+	if err := validateIssuer(cfg.Issuer); err != nil {
+		return err
+	}
+	if cfg.AccessTokenLifetime < 0 || cfg.IDTokenLifetime < 0 {
+		return errors.New("token lifetimes must not be negative")
+	}
+	if cfg.PasswordHashConcurrency < 0 {
+		return fmt.Errorf("password hash concurrency must not be negative, got %d", cfg.PasswordHashConcurrency)
+	}
+	for _, s := range cfg.ScopesSupported {
+		if strings.ContainsAny(s, " \"\\") || s == "" {
+			return fmt.Errorf("supported scope %q is not a scope token", s)
+		}
+	}
+	if err := cfg.Refresh.Validate(); err != nil {
+		return err
+	}
+	if err := clients.ValidateAll(cfg.Clients, cfg.APIResources); err != nil {
+		return fmt.Errorf("configuring clients: %w", err)
+	}
+	if err := cfg.Keys.Validate(); err != nil {
+		return err
+	}
+	return cfg.Lockout.Validate()
+}
+
+// validateIssuer checks that issuer is an absolute http(s) URL without
+// user info, query, fragment or trailing slash.
+func validateIssuer(issuer string) error {
+	if issuer == "" {
+		return errors.New("issuer is required")
+	}
+	u, err := url.Parse(issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(issuer, "/") {
+		return fmt.Errorf("issuer %q must be an absolute http(s) URL without user info, query, fragment or trailing slash", issuer)
+	}
+	return nil
+}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Audience == "" {
+		cfg.Audience = DefaultAudience
+	}
+	if cfg.AccessTokenLifetime <= 0 {
+		cfg.AccessTokenLifetime = DefaultAccessTokenLifetime
+	}
+	if cfg.IDTokenLifetime <= 0 {
+		cfg.IDTokenLifetime = DefaultIDTokenLifetime
+	}
+	cfg.Refresh = cfg.Refresh.WithDefaults()
+	if len(cfg.ScopesSupported) == 0 {
+		cfg.ScopesSupported = DefaultScopes
+	}
+	if cfg.HSTS == "" {
+		cfg.HSTS = DefaultHSTS
+	}
+	if cfg.ClientIP == nil {
+		cfg.ClientIP = remoteHost
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg
+}
+
+// remoteHost is the default ClientIP: the host of RemoteAddr.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// KeyRetention is how long a server with cfg keeps a retired key
+// published: the longest token it can have signed, plus the verifiers'
+// leeway and a margin. Tools that rotate keys in the store without a
+// server (`gatehouse keys rotate`) use it. Zero lifetimes count as their
+// defaults.
+func KeyRetention(cfg Config) time.Duration {
+	cfg = cfg.withDefaults()
+	longest := max(cfg.AccessTokenLifetime, cfg.IDTokenLifetime)
+	for _, c := range cfg.Clients {
+		longest = max(longest, c.AccessTokenLifetime)
+	}
+	return longest + retentionMargin
 }

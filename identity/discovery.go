@@ -1,8 +1,9 @@
 package identity
 
 import (
-	"encoding/json"
 	"net/http"
+
+	"github.com/gatehouse/gatehouse/identity/oauth"
 )
 
 // Endpoint paths under the issuer (interface.md §2.1).
@@ -18,12 +19,6 @@ const (
 	PathIntrospection   = "/connect/introspect"
 	PathDeviceAuthorize = "/connect/deviceauthorization"
 )
-
-// DefaultScopes are the scopes published when Config.ScopesSupported is empty.
-var DefaultScopes = []string{
-	"openid", "profile", "email", "roles", "Identity/Admin", "Service/Market",
-	"Service/News", "Service/Trading", "Service/OrderPad", "Service/Admin", "offline_access",
-}
 
 // Discovery is the OpenID Provider metadata document (interface.md §2.1,
 // OpenID Connect Discovery 1.0 §3).
@@ -74,8 +69,8 @@ func newDiscovery(issuer string, scopes []string) Discovery {
 		ClaimsSupported: []string{"sub", "updated_at", "locale", "zoneinfo", "birthdate", "gender", "website",
 			"picture", "profile", "preferred_username", "nickname", "middle_name", "given_name", "family_name",
 			"name", "email", "email_verified", "role"},
-		GrantTypesSupported: []string{GrantAuthorizationCode, GrantClientCredentials, GrantRefreshToken,
-			GrantImplicit, GrantPassword, GrantDeviceCode},
+		GrantTypesSupported: []string{oauth.GrantAuthorizationCode, oauth.GrantClientCredentials, oauth.GrantRefreshToken,
+			oauth.GrantImplicit, oauth.GrantPassword, oauth.GrantDeviceCode},
 		ResponseTypesSupported: []string{"code", "token", "id_token", "id_token token", "code id_token",
 			"code token", "code id_token token"},
 		ResponseModesSupported:            []string{"form_post", "query", "fragment"},
@@ -104,9 +99,9 @@ func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	if !allowGet(w, r) {
 		return
 	}
-	body, err := s.keys.jwks(s.cfg.Now())
+	body, err := s.keys.JWKS(s.cfg.Now())
 	if err != nil {
-		writeError(w, serverError(err), false)
+		s.failer("jwks").Fail(w, r, "", "", oauth.ServerError(err))
 		return
 	}
 	h := w.Header()
@@ -121,8 +116,6 @@ func allowGet(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	writeError(w, &Error{Code: ErrCodeInvalidRequest, Description: "method not allowed", Status: http.StatusMethodNotAllowed}, false)
+	oauth.WriteError(w, oauth.MethodNotAllowed("method not allowed"), false)
 	return false
 }
-
-func marshalDiscovery(d Discovery) ([]byte, error) { return json.Marshal(d) }

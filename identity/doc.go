@@ -1,8 +1,18 @@
-// Package identity is Gatehouse's OAuth 2.0 / OpenID Connect provider: the
-// discovery document, the signing key set, and the token endpoint with its
-// grants, written on net/http and golang-jwt/v5.
+// Package identity is the OAuth 2.0 / OpenID Connect identity server:
+// Server, its Config, the route table, discovery and the JWKS, and the
+// token services around the token endpoint (userinfo, introspection,
+// revocation). NewServer builds the packages below from one Config and
+// routes to their handlers:
 //
-// A Server is built from a plain Config and a store.Store with NewServer and
-// serves its endpoints through Endpoint. It never imports Caddy: the
-// caddymodule package wires it into Caddy.
+//	oauth     wire vocabulary (errors, form, scopes, Basic, CORS); a leaf
+//	clients   registered clients and API resources, client authentication
+//	users     password hashing, the users file, the password Checker
+//	keys      signing-key lifecycle, sealing, JWKS, signing
+//	tokens    claims, minting, refresh-token families
+//	grant     the token endpoint, one file per grant
+//	store     the Store interface (role interfaces) and its backends
+//	verify    the one access-token check
+//
+// Endpoint packages never import each other, and nothing here imports
+// Caddy: caddymodule is the glue.
 package identity

@@ -19,8 +19,12 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 const testIssuer = "http://issuer.test"
@@ -54,32 +58,32 @@ func testConfig(now func() time.Time) Config {
 	return Config{
 		Issuer: testIssuer,
 		Now:    now,
-		APIResources: []APIResource{
+		APIResources: []clients.APIResource{
 			{Name: "gatehouse", SecretHashes: [][]byte{sha("api-secret")}},
 			{Name: "other-api", SecretHashes: [][]byte{sha("other-secret")}},
 		},
-		Clients: []Client{
+		Clients: []clients.Config{
 			{
 				ID: "app", Public: true,
-				GrantTypes:     []string{GrantPassword, GrantRefreshToken},
+				GrantTypes:     []string{oauth.GrantPassword, oauth.GrantRefreshToken},
 				Scopes:         []string{"openid", "profile", "email", "offline_access", "Service/Market", "Service/News", "Service/Trading"},
 				AllowedOrigins: []string{"http://localhost:3000"},
 			},
 			{
 				ID: "svc", SecretHashes: [][]byte{sha("svc-secret")},
-				GrantTypes:    []string{GrantClientCredentials},
+				GrantTypes:    []string{oauth.GrantClientCredentials},
 				Introspect:    true,
 				Scopes:        []string{"Service/Market", "Service/News"},
 				DefaultScopes: []string{"Service/Market"},
 			},
 			{
 				ID: "conf", SecretHashes: [][]byte{sha("conf-secret")},
-				GrantTypes: []string{GrantPassword, GrantRefreshToken},
+				GrantTypes: []string{oauth.GrantPassword, oauth.GrantRefreshToken},
 				Scopes:     []string{"openid", "offline_access", "Service/Market"},
 			},
 			{
 				ID: "app2", Public: true,
-				GrantTypes: []string{GrantPassword, GrantRefreshToken},
+				GrantTypes: []string{oauth.GrantPassword, oauth.GrantRefreshToken},
 				Scopes:     []string{"offline_access", "Service/Market"},
 			},
 		},
@@ -93,6 +97,8 @@ type fixture struct {
 	st    store.Store
 	clock *clock
 	cfg   Config
+	// sleep is the throttle's sleeper; noSleep unless a test records.
+	sleep func(context.Context, time.Duration) error
 }
 
 var (
@@ -104,10 +110,10 @@ var (
 func passwordHashes(t testing.TB) (string, string) {
 	hashOnce.Do(func() {
 		var err error
-		if demoHash, err = HashPassword("demo-pw"); err != nil {
+		if demoHash, err = users.HashPassword("demo-pw"); err != nil {
 			t.Fatal(err)
 		}
-		if otherHash, err = HashPassword("other-pw"); err != nil {
+		if otherHash, err = users.HashPassword("other-pw"); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -124,17 +130,19 @@ func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	dh, oh := passwordHashes(t)
-	users := []store.User{
+	seed := []store.User{
 		{Username: "demo", Subject: "sub-demo", PasswordHash: dh, DisplayName: "Demo User", Email: "demo@example.com",
 			Scopes: []string{"openid", "profile", "email", "offline_access", "Service/Market", "Service/News"}},
 		{Username: "off", Subject: "sub-off", PasswordHash: dh, Disabled: true, Scopes: []string{"Service/Market"}},
 		{Username: "other", Subject: "sub-other", PasswordHash: oh, Scopes: []string{"offline_access", "Service/Market", "openid"}},
 	}
 	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	if _, err := SeedUsers(ctx, st, users, clk.Now()); err != nil {
+	if _, err := users.Seed(ctx, st, seed, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
+	f := &fixture{t: t, st: st, clock: clk, sleep: noSleep} // throttling is tested on its own
 	cfg := testConfig(clk.Now)
+	cfg.Sleep = func(ctx context.Context, d time.Duration) error { return f.sleep(ctx, d) }
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -142,9 +150,9 @@ func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.sleep = noSleep // throttling is tested on its own
 	t.Cleanup(func() { srv.Close() })
-	return &fixture{t: t, srv: srv, st: st, clock: clk, cfg: cfg}
+	f.srv, f.cfg = srv, cfg
+	return f
 }
 
 // restart builds a new server on the same store, as a process restart or
@@ -155,7 +163,6 @@ func (f *fixture) restart() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	srv.sleep = noSleep
 	f.t.Cleanup(func() { srv.Close() })
 	f.srv = srv
 }
@@ -227,7 +234,7 @@ func (f *fixture) refresh(clientID, token string, mods ...func(*http.Request)) r
 func (f *fixture) parseToken(tok string, typ string) (jwt.MapClaims, map[string]any) {
 	f.t.Helper()
 	jwks := f.do(httptest.NewRequest(http.MethodGet, testIssuer+PathJWKS, nil))
-	var set JWKS
+	var set keys.JWKS
 	if err := json.Unmarshal([]byte(jwks.raw), &set); err != nil {
 		f.t.Fatal(err)
 	}

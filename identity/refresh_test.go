@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse/gatehouse/identity/clients"
 )
 
 func TestRefreshRotates(t *testing.T) {
@@ -241,7 +243,7 @@ func cut(s string) (string, string, bool) {
 
 func TestRefreshLifetimes(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
-		c.Refresh = RefreshPolicy{SlidingLifetime: time.Hour, AbsoluteLifetime: 3 * time.Hour}
+		c.Refresh = clients.RefreshPolicy{SlidingLifetime: time.Hour, AbsoluteLifetime: 3 * time.Hour}
 	})
 	rt := f.login("demo", "demo-pw").str("refresh_token")
 	// Sliding: used within the hour, each refresh extends it...

@@ -7,7 +7,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/tokens"
 )
 
 // serveRevocation is POST /connect/revocation (RFC 7009). A refresh token
@@ -15,40 +18,41 @@ import (
 // token is revoked by its jti. Unknown, expired and other clients' tokens
 // get 200 as well and change nothing (RFC 7009 §2.2).
 func (s *Server) serveRevocation(w http.ResponseWriter, r *http.Request) {
-	noStore(w.Header(), s.cfg.HSTS)
+	fail := s.failer("revocation")
+	oauth.SecurityHeaders(w.Header(), s.cfg.HSTS)
 	if r.Method == http.MethodOptions {
-		s.preflight(w, r, "POST")
+		oauth.Preflight(w, r, "POST", s.clients.AnyAllowsOrigin)
 		return
 	}
 	origin := r.Header.Get("Origin")
-	if origin != "" && s.anyClientAllowsOrigin(origin) {
-		allowOrigin(w.Header(), origin)
+	if origin != "" && s.clients.AnyAllowsOrigin(origin) {
+		oauth.AllowOrigin(w.Header(), origin)
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST, OPTIONS")
-		s.fail(w, r, "", "", &Error{Code: ErrCodeInvalidRequest, Description: "the revocation endpoint takes POST", Status: http.StatusMethodNotAllowed})
+		fail.Fail(w, r, "", "", oauth.MethodNotAllowed("the revocation endpoint takes POST"))
 		return
 	}
-	form, perr := readForm(w, r)
+	form, perr := oauth.ReadForm(w, r)
 	if perr != nil {
-		s.fail(w, r, "", "", perr)
+		fail.Fail(w, r, "", "", perr)
 		return
 	}
-	c, perr := s.authenticateClient(r, form)
+	c, perr := s.clients.Authenticate(r, form)
 	if perr != nil {
-		s.fail(w, r, "", form.Get("client_id"), perr)
+		fail.Fail(w, r, "", form.Get("client_id"), perr)
 		return
 	}
-	if origin != "" && !c.allowsOrigin(origin) {
+	if origin != "" && !c.AllowsOrigin(origin) {
 		w.Header().Del("Access-Control-Allow-Origin")
 	}
 	token := form.Get("token")
 	if token == "" {
-		s.fail(w, r, "", c.ID, invalidRequest("missing token"))
+		fail.Fail(w, r, "", c.ID, oauth.InvalidRequest("missing token"))
 		return
 	}
 	var err error
-	if len(token) <= maxIntrospectToken {
+	if len(token) <= maxTokenParam {
 		if strings.Count(token, ".") == 2 {
 			err = s.revokeAccess(r, c, token)
 		} else {
@@ -56,17 +60,17 @@ func (s *Server) serveRevocation(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		s.fail(w, r, "", c.ID, serverError(err))
+		fail.Fail(w, r, "", c.ID, oauth.ServerError(err))
 		return
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
-func (s *Server) revokeRefresh(r *http.Request, c *client, token string) error {
-	if len(token) > maxRefreshTokenLen {
+func (s *Server) revokeRefresh(r *http.Request, c *clients.Client, token string) error {
+	if len(token) > tokens.MaxRefreshTokenLen {
 		return nil
 	}
-	_, fam, err := s.store.RefreshToken(r.Context(), hashToken(token))
+	_, fam, err := s.store.RefreshToken(r.Context(), tokens.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	} else if err != nil {
@@ -83,7 +87,7 @@ func (s *Server) revokeRefresh(r *http.Request, c *client, token string) error {
 	return s.verifier.RefreshRevocations(r.Context())
 }
 
-func (s *Server) revokeAccess(r *http.Request, c *client, token string) error {
+func (s *Server) revokeAccess(r *http.Request, c *clients.Client, token string) error {
 	id, err := s.verifier.Verify(r.Context(), token)
 	if err != nil || id.ClientID != c.ID || id.JTI == "" {
 		return nil // invalid, expired, already revoked, or not this client's

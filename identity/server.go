@@ -3,81 +3,80 @@ package identity
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
-	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/grant"
+	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/tokens"
+	"github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
-
-// refreshSecretName names the server secret successors are derived with.
-const refreshSecretName = "refresh-successor-v1"
 
 // AuditLoggerName is the logger name of audit events, so operators can
 // route them apart.
 const AuditLoggerName = "audit"
 
-// Server is the identity server. It is safe for concurrent use.
+// Server is the identity server: it builds the domain packages from one
+// Config, routes requests to the endpoints, and runs the background work
+// (the key schedule, the revocation poll). It is safe for concurrent use;
+// everything it holds is read-only after NewServer, apart from what the
+// domain packages guard themselves.
 type Server struct {
-	cfg           Config
-	store         store.Store
-	log           *zap.Logger
-	audit         *zap.Logger
-	clients       map[string]*client
-	keys          keySet
-	keyMgr        *keyManager
-	discovery     []byte
-	refreshSecret []byte
-	dummyHash     string
-	hashSlots     chan struct{}
-	prefix        string // the issuer URL's path, prefixed to every endpoint
-	endpoints     map[string]http.HandlerFunc
-	verifier      *verify.Verifier
-	resources     map[string]APIResource
-	hashes        atomic.Int64 // password hashes computed, for tests
-	sleep         func(context.Context, time.Duration) error
-	cancel        context.CancelFunc
-	done          chan struct{}
+	cfg       Config
+	store     store.Store
+	log       *zap.Logger
+	audit     *zap.Logger
+	clients   *clients.Registry
+	keys      *keys.Manager
+	tokens    *tokens.Service
+	passwords *users.Checker
+	verifier  *verify.Verifier
+	discovery []byte
+	endpoints map[string]http.Handler
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
-// NewServer checks cfg, fills its defaults, loads (or on first start
-// generates) the signing keys and server secrets from st, and returns the
-// server. The store stays owned by the caller.
+// NewServer checks cfg (Config.Validate), fills its defaults, loads (or on
+// first start generates) the signing keys and server secrets from st, and
+// returns the server. The store stays owned by the caller.
 func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error) {
 	if st == nil {
 		return nil, errors.New("identity server needs a store")
 	}
-	prefix, err := applyDefaults(&cfg)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	clients, err := newClients(&cfg)
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, store: st, log: cfg.Logger, audit: cfg.Logger.Named(AuditLoggerName)}
+	var err error
+	s.clients, err = clients.NewRegistry(cfg.Clients, cfg.APIResources,
+		clients.Defaults{AccessTokenLifetime: cfg.AccessTokenLifetime, Refresh: cfg.Refresh})
 	if err != nil {
 		return nil, fmt.Errorf("configuring clients: %w", err)
 	}
-	s := &Server{
-		cfg: cfg, store: st, log: cfg.Logger, audit: cfg.Logger.Named(AuditLoggerName),
-		clients: clients, hashSlots: make(chan struct{}, cfg.PasswordHashConcurrency), prefix: prefix,
-		sleep: sleepCtx,
-	}
-	if s.discovery, err = marshalDiscovery(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
+	if s.discovery, err = json.Marshal(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
 		return nil, fmt.Errorf("encoding discovery document: %w", err)
 	}
-	s.keyMgr = &keyManager{st: st, pol: cfg.Keys, keys: &s.keys, log: cfg.Logger}
-	s.keyMgr.pol.Retention = retention(&cfg, clients)
-	if err := s.keyMgr.sync(ctx, cfg.Now()); err != nil {
+	pol := cfg.Keys
+	pol.Retention = KeyRetention(cfg)
+	if s.keys, err = keys.NewManager(st, pol, cfg.Logger); err != nil {
 		return nil, err
 	}
-	s.refreshSecret, err = st.Secret(ctx, refreshSecretName, func() ([]byte, error) {
+	if err := s.keys.Sync(ctx, cfg.Now()); err != nil {
+		return nil, err
+	}
+	refreshSecret, err := st.Secret(ctx, tokens.RefreshSecretName, func() ([]byte, error) {
 		b := make([]byte, 32)
 		_, err := rand.Read(b)
 		return b, err
@@ -85,90 +84,90 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
 	}
-	if s.dummyHash, err = HashPassword("gatehouse-dummy-password"); err != nil {
-		return nil, fmt.Errorf("preparing dummy password hash: %w", err)
+	s.tokens, err = tokens.NewService(tokens.Config{
+		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
+		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
+	})
+	if err != nil {
+		return nil, err
 	}
-	if s.resources, err = newResources(cfg.APIResources, clients); err != nil {
+	checker := users.CheckerConfig{
+		Store: st, Lockout: cfg.Lockout, HashConcurrency: cfg.PasswordHashConcurrency,
+		Audit: s.audit, Now: cfg.Now, Sleep: cfg.Sleep,
+	}
+	if m := cfg.Metrics; m != nil {
+		checker.OnLockout = m.Lockout
+	}
+	if s.passwords, err = users.NewChecker(checker); err != nil {
 		return nil, err
 	}
 	// The server's own check (userinfo, introspection, revocation) always
 	// applies revocations.
 	s.verifier, err = verify.New(ctx, verify.Config{
-		Issuer: cfg.Issuer, Audience: cfg.Audience, Keys: s, Revocations: st,
+		Issuer: cfg.Issuer, Audience: cfg.Audience, Keys: s.keys.Source(cfg.Now), Revocations: st,
 		Logger: cfg.Logger, Now: cfg.Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the access-token verifier: %w", err)
 	}
-	s.endpoints = map[string]http.HandlerFunc{
-		prefix + PathDiscovery:     s.serveDiscovery,
-		prefix + PathJWKS:          s.serveJWKS,
-		prefix + PathToken:         s.serveToken,
-		prefix + PathUserinfo:      s.serveUserinfo,
-		prefix + PathIntrospection: s.serveIntrospect,
-		prefix + PathRevocation:    s.serveRevocation,
+	if err := s.route(); err != nil {
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)
 		var wg sync.WaitGroup
-		wg.Go(func() { s.keyMgr.run(runCtx, cfg.Now) })
+		wg.Go(func() { s.keys.Run(runCtx, cfg.Now) })
 		s.verifier.Run(runCtx)
 		wg.Wait()
 	}()
 	return s, nil
 }
 
-// applyDefaults checks cfg and fills its zero fields; it returns the
-// issuer's path.
-func applyDefaults(cfg *Config) (string, error) {
-	u, err := url.Parse(cfg.Issuer)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
-		u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(cfg.Issuer, "/") {
-		return "", fmt.Errorf("issuer %q must be an absolute http(s) URL without query, fragment or trailing slash", cfg.Issuer)
+// route builds the endpoints under the issuer's path.
+func (s *Server) route() error {
+	tokenEndpoint, err := grant.New(grant.Config{
+		Clients: s.clients, Tokens: s.tokens, Passwords: s.passwords, ClientIP: s.cfg.ClientIP,
+		HSTS: s.cfg.HSTS, UniformErrorStatus: s.cfg.UniformErrorStatus,
+		Issued: s.countIssued, Failed: s.countFailed, Logger: s.log, Now: s.cfg.Now,
+	})
+	if err != nil {
+		return err
 	}
-	if cfg.Audience == "" {
-		cfg.Audience = "gatehouse"
+	prefix := issuerPath(s.cfg.Issuer)
+	s.endpoints = map[string]http.Handler{
+		prefix + PathDiscovery:     http.HandlerFunc(s.serveDiscovery),
+		prefix + PathJWKS:          http.HandlerFunc(s.serveJWKS),
+		prefix + PathToken:         tokenEndpoint,
+		prefix + PathUserinfo:      http.HandlerFunc(s.serveUserinfo),
+		prefix + PathIntrospection: http.HandlerFunc(s.serveIntrospect),
+		prefix + PathRevocation:    http.HandlerFunc(s.serveRevocation),
 	}
-	if cfg.AccessTokenLifetime <= 0 {
-		cfg.AccessTokenLifetime = time.Hour
+	return nil
+}
+
+// issuerPath is the path of a validated issuer URL.
+func issuerPath(issuer string) string {
+	u, _ := url.Parse(issuer) // Validate parsed it
+	return u.Path
+}
+
+func (s *Server) countIssued(grant, clientID string) {
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.TokenIssued(grant, clientID)
 	}
-	if cfg.IDTokenLifetime <= 0 {
-		cfg.IDTokenLifetime = 5 * time.Minute
+}
+
+func (s *Server) countFailed(endpoint, code string) {
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.RequestFailed(endpoint, code)
 	}
-	if cfg.Refresh.Grace == 0 {
-		cfg.Refresh.Grace = 5 * time.Second
-	}
-	if cfg.Refresh.SlidingLifetime <= 0 {
-		cfg.Refresh.SlidingLifetime = 15 * 24 * time.Hour
-	}
-	if cfg.Refresh.AbsoluteLifetime <= 0 {
-		cfg.Refresh.AbsoluteLifetime = 30 * 24 * time.Hour
-	}
-	if len(cfg.ScopesSupported) == 0 {
-		cfg.ScopesSupported = DefaultScopes
-	}
-	if cfg.HSTS == "" {
-		cfg.HSTS = "max-age=31536000"
-	}
-	if cfg.PasswordHashConcurrency <= 0 {
-		cfg.PasswordHashConcurrency = runtime.NumCPU()
-	}
-	if err := applyKeyDefaults(&cfg.Keys); err != nil {
-		return "", err
-	}
-	applyLockoutDefaults(&cfg.Lockout)
-	if cfg.ClientIP == nil {
-		cfg.ClientIP = remoteHost
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return u.Path, nil
+}
+
+// failer is the failure path of the endpoint called name.
+func (s *Server) failer(name string) *oauth.Failer {
+	return &oauth.Failer{Endpoint: name, Log: s.log, Count: s.countFailed, Uniform: s.cfg.UniformErrorStatus}
 }
 
 // Endpoint returns the handler for the request path, or nil when the path
@@ -189,41 +188,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-// Issuer is the configured issuer URL.
-func (s *Server) Issuer() string { return s.cfg.Issuer }
-
-// RotateKeys forces a signing-key rotation (see KeyPolicy): the new key
+// RotateKeys forces a signing-key rotation (see keys.Policy): the new key
 // signs after the announce time, or at once when immediately is set.
 func (s *Server) RotateKeys(ctx context.Context, immediately bool) (string, error) {
-	return s.keyMgr.rotate(ctx, s.cfg.Now(), immediately)
+	return s.keys.Rotate(ctx, s.cfg.Now(), immediately)
 }
 
-// retention is how long a retired key must stay published: the longest
-// token it can have signed, plus the verifiers' leeway and a margin.
-func retention(cfg *Config, clients map[string]*client) time.Duration {
-	longest := max(cfg.AccessTokenLifetime, cfg.IDTokenLifetime)
-	for _, c := range clients {
-		longest = max(longest, c.accessLifetime)
-	}
-	return longest + 10*time.Minute
-}
+// Keys is the server's key source for verifiers in this process.
+func (s *Server) Keys() verify.KeySource { return s.keys.Source(s.cfg.Now) }
 
-// KeyRetention is how long a server with cfg keeps a retired key
-// published, for tools that rotate keys in the store without a server
-// (`gatehouse keys rotate`). Zero lifetimes count as their defaults.
-func KeyRetention(cfg Config) (time.Duration, error) {
-	if cfg.Issuer == "" {
-		cfg.Issuer = "http://localhost"
-	}
-	if _, err := applyDefaults(&cfg); err != nil {
-		return 0, err
-	}
-	clients, err := newClients(&cfg)
-	if err != nil {
-		return 0, err
-	}
-	return retention(&cfg, clients), nil
-}
+// Passwords is the password checker with the brute-force defence, for the
+// other front doors that take a password (the message gateway's
+// AuthOwner, the login page).
+func (s *Server) Passwords() *users.Checker { return s.passwords }
 
 // Verifier is the server's access-token check: its own keys, with
 // revocations.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/tokens"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
@@ -18,12 +20,12 @@ func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
 	if r.Method == http.MethodOptions {
-		s.preflight(w, r, "GET, POST")
+		oauth.Preflight(w, r, "GET, POST", s.clients.AnyAllowsOrigin)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		h.Set("Allow", "GET, POST, OPTIONS")
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: ErrCodeInvalidRequest, ErrorDescription: "the userinfo endpoint takes GET or POST"})
+		s.failer("userinfo").Fail(w, r, "", "", oauth.MethodNotAllowed("the userinfo endpoint takes GET or POST"))
 		return
 	}
 	token, err := verify.BearerToken(r)
@@ -43,12 +45,12 @@ func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		if c, ok := s.clients[id.ClientID]; ok && c.allowsOrigin(origin) {
-			allowOrigin(h, origin)
+		if c, ok := s.clients.Client(id.ClientID); ok && c.AllowsOrigin(origin) {
+			oauth.AllowOrigin(h, origin)
 		}
 	}
-	if !id.HasScope(ScopeOpenID) {
-		h.Set("WWW-Authenticate", verify.Challenge(bearerRealm, verify.BearerInsufficientScope, "the access token lacks the openid scope", ScopeOpenID))
+	if !id.HasScope(oauth.ScopeOpenID) {
+		h.Set("WWW-Authenticate", verify.Challenge(bearerRealm, verify.BearerInsufficientScope, "the access token lacks the openid scope", oauth.ScopeOpenID))
 		w.WriteHeader(http.StatusForbidden)
 		return
 	}
@@ -59,13 +61,13 @@ func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, errorBody{Error: ErrCodeServerError})
+		s.failer("userinfo").Fail(w, r, "", id.ClientID, oauth.ServerError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, userinfoBody{Subject: id.Subject, profileClaims: userClaims(&user, id.Scopes)})
+	oauth.WriteJSON(w, http.StatusOK, userinfoBody{Subject: id.Subject, ProfileClaims: tokens.UserClaims(&user, id.Scopes)})
 }
 
 type userinfoBody struct {
 	Subject string `json:"sub"`
-	profileClaims
+	tokens.ProfileClaims
 }

@@ -10,12 +10,34 @@ import (
 // processes sharing the same database. Every method takes a context first and
 // honours its cancellation. Times are stored with at least millisecond
 // precision and returned in UTC.
+//
+// Store is composed of role interfaces, so that each package takes only the
+// part it uses (the password checker takes Users and Counters; the
+// verifier takes a RevocationLister); the storetest suite's groups follow
+// the same roles.
 type Store interface {
+	Secrets
+	Keys
+	Users
+	Refresh
+	Revocations
+	Counters
+	Maintenance
+
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// Secrets are the server secrets shared by every instance.
+type Secrets interface {
 	// Secret returns the server secret called name, creating it with
 	// generate when it does not exist yet. Two callers racing to create it
 	// both get the one that was stored first.
 	Secret(ctx context.Context, name string, generate func() ([]byte, error)) ([]byte, error)
+}
 
+// Keys are the signing keys and their schedule.
+type Keys interface {
 	// AddSigningKey stores a new signing key. ErrAlreadyExists if its ID is taken.
 	AddSigningKey(ctx context.Context, k SigningKey) error
 	// SigningKeys lists every stored signing key, oldest first.
@@ -25,7 +47,10 @@ type Store interface {
 	UpdateSigningKey(ctx context.Context, k SigningKey) error
 	// DeleteSigningKey removes a key. ErrNotFound if there is none.
 	DeleteSigningKey(ctx context.Context, id string) error
+}
 
+// Users are the accounts that may log in with a password.
+type Users interface {
 	// CreateUser stores a new user. ErrAlreadyExists if the username or the
 	// subject is taken.
 	CreateUser(ctx context.Context, u User) error
@@ -37,7 +62,10 @@ type Store interface {
 	UserBySubject(ctx context.Context, subject string) (User, error)
 	// Users lists every user, ordered by username.
 	Users(ctx context.Context) ([]User, error)
+}
 
+// Refresh are the refresh-token families.
+type Refresh interface {
 	// CreateRefreshFamily stores a new family with its first token and the
 	// access token issued alongside it, atomically.
 	CreateRefreshFamily(ctx context.Context, f RefreshFamily, first RefreshToken, at IssuedAccessToken) error
@@ -62,19 +90,29 @@ type Store interface {
 	// recorded for it that has not expired yet. Revoking a revoked family
 	// changes nothing and is not an error; ErrNotFound if there is none.
 	RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error
+}
 
-	// RevokeAccessToken records the revocation of the access token jti that
-	// expires at exp. Revoking twice is not an error.
-	RevokeAccessToken(ctx context.Context, jti string, exp, now time.Time) error
+// RevocationLister lists revoked access tokens; the verifier takes one.
+type RevocationLister interface {
 	// Revocations lists the revoked access tokens that have not expired at
 	// now, oldest revocation first. (Here and in DeleteExpired, a record
 	// whose expiry equals now has expired, as a JWT's "exp" does.)
 	Revocations(ctx context.Context, now time.Time) ([]Revocation, error)
+}
 
+// Revocations are the revoked access tokens.
+type Revocations interface {
+	RevocationLister
+	// RevokeAccessToken records the revocation of the access token jti that
+	// expires at exp. Revoking twice is not an error.
+	RevokeAccessToken(ctx context.Context, jti string, exp, now time.Time) error
 	// AccessTokenRevoked reports whether the access token jti has been
 	// revoked (and the revocation not yet removed by DeleteExpired).
 	AccessTokenRevoked(ctx context.Context, jti string) (bool, error)
+}
 
+// Counters are the brute-force defence's failure counters.
+type Counters interface {
 	// AddFailure counts one failure against key (brute-force defence),
 	// atomically: a counter whose window started window or longer before
 	// now starts a new window at now with count 0; the count then grows by
@@ -89,7 +127,10 @@ type Store interface {
 	// ResetCounter removes the counter of key. Removing a missing counter
 	// is not an error.
 	ResetCounter(ctx context.Context, key string) error
+}
 
+// Maintenance removes what has expired.
+type Maintenance interface {
 	// DeleteExpired removes what has expired at now: refresh families past
 	// their absolute expiry with their tokens and their recorded access
 	// tokens, the records of expired access tokens of other families, and
@@ -98,9 +139,6 @@ type Store interface {
 	// It also removes failure counters with no lock in force at now whose
 	// window began 24 hours or more before now; those are not counted.
 	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
-
-	// Close releases the backend's resources.
-	Close() error
 }
 
 // SigningKey is a private key the identity server signs tokens with, and its

@@ -1,0 +1,232 @@
+package clients
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/oauth"
+)
+
+// Defaults of RefreshPolicy.
+const (
+	DefaultRefreshGrace            = 5 * time.Second
+	DefaultRefreshSlidingLifetime  = 15 * 24 * time.Hour
+	DefaultRefreshAbsoluteLifetime = 30 * 24 * time.Hour
+)
+
+// RefreshPolicy says how refresh tokens live.
+type RefreshPolicy struct {
+	// Grace is how long after a rotation the same parent, sent again by
+	// the same client before its successor was used, gets the same
+	// successor instead of revoking the family. Default 5s; negative
+	// disables the grace window.
+	Grace time.Duration
+	// SlidingLifetime is how long a refresh token stays valid unused; each
+	// refresh issues a token valid this long (never past the absolute
+	// lifetime). Default 15 days (360h).
+	SlidingLifetime time.Duration
+	// AbsoluteLifetime is how long a family lives from the original grant,
+	// however often it is refreshed. Default 30 days (720h).
+	AbsoluteLifetime time.Duration
+}
+
+// WithDefaults returns p with its zero fields set to the defaults.
+func (p RefreshPolicy) WithDefaults() RefreshPolicy {
+	if p.Grace == 0 {
+		p.Grace = DefaultRefreshGrace
+	}
+	if p.SlidingLifetime <= 0 {
+		p.SlidingLifetime = DefaultRefreshSlidingLifetime
+	}
+	if p.AbsoluteLifetime <= 0 {
+		p.AbsoluteLifetime = DefaultRefreshAbsoluteLifetime
+	}
+	return p
+}
+
+// Validate checks p; zero fields take defaults.
+func (p RefreshPolicy) Validate() error {
+	if p.SlidingLifetime < 0 || p.AbsoluteLifetime < 0 {
+		return errors.New("refresh-token lifetimes must not be negative")
+	}
+	if p.SlidingLifetime > 0 && p.AbsoluteLifetime > 0 && p.SlidingLifetime > p.AbsoluteLifetime {
+		return fmt.Errorf("refresh-token sliding lifetime %v exceeds the absolute lifetime %v", p.SlidingLifetime, p.AbsoluteLifetime)
+	}
+	return nil
+}
+
+// override returns p with the non-zero fields of o.
+func (p RefreshPolicy) override(o RefreshPolicy) RefreshPolicy {
+	if o.Grace != 0 {
+		p.Grace = o.Grace
+	}
+	if o.SlidingLifetime > 0 {
+		p.SlidingLifetime = o.SlidingLifetime
+	}
+	if o.AbsoluteLifetime > 0 {
+		p.AbsoluteLifetime = o.AbsoluteLifetime
+	}
+	return p
+}
+
+// Config is a registered OAuth client.
+type Config struct {
+	// ID is the client_id.
+	ID string
+	// Name is a display name. Optional.
+	Name string
+	// Public marks a client without a secret (a native or browser app):
+	// it sends only client_id.
+	Public bool
+	// SecretHashes are SHA-256 digests of the client's secrets (several
+	// allow a rotation). A confidential client needs at least one.
+	SecretHashes [][]byte
+	// GrantTypes are the grant types the client may use.
+	GrantTypes []string
+	// Scopes are the scopes the client may request.
+	Scopes []string
+	// DefaultScopes are granted when a request names no scope. Default:
+	// every scope in Scopes (filtered by what the user may hold).
+	DefaultScopes []string
+	// AccessTokenLifetime overrides the server's access-token lifetime.
+	// 0: the server's.
+	AccessTokenLifetime time.Duration
+	// Refresh overrides fields of the server's refresh policy that are
+	// non-zero.
+	Refresh RefreshPolicy
+	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
+	// to call the token endpoint with CORS. "*" allows any origin.
+	AllowedOrigins []string
+	// RedirectURIs are the registered redirect URIs (browser flows).
+	RedirectURIs []string
+	// Introspect allows the client to call the introspection endpoint.
+	Introspect bool
+}
+
+// Validate checks the client's own rules.
+func (c *Config) Validate() error {
+	if c.ID == "" {
+		return errors.New("client with an empty id")
+	}
+	if c.Public && len(c.SecretHashes) > 0 {
+		return fmt.Errorf("client %q: a public client has no secret", c.ID)
+	}
+	if !c.Public && len(c.SecretHashes) == 0 {
+		return fmt.Errorf("client %q: a confidential client needs a secret", c.ID)
+	}
+	for _, h := range c.SecretHashes {
+		if len(h) != sha256.Size {
+			return fmt.Errorf("client %q: a secret hash must be a SHA-256 digest", c.ID)
+		}
+	}
+	for _, g := range c.GrantTypes {
+		if !oauth.KnownGrant(g) {
+			return fmt.Errorf("client %q: unknown grant type %q", c.ID, g)
+		}
+		if c.Public && g == oauth.GrantClientCredentials {
+			return fmt.Errorf("client %q: a public client cannot use client_credentials", c.ID)
+		}
+	}
+	for _, s := range c.Scopes {
+		if _, err := oauth.ParseScope(s); err != nil || s == "" {
+			return fmt.Errorf("client %q: scope %q is not a scope token", c.ID, s)
+		}
+	}
+	for _, s := range c.DefaultScopes {
+		if !contains(c.Scopes, s) {
+			return fmt.Errorf("client %q: default scope %q is not among its scopes", c.ID, s)
+		}
+	}
+	for _, o := range c.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		if err := checkOrigin(o); err != nil {
+			return fmt.Errorf("client %q: allowed origin: %w", c.ID, err)
+		}
+	}
+	if c.AccessTokenLifetime < 0 {
+		return fmt.Errorf("client %q: access-token lifetime must not be negative", c.ID)
+	}
+	if err := c.Refresh.Validate(); err != nil {
+		return fmt.Errorf("client %q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// APIResource is an API that may introspect the access tokens issued for
+// it (whose "aud" holds its name).
+type APIResource struct {
+	// Name is the audience the API's tokens carry and its login name.
+	Name string
+	// SecretHashes are SHA-256 digests of the API's secrets.
+	SecretHashes [][]byte
+}
+
+// Validate checks the resource's own rules.
+func (r *APIResource) Validate() error {
+	if r.Name == "" {
+		return errors.New("API resource with an empty name")
+	}
+	if len(r.SecretHashes) == 0 {
+		return fmt.Errorf("API resource %q needs a secret", r.Name)
+	}
+	for _, h := range r.SecretHashes {
+		if len(h) != sha256.Size {
+			return fmt.Errorf("API resource %q: a secret hash must be a SHA-256 digest", r.Name)
+		}
+	}
+	return nil
+}
+
+// ValidateAll checks clients and resources together: each on its own,
+// ids unique, and no resource named like a client.
+func ValidateAll(clients []Config, resources []APIResource) error {
+	ids := make(map[string]bool, len(clients))
+	for i := range clients {
+		if err := clients[i].Validate(); err != nil {
+			return err
+		}
+		if ids[clients[i].ID] {
+			return fmt.Errorf("client %q registered twice", clients[i].ID)
+		}
+		ids[clients[i].ID] = true
+	}
+	names := make(map[string]bool, len(resources))
+	for i := range resources {
+		r := &resources[i]
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		if names[r.Name] {
+			return fmt.Errorf("API resource %q registered twice", r.Name)
+		}
+		if ids[r.Name] {
+			return fmt.Errorf("API resource %q has the name of a client", r.Name)
+		}
+		names[r.Name] = true
+	}
+	return nil
+}
+
+// checkOrigin accepts a serialized origin: scheme://host[:port], nothing more.
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

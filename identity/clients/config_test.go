@@ -1,0 +1,49 @@
+package clients
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/identity/oauth"
+)
+
+func TestClientConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		client  Config
+		wantErr string
+	}{
+		{"public with secret", Config{ID: "a", Public: true, SecretHashes: [][]byte{sha("x")}}, "public client has no secret"},
+		{"confidential without secret", Config{ID: "a"}, "needs a secret"},
+		{"short hash", Config{ID: "a", SecretHashes: [][]byte{[]byte("x")}}, "SHA-256"},
+		{"unknown grant", Config{ID: "a", Public: true, GrantTypes: []string{"magic"}}, "unknown grant"},
+		{"public client credentials", Config{ID: "a", Public: true, GrantTypes: []string{oauth.GrantClientCredentials}}, "cannot use client_credentials"},
+		{"default scope not allowed", Config{ID: "a", Public: true, Scopes: []string{"x"}, DefaultScopes: []string{"y"}}, "default scope"},
+		{"bad origin", Config{ID: "a", Public: true, AllowedOrigins: []string{"http://x/path"}}, "not an origin"},
+		{"empty id", Config{Public: true}, "empty id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateAll([]Config{tt.client}, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+	if err := ValidateAll([]Config{{ID: "a", Public: true}, {ID: "a", Public: true}}, nil); err == nil {
+		t.Fatal("duplicate client accepted")
+	}
+	res := []APIResource{{Name: "a", SecretHashes: [][]byte{sha("x")}}}
+	if err := ValidateAll([]Config{{ID: "a", Public: true}}, res); err == nil {
+		t.Fatal("API resource named like a client accepted")
+	}
+	if err := ValidateAll(nil, append(res, res...)); err == nil {
+		t.Fatal("API resource registered twice accepted")
+	}
+}
+
+func sha(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}

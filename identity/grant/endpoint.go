@@ -1,0 +1,150 @@
+package grant
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/tokens"
+	"github.com/gatehouse/gatehouse/identity/users"
+)
+
+// EndpointName names the token endpoint in logs and metrics.
+const EndpointName = "token"
+
+// Config configures the token endpoint.
+type Config struct {
+	// Clients are the registered clients. Required.
+	Clients *clients.Registry
+	// Tokens mints. Required.
+	Tokens *tokens.Service
+	// Passwords checks the password grant's credentials. Required.
+	Passwords *users.Checker
+	// ClientIP returns the request's source address for the brute-force
+	// defence. Required.
+	ClientIP func(*http.Request) string
+	// HSTS is the Strict-Transport-Security value of every answer.
+	HSTS string
+	// UniformErrorStatus answers 400 for every client error.
+	UniformErrorStatus bool
+	// Issued, if set, counts a token response by grant type and client.
+	Issued func(grant, clientID string)
+	// Failed, if set, counts a failure by endpoint and error code.
+	Failed func(endpoint, code string)
+	// Logger receives failures at Debug (Error for server faults).
+	Logger *zap.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Endpoint is the token endpoint. It is safe for concurrent use.
+type Endpoint struct {
+	cfg    Config
+	fail   oauth.Failer
+	grants map[string]handler
+}
+
+// handler is one grant: it gets the parsed request of an authenticated
+// client that may use the grant.
+type handler func(ctx context.Context, req *Request) (*tokens.Response, *oauth.Error)
+
+// New returns the token endpoint.
+func New(cfg Config) (*Endpoint, error) {
+	if cfg.Clients == nil || cfg.Tokens == nil || cfg.Passwords == nil || cfg.ClientIP == nil {
+		return nil, errors.New("token endpoint needs clients, tokens, a password checker and ClientIP")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	e := &Endpoint{cfg: cfg, fail: oauth.Failer{Endpoint: EndpointName, Log: cfg.Logger, Count: cfg.Failed, Uniform: cfg.UniformErrorStatus}}
+	e.grants = map[string]handler{
+		oauth.GrantPassword:          e.password,
+		oauth.GrantRefreshToken:      e.refresh,
+		oauth.GrantClientCredentials: e.clientCredentials,
+	}
+	return e, nil
+}
+
+func (e *Endpoint) now() time.Time { return e.cfg.Now() }
+
+// Request is a token request, parsed once.
+type Request struct {
+	// GrantType is the grant_type parameter.
+	GrantType string
+	// Client is the authenticated client.
+	Client *clients.Client
+	// Form holds the body's parameters (each at most once, none empty).
+	Form url.Values
+	// Source is the caller's address.
+	Source string
+}
+
+// ServeHTTP is POST /connect/token.
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	oauth.SecurityHeaders(w.Header(), e.cfg.HSTS)
+	if r.Method == http.MethodOptions {
+		oauth.Preflight(w, r, "POST", e.cfg.Clients.AnyAllowsOrigin)
+		return
+	}
+	origin := r.Header.Get("Origin")
+	if origin != "" && e.cfg.Clients.AnyAllowsOrigin(origin) {
+		// The client is not known yet: errors before it is answer the
+		// origins some client allows; success answers the client's own.
+		oauth.AllowOrigin(w.Header(), origin)
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST, OPTIONS")
+		e.fail.Fail(w, r, "", "", oauth.MethodNotAllowed("the token endpoint takes POST"))
+		return
+	}
+	form, perr := oauth.ReadForm(w, r)
+	if perr != nil {
+		e.fail.Fail(w, r, "", "", perr)
+		return
+	}
+	req := &Request{GrantType: form.Get("grant_type"), Form: form}
+	if req.Client, perr = e.cfg.Clients.Authenticate(r, form); perr != nil {
+		e.fail.Fail(w, r, req.GrantType, form.Get("client_id"), perr)
+		return
+	}
+	if origin != "" && !req.Client.AllowsOrigin(origin) {
+		w.Header().Del("Access-Control-Allow-Origin")
+	}
+	resp, perr := e.dispatch(r, req)
+	if perr != nil {
+		e.fail.Fail(w, r, req.GrantType, req.Client.ID, perr)
+		return
+	}
+	if e.cfg.Issued != nil {
+		e.cfg.Issued(req.GrantType, req.Client.ID)
+	}
+	oauth.WriteJSON(w, http.StatusOK, resp)
+}
+
+// dispatch checks the grant type and runs its handler.
+func (e *Endpoint) dispatch(r *http.Request, req *Request) (*tokens.Response, *oauth.Error) {
+	if req.GrantType == "" {
+		return nil, oauth.InvalidRequest("missing grant_type")
+	}
+	handle, supported := e.grants[req.GrantType]
+	if !supported && !oauth.KnownGrant(req.GrantType) {
+		return nil, oauth.NewError(oauth.ErrUnsupportedGrantType, "unsupported grant_type")
+	}
+	if !req.Client.AllowsGrant(req.GrantType) {
+		return nil, oauth.NewError(oauth.ErrUnauthorizedClient, "the client is not allowed this grant type")
+	}
+	if !supported {
+		return nil, oauth.NewError(oauth.ErrUnsupportedGrantType, "unsupported grant_type")
+	}
+	req.Source = e.cfg.ClientIP(r)
+	return handle(r.Context(), req)
+}

@@ -1,0 +1,41 @@
+package grant
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/tokens"
+	"github.com/gatehouse/gatehouse/identity/users"
+)
+
+// password is the resource owner password credentials grant (RFC 6749
+// §4.3, interface.md §4.2).
+func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response, *oauth.Error) {
+	username, password := req.Form.Get("username"), req.Form.Get("password")
+	if username == "" || password == "" {
+		return nil, oauth.InvalidRequest("username and password are required")
+	}
+	scopes, perr := req.Client.RequestedScopes(req.Form.Get("scope"))
+	if perr != nil {
+		return nil, perr
+	}
+	user, err := e.cfg.Passwords.Check(ctx, username, password, req.Source)
+	switch {
+	case errors.Is(err, users.ErrBadCredentials):
+		return nil, &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "invalid username or password", Cause: err}
+	case errors.Is(err, users.ErrBusy):
+		return nil, &oauth.Error{Code: oauth.ErrTemporarilyUnavail, Description: "the server is busy, try again", Status: http.StatusServiceUnavailable, Cause: err}
+	case err != nil:
+		return nil, oauth.ServerError(err)
+	}
+	granted := oauth.Intersect(scopes, user.Scopes)
+	if len(granted) == 0 {
+		return nil, oauth.NewError(oauth.ErrInvalidScope, "none of the requested scopes is allowed for this user")
+	}
+	return e.cfg.Tokens.Issue(ctx, tokens.Grant{
+		Client: req.Client, User: &user, Subject: user.Subject, Scopes: granted,
+		AuthTime: e.now(), Type: oauth.GrantPassword,
+	})
+}

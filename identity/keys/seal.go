@@ -1,0 +1,76 @@
+package keys
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+)
+
+// encryptedKeyPrefix marks a private key sealed with the operator's key
+// encryption key (AES-256-GCM): prefix || nonce || ciphertext.
+var encryptedKeyPrefix = []byte("gatehouse-kek-v1:")
+
+// EncryptionKeySize is the size of a key encryption key: AES-256.
+const EncryptionKeySize = 32
+
+// sealed reports whether a stored private key is sealed.
+func sealed(stored []byte) bool {
+	return len(stored) > len(encryptedKeyPrefix) && bytes.HasPrefix(stored, encryptedKeyPrefix)
+}
+
+// sealKey encrypts a private key's DER with kek; nil kek stores it as is.
+func sealKey(kek, der []byte, kid string) ([]byte, error) {
+	if kek == nil {
+		return der, nil
+	}
+	aead, err := newAEAD(kek)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("reading randomness: %w", err)
+	}
+	out := append(bytes.Clone(encryptedKeyPrefix), nonce...)
+	// The key id is authenticated, so a sealed key cannot be swapped
+	// under another id.
+	return aead.Seal(out, nonce, der, []byte(kid)), nil
+}
+
+// openKey decrypts a stored private key; a key stored in the clear is
+// returned as is.
+func openKey(kek, stored []byte, kid string) ([]byte, error) {
+	if !bytes.HasPrefix(stored, encryptedKeyPrefix) {
+		return stored, nil
+	}
+	if kek == nil {
+		return nil, fmt.Errorf("signing key %q is encrypted and no key encryption key is configured", kid)
+	}
+	aead, err := newAEAD(kek)
+	if err != nil {
+		return nil, err
+	}
+	rest := stored[len(encryptedKeyPrefix):]
+	if len(rest) < aead.NonceSize() {
+		return nil, fmt.Errorf("signing key %q: sealed key truncated", kid)
+	}
+	der, err := aead.Open(nil, rest[:aead.NonceSize()], rest[aead.NonceSize():], []byte(kid))
+	if err != nil {
+		return nil, fmt.Errorf("signing key %q: decryption failed (wrong key encryption key?)", kid)
+	}
+	return der, nil
+}
+
+func newAEAD(kek []byte) (cipher.AEAD, error) {
+	if len(kek) != EncryptionKeySize {
+		return nil, errors.New("the key encryption key must be 32 bytes")
+	}
+	block, err := aes.NewCipher(kek)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}

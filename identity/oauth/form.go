@@ -1,0 +1,72 @@
+package oauth
+
+import (
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// MaxFormBody bounds a request body (DESIGN.md, "Bounds").
+const MaxFormBody = 64 << 10
+
+// ReadForm reads and checks the body of a POSTed endpoint request: a form,
+// at most MaxFormBody, no parameter repeated (RFC 6749 §3.2), nothing in
+// the query string (credentials never travel in URLs). Empty values count
+// as absent (RFC 6749 §3.1).
+func ReadForm(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || ct != "application/x-www-form-urlencoded" {
+		return nil, InvalidRequest("the body must be application/x-www-form-urlencoded")
+	}
+	if r.URL.RawQuery != "" {
+		return nil, InvalidRequest("parameters must be sent in the request body, not the URL")
+	}
+	tooLarge := &Error{Code: ErrInvalidRequest, Description: "the request body is too large", Status: http.StatusRequestEntityTooLarge}
+	if r.ContentLength > MaxFormBody {
+		return nil, tooLarge
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBody)
+	if err := r.ParseForm(); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge
+		}
+		return nil, InvalidRequest("malformed form body")
+	}
+	form := url.Values{}
+	for k, vs := range r.PostForm {
+		var value string
+		for _, v := range vs {
+			if v == "" {
+				continue
+			}
+			if value != "" {
+				return nil, InvalidRequest("parameter " + safeParamName(k) + " is repeated")
+			}
+			value = v
+		}
+		if value != "" {
+			form[k] = []string{value}
+		}
+	}
+	return form, nil
+}
+
+// safeParamName keeps a client-chosen parameter name fit to echo back.
+func safeParamName(k string) string {
+	if len(k) > 40 || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r > 0x7e || r == '"' || r == '\\' }) {
+		return "(unnamed)"
+	}
+	return k
+}
+
+// SecurityHeaders sets the headers of every response that may carry a
+// credential (interface.md §4.2, RFC 6749 §5.1): no caching anywhere, no
+// referrer, and hsts as Strict-Transport-Security.
+func SecurityHeaders(h http.Header, hsts string) {
+	h.Set("Cache-Control", "no-store, no-cache, max-age=0")
+	h.Set("Pragma", "no-cache")
+	h.Set("Strict-Transport-Security", hsts)
+	h.Set("Referrer-Policy", "no-referrer")
+}

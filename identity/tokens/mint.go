@@ -1,0 +1,164 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// Store is what minting and refresh families need of the store.
+type Store interface {
+	store.Refresh
+	store.Users
+}
+
+// Config configures a Service.
+type Config struct {
+	// Issuer is the "iss" of every token. Required.
+	Issuer string
+	// Audience is the "aud" of every access token. Required.
+	Audience string
+	// IDTokenLifetime is how long ID tokens live. Required.
+	IDTokenLifetime time.Duration
+	// Keys signs. Required.
+	Keys *keys.Manager
+	// Store keeps refresh families. Required.
+	Store Store
+	// RefreshSecret derives refresh-token successors; every instance
+	// sharing the store must use the same one. Required.
+	RefreshSecret []byte
+	// Audit receives token events. Default: no-op.
+	Audit *zap.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Service mints tokens and keeps refresh-token families. It is safe for
+// concurrent use and holds no mutable state of its own.
+type Service struct {
+	cfg Config
+}
+
+// NewService checks cfg and returns the service.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Issuer == "" || cfg.Audience == "" || cfg.Keys == nil || cfg.Store == nil || len(cfg.RefreshSecret) == 0 || cfg.IDTokenLifetime <= 0 {
+		return nil, errors.New("token service needs an issuer, an audience, an ID-token lifetime, keys, a store and a refresh secret")
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg}, nil
+}
+
+// Grant is what a grant established, for the service to mint tokens from.
+type Grant struct {
+	Client   *clients.Client
+	User     *store.User // nil for client credentials
+	Subject  string
+	Scopes   []string
+	AuthTime time.Time // zero for client credentials
+	Type     string    // the grant type, for the audit log
+}
+
+// Response is the success body of the token endpoint (interface.md §2.2,
+// RFC 6749 §5.1).
+type Response struct {
+	AccessToken  string `json:"access_token"`
+	ExpiresIn    int64  `json:"expires_in"`
+	TokenType    string `json:"token_type"`
+	RefreshToken string `json:"refresh_token,omitempty"`
+	Scope        string `json:"scope,omitempty"`
+	IDToken      string `json:"id_token,omitempty"`
+}
+
+// access is a signed access token and what the store records of it.
+type access struct {
+	token    string
+	jti      string
+	expires  time.Time
+	lifetime time.Duration
+}
+
+func (a access) issued() store.IssuedAccessToken {
+	return store.IssuedAccessToken{JTI: a.jti, ExpiresAt: a.expires}
+}
+
+// mintAccess signs an access token for g at now.
+func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
+	jti, err := randomID(16)
+	if err != nil {
+		return access{}, oauth.ServerError(err)
+	}
+	lifetime := g.Client.AccessLifetime
+	exp := now.Add(lifetime)
+	claims := accessClaims{
+		Issuer: s.cfg.Issuer, Subject: g.Subject, Audience: s.cfg.Audience,
+		Expiry: exp.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: jti,
+		ClientID: g.Client.ID, Scope: strings.Join(g.Scopes, " "),
+		ProfileClaims: UserClaims(g.User, g.Scopes),
+	}
+	if !g.AuthTime.IsZero() {
+		claims.AuthTime = g.AuthTime.Unix()
+	}
+	tok, err := s.cfg.Keys.Sign(oauth.TypeAccessToken, claims, now)
+	if err != nil {
+		return access{}, oauth.ServerError(err)
+	}
+	return access{token: tok, jti: jti, expires: exp, lifetime: lifetime}, nil
+}
+
+// mintID signs an ID token for g when it grants openid to a user.
+func (s *Service) mintID(g Grant, at access, now time.Time) (string, *oauth.Error) {
+	if g.User == nil || !slices.Contains(g.Scopes, oauth.ScopeOpenID) {
+		return "", nil
+	}
+	claims := idClaims{
+		Issuer: s.cfg.Issuer, Subject: g.Subject, Audience: g.Client.ID,
+		Expiry: now.Add(s.cfg.IDTokenLifetime).Unix(), IssuedAt: now.Unix(),
+		AuthTime: g.AuthTime.Unix(), AtHash: atHash(at.token),
+		ProfileClaims: UserClaims(g.User, g.Scopes),
+	}
+	tok, err := s.cfg.Keys.Sign(oauth.TypeIDToken, claims, now)
+	if err != nil {
+		return "", oauth.ServerError(err)
+	}
+	return tok, nil
+}
+
+// Issue mints the tokens of a grant that starts a session (password,
+// client credentials): an access token, a new refresh-token family when
+// offline_access is granted to a user with a client that may refresh, and
+// an ID token for openid.
+func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) {
+	now := s.cfg.Now()
+	at, perr := s.mintAccess(g, now)
+	if perr != nil {
+		return nil, perr
+	}
+	resp := &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer", Scope: strings.Join(g.Scopes, " ")}
+	if g.User != nil && slices.Contains(g.Scopes, oauth.ScopeOfflineAccess) && g.Client.AllowsGrant(oauth.GrantRefreshToken) {
+		rt, perr := s.newFamily(ctx, g, at, now)
+		if perr != nil {
+			return nil, perr
+		}
+		resp.RefreshToken = rt
+	}
+	if resp.IDToken, perr = s.mintID(g, at, now); perr != nil {
+		return nil, perr
+	}
+	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
+		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
+	return resp, nil
+}

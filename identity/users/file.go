@@ -1,0 +1,147 @@
+package users
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// MaxFileSize bounds the size of a users file.
+const MaxFileSize = 16 << 20
+
+// MaxSubjectLen bounds a subject id.
+const MaxSubjectLen = 255
+
+// File is the JSON form of a users file:
+//
+//	{"users": [{"username": "demo", "subject": "5d1c...", "password_hash": "$argon2id$...",
+//	            "display_name": "Demo User", "email": "demo@example.com",
+//	            "scopes": ["Service/Market"], "roles": [], "disabled": false}]}
+type File struct {
+	Users []FileUser `json:"users"`
+}
+
+// FileUser is one user of a users file.
+type FileUser struct {
+	Username      string   `json:"username"`
+	Subject       string   `json:"subject"`
+	PasswordHash  string   `json:"password_hash"`
+	DisplayName   string   `json:"display_name,omitempty"`
+	Email         string   `json:"email,omitempty"`
+	EmailVerified bool     `json:"email_verified,omitempty"`
+	Scopes        []string `json:"scopes,omitempty"`
+	Roles         []string `json:"roles,omitempty"`
+	Disabled      bool     `json:"disabled,omitempty"`
+}
+
+// LoadFile reads and checks a users file. It reads no more than
+// MaxFileSize bytes of it.
+func LoadFile(path string) ([]store.User, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading users file: %w", err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading users file: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("users file %q is larger than %d bytes", path, MaxFileSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("parsing users file %q: %w", path, err)
+	}
+	seenName := map[string]bool{}
+	seenSub := map[string]bool{}
+	users := make([]store.User, 0, len(f.Users))
+	for i, u := range f.Users {
+		if err := ValidateUsername(u.Username); err != nil {
+			return nil, fmt.Errorf("users file %q, user %d: %w", path, i, err)
+		}
+		if err := ValidateSubject(u.Subject); err != nil {
+			return nil, fmt.Errorf("users file %q, user %q: %w", path, u.Username, err)
+		}
+		if err := CheckPasswordHash(u.PasswordHash); err != nil {
+			return nil, fmt.Errorf("users file %q, user %q: password_hash: %w", path, u.Username, err)
+		}
+		if seenName[u.Username] || seenSub[u.Subject] {
+			return nil, fmt.Errorf("users file %q, user %q: duplicate username or subject", path, u.Username)
+		}
+		seenName[u.Username], seenSub[u.Subject] = true, true
+		users = append(users, store.User{
+			Username: u.Username, Subject: u.Subject, PasswordHash: u.PasswordHash,
+			DisplayName: u.DisplayName, Email: u.Email, EmailVerified: u.EmailVerified,
+			Scopes: u.Scopes, Roles: u.Roles, Disabled: u.Disabled,
+		})
+	}
+	return users, nil
+}
+
+// ValidateUsername checks a username: 1 to 255 bytes, printable, no spaces.
+func ValidateUsername(name string) error {
+	if name == "" || len(name) > 255 {
+		return errors.New("username must be 1 to 255 bytes")
+	}
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("username %q contains a space or control character", name)
+		}
+	}
+	return nil
+}
+
+// ValidateSubject checks a subject id: 1 to MaxSubjectLen bytes.
+func ValidateSubject(sub string) error {
+	if sub == "" || len(sub) > MaxSubjectLen {
+		return fmt.Errorf("subject must be 1 to %d bytes", MaxSubjectLen)
+	}
+	return nil
+}
+
+// NewSubject returns a new random subject id: a version 4 UUID.
+func NewSubject() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("reading randomness: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}
+
+// Seed creates the users that the store does not have yet. Users that
+// exist are left as they are, so changes made with the CLI survive a
+// restart. It returns how many users it created.
+func Seed(ctx context.Context, st store.Store, users []store.User, now time.Time) (int, error) {
+	created := 0
+	for _, u := range users {
+		_, err := st.User(ctx, u.Username)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return created, fmt.Errorf("seeding user %q: %w", u.Username, err)
+		}
+		u.Created, u.Updated = now, now
+		if err := st.CreateUser(ctx, u); err != nil {
+			if errors.Is(err, store.ErrAlreadyExists) {
+				continue // created concurrently by another instance
+			}
+			return created, fmt.Errorf("seeding user %q: %w", u.Username, err)
+		}
+		created++
+	}
+	return created, nil
+}
