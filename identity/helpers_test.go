@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
@@ -174,6 +175,7 @@ type response struct {
 	header http.Header
 	body   map[string]any
 	raw    string
+	err    error // from serve: the body is not the JSON it claims to be
 }
 
 func (r response) str(k string) string {
@@ -194,6 +196,17 @@ func (f *fixture) post(form url.Values, mods ...func(*http.Request)) response {
 
 func (f *fixture) do(req *http.Request) response {
 	f.t.Helper()
+	out := f.serve(req)
+	if out.err != nil {
+		f.t.Fatal(out.err)
+	}
+	return out
+}
+
+// serve is do without failing the test, for goroutines other than the
+// test's own (t.Fatal must be called from the test goroutine): a body
+// that should be JSON and is not is reported in response.err.
+func (f *fixture) serve(req *http.Request) response {
 	rec := httptest.NewRecorder()
 	f.srv.ServeHTTP(rec, req)
 	res := rec.Result()
@@ -201,10 +214,18 @@ func (f *fixture) do(req *http.Request) response {
 	out := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") && len(raw) > 0 {
 		if err := json.Unmarshal(raw, &out.body); err != nil {
-			f.t.Fatalf("response is not JSON: %v: %s", err, raw)
+			out.err = fmt.Errorf("response is not JSON: %v: %s", err, raw)
 		}
 	}
 	return out
+}
+
+// refreshRequest is a refresh-grant request of clientID.
+func refreshRequest(clientID, token string) *http.Request {
+	body := form("grant_type", "refresh_token", "client_id", clientID, "refresh_token", token).Encode()
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathToken, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return req
 }
 
 func basic(id, secret string) func(*http.Request) {

@@ -93,9 +93,16 @@ func TestSourceThrottle(t *testing.T) {
 	if len(*slept) < 2 || (*slept)[len(*slept)-1] <= (*slept)[0] {
 		t.Fatalf("source not throttled progressively: %v", *slept)
 	}
-	// A success from the pair resets the pair only.
+	// A success from the pair resets the pair only: the source's count
+	// stands, so its next guess is throttled as much as before.
+	last := (*slept)[len(*slept)-1]
 	if res := f.loginFrom("198.51.100.77", "demo", "demo-pw"); res.status != 200 {
 		t.Fatal(res.raw)
+	}
+	n := len(*slept)
+	f.loginFrom("198.51.100.77", "g", "guess")
+	if len(*slept) != n+1 || (*slept)[n] < last {
+		t.Fatalf("a success reset the source's throttle: %v", *slept)
 	}
 }
 

@@ -47,15 +47,15 @@ func TestRefreshConcurrentGetsSameSuccessor(t *testing.T) {
 	results := make([]response, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = f.refresh("app", rt)
-		}()
+		// Goroutines only record (t.Fatal belongs to the test goroutine).
+		wg.Go(func() { results[i] = f.serve(refreshRequest("app", rt)) })
 	}
 	wg.Wait()
 	jtis := map[any]bool{}
 	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("request %d: %v", i, r.err)
+		}
 		if r.status != 200 {
 			t.Fatalf("request %d: %d %s", i, r.status, r.raw)
 		}

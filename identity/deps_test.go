@@ -1,0 +1,83 @@
+package identity_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gatehouse/gatehouse/"
+
+// allowedImports is the import table of identity (README, "Architecture"):
+// each package may import only the identity packages listed for it.
+// Endpoint packages (grant, and later authorize, device, logout) never
+// import each other, and the leaves import nothing from identity.
+var allowedImports = map[string][]string{
+	"identity/oauth":             {},
+	"identity/store":             {},
+	"identity/store/sqlite":      {"identity/store"},
+	"identity/store/storetest":   {"identity/store"},
+	"identity/verify":            {"identity/store"},
+	"identity/verify/verifytest": {"identity/verify"},
+	"identity/clients":           {"identity/oauth"},
+	"identity/users":             {"identity/store"},
+	"identity/keys":              {"identity/store", "identity/verify"},
+	"identity/tokens":            {"identity/keys", "identity/clients", "identity/store", "identity/oauth"},
+	"identity/grant":             {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store"},
+	"identity": {"identity/oauth", "identity/clients", "identity/users", "identity/keys", "identity/tokens",
+		"identity/grant", "identity/store", "identity/verify"},
+}
+
+// TestImportTable fails when an identity package imports an identity
+// package its row does not allow, when a package has no row, or when
+// anything but the Caddy glue, the command and the benchmarks imports the
+// root identity package. Tests may import more (a test fixture needs a
+// store backend).
+func TestImportTable(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	cmd := exec.Command(goBin, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", module+"...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(fields[0], module)
+		for _, imp := range fields[1:] {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			if dep == "identity" && !strings.HasPrefix(pkg, "identity") && !strings.HasPrefix(pkg, "caddymodule") &&
+				!strings.HasPrefix(pkg, "bench/") && !strings.HasPrefix(pkg, "cmd/") {
+				t.Errorf("%s imports the root identity package: only the Caddy glue, cmd and bench may", pkg)
+			}
+			if !strings.HasPrefix(pkg, "identity") || !strings.HasPrefix(dep, "identity") {
+				continue
+			}
+			allowed, known := allowedImports[pkg]
+			if !known {
+				t.Errorf("%s has no row in the import table", pkg)
+				break
+			}
+			if !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s, which the import table does not allow", pkg, dep)
+			}
+		}
+		if _, known := allowedImports[pkg]; known {
+			checked++
+		}
+	}
+	if checked != len(allowedImports) {
+		t.Errorf("go list showed %d of the table's %d packages", checked, len(allowedImports))
+	}
+}
