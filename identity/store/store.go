@@ -56,6 +56,12 @@ type Users interface {
 	CreateUser(ctx context.Context, u User) error
 	// UpdateUser replaces the user with u.Username. ErrNotFound if there is none.
 	UpdateUser(ctx context.Context, u User) error
+	// ReplacePasswordHash sets the password hash of username to newHash,
+	// and Updated to now, if the hash is still oldHash: a compare-and-swap,
+	// so that upgrading a hash on login never overwrites a password changed
+	// meanwhile. ErrNotFound if there is no such user or its hash is no
+	// longer oldHash.
+	ReplacePasswordHash(ctx context.Context, username, oldHash, newHash string, now time.Time) error
 	// User returns the user with this username. ErrNotFound if there is none.
 	User(ctx context.Context, username string) (User, error)
 	// UserBySubject returns the user with this subject id. ErrNotFound if there is none.
@@ -113,14 +119,24 @@ type Revocations interface {
 
 // Counters are the brute-force defence's failure counters.
 type Counters interface {
-	// AddFailure counts one failure against key (brute-force defence),
-	// atomically: a counter whose window started window or longer before
-	// now starts a new window at now with count 0; the count then grows by
-	// one; when it is limit or more and the key is not locked at now, the
-	// key is locked until now+lockout (so a failure after a lock ended, in
-	// the same window, locks again; a window reset leaves LockedUntil as it
-	// was). It returns the counter after the change.
-	AddFailure(ctx context.Context, key string, now time.Time, window time.Duration, limit int, lockout time.Duration) (Counter, error)
+	// Admit counts one attempt against key (brute-force defence),
+	// atomically, before the attempt is evaluated. If the key is locked at
+	// now, nothing changes and admitted is false. Otherwise: a counter whose
+	// window started window or longer before now starts a new window at
+	// now with count 0; the count grows by one; when it is limit or more,
+	// the key is locked until now+lockout (so an attempt after a lock
+	// ended, in the same window, locks again; a window reset leaves
+	// LockedUntil as it was); admitted is true. It returns the counter
+	// after the call. Of many concurrent callers on one key, at most limit
+	// are admitted in a window (until a Refund).
+	Admit(ctx context.Context, key string, now time.Time, window time.Duration, limit int, lockout time.Duration) (c Counter, admitted bool, err error)
+	// Refund takes back one attempt that Admit admitted, given the counter
+	// Admit returned for it: if the key's window is still that counter's,
+	// the count drops by one, and the lock ends when the count falls below
+	// limit or when that attempt itself set the lock (its count was limit
+	// or more). In another window, or without a counter, nothing changes.
+	// Not an error either way.
+	Refund(ctx context.Context, key string, admitted Counter, limit int) error
 	// Counter returns the counter of key; a zero Counter (with Key set) if
 	// there is none.
 	Counter(ctx context.Context, key string) (Counter, error)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -21,16 +23,25 @@ var (
 	// user, a disabled user and a locked pair, so none can be told apart
 	// (no enumeration). The wrapped text says which, for the log only.
 	ErrBadCredentials = errors.New("invalid username or password")
-	// ErrBusy: no hashing slot came free in time.
+	// ErrBusy: the caller's source has too many checks in progress, or no
+	// hashing slot came free in time. Nothing was counted against anyone.
 	ErrBusy = errors.New("the server is busy, try again")
 )
 
-// Bounds of a password check.
+// Bounds and defaults of a password check.
 const (
 	// MaxUsernameLen bounds the username a caller may send.
 	MaxUsernameLen = 255
 	// DefaultHashWait bounds how long a check waits for a hashing slot.
-	DefaultHashWait = 10 * time.Second
+	DefaultHashWait = 2 * time.Second
+	// DefaultFailureFloor is how long every failed check takes at least:
+	// above the time of the default argon2id hash (about 50 ms on one
+	// core) and of a bcrypt hash of cost 12 (about 300 ms), so that no
+	// failure is told from another by its time.
+	DefaultFailureFloor = 500 * time.Millisecond
+	// unknownBuckets bounds the counters of names that are no user: they
+	// are counted in this many buckets, so random names add no rows.
+	unknownBuckets = 4096
 )
 
 // noLock is the limit of counters that only throttle.
@@ -51,30 +62,48 @@ type CheckerConfig struct {
 	// HashConcurrency bounds how many hashes are checked at once.
 	// Default: the number of CPUs.
 	HashConcurrency int
-	// HashWait bounds how long a check waits for a slot. Default 10s.
+	// SourceShare is how many of the hash slots one source address may
+	// hold at once. Default: half of HashConcurrency, at least 1.
+	SourceShare int
+	// SourceQueue is how many checks of one source address may be in
+	// progress (waiting or hashing); more are refused at once with
+	// ErrBusy. Default: 4 x HashConcurrency, at least 8 (many users
+	// behind one NAT address must still log in).
+	SourceQueue int
+	// HashWait bounds how long a check waits for a slot. Default 2s.
 	HashWait time.Duration
+	// FailureFloor is the least time a failed check takes, by waiting (not
+	// by hashing). It must exceed the slowest hash the users have.
+	// Default 500ms.
+	FailureFloor time.Duration
 	// Audit receives login events. Default: no-op.
 	Audit *zap.Logger
 	// OnLockout is called when a pair becomes locked. Optional.
 	OnLockout func()
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Sleep waits the throttle delay. Default: a timer that ends with ctx.
+	// Sleep waits a throttle delay or the failure floor. Default:
+	// SleepContext.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Checker checks passwords under the brute-force defence. It is safe for
-// concurrent use; its only mutable state is the hash-slot semaphore and a
-// counter, both concurrency-safe.
+// Checker checks passwords under the brute-force defence (DESIGN.md,
+// "Token rules"): each attempt is counted atomically before its hash, so
+// parallel guesses get no more than sequential ones; a locked pair, an
+// unknown user and a disabled user cost no hash; every failure takes the
+// same FailureFloor; and the hash slots are shared fairly between source
+// addresses. It is safe for concurrent use: its own state is the gate
+// (guarded by its mutex and channels) and an atomic counter.
 type Checker struct {
-	cfg       CheckerConfig
-	dummyHash string
-	slots     chan struct{}
-	hashes    atomic.Int64
+	cfg    CheckerConfig
+	gate   *gate
+	hashes atomic.Int64
+	// hashing, when set (by tests), is called while a check of source holds
+	// a hash slot.
+	hashing func(source string)
 }
 
-// NewChecker fills cfg's defaults and prepares the dummy hash that unknown
-// users cost.
+// NewChecker checks cfg and fills its defaults.
 func NewChecker(cfg CheckerConfig) (*Checker, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("password checker needs a store")
@@ -82,12 +111,25 @@ func NewChecker(cfg CheckerConfig) (*Checker, error) {
 	if err := cfg.Lockout.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.HashConcurrency < 0 || cfg.SourceShare < 0 || cfg.SourceQueue < 0 || cfg.HashWait < 0 || cfg.FailureFloor < 0 {
+		return nil, errors.New("password checker bounds must not be negative")
+	}
 	cfg.Lockout = cfg.Lockout.WithDefaults()
-	if cfg.HashConcurrency <= 0 {
+	if cfg.HashConcurrency == 0 {
 		cfg.HashConcurrency = runtime.NumCPU()
 	}
-	if cfg.HashWait <= 0 {
+	if cfg.SourceShare == 0 {
+		cfg.SourceShare = max(1, cfg.HashConcurrency/2)
+	}
+	cfg.SourceShare = min(cfg.SourceShare, cfg.HashConcurrency)
+	if cfg.SourceQueue == 0 {
+		cfg.SourceQueue = max(8, 4*cfg.HashConcurrency)
+	}
+	if cfg.HashWait == 0 {
 		cfg.HashWait = DefaultHashWait
+	}
+	if cfg.FailureFloor == 0 {
+		cfg.FailureFloor = DefaultFailureFloor
 	}
 	if cfg.Audit == nil {
 		cfg.Audit = zap.NewNop()
@@ -98,178 +140,201 @@ func NewChecker(cfg CheckerConfig) (*Checker, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = SleepContext
 	}
-	dummy, err := HashPassword("gatehouse-dummy-password")
-	if err != nil {
-		return nil, fmt.Errorf("preparing dummy password hash: %w", err)
-	}
-	return &Checker{cfg: cfg, dummyHash: dummy, slots: make(chan struct{}, cfg.HashConcurrency)}, nil
+	return &Checker{cfg: cfg, gate: newGate(cfg.HashConcurrency, cfg.SourceShare, cfg.SourceQueue)}, nil
 }
 
-// Hashes is how many password hashes the checker has computed.
+// Hashes is how many password hashes the checker has verified.
 func (c *Checker) Hashes() int64 { return c.hashes.Load() }
 
 // Check verifies a user's password; source is the caller's address (an
 // IP, grouped by SourceKey). A locked pair, an unknown user, a disabled
-// user and a wrong password all give ErrBadCredentials after the same
-// work: one password hash each. ErrBusy when no hashing slot came free;
-// any other error is an internal fault.
+// user and a wrong password all give ErrBadCredentials, after
+// FailureFloor. ErrBusy when the source has too many checks in progress or
+// no hashing slot came free; any other error is an internal fault. A
+// success upgrades a hash with old parameters to the current ones.
 func (c *Checker) Check(ctx context.Context, username, password, source string) (store.User, error) {
+	start := c.cfg.Now()
+	src := SourceKey(source)
 	if len(username) > MaxUsernameLen || len(password) > maxPasswordLen {
-		// Too long to be real: take the unknown-user path, with the same
-		// work as any other failure (a bounded password, the dummy hash).
-		username, password = "", password[:min(len(password), maxPasswordLen)]
+		username = "" // too long to be real: the unknown-user path
 	}
-	g := c.guardFor(username, source)
-	locked, err := g.check(ctx)
-	if err != nil {
-		return store.User{}, err
+	slots, ok := c.gate.enter(src)
+	if !ok {
+		c.cfg.Audit.Info("login refused", zap.String("reason", "too many logins in progress from the source"), zap.String("source", src))
+		return store.User{}, ErrBusy
 	}
+	defer c.gate.leave(src, slots)
+
 	var user store.User
-	lookupErr := store.ErrNotFound
-	if username != "" && !locked {
-		user, lookupErr = c.cfg.Store.User(ctx, username)
+	known := false
+	if username != "" {
+		var err error
+		user, err = c.cfg.Store.User(ctx, username)
+		switch {
+		case err == nil:
+			known = true
+		case !errors.Is(err, store.ErrNotFound):
+			return store.User{}, err
+		}
 	}
-	if lookupErr != nil && !errors.Is(lookupErr, store.ErrNotFound) {
-		return store.User{}, lookupErr
-	}
-	hash := user.PasswordHash
-	if lookupErr != nil {
-		hash = c.dummyHash
-	}
-	ok, err := c.verify(ctx, hash, password)
+	a, err := c.admit(ctx, username, known, src)
 	if err != nil {
 		return store.User{}, err
 	}
 	var reason string
 	switch {
-	case locked:
+	case a.locked:
 		reason = "locked out"
-	case lookupErr != nil:
+	case !known:
 		reason = "unknown user"
-	case !ok:
-		reason = "wrong password"
 	case user.Disabled:
 		reason = "user disabled"
+	default:
+		ok, err := c.verify(ctx, slots, src, &user, password)
+		if err != nil {
+			// Not evaluated: not a failure of anyone's.
+			if rerr := c.refund(ctx, a); rerr != nil {
+				return store.User{}, rerr
+			}
+			return store.User{}, err
+		}
+		if !ok {
+			reason = "wrong password"
+		}
 	}
 	if reason != "" {
-		if !locked {
-			if err := g.failed(ctx); err != nil {
-				return store.User{}, err
-			}
-		}
-		fields := []zap.Field{zap.String("reason", reason), zap.String("source", g.source)}
-		if lookupErr == nil {
-			// Only a known user's name: an unknown "username" is often a
-			// password typed in the wrong field.
-			fields = append(fields, zap.String("sub", user.Subject), zap.String("username", user.Username))
-		}
-		c.cfg.Audit.Info("login failed", fields...)
-		return store.User{}, fmt.Errorf("%w (%s)", ErrBadCredentials, reason)
+		return store.User{}, c.failed(ctx, start, a, reason, src, known, user)
 	}
-	if err := g.succeeded(ctx); err != nil {
+	if err := c.refund(ctx, a); err != nil {
 		return store.User{}, err
 	}
-	c.cfg.Audit.Info("login succeeded", zap.String("sub", user.Subject), zap.String("source", g.source))
+	c.cfg.Audit.Info("login succeeded", zap.String("sub", user.Subject), zap.String("source", src))
 	user.Scopes = slices.Clone(user.Scopes)
 	return user, nil
 }
 
-// verify checks a hash under the concurrency limit, waiting at most
-// HashWait for a slot.
-func (c *Checker) verify(ctx context.Context, hash, password string) (bool, error) {
+// failed logs a failure and waits until FailureFloor after start.
+func (c *Checker) failed(ctx context.Context, start time.Time, a attempt, reason, src string, known bool, user store.User) error {
+	if a.setLock {
+		c.cfg.Audit.Warn("login locked out", zap.String("source", src),
+			zap.Int("failures", a.pair.Count), zap.Time("until", a.pair.LockedUntil))
+		if c.cfg.OnLockout != nil {
+			c.cfg.OnLockout()
+		}
+	}
+	fields := []zap.Field{zap.String("reason", reason), zap.String("source", src)}
+	if known {
+		// Only a known user's name: an unknown "username" is often a
+		// password typed in the wrong field.
+		fields = append(fields, zap.String("sub", user.Subject), zap.String("username", user.Username))
+	}
+	c.cfg.Audit.Info("login failed", fields...)
+	if rest := c.cfg.FailureFloor - c.cfg.Now().Sub(start); rest > 0 {
+		_ = c.cfg.Sleep(ctx, rest) // a caller gone early gets its answer early
+	}
+	return fmt.Errorf("%w (%s)", ErrBadCredentials, reason)
+}
+
+// verify checks user's hash under the gate, waiting at most HashWait for a
+// slot; a success with an outdated hash stores a current one.
+func (c *Checker) verify(ctx context.Context, slots *sourceSlots, src string, user *store.User, password string) (bool, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, c.cfg.HashWait)
 	defer cancel()
-	select {
-	case c.slots <- struct{}{}:
-	case <-waitCtx.Done():
-		return false, fmt.Errorf("%w: %w", ErrBusy, waitCtx.Err())
+	if err := c.gate.acquire(waitCtx, slots); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	defer func() { <-c.slots }()
+	defer c.gate.release(slots)
+	if c.hashing != nil {
+		c.hashing(src)
+	}
 	c.hashes.Add(1)
-	return VerifyPassword(hash, password)
-}
-
-// guard is the brute-force state of one login attempt: the counter keys of
-// the (user, source) pair, the user and the source.
-type guard struct {
-	c                  *Checker
-	source             string // the grouped source address
-	pair, user, srcKey string // counter keys
-}
-
-func (c *Checker) guardFor(username, source string) *guard {
-	src := SourceKey(source)
-	return &guard{c: c, source: src, pair: "pair:" + username + "\x00" + src, user: "user:" + username, srcKey: "src:" + src}
-}
-
-// check returns whether the pair is locked, after waiting the throttle
-// delay that the source's and the user's recent failures call for.
-func (g *guard) check(ctx context.Context) (locked bool, err error) {
-	p := g.c.cfg.Lockout
-	if !p.enabled() {
-		return false, nil
+	ok, err := VerifyPassword(user.PasswordHash, password)
+	if err != nil || !ok || !NeedsRehash(user.PasswordHash) {
+		return ok, err
 	}
-	st := g.c.cfg.Store
-	now := g.c.cfg.Now()
-	pair, err := st.Counter(ctx, g.pair)
-	if err != nil {
-		return false, err
+	if upgraded, err := HashPassword(password); err == nil {
+		err = c.cfg.Store.ReplacePasswordHash(ctx, user.Username, user.PasswordHash, upgraded, c.cfg.Now())
+		switch {
+		case err == nil:
+			user.PasswordHash = upgraded
+			c.cfg.Audit.Info("password hash upgraded", zap.String("sub", user.Subject))
+		case !errors.Is(err, store.ErrNotFound): // ErrNotFound: changed meanwhile, keep that
+			c.cfg.Audit.Warn("upgrading a password hash", zap.String("sub", user.Subject), zap.Error(err))
+		}
+	}
+	return true, nil
+}
+
+// attempt is what admission counted for one check.
+type attempt struct {
+	locked  bool // the pair was locked: nothing was counted
+	setLock bool // this attempt locked the pair
+	keys    []string
+	counted []store.Counter // the admitted counters of keys, to refund
+	limits  []int
+	pair    store.Counter
+}
+
+// admit counts the attempt before its hash: against the (user, source)
+// pair, which may lock, and against the user and the source, which only
+// throttle; then it waits the throttle delay that the counts, in-flight
+// attempts included, call for. A name that is no user is counted in one
+// of unknownBuckets buckets and has no pair, so random names add no rows
+// and a lock tells nothing (every failure answers alike).
+func (c *Checker) admit(ctx context.Context, username string, known bool, src string) (attempt, error) {
+	p := c.cfg.Lockout
+	var a attempt
+	if !p.enabled() {
+		return a, nil
+	}
+	now := c.cfg.Now()
+	userKey := "user?:" + bucket(username)
+	if known {
+		pairKey := "pair:" + username + "\x00" + src
+		pair, admitted, err := c.cfg.Store.Admit(ctx, pairKey, now, p.Window, p.MaxFailures, p.Duration)
+		if err != nil {
+			return a, err
+		}
+		if !admitted {
+			a.locked = true
+			return a, nil
+		}
+		a.pair, a.setLock = pair, pair.Locked(now)
+		a.keys, a.counted, a.limits = append(a.keys, pairKey), append(a.counted, pair), append(a.limits, p.MaxFailures)
+		userKey = "user:" + username
 	}
 	worst := 0
-	for _, key := range []string{g.user, g.srcKey} {
-		c, err := st.Counter(ctx, key)
+	for _, key := range []string{userKey, "src:" + src} {
+		cnt, _, err := c.cfg.Store.Admit(ctx, key, now, p.Window, noLock, 0)
 		if err != nil {
-			return false, err
+			return a, err
 		}
-		if now.Sub(c.WindowStart) < p.Window && c.Count > worst {
-			worst = c.Count
-		}
+		a.keys, a.counted, a.limits = append(a.keys, key), append(a.counted, cnt), append(a.limits, noLock)
+		worst = max(worst, cnt.Count-1) // the failures before this attempt
 	}
 	if delay := p.throttleDelay(worst); delay > 0 {
-		if err := g.c.cfg.Sleep(ctx, delay); err != nil {
-			return false, err
+		if err := c.cfg.Sleep(ctx, delay); err != nil {
+			return a, err
 		}
 	}
-	return pair.Locked(now), nil
+	return a, nil
 }
 
-// failed counts a failure against the pair, the user and the source.
-func (g *guard) failed(ctx context.Context) error {
-	p := g.c.cfg.Lockout
-	if !p.enabled() {
-		return nil
-	}
-	st := g.c.cfg.Store
-	now := g.c.cfg.Now()
-	before, err := st.Counter(ctx, g.pair)
-	if err != nil {
-		return err
-	}
-	after, err := st.AddFailure(ctx, g.pair, now, p.Window, p.MaxFailures, p.Duration)
-	if err != nil {
-		return err
-	}
-	if after.Locked(now) && !before.Locked(now) {
-		g.c.cfg.Audit.Warn("login locked out", zap.String("source", g.source),
-			zap.Int("failures", after.Count), zap.Time("until", after.LockedUntil))
-		if g.c.cfg.OnLockout != nil {
-			g.c.cfg.OnLockout()
-		}
-	}
-	for _, key := range []string{g.user, g.srcKey} {
-		if _, err := st.AddFailure(ctx, key, now, p.Window, noLock, 0); err != nil {
+// refund takes back what admit counted for an attempt that did not fail.
+func (c *Checker) refund(ctx context.Context, a attempt) error {
+	for i, key := range a.keys {
+		if err := c.cfg.Store.Refund(ctx, key, a.counted[i], a.limits[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// succeeded clears the pair's failures.
-func (g *guard) succeeded(ctx context.Context) error {
-	if !g.c.cfg.Lockout.enabled() {
-		return nil
-	}
-	return g.c.cfg.Store.ResetCounter(ctx, g.pair)
+// bucket is the counter bucket of a name that is no user.
+func bucket(name string) string {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return strconv.Itoa(int(h.Sum32() % unknownBuckets))
 }
 
 // SleepContext waits d or until ctx ends.

@@ -122,3 +122,14 @@ func parseArgon2id(hash string) (argonParams, []byte, []byte, error) {
 	}
 	return p, salt, key, nil
 }
+
+// NeedsRehash reports whether hash is not an argon2id hash with the
+// current parameters (a bcrypt hash, or other argon2id costs): a login
+// that proves the password then stores a new hash.
+func NeedsRehash(hash string) bool {
+	if !strings.HasPrefix(hash, "$argon2id$") {
+		return true
+	}
+	p, _, key, err := parseArgon2id(hash)
+	return err != nil || p.memory != argonMemoryKiB || p.time != argonTime || p.threads != argonThreads || len(key) != argonKeyLen
+}

@@ -1,11 +1,14 @@
 package users
 
 import (
+	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -123,4 +126,14 @@ func TestSeedUsers(t *testing.T) {
 	if _, err := st.User(t.Context(), "new"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hashWith is an argon2id hash of password with other memory and time
+// costs than the current ones.
+func hashWith(password string, memoryKiB, passes uint32) (string, error) {
+	salt := []byte("0123456789abcdef")
+	key := argon2.IDKey([]byte(password), salt, passes, memoryKiB, argonThreads, argonKeyLen)
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
+		argon2.Version, memoryKiB, passes, argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }

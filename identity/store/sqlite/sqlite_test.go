@@ -48,11 +48,11 @@ func TestTwoStoresRotate(t *testing.T) {
 	storetest.RotateConcurrently(t, open(t, path), open(t, path))
 }
 
-// TestTwoStoresAddFailure: two Stores on one file counting failures against
+// TestTwoStoresAdmit: two Stores on one file counting attempts against
 // one key at once lose no increment and meet no lock errors.
-func TestTwoStoresAddFailure(t *testing.T) {
+func TestTwoStoresAdmit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gatehouse.db")
-	storetest.AddFailuresConcurrently(t, open(t, path), open(t, path))
+	storetest.AdmitConcurrently(t, open(t, path), open(t, path))
 }
 
 // TestTwoStoresWrite: two Stores on one file writing at once wait for each
@@ -203,8 +203,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Errorf("AccessTokenRevoked after migrating: %v, %v; want true", revoked, err)
 	}
 	now := time.Now()
-	if c, err := s.AddFailure(ctx, "k", now, time.Minute, 5, time.Minute); err != nil || c.Count != 1 {
-		t.Errorf("AddFailure after migrating: %+v, %v", c, err)
+	if c, _, err := s.Admit(ctx, "k", now, time.Minute, 5, time.Minute); err != nil || c.Count != 1 {
+		t.Errorf("Admit after migrating: %+v, %v", c, err)
 	}
 	checkVersions(ctx, t, path)
 }
@@ -354,16 +354,16 @@ func TestWriteAbandoned(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	now := time.Now()
-	if _, err := s.AddFailure(short, "abandoned", now, time.Hour, 5, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("AddFailure while another process writes: %v, want %v", err, context.DeadlineExceeded)
+	if _, _, err := s.Admit(short, "abandoned", now, time.Hour, 5, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Admit while another process writes: %v, want %v", err, context.DeadlineExceeded)
 	}
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
 	// Writes run in order: once a later one is done, the abandoned one
 	// would have run.
-	if _, err := s.AddFailure(ctx, "later", now, time.Hour, 5, time.Hour); err != nil {
-		t.Fatalf("AddFailure: %v", err)
+	if _, _, err := s.Admit(ctx, "later", now, time.Hour, 5, time.Hour); err != nil {
+		t.Fatalf("Admit: %v", err)
 	}
 	if c, err := s.Counter(ctx, "abandoned"); err != nil || c.Count != 0 {
 		t.Errorf("Counter of the abandoned write: %+v, %v; want a count of 0", c, err)
@@ -380,8 +380,8 @@ func TestWriteAfterClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := s.AddFailure(ctx, "k", time.Now(), time.Hour, 5, time.Hour); err == nil {
-		t.Error("AddFailure after Close succeeded")
+	if _, _, err := s.Admit(ctx, "k", time.Now(), time.Hour, 5, time.Hour); err == nil {
+		t.Error("Admit after Close succeeded")
 	}
 }
 

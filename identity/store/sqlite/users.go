@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
 )
@@ -126,4 +127,18 @@ func scanUser(row scanner) (store.User, error) {
 	}
 	u.Created, u.Updated = fromMillis(created), fromMillis(updated)
 	return u, nil
+}
+
+// ReplacePasswordHash is a compare-and-swap of a user's password hash in
+// one statement.
+func (s *Store) ReplacePasswordHash(ctx context.Context, username, oldHash, newHash string, now time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET password_hash = ?, updated_at = ?
+		WHERE username = ? AND password_hash = ?`, newHash, millis(now), username, oldHash)
+	if err != nil {
+		return fmt.Errorf("replacing the password hash of %q: %w", username, err)
+	}
+	if err := oneRow(res); err != nil {
+		return fmt.Errorf("replacing the password hash of %q: %w", username, err)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ var concurrencyCases = []testCase{
 	{"RotateSameToken", func(t *testing.T, s store.Store) { RotateConcurrently(t, s) }},
 	{"MixedWrites", testConcurrentMixedWrites},
 	{"RevokeRacesRotate", testConcurrentRevokeRacesRotate},
-	{"AddFailureSameKey", func(t *testing.T, s store.Store) { AddFailuresConcurrently(t, s) }},
+	{"AdmitSameKey", func(t *testing.T, s store.Store) { AdmitConcurrently(t, s) }},
 }
 
 // Rotators is how many goroutines RotateConcurrently starts.

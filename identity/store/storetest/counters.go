@@ -11,7 +11,8 @@ import (
 )
 
 var counterCases = []testCase{
-	{"AddFailure", testCountersAddFailure},
+	{"Admit", testCountersAdmit},
+	{"Refund", testCountersRefund},
 	{"Missing", testCountersMissing},
 	{"Reset", testCountersReset},
 }
@@ -26,16 +27,17 @@ const (
 // after is the time d after t0.
 func after(d time.Duration) time.Time { return t0.Add(d) }
 
-// failure is one AddFailure of a counter test, at t0+at, and the counter
-// it must return.
+// failure is one Admit of a counter test, at t0+at, whether it must be
+// refused, and the counter it must return.
 type failure struct {
-	key  string // the case's name when empty
-	at   time.Duration
-	want store.Counter // Key is filled in
+	key     string // the case's name when empty
+	at      time.Duration
+	refused bool          // the key is locked: nothing changes
+	want    store.Counter // Key is filled in
 }
 
 // addFailures runs fs in order against s with the given policy, checking
-// each returned counter and the stored one.
+// each admission, returned counter and stored counter.
 func addFailures(ctx context.Context, t *testing.T, s store.Store, defaultKey string, window time.Duration, limit int, lockout time.Duration, fs []failure) {
 	t.Helper()
 	for i, f := range fs {
@@ -43,16 +45,18 @@ func addFailures(ctx context.Context, t *testing.T, s store.Store, defaultKey st
 		now := after(f.at)
 		want := normCounter(t, f.want)
 		want.Key = key
-		got, err := s.AddFailure(ctx, key, now, window, limit, lockout)
-		wantErr(t, fmt.Sprintf("AddFailure %d (%q at t0+%v)", i, key, f.at), err, nil)
-		equal(t, fmt.Sprintf("counter returned by AddFailure %d (%q at t0+%v)", i, key, f.at), normCounter(t, got), want)
-		equal(t, fmt.Sprintf("Counter after AddFailure %d (%q at t0+%v)", i, key, f.at), readCounter(ctx, t, s, key), want)
+		got, admitted, err := s.Admit(ctx, key, now, window, limit, lockout)
+		what := fmt.Sprintf("Admit %d (%q at t0+%v)", i, key, f.at)
+		wantErr(t, what, err, nil)
+		equal(t, "admitted by "+what, admitted, !f.refused)
+		equal(t, "counter returned by "+what, normCounter(t, got), want)
+		equal(t, "Counter after "+what, readCounter(ctx, t, s, key), want)
 	}
 }
 
-// testCountersAddFailure: windows, limits and locks, one subtest per
-// sequence of failures on a key of its own.
-func testCountersAddFailure(t *testing.T, s store.Store) {
+// testCountersAdmit: windows, limits and locks, one subtest per sequence
+// of attempts on a key of its own.
+func testCountersAdmit(t *testing.T, s store.Store) {
 	for _, tt := range []struct {
 		name     string
 		lockout  time.Duration // failLockout when zero
@@ -93,15 +97,15 @@ func testCountersAddFailure(t *testing.T, s store.Store) {
 			},
 		},
 		{
-			// Failures while the lock is in force (up to its last
-			// millisecond) count, but do not move its end.
-			name: "LockNotExtended",
+			// Attempts while the lock is in force (up to its last
+			// millisecond) are refused and change nothing.
+			name: "RefusedWhileLocked",
 			failures: []failure{
 				{at: 0, want: store.Counter{Count: 1, WindowStart: t0}},
 				{at: 0, want: store.Counter{Count: 2, WindowStart: t0}},
 				{at: time.Minute, want: store.Counter{Count: 3, WindowStart: t0, LockedUntil: after(6 * time.Minute)}},
-				{at: 2 * time.Minute, want: store.Counter{Count: 4, WindowStart: t0, LockedUntil: after(6 * time.Minute)}},
-				{at: 6*time.Minute - time.Millisecond, want: store.Counter{Count: 5, WindowStart: t0, LockedUntil: after(6 * time.Minute)}},
+				{at: 2 * time.Minute, refused: true, want: store.Counter{Count: 3, WindowStart: t0, LockedUntil: after(6 * time.Minute)}},
+				{at: 6*time.Minute - time.Millisecond, refused: true, want: store.Counter{Count: 3, WindowStart: t0, LockedUntil: after(6 * time.Minute)}},
 			},
 		},
 		{
@@ -131,17 +135,18 @@ func testCountersAddFailure(t *testing.T, s store.Store) {
 			},
 		},
 		{
-			// A lock longer than the window outlives it: the new window's
-			// failures count without extending it.
+			// A lock longer than the window outlives it: attempts are
+			// refused until it ends, and the next one starts a new window
+			// (the old, past LockedUntil stays).
 			name:    "LockOutlivesWindow",
 			lockout: time.Hour,
 			failures: []failure{
 				{at: 0, want: store.Counter{Count: 1, WindowStart: t0}},
 				{at: 0, want: store.Counter{Count: 2, WindowStart: t0}},
 				{at: 0, want: store.Counter{Count: 3, WindowStart: t0, LockedUntil: after(time.Hour)}},
-				{at: 20 * time.Minute, want: store.Counter{Count: 1, WindowStart: after(20 * time.Minute), LockedUntil: after(time.Hour)}},
-				{at: 21 * time.Minute, want: store.Counter{Count: 2, WindowStart: after(20 * time.Minute), LockedUntil: after(time.Hour)}},
-				{at: 22 * time.Minute, want: store.Counter{Count: 3, WindowStart: after(20 * time.Minute), LockedUntil: after(time.Hour)}},
+				{at: 20 * time.Minute, refused: true, want: store.Counter{Count: 3, WindowStart: t0, LockedUntil: after(time.Hour)}},
+				{at: time.Hour, want: store.Counter{Count: 1, WindowStart: after(time.Hour), LockedUntil: after(time.Hour)}},
+				{at: time.Hour + time.Minute, want: store.Counter{Count: 2, WindowStart: after(time.Hour), LockedUntil: after(time.Hour)}},
 			},
 		},
 		{
@@ -164,11 +169,62 @@ func testCountersAddFailure(t *testing.T, s store.Store) {
 	}
 }
 
+// testCountersRefund: a refund takes back one admitted attempt in its own
+// window, and ends the lock it set or that no longer has its count.
+func testCountersRefund(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	admit := func(key string, at time.Duration) store.Counter {
+		t.Helper()
+		c, ok, err := s.Admit(ctx, key, after(at), failWindow, failLimit, failLockout)
+		wantErr(t, "Admit "+key, err, nil)
+		equal(t, "admitted "+key, ok, true)
+		return c
+	}
+	refund := func(key string, c store.Counter) {
+		t.Helper()
+		wantErr(t, "Refund "+key, s.Refund(ctx, key, c, failLimit), nil)
+	}
+
+	admit("in-window", 0)
+	second := admit("in-window", time.Second)
+	refund("in-window", second)
+	equal(t, "Counter after a refund", readCounter(ctx, t, s, "in-window"), store.Counter{Key: "in-window", Count: 1, WindowStart: t0})
+
+	admit("own-lock", 0)
+	admit("own-lock", 0)
+	third := admit("own-lock", time.Second)
+	equal(t, "locked by the third attempt", third.Locked(after(time.Second)), true)
+	refund("own-lock", third)
+	equal(t, "Counter after refunding the attempt that locked", readCounter(ctx, t, s, "own-lock"),
+		store.Counter{Key: "own-lock", Count: 2, WindowStart: t0})
+
+	// A refund of an attempt from a window that has ended changes nothing.
+	old := admit("new-window", 0)
+	admit("new-window", failWindow)
+	refund("new-window", old)
+	equal(t, "Counter after refunding an old window's attempt", readCounter(ctx, t, s, "new-window"),
+		store.Counter{Key: "new-window", Count: 1, WindowStart: after(failWindow)})
+
+	// A relock in the same window (count past the limit) is lifted by
+	// refunding the attempt that set it.
+	admit("relock", 0)
+	admit("relock", 0)
+	admit("relock", 0)
+	relock := admit("relock", failLockout)
+	equal(t, "relocked", relock.Locked(after(failLockout)), true)
+	refund("relock", relock)
+	equal(t, "Counter after refunding the relock", readCounter(ctx, t, s, "relock"),
+		store.Counter{Key: "relock", Count: 3, WindowStart: t0})
+
+	refund("missing", store.Counter{Key: "missing", Count: 1, WindowStart: t0})
+	equal(t, "Counter after refunding a missing key", readCounter(ctx, t, s, "missing"), store.Counter{Key: "missing"})
+}
+
 func testCountersMissing(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	equal(t, "Counter of an empty store", readCounter(ctx, t, s, "user:alice"), store.Counter{Key: "user:alice"})
-	_, err := s.AddFailure(ctx, "user:bob", t0, failWindow, failLimit, failLockout)
-	wantErr(t, "AddFailure", err, nil)
+	_, _, err := s.Admit(ctx, "user:bob", t0, failWindow, failLimit, failLockout)
+	wantErr(t, "Admit", err, nil)
 	equal(t, "Counter of a missing key", readCounter(ctx, t, s, "user:alice"), store.Counter{Key: "user:alice"})
 }
 
@@ -208,60 +264,69 @@ func normCounter(t *testing.T, c store.Counter) store.Counter {
 	return c
 }
 
-// AddFailureAdders is how many goroutines AddFailuresConcurrently starts.
-const AddFailureAdders = 50
+// Admitters is how many goroutines AdmitConcurrently starts.
+const Admitters = 50
 
-// AddFailuresConcurrently has AddFailureAdders goroutines each count one
-// failure against the same key at once (goroutine i at t0+i ms), spread over
-// stores (several Stores sharing one database, as several processes would).
-// None may fail and no increment may be lost: the counts returned are 1 to
-// AddFailureAdders, each once; the window is the one the first count began;
-// the call that reached the limit set the lock and the later ones kept it;
-// and every store reads the final count. The stores must share an empty
-// database.
-func AddFailuresConcurrently(t *testing.T, stores ...store.Store) {
+// AdmitConcurrently has Admitters goroutines each ask admission for one
+// attempt against the same key at once (goroutine i at t0+i ms), spread
+// over stores (several Stores sharing one database, as several processes
+// would). None may fail, exactly the limit are admitted, with the counts 1
+// to limit each once, and the rest refused: parallel attempts get no more
+// than sequential ones. The window is the one the first count began; the
+// admission that reached the limit set the lock; every store reads the
+// final count. The stores must share an empty database.
+func AdmitConcurrently(t *testing.T, stores ...store.Store) {
 	if len(stores) == 0 {
-		t.Fatal("AddFailuresConcurrently: no store")
+		t.Fatal("AdmitConcurrently: no store")
 	}
 	ctx := Context(t)
 	const key, window, limit = "user:alice", time.Hour, 10
-	got := make([]store.Counter, AddFailureAdders)
-	errs := concurrently(ctx, t, AddFailureAdders, func(i int) error {
+	got := make([]store.Counter, Admitters)
+	admitted := make([]bool, Admitters)
+	errs := concurrently(ctx, t, Admitters, func(i int) error {
 		var err error
-		got[i], err = stores[i%len(stores)].AddFailure(ctx, key, after(time.Duration(i)*time.Millisecond),
+		got[i], admitted[i], err = stores[i%len(stores)].Admit(ctx, key, after(time.Duration(i)*time.Millisecond),
 			window, limit, failLockout)
 		return err
 	})
 	for i, err := range errs {
-		wantErr(t, fmt.Sprintf("AddFailure in goroutine %d", i), err, nil)
+		wantErr(t, fmt.Sprintf("Admit in goroutine %d", i), err, nil)
 	}
 
-	// byCount[n] is the goroutine that got count n.
-	byCount := make([]int, AddFailureAdders+1)
+	// byCount[n] is the admitted goroutine that got count n.
+	byCount := make([]int, limit+1)
 	for i := range byCount {
 		byCount[i] = -1
 	}
+	n := 0
 	for i, c := range got {
-		if c.Count < 1 || c.Count > AddFailureAdders {
-			t.Fatalf("goroutine %d got count %d, want 1 to %d", i, c.Count, AddFailureAdders)
+		if !admitted[i] {
+			continue
+		}
+		n++
+		if c.Count < 1 || c.Count > limit {
+			t.Fatalf("goroutine %d was admitted with count %d, want 1 to %d", i, c.Count, limit)
 		}
 		if j := byCount[c.Count]; j >= 0 {
 			t.Fatalf("goroutines %d and %d both got count %d: an increment was lost", j, i, c.Count)
 		}
 		byCount[c.Count] = i
 	}
+	equal(t, "admitted attempts", n, limit)
 	windowStart := after(time.Duration(byCount[1]) * time.Millisecond)
 	lockedUntil := after(time.Duration(byCount[limit])*time.Millisecond + failLockout)
+	final := store.Counter{Key: key, Count: limit, WindowStart: windowStart, LockedUntil: lockedUntil}
 	for i, c := range got {
 		want := store.Counter{Key: key, Count: c.Count, WindowStart: windowStart}
-		if c.Count >= limit {
+		switch {
+		case !admitted[i]:
+			want = final
+		case c.Count >= limit:
 			want.LockedUntil = lockedUntil
 		}
 		equal(t, fmt.Sprintf("counter returned to goroutine %d", i), normCounter(t, c), want)
 	}
 	for i, s := range stores {
-		equal(t, fmt.Sprintf("Counter from store %d", i), readCounter(ctx, t, s, key), store.Counter{
-			Key: key, Count: AddFailureAdders, WindowStart: windowStart, LockedUntil: lockedUntil,
-		})
+		equal(t, fmt.Sprintf("Counter from store %d", i), readCounter(ctx, t, s, key), final)
 	}
 }

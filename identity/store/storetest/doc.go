@@ -17,7 +17,7 @@
 // promises, and the races the identity server relies on the store to settle:
 // concurrent rotations of one refresh token (exactly one wins), revocation
 // racing rotation, concurrent failures counted against one key (none lost),
-// and many concurrent writers. RotateConcurrently and AddFailuresConcurrently
+// and many concurrent writers. RotateConcurrently and AdmitConcurrently
 // also run their races over several stores sharing one database.
 //
 // Every wait is bounded by Timeout. The package is imported only by tests; it

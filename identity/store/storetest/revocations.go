@@ -222,7 +222,7 @@ func testDeleteExpiredCounters(t *testing.T, s store.Store) {
 	now := t0.Add(48 * time.Hour)
 	counters := []struct {
 		key     string
-		start   time.Time // the counter's one failure, which begins its window
+		start   time.Time // the counter's one attempt, which begins its window
 		lockout time.Duration
 		kept    bool
 	}{
@@ -240,8 +240,8 @@ func testDeleteExpiredCounters(t *testing.T, s store.Store) {
 		if tt.lockout > 0 {
 			limit = 1
 		}
-		c, err := s.AddFailure(ctx, tt.key, tt.start, time.Hour, limit, tt.lockout)
-		wantErr(t, "AddFailure "+tt.key, err, nil)
+		c, _, err := s.Admit(ctx, tt.key, tt.start, time.Hour, limit, tt.lockout)
+		wantErr(t, "Admit "+tt.key, err, nil)
 		before[i] = normCounter(t, c)
 	}
 	wantErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "expired", now, t0), nil)

@@ -107,27 +107,27 @@ func testTimesRevocation(t *testing.T, s store.Store) {
 }
 
 // testTimesCounter: a counter's times come back within a millisecond, in
-// UTC, from AddFailure and from Counter; the window is measured between them.
+// UTC, from Admit and from Counter; the window is measured between them.
 func testTimesCounter(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	lockout := time.Minute + 1500*time.Microsecond
-	c, err := s.AddFailure(ctx, "k", odd1, time.Hour, 1, lockout)
-	wantErr(t, "AddFailure", err, nil)
-	sameTime(t, "WindowStart from AddFailure", c.WindowStart, odd1)
-	sameTime(t, "LockedUntil from AddFailure", c.LockedUntil, odd1.Add(lockout))
+	c, _, err := s.Admit(ctx, "k", odd1, time.Hour, 1, lockout)
+	wantErr(t, "Admit", err, nil)
+	sameTime(t, "WindowStart from Admit", c.WindowStart, odd1)
+	sameTime(t, "LockedUntil from Admit", c.LockedUntil, odd1.Add(lockout))
 	c, err = s.Counter(ctx, "k")
 	wantErr(t, "Counter", err, nil)
 	sameTime(t, "WindowStart", c.WindowStart, odd1)
 	sameTime(t, "LockedUntil", c.LockedUntil, odd1.Add(lockout))
 
-	c, err = s.AddFailure(ctx, "k", odd1.Add(time.Hour-2*time.Millisecond), time.Hour, 1, lockout)
-	wantErr(t, "AddFailure within the window", err, nil)
+	c, _, err = s.Admit(ctx, "k", odd1.Add(time.Hour-2*time.Millisecond), time.Hour, 10, lockout)
+	wantErr(t, "Admit within the window", err, nil)
 	if c.Count != 2 {
-		t.Errorf("AddFailure within the window: count %d, want 2", c.Count)
+		t.Errorf("Admit within the window: count %d, want 2", c.Count)
 	}
-	c, err = s.AddFailure(ctx, "k", odd1.Add(time.Hour+time.Millisecond), time.Hour, 1, lockout)
-	wantErr(t, "AddFailure after the window", err, nil)
+	c, _, err = s.Admit(ctx, "k", odd1.Add(time.Hour+time.Millisecond), time.Hour, 10, lockout)
+	wantErr(t, "Admit after the window", err, nil)
 	if c.Count != 1 {
-		t.Errorf("AddFailure after the window: count %d, want 1", c.Count)
+		t.Errorf("Admit after the window: count %d, want 1", c.Count)
 	}
 }

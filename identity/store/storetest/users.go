@@ -18,6 +18,25 @@ var userCases = []testCase{
 	{"UpdateMissing", testUsersUpdateMissing},
 	{"UpdateToTakenSubject", testUsersUpdateToTakenSubject},
 	{"List", testUsersList},
+	{"ReplacePasswordHash", testUsersReplacePasswordHash},
+}
+
+// testUsersReplacePasswordHash: the hash changes only while it is still
+// the one the caller read.
+func testUsersReplacePasswordHash(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	u := user("alice")
+	wantErr(t, "CreateUser", s.CreateUser(ctx, u), nil)
+	later := t0.Add(time.Hour)
+	wantErr(t, "ReplacePasswordHash", s.ReplacePasswordHash(ctx, "alice", u.PasswordHash, "new-hash", later), nil)
+	got, err := s.User(ctx, "alice")
+	wantErr(t, "User", err, nil)
+	equal(t, "password hash after the swap", got.PasswordHash, "new-hash")
+	sameTime(t, "Updated after the swap", got.Updated, later)
+	wantErr(t, "ReplacePasswordHash with a stale hash", s.ReplacePasswordHash(ctx, "alice", u.PasswordHash, "other-hash", later), store.ErrNotFound)
+	got, _ = s.User(ctx, "alice")
+	equal(t, "password hash after a stale swap", got.PasswordHash, "new-hash")
+	wantErr(t, "ReplacePasswordHash of a missing user", s.ReplacePasswordHash(ctx, "bob", "x", "y", later), store.ErrNotFound)
 }
 
 // user is a user called name with every field set.

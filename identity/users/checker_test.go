@@ -1,0 +1,275 @@
+package users
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// fakeTime is a clock that only sleeping moves: the sleeper advances it
+// and records each wait.
+type fakeTime struct {
+	mu    sync.Mutex
+	now   time.Time
+	slept []time.Duration
+}
+
+func (f *fakeTime) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeTime) Sleep(_ context.Context, d time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+	f.slept = append(f.slept, d)
+	return nil
+}
+
+func (f *fakeTime) Add(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+func (f *fakeTime) sleeps() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Duration(nil), f.slept...)
+}
+
+// newChecker is a checker on a store holding "demo" (demo-pw) and the
+// disabled "off" (demo-pw), with a fake clock.
+func newChecker(t *testing.T, mutate ...func(*CheckerConfig)) (*Checker, *fakeTime, store.Store) {
+	t.Helper()
+	st := openStore(t)
+	dh, _ := passwordHashes(t)
+	if _, err := Seed(t.Context(), st, []store.User{{Username: "off", Subject: "sub-off", PasswordHash: dh, Disabled: true}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	ft := &fakeTime{now: t0}
+	cfg := CheckerConfig{Store: st, Now: ft.Now, Sleep: ft.Sleep}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	c, err := NewChecker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ft, st
+}
+
+// Locked, unknown, disabled and wrong-password answers are the same error
+// after the same time, the floor, whatever work each did (only the wrong
+// password is hashed).
+func TestFailuresWaitTheFloor(t *testing.T) {
+	c, ft, _ := newChecker(t, func(cfg *CheckerConfig) { cfg.Lockout.ThrottleAfter = 1000 })
+	const src = "192.0.2.1"
+	for range DefaultMaxFailures {
+		if _, err := c.Check(t.Context(), "demo", "guess", "198.51.100.1"); !errors.Is(err, ErrBadCredentials) {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, user, password, source string
+		hashes                       int64
+	}{
+		{"wrong password", "demo", "guess", src, 1},
+		{"unknown user", "ghost", "demo-pw", src, 0},
+		{"disabled user", "off", "demo-pw", src, 0},
+		{"locked pair", "demo", "demo-pw", "198.51.100.1", 0},
+		{"over-long name", string(make([]byte, MaxUsernameLen+1)), "x", src, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start, hashes := ft.Now(), c.Hashes()
+			_, err := c.Check(t.Context(), tc.user, tc.password, tc.source)
+			if !errors.Is(err, ErrBadCredentials) || err.Error() == ErrBadCredentials.Error() {
+				t.Fatalf("err = %v, want ErrBadCredentials with a reason", err)
+			}
+			if took := ft.Now().Sub(start); took != DefaultFailureFloor {
+				t.Errorf("took %v, want the floor %v", took, DefaultFailureFloor)
+			}
+			if n := c.Hashes() - hashes; n != tc.hashes {
+				t.Errorf("%d hashes, want %d", n, tc.hashes)
+			}
+		})
+	}
+	// A success is not held to the floor.
+	start := ft.Now()
+	if _, err := c.Check(t.Context(), "demo", "demo-pw", src); err != nil {
+		t.Fatal(err)
+	}
+	if took := ft.Now().Sub(start); took != 0 {
+		t.Errorf("a success waited %v", took)
+	}
+}
+
+// A source guessing across many users is throttled progressively; a
+// success from it refunds only its own attempt, so its next guess is
+// throttled as much as before.
+func TestSourceThrottle(t *testing.T) {
+	c, ft, _ := newChecker(t, func(cfg *CheckerConfig) { cfg.FailureFloor = time.Nanosecond })
+	const src = "198.51.100.77"
+	var throttled []time.Duration
+	throttle := func(user, password string) time.Duration {
+		before := len(ft.sleeps())
+		c.Check(t.Context(), user, password, src)
+		var d time.Duration
+		for _, s := range ft.sleeps()[before:] {
+			if s > time.Nanosecond {
+				d += s
+			}
+		}
+		return d
+	}
+	for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
+		throttled = append(throttled, throttle(u, "guess"))
+	}
+	want := []time.Duration{0, 0, 0, 0, 250 * time.Millisecond, 500 * time.Millisecond}
+	for i := range want {
+		if throttled[i] != want[i] {
+			t.Fatalf("throttle delays %v, want %v", throttled, want)
+		}
+	}
+	if d := throttle("demo", "demo-pw"); d != time.Second {
+		t.Fatalf("the success was throttled %v, want 1s", d)
+	}
+	if d := throttle("g", "guess"); d != time.Second {
+		t.Fatalf("after a success, the next guess was throttled %v, want 1s (the success refunded more than itself)", d)
+	}
+}
+
+// A burst of parallel guesses on one user from one source costs at most
+// the policy's number of hashes, and once locked the right password is
+// refused; a stranger's success elsewhere does not lift the lock.
+func TestParallelGuessesCostAtMostTheLimit(t *testing.T) {
+	c, _, _ := newChecker(t, func(cfg *CheckerConfig) { cfg.SourceQueue, cfg.HashWait = 100, time.Minute })
+	const n, src = 40, "203.0.113.9"
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = c.Check(context.Background(), "demo", "guess", src) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, ErrBadCredentials) {
+			t.Fatalf("guess %d: %v", i, err)
+		}
+	}
+	if h := c.Hashes(); h > DefaultMaxFailures {
+		t.Fatalf("%d parallel guesses computed %d hashes, want at most %d", n, h, DefaultMaxFailures)
+	}
+	if _, err := c.Check(t.Context(), "demo", "demo-pw", "192.0.2.200"); err != nil {
+		t.Fatalf("the user is locked out from elsewhere: %v", err)
+	}
+	if _, err := c.Check(t.Context(), "demo", "demo-pw", src); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("the right password was admitted on a locked pair: %v", err)
+	}
+}
+
+// The right password inside a burst of wrong ones: it succeeds only if
+// admitted before the lock, and its success does not erase the burst's
+// failures (it refunds only its own attempt).
+func TestSuccessRefundsOnlyItself(t *testing.T) {
+	c, _, st := newChecker(t)
+	const src = "203.0.113.10"
+	for range DefaultMaxFailures - 1 {
+		c.Check(t.Context(), "demo", "guess", src)
+	}
+	if _, err := c.Check(t.Context(), "demo", "demo-pw", src); err != nil {
+		t.Fatal(err)
+	}
+	cnt, err := st.Counter(t.Context(), "pair:demo\x00"+src)
+	if err != nil || cnt.Count != DefaultMaxFailures-1 || cnt.Locked(t0) {
+		t.Fatalf("pair after a success at the limit: %+v, %v", cnt, err)
+	}
+	if _, err := c.Check(t.Context(), "demo", "guess", src); !errors.Is(err, ErrBadCredentials) {
+		t.Fatal(err)
+	}
+	if _, err := c.Check(t.Context(), "demo", "demo-pw", src); !errors.Is(err, ErrBadCredentials) {
+		t.Fatal("one more failure after the success did not lock the pair")
+	}
+}
+
+// Under a flood from one source, another source's login gets a slot: the
+// flood holds no more than its share, and its excess is refused at once.
+func TestFloodDoesNotStarveOthers(t *testing.T) {
+	c, _, _ := newChecker(t, func(cfg *CheckerConfig) {
+		cfg.HashConcurrency, cfg.SourceQueue, cfg.HashWait = 2, 4, time.Minute
+		cfg.Lockout.MaxFailures = -1 // the flood must reach the slots
+	})
+	const flood, n = "198.51.100.66", 12
+	release := make(chan struct{})
+	holding := make(chan struct{}, n)
+	c.hashing = func(source string) {
+		if source == flood {
+			holding <- struct{}{}
+			<-release
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = c.Check(context.Background(), "demo", "guess", flood) })
+	}
+	<-holding // the flood holds its share of the slots
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Check(context.Background(), "demo", "demo-pw", "192.0.2.7")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the other source's login: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the other source's login got no slot while the flood held its share")
+	}
+	if len(holding) != 0 {
+		t.Fatal("the flood holds more than its share of the slots")
+	}
+	close(release)
+	wg.Wait()
+	busy := 0
+	for _, err := range errs {
+		if errors.Is(err, ErrBusy) {
+			busy++
+		}
+	}
+	if busy != n-4 {
+		t.Fatalf("%d of %d flood attempts refused as busy, want %d (all past the source's queue)", busy, n, n-4)
+	}
+}
+
+func TestNeedsRehashUpgradesOnLogin(t *testing.T) {
+	c, _, st := newChecker(t)
+	u, _ := st.User(t.Context(), "demo")
+	weak, err := hashWith("demo-pw", 8192, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.PasswordHash = weak
+	if err := st.UpdateUser(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	if !NeedsRehash(weak) || NeedsRehash(demoHash) {
+		t.Fatal("NeedsRehash does not tell old parameters from current ones")
+	}
+	if _, err := c.Check(t.Context(), "demo", "demo-pw", "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	u, _ = st.User(t.Context(), "demo")
+	if NeedsRehash(u.PasswordHash) {
+		t.Fatalf("hash not upgraded: %s", u.PasswordHash)
+	}
+	if ok, _ := VerifyPassword(u.PasswordHash, "demo-pw"); !ok {
+		t.Fatal("the upgraded hash does not verify the password")
+	}
+}
