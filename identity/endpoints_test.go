@@ -147,7 +147,7 @@ func TestIntrospection(t *testing.T) {
 		{name: "API resource with a wrong secret", token: at, auth: basic("gatehouse", "nope"), wantStatus: 401},
 		{name: "client without the right", token: at, auth: basic("conf", "conf-secret"), wantStatus: 403},
 		{name: "public client", token: at, auth: func(r *http.Request) {}, extra: []string{"client_id", "app"}, wantStatus: 403},
-		{name: "no authentication", token: at, wantStatus: 400},
+		{name: "no authentication", token: at, wantStatus: 401},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,4 +261,42 @@ func hostileToken(t *testing.T, f *fixture, name string) string {
 	}
 	t.Fatalf("no hostile case %q", name)
 	return ""
+}
+
+// Endpoints that discovery advertises but that are not built yet answer an
+// error of their own, never an empty success.
+func TestAdvertisedEndpointsNotYetBuilt(t *testing.T) {
+	f := newFixture(t)
+	for _, p := range []string{PathAuthorize, PathEndSession, PathCheckSession, PathDeviceAuthorize} {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			res := f.do(httptest.NewRequest(method, testIssuer+p, nil))
+			if res.status != http.StatusNotImplemented || res.str("error") == "" || res.str("error_description") == "" {
+				t.Errorf("%s %s: %d %s", method, p, res.status, res.raw)
+			}
+		}
+	}
+}
+
+// RFC 7662 §2.1, §2.3: introspection without credentials, or with wrong
+// ones, is 401 with a challenge.
+func TestIntrospectionNeedsCredentials(t *testing.T) {
+	f := newFixture(t)
+	at := f.login("demo", "demo-pw").str("access_token")
+	for name, auth := range map[string]func(*http.Request){
+		"none":                 func(*http.Request) {},
+		"wrong Basic secret":   basic("svc", "nope"),
+		"wrong secret in form": func(r *http.Request) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			extra := []string{}
+			if name == "wrong secret in form" {
+				extra = []string{"client_id", "svc", "client_secret", "nope"}
+			}
+			res := f.introspect(at, auth, extra...)
+			if res.status != http.StatusUnauthorized || res.str("error") != "invalid_client" ||
+				!strings.HasPrefix(res.header.Get("WWW-Authenticate"), "Basic") {
+				t.Fatalf("%d %v %s", res.status, res.header, res.raw)
+			}
+		})
+	}
 }

@@ -217,6 +217,10 @@ func (f *fixture) serve(req *http.Request) response {
 			out.err = fmt.Errorf("response is not JSON: %v: %s", err, raw)
 		}
 	}
+	// Every error body of every test: RFC 6749 §5.2's character set.
+	if d := out.str("error_description"); strings.IndexFunc(d, func(r rune) bool { return !oauth.DescriptionChar(r) }) >= 0 {
+		out.err = fmt.Errorf("error_description %q has a character RFC 6749 §5.2 forbids", d)
+	}
 	return out
 }
 

@@ -33,6 +33,11 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	caller, perr := s.clients.AuthenticateCaller(r, form)
+	if perr != nil && perr.Code == oauth.ErrInvalidClient {
+		// RFC 7662 §2.1 and §2.3: the caller must authenticate; missing or
+		// wrong credentials are 401 with a challenge, however they came.
+		perr.Basic = true
+	}
 	if perr == nil && caller.Client != nil && (caller.Client.Public || !caller.Client.Introspect) {
 		perr = &oauth.Error{Code: oauth.ErrUnauthorizedClient, Description: "the client may not introspect tokens", Status: http.StatusForbidden}
 	}

@@ -111,6 +111,9 @@ func TestRefreshReplay(t *testing.T) {
 			parent := login.str("refresh_token")
 			res := f.refresh("app", parent)
 			successor := res.str("refresh_token")
+			if ui := f.userinfo("GET", res.str("access_token")); ui.status != 200 { // now in the verifier's cache
+				t.Fatalf("userinfo before the replay: %d %s", ui.status, ui.raw)
+			}
 			replay := tt.act(f, parent, successor)
 			if replay.status != tt.wantStatus {
 				t.Fatalf("replay: %d %s", replay.status, replay.raw)
@@ -145,6 +148,10 @@ func TestRefreshReplay(t *testing.T) {
 				c, _ := f.parseToken(at, "at+jwt")
 				if !revoked[c["jti"].(string)] {
 					t.Errorf("access token %v not revoked", c["jti"])
+				}
+				// At once on this instance, with no poll in between.
+				if ui := f.userinfo("GET", at); ui.status != 401 {
+					t.Errorf("access token %v still passes userinfo: %d", c["jti"], ui.status)
 				}
 			}
 		})

@@ -87,6 +87,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	s.tokens, err = tokens.NewService(tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
+		FamilyRevoked: func(ctx context.Context) error { return s.verifier.RefreshRevocations(ctx) },
 	})
 	if err != nil {
 		return nil, err
@@ -144,7 +145,28 @@ func (s *Server) route() error {
 		prefix + PathIntrospection: http.HandlerFunc(s.serveIntrospect),
 		prefix + PathRevocation:    http.HandlerFunc(s.serveRevocation),
 	}
+	// Advertised in discovery but not built yet: answered here with an
+	// error, never passed on, so that no client takes an empty answer for
+	// success (an RP calling end-session must not think it logged out).
+	for path, name := range map[string]string{
+		PathAuthorize: "authorization", PathEndSession: "end-session",
+		PathCheckSession: "check-session", PathDeviceAuthorize: "device-authorization",
+	} {
+		s.endpoints[prefix+path] = s.notAvailable(name)
+	}
 	return nil
+}
+
+// notAvailable answers every request to an endpoint that is not built yet
+// with 501 and an RFC 6749 error body.
+func (s *Server) notAvailable(name string) http.Handler {
+	e := &oauth.Error{Code: oauth.ErrInvalidRequest, Description: "the " + name + " endpoint is not available on this server yet",
+		Status: http.StatusNotImplemented}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		oauth.SecurityHeaders(w.Header(), s.cfg.HSTS)
+		s.countFailed(name, e.Code)
+		oauth.WriteError(w, e, false)
+	})
 }
 
 // issuerPath is the path of a validated issuer URL.

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse/gatehouse/identity/oauth"
 )
 
 func TestPasswordGrant(t *testing.T) {
@@ -367,5 +369,19 @@ func TestIssuerPathPrefix(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Issuer = "https://auth.example.com/id" })
 	if f.srv.Endpoint("/id"+PathToken) == nil || f.srv.Endpoint(PathToken) != nil {
 		t.Fatal("endpoints not under the issuer's path")
+	}
+}
+
+// The implicit grant is an authorization-endpoint flow: at the token
+// endpoint it is unsupported, whatever the client may use.
+func TestImplicitAtTokenEndpoint(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Clients[0].GrantTypes = append(c.Clients[0].GrantTypes, oauth.GrantImplicit)
+	})
+	for _, client := range []string{"app", "app2"} {
+		res := f.post(form("grant_type", "implicit", "client_id", client))
+		if res.status != 400 || res.str("error") != oauth.ErrUnsupportedGrantType {
+			t.Errorf("%s: %d %s", client, res.status, res.raw)
+		}
 	}
 }

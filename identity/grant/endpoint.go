@@ -136,7 +136,9 @@ func (e *Endpoint) dispatch(r *http.Request, req *Request) (*tokens.Response, *o
 		return nil, oauth.InvalidRequest("missing grant_type")
 	}
 	handle, supported := e.grants[req.GrantType]
-	if !supported && !oauth.KnownGrant(req.GrantType) {
+	if !supported && (!oauth.KnownGrant(req.GrantType) || req.GrantType == oauth.GrantImplicit) {
+		// Implicit is an authorization-endpoint flow: no token request
+		// carries it, whatever the client may use.
 		return nil, oauth.NewError(oauth.ErrUnsupportedGrantType, "unsupported grant_type")
 	}
 	if !req.Client.AllowsGrant(req.GrantType) {

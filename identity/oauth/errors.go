@@ -3,6 +3,7 @@ package oauth
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // Error codes (RFC 6749 §5.2, RFC 7009 §2.2.1, RFC 8628 §3.5).
@@ -102,7 +103,25 @@ func WriteError(w http.ResponseWriter, e *Error, uniform bool) {
 	if uniform && status < 500 && status != http.StatusMethodNotAllowed && status != http.StatusRequestEntityTooLarge {
 		status = http.StatusBadRequest
 	}
-	WriteJSON(w, status, ErrorBody{Error: e.Code, ErrorDescription: e.Description})
+	WriteJSON(w, status, ErrorBody{Error: e.Code, ErrorDescription: DescriptionSafe(e.Description)})
+}
+
+// DescriptionSafe keeps the characters RFC 6749 §5.2 allows in an
+// error_description (%x20-21 / %x23-5B / %x5D-7E), dropping any other, so
+// that no description, whatever it echoes, breaks the rule.
+func DescriptionSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if !DescriptionChar(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// DescriptionChar reports whether RFC 6749 §5.2 allows r in an
+// error_description.
+func DescriptionChar(r rune) bool {
+	return r >= 0x20 && r <= 0x7e && r != '"' && r != '\\'
 }
 
 // WriteJSON writes v as a JSON body with status.

@@ -12,9 +12,10 @@ import (
 const MaxFormBody = 64 << 10
 
 // ReadForm reads and checks the body of a POSTed endpoint request: a form,
-// at most MaxFormBody, no parameter repeated (RFC 6749 §3.2), nothing in
-// the query string (credentials never travel in URLs). Empty values count
-// as absent (RFC 6749 §3.1).
+// at most MaxFormBody, no parameter repeated, not even with an empty value
+// (RFC 6749 §3.2), nothing in the query string (credentials never travel in
+// URLs). A parameter sent once with an empty value counts as absent (RFC
+// 6749 §3.1).
 func ReadForm(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || ct != "application/x-www-form-urlencoded" {
@@ -36,18 +37,11 @@ func ReadForm(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
 	}
 	form := url.Values{}
 	for k, vs := range r.PostForm {
-		var value string
-		for _, v := range vs {
-			if v == "" {
-				continue
-			}
-			if value != "" {
-				return nil, InvalidRequest("parameter " + safeParamName(k) + " is repeated")
-			}
-			value = v
+		if len(vs) > 1 {
+			return nil, InvalidRequest("parameter " + safeParamName(k) + " is repeated")
 		}
-		if value != "" {
-			form[k] = []string{value}
+		if vs[0] != "" {
+			form[k] = vs
 		}
 	}
 	return form, nil

@@ -43,10 +43,11 @@ func Intersect(want, allowed []string) []string {
 	return out
 }
 
-// QuoteScope quotes a scope token for an error description; ParseScope
-// already restricted its characters.
+// QuoteScope quotes a scope token for an error description, in single
+// quotes: RFC 6749 §5.2 allows no double quote or backslash there, and
+// ParseScope already excluded both from the token.
 func QuoteScope(s string) string {
-	return `"` + Truncate(s, 64) + `"`
+	return "'" + Truncate(s, 64) + "'"
 }
 
 // Truncate shortens s to n bytes for a log or a description, marking the

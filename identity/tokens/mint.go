@@ -38,6 +38,10 @@ type Config struct {
 	RefreshSecret []byte
 	// Audit receives token events. Default: no-op.
 	Audit *zap.Logger
+	// FamilyRevoked, if set, is called after replay detection revoked a
+	// family, so that this instance's verifiers refuse its access tokens
+	// at once (RFC 9700 §4.14.2), as an explicit revocation does.
+	FamilyRevoked func(ctx context.Context) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }

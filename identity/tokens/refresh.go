@@ -160,6 +160,11 @@ func (s *Service) replayed(ctx context.Context, g Grant, rec store.RefreshToken,
 	}
 	s.cfg.Audit.Warn("refresh token replay detected", zap.String("client_id", fam.ClientID),
 		zap.String("sub", fam.Subject), zap.String("family_id", fam.ID))
+	if s.cfg.FamilyRevoked != nil {
+		if err := s.cfg.FamilyRevoked(ctx); err != nil {
+			return nil, oauth.ServerError(err)
+		}
+	}
 	return nil, errBadRefresh(errors.New("refresh token replayed: family revoked"))
 }
 
