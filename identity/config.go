@@ -23,6 +23,9 @@ const (
 	DefaultAccessTokenLifetime = time.Hour
 	DefaultIDTokenLifetime     = 5 * time.Minute
 	DefaultHSTS                = "max-age=31536000"
+	DefaultPurgeInterval       = 10 * time.Minute
+	// purgeTimeout bounds one purge pass.
+	purgeTimeout = time.Minute
 	// retentionMargin is added to the longest token lifetime to get how
 	// long a retired key stays published: verifiers' leeway and clock skew.
 	retentionMargin = 10 * time.Minute
@@ -80,6 +83,12 @@ type Config struct {
 	// resources do.
 	APIResources []clients.APIResource
 
+	// PurgeInterval is how often expired refresh families, access-token
+	// records, revocations and stale failure counters are removed from
+	// the store. Default 10m; negative disables the purge (another
+	// instance sharing the store may do it).
+	PurgeInterval time.Duration
+
 	// Logger receives operational logs. Default: a no-op logger.
 	Logger *zap.Logger
 	// Now is the clock. Default time.Now.
@@ -100,6 +109,8 @@ type Metrics interface {
 	RequestFailed(endpoint, code string)
 	// Lockout counts a (user, source) pair locked out.
 	Lockout()
+	// Purged counts the records a purge pass removed.
+	Purged(records int64)
 }
 
 // Validate checks cfg without changing it or touching any store: the
@@ -164,6 +175,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.HSTS == "" {
 		cfg.HSTS = DefaultHSTS
+	}
+	if cfg.PurgeInterval == 0 {
+		cfg.PurgeInterval = DefaultPurgeInterval
 	}
 	if cfg.ClientIP == nil {
 		cfg.ClientIP = remoteHost

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -120,6 +121,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		defer close(s.done)
 		var wg sync.WaitGroup
 		wg.Go(func() { s.keys.Run(runCtx, cfg.Now) })
+		if cfg.PurgeInterval > 0 {
+			wg.Go(func() { s.runPurge(runCtx) })
+		}
 		s.verifier.Run(runCtx)
 		wg.Wait()
 	}()
@@ -190,6 +194,40 @@ func (s *Server) countFailed(endpoint, code string) {
 // failer is the failure path of the endpoint called name.
 func (s *Server) failer(name string) *oauth.Failer {
 	return &oauth.Failer{Endpoint: name, Log: s.log, Count: s.countFailed, Uniform: s.cfg.UniformErrorStatus}
+}
+
+// runPurge purges the store every PurgeInterval until ctx ends.
+func (s *Server) runPurge(ctx context.Context) {
+	t := time.NewTicker(s.cfg.PurgeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.purge(ctx)
+		}
+	}
+}
+
+// purge removes what has expired, in one pass bounded by purgeTimeout, and
+// counts it. A failure is logged; the next pass tries again.
+func (s *Server) purge(parent context.Context) {
+	ctx, cancel := context.WithTimeout(parent, purgeTimeout)
+	defer cancel()
+	n, err := s.store.DeleteExpired(ctx, s.cfg.Now())
+	if err != nil {
+		if parent.Err() == nil { // not the server closing
+			s.log.Error("purging expired records", zap.Error(err))
+		}
+		return
+	}
+	if n > 0 {
+		s.log.Info("expired records purged", zap.Int64("records", n))
+	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.Purged(n)
+	}
 }
 
 // Endpoint returns the handler for the request path, or nil when the path
