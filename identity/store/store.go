@@ -70,40 +70,61 @@ type Users interface {
 	Users(ctx context.Context) ([]User, error)
 }
 
-// Refresh are the refresh-token families.
+// Refresh are the refresh-token families (DESIGN.md, "Token rules"). A
+// family costs the store the same after one rotation as after ten
+// thousand: its row holds the hash of the current generation's token and
+// of the previous one (for the grace window). Families made before that
+// scheme (legacy families: a row per token, a row per access token) keep
+// working until their next rotation converts them.
 type Refresh interface {
-	// CreateRefreshFamily stores a new family with its first token and the
-	// access token issued alongside it, atomically.
-	CreateRefreshFamily(ctx context.Context, f RefreshFamily, first RefreshToken, at IssuedAccessToken) error
-	// RefreshToken returns the token with this hash and its family.
-	// ErrNotFound if there is none.
-	RefreshToken(ctx context.Context, hash []byte) (RefreshToken, RefreshFamily, error)
-	// RotateRefreshToken is the compare-and-swap of a refresh: if the token
-	// with parentHash has not been rotated and its family is not revoked, it
-	// is marked rotated at now with child's hash as its successor, child is
-	// stored in the same family, and the access token is recorded, all in one
+	// CreateRefreshFamily stores a new family: f with Generation 1, its
+	// Current hash and CurrentExpiresAt set, no Previous. ErrAlreadyExists
+	// if f.ID is taken.
+	CreateRefreshFamily(ctx context.Context, f RefreshFamily) error
+	// RefreshFamily returns the family with this id. ErrNotFound if there
+	// is none.
+	RefreshFamily(ctx context.Context, id string) (RefreshFamily, error)
+	// RotateRefreshFamily is the compare-and-swap of a refresh: if the
+	// family's Generation is still from and it is not revoked, Previous
+	// becomes Current, Current becomes next, CurrentExpiresAt becomes
+	// nextExpiresAt, Generation becomes from+1 and RotatedAt now, in one
 	// atomic step. Otherwise nothing changes and the error is
-	// ErrAlreadyRotated, ErrFamilyRevoked or ErrNotFound. Of many concurrent
-	// callers with the same parent, exactly one succeeds. ErrAlreadyExists
-	// if child's hash is taken (and nothing changes).
-	RotateRefreshToken(ctx context.Context, parentHash []byte, child RefreshToken, at IssuedAccessToken, now time.Time) error
-	// RecordAccessToken records an access token issued from a family (for
-	// a grace-window refresh, which rotates nothing), so that revoking the
-	// family revokes it too. ErrFamilyRevoked if the family is revoked,
-	// ErrNotFound if there is none.
-	RecordAccessToken(ctx context.Context, familyID string, at IssuedAccessToken) error
-	// RevokeRefreshFamily revokes a family at now, and every access token
-	// recorded for it that has not expired yet. Revoking a revoked family
+	// ErrAlreadyRotated, ErrFamilyRevoked or ErrNotFound. Of many
+	// concurrent callers with the same from, exactly one succeeds.
+	RotateRefreshFamily(ctx context.Context, id string, from int, next []byte, nextExpiresAt, now time.Time) error
+	// RevokeRefreshFamily revokes a family at now, and with it every
+	// access token issued from it: it records a Revocation with FamilyID
+	// that lasts until tokensUntil (the latest expiry of an access token
+	// the family can have issued), and, for a legacy family, revokes the
+	// access tokens recorded for it by jti. Revoking a revoked family
 	// changes nothing and is not an error; ErrNotFound if there is none.
-	RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error
+	RevokeRefreshFamily(ctx context.Context, id string, now, tokensUntil time.Time) error
+
+	// LegacyRefreshToken returns the legacy token with this hash (SHA-256
+	// of the token text) and its family. ErrNotFound if there is none.
+	LegacyRefreshToken(ctx context.Context, hash []byte) (RefreshToken, RefreshFamily, error)
+	// ConvertLegacyFamily rotates a legacy token into the constant scheme,
+	// as one compare-and-swap: if the legacy token parentHash has not been
+	// rotated and its family is not revoked, the token is marked rotated at
+	// now with next as its successor, and the family takes salt, Generation
+	// 2, Previous parentHash, Current next, CurrentExpiresAt nextExpiresAt
+	// and RotatedAt now. Otherwise nothing changes: ErrAlreadyRotated,
+	// ErrFamilyRevoked or ErrNotFound. Of many concurrent callers, exactly
+	// one succeeds. (A legacy family has one unrotated token at a time, so
+	// it converts once.)
+	ConvertLegacyFamily(ctx context.Context, parentHash, salt, next []byte, nextExpiresAt, now time.Time) error
 }
 
-// RevocationLister lists revoked access tokens; the verifier takes one.
+// RevocationLister lists revocations; the verifier takes one.
 type RevocationLister interface {
-	// Revocations lists the revoked access tokens that have not expired at
-	// now, oldest revocation first. (Here and in DeleteExpired, a record
-	// whose expiry equals now has expired, as a JWT's "exp" does.)
+	// Revocations lists the revocations that have not expired at now,
+	// oldest revocation first. (Here and in DeleteExpired, a record whose
+	// expiry equals now has expired, as a JWT's "exp" does.)
 	Revocations(ctx context.Context, now time.Time) ([]Revocation, error)
+	// RevocationsSince lists, as Revocations does, those of them revoked
+	// at since or later, for a verifier that keeps its list up to date
+	// without reading it whole.
+	RevocationsSince(ctx context.Context, since, now time.Time) ([]Revocation, error)
 }
 
 // Revocations are the revoked access tokens.
@@ -112,9 +133,16 @@ type Revocations interface {
 	// RevokeAccessToken records the revocation of the access token jti that
 	// expires at exp. Revoking twice is not an error.
 	RevokeAccessToken(ctx context.Context, jti string, exp, now time.Time) error
-	// AccessTokenRevoked reports whether the access token jti has been
-	// revoked (and the revocation not yet removed by DeleteExpired).
-	AccessTokenRevoked(ctx context.Context, jti string) (bool, error)
+	// RevokeSubject ends every session of a subject at now (a disabled
+	// user, a changed password): it revokes the subject's families, and
+	// records a Revocation with Subject and NotBefore now, lasting until
+	// tokensUntil, so that every access token of the subject issued
+	// before now is refused. Not an error when the subject has nothing.
+	RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error
+	// AccessTokenRevoked reports whether an access token is revoked: its
+	// jti, its family or its subject (issued at iat, before the subject's
+	// NotBefore), by a revocation not yet removed by DeleteExpired.
+	AccessTokenRevoked(ctx context.Context, jti, familyID, subject string, iat time.Time) (bool, error)
 }
 
 // Counters are the brute-force defence's failure counters.
@@ -195,9 +223,20 @@ type RefreshFamily struct {
 	Created   time.Time
 	ExpiresAt time.Time // absolute expiry: no token of the family lives past it
 	RevokedAt time.Time // zero unless revoked
+
+	// The constant scheme; all zero for a legacy family.
+	Salt             []byte    // random per family, mixed into successor derivation
+	Generation       int       // the current token's generation, from 1
+	Current          []byte    // hash of the current generation's token
+	CurrentExpiresAt time.Time // sliding expiry of the current token
+	Previous         []byte    // hash of the previous generation's token; nil for generation 1
+	RotatedAt        time.Time // when Current replaced Previous; zero for generation 1
 }
 
-// RefreshToken is one token of a family, stored only as a hash.
+// Legacy reports whether f is a legacy family (a row per token).
+func (f RefreshFamily) Legacy() bool { return f.Generation == 0 }
+
+// RefreshToken is one token of a legacy family, stored only as a hash.
 type RefreshToken struct {
 	Hash      []byte // SHA-256 of the token
 	FamilyID  string
@@ -208,16 +247,23 @@ type RefreshToken struct {
 	Successor []byte    // hash of the token that replaced it
 }
 
-// IssuedAccessToken names an access token issued from a refresh family.
+// IssuedAccessToken names an access token issued from a legacy family
+// (recorded by jti, so that revoking the family revokes it).
 type IssuedAccessToken struct {
 	JTI       string
 	ExpiresAt time.Time
 }
 
-// Revocation is a revoked access token.
+// Revocation revokes access tokens: one (JTI), every one issued from a
+// refresh family (FamilyID, the tokens' "fid" claim), or every one of a
+// subject issued before NotBefore (Subject). Exactly one of JTI, FamilyID
+// and Subject is set.
 type Revocation struct {
 	JTI       string
-	ExpiresAt time.Time
+	FamilyID  string
+	Subject   string
+	NotBefore time.Time // with Subject: tokens issued before it are revoked
+	ExpiresAt time.Time // no token it covers lives past it; then it is removed
 	RevokedAt time.Time
 }
 
@@ -232,3 +278,12 @@ type Counter struct {
 
 // Locked reports whether the counter's key is locked at now.
 func (c Counter) Locked(now time.Time) bool { return now.Before(c.LockedUntil) }
+
+// LegacySeeder is implemented by a backend that can hold legacy families
+// (those made before the constant scheme), so that the conformance suite
+// can test their conversion. Only tests call it.
+type LegacySeeder interface {
+	// SeedLegacyFamily stores a legacy family with its tokens and the
+	// access tokens recorded for it.
+	SeedLegacyFamily(ctx context.Context, f RefreshFamily, tokens []RefreshToken, ats []IssuedAccessToken) error
+}

@@ -86,6 +86,36 @@ var migrations = [][]string{
 		) STRICT`,
 		`CREATE INDEX failure_counters_window_start ON failure_counters (window_start)`,
 	},
+	// 3: constant-size refresh families (the current and previous
+	// generations' hashes in the family row; families of version 2 stay
+	// legacy, generation 0, until their next rotation converts them),
+	// revocations of whole families and of subjects, and an index for
+	// incremental revocation reads.
+	{
+		`ALTER TABLE refresh_families ADD COLUMN salt BLOB`,
+		`ALTER TABLE refresh_families ADD COLUMN generation INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE refresh_families ADD COLUMN current_hash BLOB`,
+		`ALTER TABLE refresh_families ADD COLUMN current_expires_at INTEGER`,
+		`ALTER TABLE refresh_families ADD COLUMN previous_hash BLOB`,
+		`ALTER TABLE refresh_families ADD COLUMN rotated_at INTEGER`,
+		`CREATE INDEX refresh_families_subject ON refresh_families (subject)`,
+		`CREATE TABLE family_revocations (
+			family_id  TEXT NOT NULL PRIMARY KEY,
+			expires_at INTEGER NOT NULL,
+			revoked_at INTEGER NOT NULL
+		) STRICT`,
+		`CREATE INDEX family_revocations_expires_at ON family_revocations (expires_at)`,
+		`CREATE INDEX family_revocations_revoked_at ON family_revocations (revoked_at)`,
+		`CREATE TABLE subject_revocations (
+			subject    TEXT NOT NULL PRIMARY KEY,
+			not_before INTEGER NOT NULL,
+			expires_at INTEGER NOT NULL,
+			revoked_at INTEGER NOT NULL
+		) STRICT`,
+		`CREATE INDEX subject_revocations_expires_at ON subject_revocations (expires_at)`,
+		`CREATE INDEX subject_revocations_revoked_at ON subject_revocations (revoked_at)`,
+		`CREATE INDEX revocations_revoked_at ON revocations (revoked_at)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

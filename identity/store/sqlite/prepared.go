@@ -16,7 +16,8 @@ import (
 // transaction would wait for the connection that transaction holds.)
 type prepared struct {
 	// on the readers
-	refreshToken  *sql.Stmt // refreshTokenQuery
+	family        *sql.Stmt // familyQuery
+	legacyToken   *sql.Stmt // legacyTokenQuery
 	user          *sql.Stmt // userQuery
 	userBySubject *sql.Stmt // userBySubjectQuery
 	tokenRevoked  *sql.Stmt // tokenRevokedQuery
@@ -24,9 +25,7 @@ type prepared struct {
 	// on the writer
 	savepoint, release, rollbackTo *sql.Stmt // around each write of a batch
 
-	rotate             *sql.Stmt // rotateQuery
-	insertRefreshToken *sql.Stmt // insertRefreshTokenQuery
-	insertAccessToken  *sql.Stmt // insertAccessTokenQuery
+	rotateFamily *sql.Stmt // rotateFamilyQuery
 
 	all []*sql.Stmt
 }
@@ -39,16 +38,15 @@ func (p *prepared) prepare(ctx context.Context, r, w *sql.DB) error {
 		db    *sql.DB
 		query string
 	}{
-		{&p.refreshToken, r, refreshTokenQuery},
+		{&p.family, r, familyQuery},
+		{&p.legacyToken, r, legacyTokenQuery},
 		{&p.user, r, userQuery},
 		{&p.userBySubject, r, userBySubjectQuery},
 		{&p.tokenRevoked, r, tokenRevokedQuery},
 		{&p.savepoint, w, `SAVEPOINT write`},
 		{&p.release, w, `RELEASE write`},
 		{&p.rollbackTo, w, `ROLLBACK TO write`},
-		{&p.rotate, w, rotateQuery},
-		{&p.insertRefreshToken, w, insertRefreshTokenQuery},
-		{&p.insertAccessToken, w, insertAccessTokenQuery},
+		{&p.rotateFamily, w, rotateFamilyQuery},
 	} {
 		stmt, err := st.db.PrepareContext(ctx, st.query)
 		if err != nil {

@@ -10,28 +10,56 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
-// CreateRefreshFamily stores a new family with its first token and the
-// access token issued alongside it, in one transaction. first.FamilyID may be
-// empty (it is set to f.ID). ErrAlreadyExists if the family ID, the token
-// hash or the access token's JTI is taken.
-func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, first store.RefreshToken, at store.IssuedAccessToken) error {
-	if first.FamilyID != "" && first.FamilyID != f.ID {
-		return fmt.Errorf("creating refresh family %q: first token belongs to family %q", f.ID, first.FamilyID)
+// familyColumns are the columns of a refresh family, in scanFamily's order.
+const familyColumns = `f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at,
+	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at`
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanFamily reads familyColumns, after the extra destinations before.
+func scanFamily(row scanner, before ...any) (store.RefreshFamily, error) {
+	var (
+		f                                   store.RefreshFamily
+		scopes                              string
+		authTime, created, expires, revoked sql.NullInt64
+		currentExpires, rotated             sql.NullInt64
+		salt, current, previous             []byte
+	)
+	dest := append(before, &f.ID, &f.ClientID, &f.Subject, &scopes, &authTime, &created, &expires, &revoked,
+		&salt, &f.Generation, &current, &currentExpires, &previous, &rotated)
+	if err := row.Scan(dest...); err != nil {
+		return store.RefreshFamily{}, err
 	}
-	first.FamilyID = f.ID
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO refresh_families
-			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			f.ID, f.ClientID, f.Subject, encodeList(f.Scopes), millis(f.AuthTime), millis(f.Created),
-			millis(f.ExpiresAt), millis(f.RevokedAt)); err != nil {
-			return err
-		}
-		if err := s.insertRefreshToken(ctx, tx, first); err != nil {
-			return err
-		}
-		return s.insertAccessToken(ctx, tx, f.ID, at)
-	})
+	var err error
+	if f.Scopes, err = decodeList(scopes); err != nil {
+		return store.RefreshFamily{}, fmt.Errorf("refresh family %q: scopes: %w", f.ID, err)
+	}
+	f.AuthTime, f.Created, f.ExpiresAt, f.RevokedAt = fromMillis(authTime), fromMillis(created), fromMillis(expires), fromMillis(revoked)
+	f.Salt, f.Current, f.Previous = nonEmpty(salt), nonEmpty(current), nonEmpty(previous)
+	f.CurrentExpiresAt, f.RotatedAt = fromMillis(currentExpires), fromMillis(rotated)
+	return f, nil
+}
+
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// CreateRefreshFamily stores a new family of the constant scheme.
+// ErrAlreadyExists if its ID is taken.
+func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily) error {
+	if f.Generation != 1 || len(f.Current) == 0 || len(f.Previous) != 0 {
+		return fmt.Errorf("creating refresh family %q: a new family has generation 1, a current hash and no previous one", f.ID)
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO refresh_families
+		(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
+		 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)`,
+		f.ID, f.ClientID, f.Subject, encodeList(f.Scopes), millis(f.AuthTime), millis(f.Created),
+		millis(f.ExpiresAt), millis(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), millis(f.CurrentExpiresAt))
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
 	}
@@ -41,89 +69,185 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 	return nil
 }
 
-// refreshTokenQuery reads a refresh token and its family by the token's hash.
-const refreshTokenQuery = `SELECT
-		t.hash, t.family_id, t.parent, t.issued_at, t.expires_at, t.rotated_at, t.successor,
-		f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at
-	FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id
-	WHERE t.hash = ?`
+// familyQuery reads a family by id.
+const familyQuery = `SELECT ` + familyColumns + ` FROM refresh_families f WHERE f.id = ?`
 
-// RefreshToken returns the token with this hash and its family. ErrNotFound
-// if there is none.
-func (s *Store) RefreshToken(ctx context.Context, hash []byte) (store.RefreshToken, store.RefreshFamily, error) {
+// RefreshFamily returns the family with this id. ErrNotFound if there is
+// none.
+func (s *Store) RefreshFamily(ctx context.Context, id string) (store.RefreshFamily, error) {
+	f, err := scanFamily(s.q.family.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.RefreshFamily{}, fmt.Errorf("reading refresh family: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.RefreshFamily{}, fmt.Errorf("reading refresh family: %w", err)
+	}
+	return f, nil
+}
+
+// rotateFamilyQuery is the compare-and-swap of a rotation: it moves the
+// generation on, unless it has moved already or the family is revoked.
+const rotateFamilyQuery = `UPDATE refresh_families SET previous_hash = current_hash, current_hash = ?,
+	current_expires_at = ?, generation = generation + 1, rotated_at = ?
+	WHERE id = ? AND generation = ? AND revoked_at IS NULL`
+
+// RotateRefreshFamily is the compare-and-swap of a refresh in one
+// statement: of many callers with the same from, exactly one changes the
+// row; the others learn why from the same transaction.
+func (s *Store) RotateRefreshFamily(ctx context.Context, id string, from int, next []byte, nextExpiresAt, now time.Time) error {
+	if from < 1 {
+		return fmt.Errorf("rotating refresh family %q: generation %d is not of the constant scheme", id, from)
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.q.rotateFamily).ExecContext(ctx,
+			blob(next), millis(nextExpiresAt), millis(now), id, from)
+		if err != nil {
+			return err
+		}
+		if err := oneRow(res); !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		var (
+			generation int
+			revoked    sql.NullInt64
+		)
+		err = tx.QueryRowContext(ctx, `SELECT generation, revoked_at FROM refresh_families WHERE id = ?`, id).Scan(&generation, &revoked)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return store.ErrNotFound
+		case err != nil:
+			return err
+		case revoked.Valid:
+			return store.ErrFamilyRevoked
+		case generation != from:
+			return store.ErrAlreadyRotated
+		}
+		return errors.New("compare-and-swap failed with the family neither rotated nor revoked")
+	})
+	if err != nil {
+		return fmt.Errorf("rotating refresh family %q: %w", id, err)
+	}
+	return nil
+}
+
+// RevokeRefreshFamily revokes a family at now and, in the same
+// transaction, records the family's revocation until tokensUntil and
+// revokes the access tokens recorded for a legacy family. Revoking a
+// revoked family changes nothing; ErrNotFound if there is none.
+func (s *Store) RevokeRefreshFamily(ctx context.Context, id string, now, tokensUntil time.Time) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = ?
+			WHERE id = ? AND revoked_at IS NULL`, millis(now), id)
+		if err != nil {
+			return err
+		}
+		if err := oneRow(res); err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			// Revoked before, or not there at all.
+			var exists bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM refresh_families WHERE id = ?)`, id).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return store.ErrNotFound
+			}
+			return nil
+		}
+		return revokeFamiliesTx(ctx, tx, `f.id = ?`, []any{id}, now, tokensUntil)
+	})
+	if err != nil {
+		return fmt.Errorf("revoking refresh family %q: %w", id, err)
+	}
+	return nil
+}
+
+// revokeFamiliesTx records, within a write transaction, the revocations of
+// the families just revoked at now that match where (on refresh_families
+// f): each family until tokensUntil, and the recorded access tokens of
+// legacy ones by jti.
+func revokeFamiliesTx(ctx context.Context, tx *sql.Tx, where string, args []any, now, tokensUntil time.Time) error {
+	n := millis(now)
+	q := `INSERT INTO family_revocations (family_id, expires_at, revoked_at)
+		SELECT f.id, ?, ? FROM refresh_families f WHERE f.revoked_at = ? AND ` + where + `
+		ON CONFLICT (family_id) DO NOTHING`
+	if _, err := tx.ExecContext(ctx, q, append([]any{millis(tokensUntil), n, n}, args...)...); err != nil {
+		return err
+	}
+	// WHERE before ON CONFLICT keeps SQLite from reading ON as a join.
+	q = `INSERT INTO revocations (jti, expires_at, revoked_at)
+		SELECT a.jti, a.expires_at, ? FROM family_access_tokens a JOIN refresh_families f ON f.id = a.family_id
+		WHERE a.expires_at > ? AND f.revoked_at = ? AND ` + where + `
+		ON CONFLICT (jti) DO NOTHING`
+	_, err := tx.ExecContext(ctx, q, append([]any{n, n, n}, args...)...)
+	return err
+}
+
+// legacyTokenQuery reads a legacy refresh token and its family by the
+// token's hash.
+const legacyTokenQuery = `SELECT t.hash, t.family_id, t.parent, t.issued_at, t.expires_at, t.rotated_at, t.successor, ` +
+	familyColumns + ` FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = ?`
+
+// LegacyRefreshToken returns the legacy token with this hash and its
+// family. ErrNotFound if there is none.
+func (s *Store) LegacyRefreshToken(ctx context.Context, hash []byte) (store.RefreshToken, store.RefreshFamily, error) {
 	var (
-		t                                    store.RefreshToken
-		f                                    store.RefreshFamily
-		scopes                               string
-		issued, expires, rotated             sql.NullInt64
-		authTime, created, fexpires, revoked sql.NullInt64
+		t                        store.RefreshToken
+		issued, expires, rotated sql.NullInt64
 	)
-	err := s.q.refreshToken.QueryRowContext(ctx, hash).Scan(
-		&t.Hash, &t.FamilyID, &t.Parent, &issued, &expires, &rotated, &t.Successor,
-		&f.ID, &f.ClientID, &f.Subject, &scopes, &authTime, &created, &fexpires, &revoked)
+	f, err := scanFamily(s.q.legacyToken.QueryRowContext(ctx, hash),
+		&t.Hash, &t.FamilyID, &t.Parent, &issued, &expires, &rotated, &t.Successor)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.RefreshToken{}, store.RefreshFamily{}, fmt.Errorf("reading refresh token: %w", store.ErrNotFound)
 	}
 	if err != nil {
 		return store.RefreshToken{}, store.RefreshFamily{}, fmt.Errorf("reading refresh token: %w", err)
 	}
-	if f.Scopes, err = decodeList(scopes); err != nil {
-		return store.RefreshToken{}, store.RefreshFamily{}, fmt.Errorf("reading refresh family %q: scopes: %w", f.ID, err)
-	}
 	t.IssuedAt, t.ExpiresAt, t.RotatedAt = fromMillis(issued), fromMillis(expires), fromMillis(rotated)
-	f.AuthTime, f.Created = fromMillis(authTime), fromMillis(created)
-	f.ExpiresAt, f.RevokedAt = fromMillis(fexpires), fromMillis(revoked)
+	t.Parent, t.Successor = nonEmpty(t.Parent), nonEmpty(t.Successor)
 	return t, f, nil
 }
 
-// rotateQuery is the compare-and-swap of a rotation: it marks the parent
-// rotated, with its successor, unless it is rotated or its family revoked.
-const rotateQuery = `UPDATE refresh_tokens SET rotated_at = ?, successor = ?
+// rotateLegacyQuery marks a legacy token rotated, with its successor,
+// unless it is rotated or its family revoked.
+const rotateLegacyQuery = `UPDATE refresh_tokens SET rotated_at = ?, successor = ?
 	WHERE hash = ? AND rotated_at IS NULL AND EXISTS (
 		SELECT 1 FROM refresh_families f
 		WHERE f.id = refresh_tokens.family_id AND f.revoked_at IS NULL)
 	RETURNING family_id`
 
-// RotateRefreshToken is the compare-and-swap of a refresh, in one
-// transaction: the UPDATE only matches a parent that is not rotated and whose
-// family is not revoked, so of many callers exactly one changes a row; the
-// others learn why from the same transaction. child.FamilyID may be empty
-// and child.Parent is set to parentHash.
-func (s *Store) RotateRefreshToken(ctx context.Context, parentHash []byte, child store.RefreshToken, at store.IssuedAccessToken, now time.Time) error {
+// ConvertLegacyFamily rotates a legacy token into the constant scheme, in
+// one transaction whose first statement is the compare-and-swap.
+func (s *Store) ConvertLegacyFamily(ctx context.Context, parentHash, salt, next []byte, nextExpiresAt, now time.Time) error {
 	var familyID string
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := tx.StmtContext(ctx, s.q.rotate).QueryRowContext(ctx,
-			millis(now), blob(child.Hash), parentHash).Scan(&familyID)
+		err := tx.QueryRowContext(ctx, rotateLegacyQuery, millis(now), blob(next), parentHash).Scan(&familyID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return whyNotRotated(ctx, tx, parentHash)
 		}
 		if err != nil {
 			return err
 		}
-		if child.FamilyID != "" && child.FamilyID != familyID {
-			return fmt.Errorf("child token belongs to family %q", child.FamilyID)
-		}
-		child.FamilyID = familyID
-		child.Parent = parentHash
-		if err := s.insertRefreshToken(ctx, tx, child); err != nil {
+		res, err := tx.ExecContext(ctx, `UPDATE refresh_families SET salt = ?, generation = 2, previous_hash = ?,
+			current_hash = ?, current_expires_at = ?, rotated_at = ? WHERE id = ? AND generation = 0`,
+			blob(salt), parentHash, blob(next), millis(nextExpiresAt), millis(now), familyID)
+		if err != nil {
 			return err
 		}
-		return s.insertAccessToken(ctx, tx, familyID, at)
+		return oneRow(res)
 	})
-	if isUnique(err) {
-		err = store.ErrAlreadyExists
-	}
 	if err != nil {
 		if familyID != "" {
-			return fmt.Errorf("rotating refresh token of family %q: %w", familyID, err)
+			return fmt.Errorf("converting refresh family %q: %w", familyID, err)
 		}
-		return fmt.Errorf("rotating refresh token: %w", err)
+		return fmt.Errorf("converting a legacy refresh family: %w", err)
 	}
 	return nil
 }
 
-// whyNotRotated tells why the rotation of the token with parentHash changed
-// nothing: store.ErrNotFound, ErrFamilyRevoked or ErrAlreadyRotated.
+// whyNotRotated tells why the rotation of the legacy token with parentHash
+// changed nothing: store.ErrNotFound, ErrFamilyRevoked or ErrAlreadyRotated.
 func whyNotRotated(ctx context.Context, tx *sql.Tx, parentHash []byte) error {
 	var rotated, revoked sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT t.rotated_at, f.revoked_at
@@ -142,94 +266,32 @@ func whyNotRotated(ctx context.Context, tx *sql.Tx, parentHash []byte) error {
 	return errors.New("compare-and-swap failed with the token neither rotated nor revoked")
 }
 
-// RecordAccessToken records an access token issued from a family, so that
-// revoking the family revokes it too. ErrNotFound if there is no such family,
-// ErrFamilyRevoked if it is revoked.
-func (s *Store) RecordAccessToken(ctx context.Context, familyID string, at store.IssuedAccessToken) error {
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var revoked sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM refresh_families WHERE id = ?`, familyID).Scan(&revoked)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return store.ErrNotFound
-		case err != nil:
-			return err
-		case revoked.Valid:
-			return store.ErrFamilyRevoked
-		}
-		return s.insertAccessToken(ctx, tx, familyID, at)
-	})
-	if isUnique(err) {
-		err = store.ErrAlreadyExists
-	}
-	if err != nil {
-		return fmt.Errorf("recording access token of refresh family %q: %w", familyID, err)
-	}
-	return nil
-}
-
-// RevokeRefreshFamily revokes a family at now and, in the same transaction,
-// revokes every access token recorded for it that has not expired at now.
-// Revoking a revoked family changes nothing; ErrNotFound if there is none.
-func (s *Store) RevokeRefreshFamily(ctx context.Context, familyID string, now time.Time) error {
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = ?
-			WHERE id = ? AND revoked_at IS NULL`, millis(now), familyID)
-		if err != nil {
+// SeedLegacyFamily stores a legacy family (generation 0) with its tokens
+// and recorded access tokens, as a database of schema version 2 holds
+// them. Only tests call it (store.LegacySeeder).
+func (s *Store) SeedLegacyFamily(ctx context.Context, f store.RefreshFamily, tokens []store.RefreshToken, ats []store.IssuedAccessToken) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO refresh_families
+			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			f.ID, f.ClientID, f.Subject, encodeList(f.Scopes), millis(f.AuthTime), millis(f.Created),
+			millis(f.ExpiresAt), millis(f.RevokedAt)); err != nil {
 			return err
 		}
-		if err := oneRow(res); err != nil {
-			if !errors.Is(err, store.ErrNotFound) {
+		for _, t := range tokens {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO refresh_tokens
+				(hash, family_id, parent, issued_at, expires_at, rotated_at, successor) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				blob(t.Hash), f.ID, blob(t.Parent), millis(t.IssuedAt), millis(t.ExpiresAt),
+				millis(t.RotatedAt), blob(t.Successor)); err != nil {
 				return err
 			}
-			// Revoked before, or not there at all.
-			var exists bool
-			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM refresh_families WHERE id = ?)`,
-				familyID).Scan(&exists)
-			if err != nil {
-				return err
-			}
-			if !exists {
-				return store.ErrNotFound
-			}
-			return nil
 		}
-		// WHERE before ON CONFLICT keeps SQLite from reading ON as a join.
-		_, err = tx.ExecContext(ctx, `INSERT INTO revocations (jti, expires_at, revoked_at)
-			SELECT jti, expires_at, ? FROM family_access_tokens
-			WHERE family_id = ? AND expires_at > ?
-			ON CONFLICT (jti) DO NOTHING`, millis(now), familyID, millis(now))
-		return err
+		for _, at := range ats {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO family_access_tokens (jti, family_id, expires_at) VALUES (?, ?, ?)`,
+				at.JTI, f.ID, millis(at.ExpiresAt)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("revoking refresh family %q: %w", familyID, err)
-	}
-	return nil
-}
-
-// insertRefreshTokenQuery stores a refresh token.
-const insertRefreshTokenQuery = `INSERT INTO refresh_tokens
-	(hash, family_id, parent, issued_at, expires_at, rotated_at, successor)
-	VALUES (?, ?, ?, ?, ?, ?, ?)`
-
-// insertRefreshToken stores t, within the write transaction tx.
-func (s *Store) insertRefreshToken(ctx context.Context, tx *sql.Tx, t store.RefreshToken) error {
-	_, err := tx.StmtContext(ctx, s.q.insertRefreshToken).ExecContext(ctx,
-		blob(t.Hash), t.FamilyID, blob(t.Parent), millis(t.IssuedAt), millis(t.ExpiresAt),
-		millis(t.RotatedAt), blob(t.Successor))
-	return err
-}
-
-// insertAccessTokenQuery records an access token issued from a family.
-const insertAccessTokenQuery = `INSERT INTO family_access_tokens (jti, family_id, expires_at)
-	VALUES (?, ?, ?)`
-
-// insertAccessToken records at as issued from the family familyID, within
-// the write transaction tx.
-func (s *Store) insertAccessToken(ctx context.Context, tx *sql.Tx, familyID string, at store.IssuedAccessToken) error {
-	if at.JTI == "" {
-		return errors.New("access token has no jti")
-	}
-	_, err := tx.StmtContext(ctx, s.q.insertAccessToken).ExecContext(ctx, at.JTI, familyID, millis(at.ExpiresAt))
-	return err
 }

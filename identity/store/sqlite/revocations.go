@@ -21,11 +21,55 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 	return nil
 }
 
-// Revocations lists the revoked access tokens that have not expired at now
-// (an access token expiring at now has expired), oldest revocation first.
+// RevokeSubject revokes, in one transaction, the subject's live families
+// (with their revocations, as RevokeRefreshFamily records them) and
+// records the subject's not-before time. A later revocation of the same
+// subject moves NotBefore and the expiry on, never back.
+func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = ?
+			WHERE subject = ? AND revoked_at IS NULL`, millis(now), subject); err != nil {
+			return err
+		}
+		if err := revokeFamiliesTx(ctx, tx, `f.subject = ?`, []any{subject}, now, tokensUntil); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO subject_revocations (subject, not_before, expires_at, revoked_at)
+			VALUES (?, ?, ?, ?)
+			ON CONFLICT (subject) DO UPDATE SET not_before = max(not_before, excluded.not_before),
+				expires_at = max(expires_at, excluded.expires_at), revoked_at = excluded.revoked_at`,
+			subject, millis(now), millis(tokensUntil), millis(now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("revoking the sessions of subject %q: %w", subject, err)
+	}
+	return nil
+}
+
+// revocationsQuery lists the three kinds of revocation revoked at ?1 or
+// later and not expired at ?2, oldest revocation first.
+const revocationsQuery = `SELECT jti, '', '', NULL, expires_at, revoked_at FROM revocations
+		WHERE revoked_at >= ?1 AND expires_at > ?2
+	UNION ALL SELECT '', family_id, '', NULL, expires_at, revoked_at FROM family_revocations
+		WHERE revoked_at >= ?1 AND expires_at > ?2
+	UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at FROM subject_revocations
+		WHERE revoked_at >= ?1 AND expires_at > ?2
+	ORDER BY 6, 1, 2, 3`
+
+// Revocations lists the revocations that have not expired at now (one
+// expiring at now has expired), oldest revocation first.
 func (s *Store) Revocations(ctx context.Context, now time.Time) ([]store.Revocation, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT jti, expires_at, revoked_at FROM revocations
-		WHERE expires_at > ? ORDER BY revoked_at, jti`, millis(now))
+	return s.revocations(ctx, sql.NullInt64{Valid: true, Int64: -1 << 62}, now)
+}
+
+// RevocationsSince lists those revoked at since or later.
+func (s *Store) RevocationsSince(ctx context.Context, since, now time.Time) ([]store.Revocation, error) {
+	return s.revocations(ctx, sql.NullInt64{Valid: true, Int64: since.UnixMilli()}, now)
+}
+
+func (s *Store) revocations(ctx context.Context, since sql.NullInt64, now time.Time) ([]store.Revocation, error) {
+	rows, err := s.r.QueryContext(ctx, revocationsQuery, since, millis(now))
 	if err != nil {
 		return nil, fmt.Errorf("listing revocations: %w", err)
 	}
@@ -33,13 +77,13 @@ func (s *Store) Revocations(ctx context.Context, now time.Time) ([]store.Revocat
 	var revs []store.Revocation
 	for rows.Next() {
 		var (
-			r            store.Revocation
-			exp, revoked sql.NullInt64
+			r                 store.Revocation
+			nbf, exp, revoked sql.NullInt64
 		)
-		if err := rows.Scan(&r.JTI, &exp, &revoked); err != nil {
+		if err := rows.Scan(&r.JTI, &r.FamilyID, &r.Subject, &nbf, &exp, &revoked); err != nil {
 			return nil, fmt.Errorf("listing revocations: %w", err)
 		}
-		r.ExpiresAt, r.RevokedAt = fromMillis(exp), fromMillis(revoked)
+		r.NotBefore, r.ExpiresAt, r.RevokedAt = fromMillis(nbf), fromMillis(exp), fromMillis(revoked)
 		revs = append(revs, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -48,25 +92,29 @@ func (s *Store) Revocations(ctx context.Context, now time.Time) ([]store.Revocat
 	return revs, nil
 }
 
-// tokenRevokedQuery tells whether an access token's revocation is stored.
-const tokenRevokedQuery = `SELECT EXISTS (SELECT 1 FROM revocations WHERE jti = ?)`
+// tokenRevokedQuery tells whether an access token is revoked by its jti,
+// its family or its subject (issued at ?4, before the subject's
+// not-before time).
+const tokenRevokedQuery = `SELECT EXISTS (SELECT 1 FROM revocations WHERE jti = ?1)
+	OR EXISTS (SELECT 1 FROM family_revocations WHERE ?2 != '' AND family_id = ?2)
+	OR EXISTS (SELECT 1 FROM subject_revocations WHERE subject = ?3 AND not_before > ?4)`
 
-// AccessTokenRevoked reports whether the access token jti has been revoked,
-// by RevokeAccessToken or with its family, and the revocation is still
-// stored (DeleteExpired removes it once the token has expired).
-func (s *Store) AccessTokenRevoked(ctx context.Context, jti string) (bool, error) {
+// AccessTokenRevoked reports whether an access token is revoked and the
+// revocation still stored (DeleteExpired removes it once every token it
+// covers has expired).
+func (s *Store) AccessTokenRevoked(ctx context.Context, jti, familyID, subject string, iat time.Time) (bool, error) {
 	var revoked bool
-	if err := s.q.tokenRevoked.QueryRowContext(ctx, jti).Scan(&revoked); err != nil {
+	if err := s.q.tokenRevoked.QueryRowContext(ctx, jti, familyID, subject, iat.UnixMilli()).Scan(&revoked); err != nil {
 		return false, fmt.Errorf("reading revocation of access token %q: %w", jti, err)
 	}
 	return revoked, nil
 }
 
 // DeleteExpired removes, in one transaction, what has expired at now: refresh
-// families past their absolute expiry with their tokens and recorded access
-// tokens, the records of expired access tokens, and the revocations of
-// expired access tokens. It returns how many rows it removed. It also
-// removes the stale failure counters (see deleteStaleCounters), which it
+// families past their absolute expiry with their legacy tokens and recorded
+// access tokens, the records of expired access tokens, and the revocations
+// whose tokens have all expired. It returns how many rows it removed. It
+// also removes the stale failure counters (see deleteStaleCounters), which it
 // does not count.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 	n := millis(now)
@@ -80,6 +128,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 			(SELECT id FROM refresh_families WHERE expires_at <= ?)`, []any{n, n}},
 		{`DELETE FROM refresh_families WHERE expires_at <= ?`, []any{n}},
 		{`DELETE FROM revocations WHERE expires_at <= ?`, []any{n}},
+		{`DELETE FROM family_revocations WHERE expires_at <= ?`, []any{n}},
+		{`DELETE FROM subject_revocations WHERE expires_at <= ?`, []any{n}},
 	}
 	var total int64
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
