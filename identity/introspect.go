@@ -8,8 +8,6 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
-	"github.com/gatehouse/gatehouse/identity/store"
-	"github.com/gatehouse/gatehouse/identity/tokens"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
@@ -89,16 +87,15 @@ func (s *Server) introspectAccess(r *http.Request, caller clients.Caller, token 
 		return nil, nil
 	}
 	// Authoritative: read the store, not the verifier's periodic copy.
-	if id.JTI != "" {
-		revoked, err := s.store.AccessTokenRevoked(r.Context(), id.JTI)
-		if err != nil {
-			return nil, err
-		}
-		if revoked {
-			return nil, nil
-		}
-	}
 	claims := id.Claims()
+	fid, _ := claims["fid"].(string)
+	revoked, err := s.store.AccessTokenRevoked(r.Context(), id.JTI, fid, id.Subject, id.IssuedAt)
+	if err != nil {
+		return nil, err
+	}
+	if revoked {
+		return nil, nil
+	}
 	if caller.Resource != "" && !audienceHolds(claims["aud"], caller.Resource) {
 		return nil, nil
 	}
@@ -114,23 +111,20 @@ func (s *Server) introspectAccess(r *http.Request, caller clients.Caller, token 
 // introspectRefresh answers for a refresh token of the calling client;
 // nil when it is not an active one.
 func (s *Server) introspectRefresh(r *http.Request, caller clients.Caller, token string) (map[string]any, error) {
-	if caller.Client == nil || len(token) > tokens.MaxRefreshTokenLen {
+	if caller.Client == nil {
 		return nil, nil
 	}
-	rec, fam, err := s.store.RefreshToken(r.Context(), tokens.HashToken(token))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	} else if err != nil {
+	fam, exp, ok, err := s.tokens.Lookup(r.Context(), token)
+	if err != nil || !ok || fam.ClientID != caller.Client.ID {
 		return nil, err
 	}
-	now := s.cfg.Now()
-	if fam.ClientID != caller.Client.ID || !fam.RevokedAt.IsZero() || !rec.RotatedAt.IsZero() ||
-		!now.Before(rec.ExpiresAt) || !now.Before(fam.ExpiresAt) {
-		return nil, nil
+	iat := fam.RotatedAt
+	if iat.IsZero() {
+		iat = fam.Created
 	}
 	return map[string]any{
 		"active": true, "token_type": "refresh_token", "client_id": fam.ClientID, "sub": fam.Subject,
-		"scope": strings.Join(fam.Scopes, " "), "iat": rec.IssuedAt.Unix(), "exp": rec.ExpiresAt.Unix(), "iss": s.cfg.Issuer,
+		"scope": strings.Join(fam.Scopes, " "), "iat": iat.Unix(), "exp": exp.Unix(), "iss": s.cfg.Issuer,
 	}, nil
 }
 

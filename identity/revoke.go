@@ -1,7 +1,6 @@
 package identity
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -9,8 +8,6 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
-	"github.com/gatehouse/gatehouse/identity/store"
-	"github.com/gatehouse/gatehouse/identity/tokens"
 )
 
 // serveRevocation is POST /connect/revocation (RFC 7009). A refresh token
@@ -67,20 +64,15 @@ func (s *Server) serveRevocation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeRefresh(r *http.Request, c *clients.Client, token string) error {
-	if len(token) > tokens.MaxRefreshTokenLen {
-		return nil
-	}
-	_, fam, err := s.store.RefreshToken(r.Context(), tokens.HashToken(token))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return err
+	fam, _, ok, err := s.tokens.Lookup(r.Context(), token)
+	if err != nil || !ok {
+		return err // unknown, expired or revoked: nothing to do (RFC 7009 §2.2)
 	}
 	if fam.ClientID != c.ID {
 		s.log.Debug("revocation of another client's token ignored", zap.String("client_id", c.ID))
 		return nil
 	}
-	if err := s.store.RevokeRefreshFamily(r.Context(), fam.ID, s.cfg.Now()); err != nil {
+	if err := s.tokens.Revoke(r.Context(), fam.ID); err != nil {
 		return err
 	}
 	s.audit.Info("refresh token revoked", zap.String("client_id", c.ID), zap.String("sub", fam.Subject), zap.String("family_id", fam.ID))

@@ -77,18 +77,15 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err := s.keys.Sync(ctx, cfg.Now()); err != nil {
 		return nil, err
 	}
-	refreshSecret, err := st.Secret(ctx, tokens.RefreshSecretName, func() ([]byte, error) {
-		b := make([]byte, 32)
-		_, err := rand.Read(b)
-		return b, err
-	})
+	refreshSecret, err := loadSecret(ctx, st, tokens.RefreshSecretName, cfg.Keys.EncryptionKey)
 	if err != nil {
 		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
 	}
 	s.tokens, err = tokens.NewService(tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
-		FamilyRevoked: func(ctx context.Context) error { return s.verifier.RefreshRevocations(ctx) },
+		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime),
+		FamilyRevoked:     func(ctx context.Context) error { return s.verifier.RefreshRevocations(ctx) },
 	})
 	if err != nil {
 		return nil, err
@@ -128,6 +125,23 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		wg.Wait()
 	}()
 	return s, nil
+}
+
+// loadSecret reads the server secret called name, creating it on first
+// start: 32 random bytes, sealed with kek like the signing keys (so a
+// stolen store without the key encryption key yields nothing).
+func loadSecret(ctx context.Context, st store.Secrets, name string, kek []byte) ([]byte, error) {
+	stored, err := st.Secret(ctx, name, func() ([]byte, error) {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		return keys.SealSecret(kek, b, name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keys.OpenSecret(kek, stored, name)
 }
 
 // route builds the endpoints under the issuer's path.

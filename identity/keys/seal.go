@@ -74,3 +74,11 @@ func newAEAD(kek []byte) (cipher.AEAD, error) {
 	}
 	return cipher.NewGCM(block)
 }
+
+// SealSecret seals a server secret called name with kek, as private keys
+// are sealed (the name is the associated data); nil kek keeps it as is.
+func SealSecret(kek, secret []byte, name string) ([]byte, error) { return sealKey(kek, secret, name) }
+
+// OpenSecret opens a server secret that SealSecret sealed; one stored in
+// the clear is returned as is.
+func OpenSecret(kek, stored []byte, name string) ([]byte, error) { return openKey(kek, stored, name) }

@@ -23,6 +23,9 @@ type accessClaims struct {
 	ClientID  string `json:"client_id"`
 	Scope     string `json:"scope,omitempty"`
 	AuthTime  int64  `json:"auth_time,omitempty"`
+	// FamilyID names the refresh-token family the token was issued from,
+	// so that revoking the family revokes it without a record of its own.
+	FamilyID string `json:"fid,omitempty"`
 	ProfileClaims
 }
 

@@ -36,6 +36,10 @@ type Config struct {
 	// RefreshSecret derives refresh-token successors; every instance
 	// sharing the store must use the same one. Required.
 	RefreshSecret []byte
+	// MaxAccessLifetime is the longest lifetime of an access token any
+	// client gets: a revoked family's revocation lasts that long.
+	// Required.
+	MaxAccessLifetime time.Duration
 	// Audit receives token events. Default: no-op.
 	Audit *zap.Logger
 	// FamilyRevoked, if set, is called after replay detection revoked a
@@ -54,8 +58,9 @@ type Service struct {
 
 // NewService checks cfg and returns the service.
 func NewService(cfg Config) (*Service, error) {
-	if cfg.Issuer == "" || cfg.Audience == "" || cfg.Keys == nil || cfg.Store == nil || len(cfg.RefreshSecret) == 0 || cfg.IDTokenLifetime <= 0 {
-		return nil, errors.New("token service needs an issuer, an audience, an ID-token lifetime, keys, a store and a refresh secret")
+	if cfg.Issuer == "" || cfg.Audience == "" || cfg.Keys == nil || cfg.Store == nil || len(cfg.RefreshSecret) == 0 ||
+		cfg.IDTokenLifetime <= 0 || cfg.MaxAccessLifetime <= 0 {
+		return nil, errors.New("token service needs an issuer, an audience, lifetimes, keys, a store and a refresh secret")
 	}
 	if cfg.Audit == nil {
 		cfg.Audit = zap.NewNop()
@@ -74,6 +79,7 @@ type Grant struct {
 	Scopes   []string
 	AuthTime time.Time // zero for client credentials
 	Type     string    // the grant type, for the audit log
+	FamilyID string    // the refresh-token family it comes from, if any
 }
 
 // Response is the success body of the token endpoint (interface.md §2.2,
@@ -95,10 +101,6 @@ type access struct {
 	lifetime time.Duration
 }
 
-func (a access) issued() store.IssuedAccessToken {
-	return store.IssuedAccessToken{JTI: a.jti, ExpiresAt: a.expires}
-}
-
 // mintAccess signs an access token for g at now.
 func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
 	jti, err := randomID(16)
@@ -110,7 +112,7 @@ func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
 	claims := accessClaims{
 		Issuer: s.cfg.Issuer, Subject: g.Subject, Audience: s.cfg.Audience,
 		Expiry: exp.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: jti,
-		ClientID: g.Client.ID, Scope: strings.Join(g.Scopes, " "),
+		ClientID: g.Client.ID, Scope: strings.Join(g.Scopes, " "), FamilyID: g.FamilyID,
 		ProfileClaims: UserClaims(g.User, g.Scopes),
 	}
 	if !g.AuthTime.IsZero() {
@@ -147,17 +149,24 @@ func (s *Service) mintID(g Grant, at access, now time.Time) (string, *oauth.Erro
 // an ID token for openid.
 func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) {
 	now := s.cfg.Now()
+	var fam *newFamily
+	if g.User != nil && slices.Contains(g.Scopes, oauth.ScopeOfflineAccess) && g.Client.AllowsGrant(oauth.GrantRefreshToken) {
+		var perr *oauth.Error
+		if fam, perr = s.prepareFamily(g, now); perr != nil {
+			return nil, perr
+		}
+		g.FamilyID = fam.row.ID
+	}
 	at, perr := s.mintAccess(g, now)
 	if perr != nil {
 		return nil, perr
 	}
 	resp := &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer", Scope: strings.Join(g.Scopes, " ")}
-	if g.User != nil && slices.Contains(g.Scopes, oauth.ScopeOfflineAccess) && g.Client.AllowsGrant(oauth.GrantRefreshToken) {
-		rt, perr := s.newFamily(ctx, g, at, now)
-		if perr != nil {
-			return nil, perr
+	if fam != nil {
+		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row); err != nil {
+			return nil, oauth.ServerError(err)
 		}
-		resp.RefreshToken = rt
+		resp.RefreshToken = fam.token
 	}
 	if resp.IDToken, perr = s.mintID(g, at, now); perr != nil {
 		return nil, perr

@@ -3,10 +3,14 @@ package tokens
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +21,24 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
-// MaxRefreshTokenLen bounds a refresh token a request may send.
-const MaxRefreshTokenLen = 512
-
-// RefreshSecretName names the server secret successors are derived with.
-const RefreshSecretName = "refresh-successor-v1"
+// Refresh tokens (DESIGN.md, "Token rules"). A token names its family and
+// generation besides its secret: "<family id>~<generation>~<secret>". Only
+// the SHA-256 of the whole token is stored, in the family row (current
+// and previous generation), so knowing a family id forges nothing and a
+// family's storage stays the same however often it rotates. Tokens of the
+// first scheme (random text, a row each) still refresh once: that
+// rotation converts their family.
+const (
+	// MaxRefreshTokenLen bounds a refresh token a request may send.
+	MaxRefreshTokenLen = 512
+	// RefreshSecretName names the server secret successors are derived
+	// with; it is sealed like the signing keys.
+	RefreshSecretName = "refresh-successor-v2"
+	// maxReplayWalk bounds the derivations spent proving that a token of
+	// an old generation is genuine before it revokes its family.
+	maxReplayWalk = 10000
+	tokenSep      = "~"
+)
 
 func errBadRefresh(cause error) *oauth.Error {
 	return &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "the refresh token is invalid, expired or revoked", Cause: cause}
@@ -33,26 +50,78 @@ func HashToken(token string) []byte {
 	return sum[:]
 }
 
-// newFamily stores a new refresh-token family and returns its first token.
-func (s *Service) newFamily(ctx context.Context, g Grant, at access, now time.Time) (string, *oauth.Error) {
+// parsed is a refresh token of the constant scheme, split.
+type parsed struct {
+	family     string
+	generation int
+}
+
+// parse splits a token of the constant scheme; ok is false for a legacy
+// token or garbage.
+func parse(token string) (parsed, bool) {
+	fam, rest, ok := strings.Cut(token, tokenSep)
+	if !ok || fam == "" {
+		return parsed{}, false
+	}
+	genText, secret, ok := strings.Cut(rest, tokenSep)
+	if !ok || secret == "" || strings.Contains(secret, tokenSep) {
+		return parsed{}, false
+	}
+	gen, err := strconv.Atoi(genText)
+	if err != nil || gen < 1 || strconv.Itoa(gen) != genText {
+		return parsed{}, false
+	}
+	return parsed{family: fam, generation: gen}, true
+}
+
+func format(family string, generation int, secret string) string {
+	return family + tokenSep + strconv.Itoa(generation) + tokenSep + secret
+}
+
+// successorOf derives the token that replaces parent, of generation
+// generation: HMAC(server secret, family salt, parent). Every instance
+// sharing the store derives the same successor, so a concurrent refresh
+// inside the grace window gets the same answer without any plaintext kept;
+// the random salt per family means a stolen store plus an old token of one
+// family tells nothing of another.
+func (s *Service) successorOf(family string, salt []byte, parent string, generation int) string {
+	m := hmac.New(sha256.New, s.cfg.RefreshSecret)
+	m.Write([]byte("gatehouse refresh successor v2\x00"))
+	m.Write(salt)
+	m.Write([]byte{0})
+	m.Write([]byte(parent))
+	return format(family, generation, base64.RawURLEncoding.EncodeToString(m.Sum(nil)))
+}
+
+// newFamily is a family about to be stored, with its first token.
+type newFamily struct {
+	row   store.RefreshFamily
+	token string
+}
+
+// prepareFamily makes a new family for g and its first token.
+func (s *Service) prepareFamily(g Grant, now time.Time) (*newFamily, *oauth.Error) {
 	famID, err := randomID(16)
 	if err != nil {
-		return "", oauth.ServerError(err)
+		return nil, oauth.ServerError(err)
 	}
-	token, err := randomID(32)
+	secret, err := randomID(32)
 	if err != nil {
-		return "", oauth.ServerError(err)
+		return nil, oauth.ServerError(err)
 	}
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return nil, oauth.ServerError(err)
+	}
+	token := format(famID, 1, secret)
 	pol := g.Client.Refresh
-	fam := store.RefreshFamily{
+	row := store.RefreshFamily{
 		ID: famID, ClientID: g.Client.ID, Subject: g.Subject, Scopes: g.Scopes,
 		AuthTime: g.AuthTime, Created: now, ExpiresAt: now.Add(pol.AbsoluteLifetime),
+		Salt: salt, Generation: 1, Current: HashToken(token),
 	}
-	first := store.RefreshToken{Hash: HashToken(token), FamilyID: famID, IssuedAt: now, ExpiresAt: slidingExpiry(now, pol, fam.ExpiresAt)}
-	if err := s.cfg.Store.CreateRefreshFamily(ctx, fam, first, at.issued()); err != nil {
-		return "", oauth.ServerError(err)
-	}
-	return token, nil
+	row.CurrentExpiresAt = slidingExpiry(now, pol, row.ExpiresAt)
+	return &newFamily{row: row, token: token}, nil
 }
 
 func slidingExpiry(now time.Time, pol clients.RefreshPolicy, absolute time.Time) time.Time {
@@ -61,17 +130,6 @@ func slidingExpiry(now time.Time, pol clients.RefreshPolicy, absolute time.Time)
 		return absolute
 	}
 	return exp
-}
-
-// successorOf derives the token that replaces parent: HMAC(server secret,
-// parent). Every instance sharing the store derives the same successor, so
-// a concurrent refresh inside the grace window gets the same answer without
-// any plaintext kept (DESIGN.md, "Token rules").
-func (s *Service) successorOf(parent string) string {
-	m := hmac.New(sha256.New, s.cfg.RefreshSecret)
-	m.Write([]byte("gatehouse refresh successor v1\x00"))
-	m.Write([]byte(parent))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // Refresh is the refresh grant for client c (RFC 6749 §6, interface.md
@@ -84,88 +142,213 @@ func (s *Service) Refresh(ctx context.Context, c *clients.Client, token, scopePa
 	if len(token) > MaxRefreshTokenLen {
 		return nil, errBadRefresh(errors.New("refresh token too long"))
 	}
+	if p, ok := parse(token); ok {
+		return s.refresh(ctx, c, token, p, scopeParam)
+	}
+	return s.refreshLegacy(ctx, c, token, scopeParam)
+}
+
+// usable checks a family against the client and the clock.
+func usable(c *clients.Client, fam store.RefreshFamily, now time.Time) *oauth.Error {
+	switch {
+	case fam.ClientID != c.ID:
+		// Not this client's token: refuse, but do not let another client
+		// revoke the family.
+		return errBadRefresh(errors.New("refresh token issued to another client"))
+	case !fam.RevokedAt.IsZero():
+		return errBadRefresh(errors.New("refresh token family revoked"))
+	case !now.Before(fam.ExpiresAt):
+		return errBadRefresh(errors.New("refresh token family expired"))
+	}
+	return nil
+}
+
+// refresh refreshes a token of the constant scheme.
+func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, p parsed, scopeParam string) (*Response, *oauth.Error) {
 	st := s.cfg.Store
 	now := s.cfg.Now()
-	rec, fam, err := st.RefreshToken(ctx, HashToken(token))
+	fam, err := st.RefreshFamily(ctx, p.family)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, errBadRefresh(errors.New("unknown refresh token"))
+		return nil, errBadRefresh(errors.New("unknown refresh token family"))
 	case err != nil:
 		return nil, oauth.ServerError(err)
 	}
-	if fam.ClientID != c.ID {
-		// Not this client's token: refuse, but do not let another client
-		// revoke the family.
-		return nil, errBadRefresh(errors.New("refresh token issued to another client"))
-	}
-	if !fam.RevokedAt.IsZero() {
-		return nil, errBadRefresh(errors.New("refresh token family revoked"))
-	}
-	if !now.Before(rec.ExpiresAt) || !now.Before(fam.ExpiresAt) {
-		return nil, errBadRefresh(errors.New("refresh token expired"))
-	}
-	g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
-	if perr != nil {
+	if perr := usable(c, fam, now); perr != nil {
 		return nil, perr
 	}
-	at, perr := s.mintAccess(g, now)
-	if perr != nil {
-		return nil, perr
-	}
-	successor := s.successorOf(token)
-	if rec.RotatedAt.IsZero() {
-		child := store.RefreshToken{
-			Hash: HashToken(successor), FamilyID: fam.ID, Parent: rec.Hash, IssuedAt: now,
-			ExpiresAt: slidingExpiry(now, c.Refresh, fam.ExpiresAt),
+	hash := HashToken(token)
+	if p.generation == fam.Generation && hashEqual(hash, fam.Current) {
+		if !now.Before(fam.CurrentExpiresAt) {
+			return nil, errBadRefresh(errors.New("refresh token expired"))
 		}
-		err = st.RotateRefreshToken(ctx, rec.Hash, child, at.issued(), now)
+		g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
+		if perr != nil {
+			return nil, perr
+		}
+		successor := s.successorOf(fam.ID, fam.Salt, token, p.generation+1)
+		err := st.RotateRefreshFamily(ctx, fam.ID, p.generation, HashToken(successor), slidingExpiry(now, c.Refresh, fam.ExpiresAt), now)
 		switch {
 		case err == nil:
-			return s.refreshed(g, at, successor, now, false)
+			return s.refreshed(g, successor, now, false)
 		case errors.Is(err, store.ErrFamilyRevoked):
 			return nil, errBadRefresh(err)
 		case !errors.Is(err, store.ErrAlreadyRotated):
 			return nil, oauth.ServerError(err)
 		}
 		// Lost the compare-and-swap to a concurrent refresh: read what won.
-		if rec, _, err = st.RefreshToken(ctx, rec.Hash); err != nil {
+		if fam, err = st.RefreshFamily(ctx, fam.ID); err != nil {
 			return nil, oauth.ServerError(err)
 		}
 	}
-	return s.replayed(ctx, g, rec, fam, at, successor, now)
+	if p.generation == fam.Generation-1 && hashEqual(hash, fam.Previous) {
+		return s.graceOrReplay(ctx, c, fam, token, p.generation, scopeParam, now)
+	}
+	if p.generation < fam.Generation-1 && s.genuineAncestor(fam, token, p.generation) {
+		return nil, s.replayed(ctx, fam, now)
+	}
+	return nil, errBadRefresh(errors.New("unknown refresh token"))
 }
 
-// replayed answers a refresh token that was rotated before: the grace
-// window's same successor, or the family's revocation.
-func (s *Service) replayed(ctx context.Context, g Grant, rec store.RefreshToken, fam store.RefreshFamily, at access, successor string, now time.Time) (*Response, *oauth.Error) {
-	st := s.cfg.Store
-	grace := g.Client.Refresh.Grace
-	if grace > 0 && now.Sub(rec.RotatedAt) <= grace && string(rec.Successor) == string(HashToken(successor)) {
-		next, _, err := st.RefreshToken(ctx, rec.Successor)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, oauth.ServerError(err)
+// graceOrReplay answers the previous generation's token: inside the grace
+// window, and while its successor (the current token) is unused, the same
+// successor again; otherwise a replay.
+func (s *Service) graceOrReplay(ctx context.Context, c *clients.Client, fam store.RefreshFamily, parent string, generation int, scopeParam string, now time.Time) (*Response, *oauth.Error) {
+	grace := c.Refresh.Grace
+	successor := s.successorOf(fam.ID, fam.Salt, parent, generation+1)
+	if grace > 0 && now.Sub(fam.RotatedAt) <= grace && hashEqual(HashToken(successor), fam.Current) {
+		g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
+		if perr != nil {
+			return nil, perr
 		}
-		if err == nil && next.RotatedAt.IsZero() {
-			err := st.RecordAccessToken(ctx, fam.ID, at.issued())
-			if errors.Is(err, store.ErrFamilyRevoked) {
-				return nil, errBadRefresh(err)
-			} else if err != nil {
-				return nil, oauth.ServerError(err)
-			}
-			return s.refreshed(g, at, successor, now, true)
-		}
+		return s.refreshed(g, successor, now, true)
 	}
-	if err := st.RevokeRefreshFamily(ctx, fam.ID, now); err != nil {
-		return nil, oauth.ServerError(err)
+	return nil, s.replayed(ctx, fam, now)
+}
+
+// genuineAncestor reports whether token, of an old generation, is one the
+// family really issued: derived forward it reaches the previous
+// generation's hash. Past maxReplayWalk generations it gives up (no
+// revocation for a token nobody can cheaply prove).
+func (s *Service) genuineAncestor(fam store.RefreshFamily, token string, generation int) bool {
+	if fam.Previous == nil || fam.Generation-1-generation > maxReplayWalk {
+		return false
+	}
+	for g := generation; g < fam.Generation-1; g++ {
+		token = s.successorOf(fam.ID, fam.Salt, token, g+1)
+	}
+	return hashEqual(HashToken(token), fam.Previous)
+}
+
+// replayed revokes a family whose token was replayed (RFC 9700 §4.14.2).
+func (s *Service) replayed(ctx context.Context, fam store.RefreshFamily, now time.Time) *oauth.Error {
+	if err := s.cfg.Store.RevokeRefreshFamily(ctx, fam.ID, now, now.Add(s.cfg.MaxAccessLifetime)); err != nil {
+		return oauth.ServerError(err)
 	}
 	s.cfg.Audit.Warn("refresh token replay detected", zap.String("client_id", fam.ClientID),
 		zap.String("sub", fam.Subject), zap.String("family_id", fam.ID))
 	if s.cfg.FamilyRevoked != nil {
 		if err := s.cfg.FamilyRevoked(ctx); err != nil {
+			return oauth.ServerError(err)
+		}
+	}
+	return errBadRefresh(errors.New("refresh token replayed: family revoked"))
+}
+
+// refreshLegacy refreshes a token of the first scheme, converting its
+// family.
+func (s *Service) refreshLegacy(ctx context.Context, c *clients.Client, token, scopeParam string) (*Response, *oauth.Error) {
+	st := s.cfg.Store
+	now := s.cfg.Now()
+	rec, fam, err := st.LegacyRefreshToken(ctx, HashToken(token))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errBadRefresh(errors.New("unknown refresh token"))
+	case err != nil:
+		return nil, oauth.ServerError(err)
+	}
+	if perr := usable(c, fam, now); perr != nil {
+		return nil, perr
+	}
+	if rec.RotatedAt.IsZero() {
+		if !now.Before(rec.ExpiresAt) {
+			return nil, errBadRefresh(errors.New("refresh token expired"))
+		}
+		g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
+		if perr != nil {
+			return nil, perr
+		}
+		salt := make([]byte, 16)
+		if _, err := rand.Read(salt); err != nil {
+			return nil, oauth.ServerError(err)
+		}
+		successor := s.successorOf(fam.ID, salt, token, 2)
+		err := st.ConvertLegacyFamily(ctx, rec.Hash, salt, HashToken(successor), slidingExpiry(now, c.Refresh, fam.ExpiresAt), now)
+		switch {
+		case err == nil:
+			return s.refreshed(g, successor, now, false)
+		case errors.Is(err, store.ErrFamilyRevoked):
+			return nil, errBadRefresh(err)
+		case !errors.Is(err, store.ErrAlreadyRotated):
+			return nil, oauth.ServerError(err)
+		}
+		if fam, err = st.RefreshFamily(ctx, fam.ID); err != nil {
 			return nil, oauth.ServerError(err)
 		}
 	}
-	return nil, errBadRefresh(errors.New("refresh token replayed: family revoked"))
+	// Rotated before: the parent of the converted family inside the grace
+	// window, or a replay.
+	if fam.Generation == 2 && hashEqual(rec.Hash, fam.Previous) {
+		return s.graceOrReplay(ctx, c, fam, token, 1, scopeParam, now)
+	}
+	return nil, s.replayed(ctx, fam, now)
+}
+
+// Lookup finds the family of a live refresh token: the current generation's
+// token (or an unrotated legacy one) of a family that is neither revoked
+// nor expired. ok is false for any other token.
+func (s *Service) Lookup(ctx context.Context, token string) (fam store.RefreshFamily, expiresAt time.Time, ok bool, err error) {
+	if len(token) > MaxRefreshTokenLen {
+		return store.RefreshFamily{}, time.Time{}, false, nil
+	}
+	now := s.cfg.Now()
+	hash := HashToken(token)
+	if p, parsedOK := parse(token); parsedOK {
+		fam, err = s.cfg.Store.RefreshFamily(ctx, p.family)
+		if err == nil && p.generation == fam.Generation && hashEqual(hash, fam.Current) {
+			expiresAt, ok = fam.CurrentExpiresAt, true
+		}
+	} else {
+		var rec store.RefreshToken
+		rec, fam, err = s.cfg.Store.LegacyRefreshToken(ctx, hash)
+		if err == nil && rec.RotatedAt.IsZero() {
+			expiresAt, ok = rec.ExpiresAt, true
+		}
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.RefreshFamily{}, time.Time{}, false, nil
+	case err != nil:
+		return store.RefreshFamily{}, time.Time{}, false, err
+	}
+	if !ok || !fam.RevokedAt.IsZero() || !now.Before(expiresAt) || !now.Before(fam.ExpiresAt) {
+		return store.RefreshFamily{}, time.Time{}, false, nil
+	}
+	return fam, expiresAt, true, nil
+}
+
+// Revoke revokes a family, and every access token issued from it, as
+// the revocation endpoint does (RFC 7009).
+func (s *Service) Revoke(ctx context.Context, familyID string) error {
+	now := s.cfg.Now()
+	if err := s.cfg.Store.RevokeRefreshFamily(ctx, familyID, now, now.Add(s.cfg.MaxAccessLifetime)); err != nil {
+		return fmt.Errorf("revoking refresh family: %w", err)
+	}
+	return nil
+}
+
+func hashEqual(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && subtle.ConstantTimeCompare(a, b) == 1
 }
 
 // refreshGrant rebuilds the grant of a family: the user must still exist
@@ -195,16 +378,20 @@ func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store
 		}
 		scopes = want
 	}
-	return Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime, Type: oauth.GrantRefreshToken}, nil
+	return Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime,
+		Type: oauth.GrantRefreshToken, FamilyID: fam.ID}, nil
 }
 
-// refreshed renders a successful refresh.
-func (s *Service) refreshed(g Grant, at access, successor string, now time.Time, grace bool) (*Response, *oauth.Error) {
+// refreshed mints the access (and ID) token of a successful refresh.
+func (s *Service) refreshed(g Grant, successor string, now time.Time, grace bool) (*Response, *oauth.Error) {
+	at, perr := s.mintAccess(g, now)
+	if perr != nil {
+		return nil, perr
+	}
 	resp := &Response{
 		AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer",
 		RefreshToken: successor, Scope: strings.Join(g.Scopes, " "),
 	}
-	var perr *oauth.Error
 	if resp.IDToken, perr = s.mintID(g, at, now); perr != nil {
 		return nil, perr
 	}
