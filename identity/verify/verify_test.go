@@ -64,8 +64,7 @@ func newFixture(t *testing.T, mutate ...func(*verify.Config)) *fixture {
 }
 
 func reasonOf(err error) verify.Reason {
-	var ve *verify.Error
-	if errors.As(err, &ve) {
+	if ve, ok := errors.AsType[*verify.Error](err); ok {
 		return ve.Reason
 	}
 	return ""

@@ -2,7 +2,7 @@ package verify
 
 import "sync"
 
-// maxCachedHeaders bounds the header cache: an issuer has a few keys, so a
+// maxCachedHeaders bounds the JOSE header cache: an issuer has a few keys, so a
 // few distinct headers; junk headers fill it at most this far.
 const maxCachedHeaders = 64
 
