@@ -101,7 +101,7 @@ func TestAuthorizeRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			id, refusal := f.v.Authorize(tt.r, tt.req)
 			if id != nil || refusal == nil {
-				t.Fatalf("passed: %+v", id)
+				t.Fatalf("passed as %q with %q", id.Subject, id.Scopes)
 			}
 			if refusal.Reason != tt.reason {
 				t.Errorf("reason %s, want %s", refusal.Reason, tt.reason)
@@ -138,7 +138,7 @@ func TestAuthorizeHostile(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			id, refusal := f.v.Authorize(bearerRequest(tc.Token), req)
 			if id != nil || refusal == nil {
-				t.Fatalf("passed as %+v", id)
+				t.Fatalf("passed as %q with %q", id.Subject, id.Scopes)
 			}
 			if refusal.Reason != tc.Reason || refusal.Status != http.StatusUnauthorized || refusal.Code != verify.BearerInvalidToken {
 				t.Fatalf("refusal %+v, want 401 invalid_token for %s", refusal, tc.Reason)
