@@ -41,7 +41,8 @@ func init() {
 //	{http.auth.user.claims.<name>}  a string or number claim
 type AuthHandler struct {
 	// Scopes are the scopes a token must grant: all of them, or one of them
-	// with AnyScope. Default: none (any valid token passes).
+	// with AnyScope. Each is a scope-token (RFC 6749 §3.3: printable ASCII
+	// without space, '"' or '\'). Default: none (any valid token passes).
 	Scopes []string `json:"scopes,omitempty"`
 
 	// AnyScope lets a token that grants any one of Scopes pass. Default
