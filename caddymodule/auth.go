@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -42,7 +41,8 @@ func init() {
 //	{http.auth.user.claims.<name>}  a string or number claim
 type AuthHandler struct {
 	// Scopes are the scopes a token must grant: all of them, or one of them
-	// with AnyScope. Default: none (any valid token passes).
+	// with AnyScope. Each is a scope-token (RFC 6749 §3.3: printable ASCII
+	// without space, '"' or '\'). Default: none (any valid token passes).
 	Scopes []string `json:"scopes,omitempty"`
 
 	// AnyScope lets a token that grants any one of Scopes pass. Default
@@ -73,11 +73,10 @@ type AuthHandler struct {
 	// gets it too).
 	StripAuthorization bool `json:"strip_authorization,omitempty"`
 
-	verifier *verify.Verifier
-	logger   *zap.Logger
-	realm    string
-	strip    map[string]bool // normalized names of the headers to delete
-	scope    string          // the required scopes, space-separated, for challenges
+	verifier    *verify.Verifier
+	logger      *zap.Logger
+	requirement verify.Requirement
+	headers     *verify.HeaderPolicy
 }
 
 // CaddyModule returns the Caddy module information.
@@ -88,8 +87,8 @@ func (AuthHandler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision finds the gatehouse app's verifier and prepares the header
-// lists.
+// Provision finds the gatehouse app's verifier and compiles the header
+// policy.
 func (h *AuthHandler) Provision(ctx caddy.Context) error {
 	appIface, err := ctx.AppIfConfigured("gatehouse")
 	if err != nil {
@@ -99,148 +98,56 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 	if v == nil {
 		return errors.New("gatehouse app has no verifier")
 	}
-	h.setUp(v, ctx.Logger())
-	return nil
+	return h.setUp(v, ctx.Logger())
 }
 
 // setUp fills the handler's runtime state.
-func (h *AuthHandler) setUp(v *verify.Verifier, logger *zap.Logger) {
-	h.verifier, h.logger = v, logger
-	h.realm = h.Realm
-	if h.realm == "" {
-		h.realm = "gatehouse"
+func (h *AuthHandler) setUp(v *verify.Verifier, logger *zap.Logger) error {
+	headers, err := verify.NewHeaderPolicy(h.Headers, h.StripHeaders, h.StripAuthorization)
+	if err != nil {
+		return fmt.Errorf("gatehouse_auth: %w", err)
 	}
-	h.strip = map[string]bool{}
-	for name := range h.Headers {
-		h.strip[normalizeHeaderName(name)] = true
-	}
-	for _, name := range h.StripHeaders {
-		h.strip[normalizeHeaderName(name)] = true
-	}
-	h.scope = strings.Join(h.Scopes, " ")
+	h.verifier, h.logger, h.headers = v, logger, headers
+	h.requirement = h.requirementOf()
+	return nil
 }
 
-// Validate checks the configuration. It changes nothing.
+// requirementOf is what the configuration asks of a token.
+func (h *AuthHandler) requirementOf() verify.Requirement {
+	return verify.Requirement{Scopes: h.Scopes, AnyScope: h.AnyScope, Realm: h.Realm}
+}
+
+// Validate checks the configuration with the rules of verify. It changes
+// nothing.
 func (h *AuthHandler) Validate() error {
-	for _, s := range h.Scopes {
-		if s == "" || strings.ContainsAny(s, " \t\"\\") {
-			return fmt.Errorf("gatehouse_auth: bad scope %q", s)
-		}
+	if err := h.requirementOf().Validate(); err != nil {
+		return fmt.Errorf("gatehouse_auth: %w", err)
 	}
-	if h.AnyScope && len(h.Scopes) == 0 {
-		return errors.New("gatehouse_auth: any_scope without scopes")
-	}
-	if strings.ContainsFunc(h.Realm, func(r rune) bool { return r < 0x20 || r > 0x7e || r == '"' || r == '\\' }) {
-		return fmt.Errorf("gatehouse_auth: realm %q holds a quote, a backslash or a non-printable character", h.Realm)
-	}
-	for name, templates := range h.Headers {
-		if !validHeaderName(name) {
-			return fmt.Errorf("gatehouse_auth: bad header name %q", name)
-		}
-		if len(templates) == 0 {
-			return fmt.Errorf("gatehouse_auth: header %q has no value", name)
-		}
-		if strings.EqualFold(name, "Authorization") {
-			return errors.New("gatehouse_auth: the Authorization header cannot be set")
-		}
-	}
-	for _, name := range h.StripHeaders {
-		if !validHeaderName(name) {
-			return fmt.Errorf("gatehouse_auth: bad header name %q", name)
-		}
+	if err := verify.ValidateHeaderPolicy(h.Headers, h.StripHeaders); err != nil {
+		return fmt.Errorf("gatehouse_auth: %w", err)
 	}
 	return nil
 }
 
-// ServeHTTP checks the request's access token, then calls next.
+// ServeHTTP checks the request's access token, then calls next with the
+// identity in placeholders and headers.
 func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	token, err := verify.BearerToken(r)
-	switch {
-	case errors.Is(err, verify.ErrNoToken):
-		h.refuse(w, http.StatusUnauthorized, "", "this resource needs an access token", "no_token")
-		return nil
-	case err != nil:
-		h.refuse(w, http.StatusBadRequest, verify.BearerInvalidRequest, "the Authorization header is malformed", "malformed_header")
-		return nil
-	}
-	id, err := h.verifier.Verify(r.Context(), token)
-	if err != nil {
-		reason := "invalid"
-		if e, ok := errors.AsType[*verify.Error](err); ok {
-			reason = string(e.Reason)
+	id, refusal := h.verifier.Authorize(r, h.requirement)
+	if refusal != nil {
+		// Never the token: the reason, and the cause at most.
+		if ce := h.logger.Check(zapcore.DebugLevel, "access refused"); ce != nil {
+			ce.Write(zap.Int("status", refusal.Status), zap.String("reason", string(refusal.Reason)), zap.NamedError("cause", refusal.Cause))
 		}
-		h.refuse(w, http.StatusUnauthorized, verify.BearerInvalidToken, verify.Description(err), reason)
+		refusal.Write(w)
 		return nil
 	}
-	if !h.scopesGranted(id) {
-		h.refuse(w, http.StatusForbidden, verify.BearerInsufficientScope, "the access token lacks a required scope", "insufficient_scope")
-		return nil
-	}
-
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
 	setIdentityPlaceholders(repl, id)
-	if len(h.strip) > 0 {
-		for name := range r.Header {
-			if h.strip[normalizeHeaderName(name)] {
-				delete(r.Header, name)
-			}
-		}
-	}
-	for name, templates := range h.Headers {
-		for _, t := range templates {
-			if v := repl.ReplaceAll(t, ""); v != "" && validHeaderValue(v) {
-				r.Header.Add(name, v)
-			}
-		}
-	}
-	if h.StripAuthorization {
-		r.Header.Del("Authorization")
-	}
+	h.headers.Apply(r.Header, func(template string) string { return repl.ReplaceAll(template, "") })
 	return next.ServeHTTP(w, r)
-}
-
-// scopesGranted reports whether id grants the required scopes.
-func (h *AuthHandler) scopesGranted(id *verify.Identity) bool {
-	if h.AnyScope {
-		return slices.ContainsFunc(h.Scopes, id.HasScope)
-	}
-	for _, s := range h.Scopes {
-		if !id.HasScope(s) {
-			return false
-		}
-	}
-	return true
-}
-
-// refuse answers a request that may not pass (RFC 6750 §3) and logs the
-// reason at Debug, never the token.
-func (h *AuthHandler) refuse(w http.ResponseWriter, status int, code, description, reason string) {
-	if ce := h.logger.Check(zapcore.DebugLevel, "access refused"); ce != nil {
-		ce.Write(zap.Int("status", status), zap.String("reason", reason))
-	}
-	challenge := verify.Challenge(h.realm, "", "", "")
-	switch code {
-	case "":
-		// No credentials: the challenge carries no error information (RFC
-		// 6750 §3.1).
-	case verify.BearerInsufficientScope:
-		challenge = verify.Challenge(h.realm, code, description, h.scope)
-	default:
-		challenge = verify.Challenge(h.realm, code, description, "")
-	}
-	hdr := w.Header()
-	hdr.Set("WWW-Authenticate", challenge)
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Cache-Control", "no-store")
-	body, _ := json.Marshal(struct {
-		Error       string `json:"error,omitempty"`
-		Description string `json:"error_description"`
-	}{code, description})
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }
 
 // claimPlaceholderPrefix prefixes the placeholders of claims.
@@ -267,32 +174,6 @@ func setIdentityPlaceholders(repl *caddy.Replacer, id *verify.Identity) {
 		}
 		return nil, false
 	})
-}
-
-// normalizeHeaderName folds a header name for comparison: lower case, "_"
-// as "-".
-func normalizeHeaderName(name string) string {
-	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
-}
-
-// validHeaderName reports whether name is an HTTP token (RFC 9110 §5.1).
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue reports whether v may be sent as a header value: no
-// control characters but tab.
-func validHeaderValue(v string) bool {
-	return !strings.ContainsFunc(v, func(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f })
 }
 
 // Interface guards

@@ -68,11 +68,20 @@ func Challenge(realm, code, description, scope string) string {
 	return b.String()
 }
 
-// quoteSafe keeps the characters RFC 6750 allows in these values
-// (%x20-21 / %x23-5B / %x5D-7E).
+// QuoteSafe reports whether s holds only characters RFC 6750 §3 allows in
+// the quoted values of a challenge (%x20-21 / %x23-5B / %x5D-7E): printable
+// ASCII but '"' and '\\'. Such a string goes into a quoted-string as it
+// is.
+func QuoteSafe(s string) bool {
+	return !strings.ContainsFunc(s, unquotable)
+}
+
+func unquotable(r rune) bool { return r < 0x20 || r > 0x7e || r == '"' || r == '\\' }
+
+// quoteSafe drops the characters QuoteSafe refuses.
 func quoteSafe(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+		if unquotable(r) {
 			return -1
 		}
 		return r
@@ -82,8 +91,8 @@ func quoteSafe(s string) string {
 // Description is a short text for a refusal, fit for error_description:
 // it names the reason and nothing of the token.
 func Description(err error) string {
-	var e *Error
-	if !errors.As(err, &e) {
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
 		return "the access token is invalid"
 	}
 	switch e.Reason {

@@ -8,6 +8,21 @@
 // Keys come only from the configured key set, never from a token's own
 // jku, jwk, x5u or x5c header: a token carrying one is refused.
 //
+// On top of the check it owns route protection and the identity headers:
+// Verifier.Authorize reads the bearer token of a request (RFC 6750 §2.1)
+// and checks a Requirement's scopes, giving an Identity or a *Refusal that
+// writes itself as RFC 6750 §3 says; a HeaderPolicy strips the client's
+// copies of identity headers in every spelling and sets them from
+// templates the caller expands.
+//
+// Goroutines: a Verifier, a RemoteKeySet and a HeaderPolicy are safe for
+// concurrent use once built; an Identity is shared through the cache and
+// read-only; a Requirement is a value not to be changed while in use; a
+// Refusal belongs to the goroutine that got it. Verifier.Run and
+// RemoteKeySet.Run each take one goroutine of their own, until their
+// context ends.
+//
 // This package must not depend on Caddy or on the identity server itself;
-// the server is one KeySource among others.
+// the server is one KeySource among others, and Caddy's placeholders reach
+// a HeaderPolicy only as the caller's expand function.
 package verify

@@ -2,3 +2,7 @@ package verify
 
 // CacheLen exposes the cache size to the tests.
 func CacheLen(v *Verifier) int { return v.cache.len() }
+
+// ClaimsDecoded reports whether id's claims were decoded yet. Call it on
+// the goroutine that calls Claims.
+func ClaimsDecoded(id *Identity) bool { return id.claims != nil }

@@ -1,7 +1,15 @@
 package verify_test
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"maps"
+	"math/big"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,12 +17,17 @@ import (
 	"github.com/gatehouse/gatehouse/identity/verify/verifytest"
 )
 
-// FuzzVerify: any input is either a verified identity or a typed refusal,
-// never a panic; only tokens the issuer signed verify.
+// FuzzVerify: any input is either a typed refusal or the identity of the
+// one token the issuer signed for the fuzzer. The fuzzer cannot mint a
+// signature, so an input that verifies as anyone else (the seeds hold the
+// hostile table: altered claims, foreign keys, wrong issuer, expired, ...)
+// means a check was skipped. The good token itself must verify, so a
+// verifier refusing everything fails too.
 func FuzzVerify(f *testing.F) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	issuer := verifytest.NewIssuer(f, issuerURL, func() time.Time { return now })
 	good := issuer.Token("alice", "Service/Market")
+	want := issuer.Claims("alice", "Service/Market")
 	f.Add(good)
 	for _, c := range issuer.Hostile("Service/Market") {
 		f.Add(c.Token)
@@ -30,29 +43,119 @@ func FuzzVerify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, token string) {
 		id, err := v.Verify(t.Context(), token)
 		if err != nil {
-			var ve *verify.Error
-			if !errors.As(err, &ve) || ve.Reason == "" || id != nil {
+			if ve, ok := errors.AsType[*verify.Error](err); !ok || ve.Reason == "" || id != nil {
 				t.Fatalf("untyped refusal %v (identity %v)", err, id)
+			}
+			if token == good {
+				t.Fatalf("the issuer's own token refused: %v", err)
 			}
 			return
 		}
-		if id.Subject == "" || id.Expiry.IsZero() {
-			t.Fatalf("verified identity without subject or expiry: %+v", id)
+		if id.JTI != want["jti"] || id.Subject != want["sub"] || id.ClientID != want["client_id"] ||
+			!slices.Equal(id.Scopes, []string{"Service/Market"}) || id.Expiry.Unix() != want["exp"] {
+			t.Fatalf("verified an identity the issuer never signed: sub %q client %q jti %q scopes %q exp %v",
+				id.Subject, id.ClientID, id.JTI, id.Scopes, id.Expiry)
 		}
 	})
 }
 
-// FuzzParseJWKS: a key set body never panics the parser.
+// jwk is one key of a JWK Set as the oracle of FuzzParseJWKS reads it.
+type jwk struct {
+	Kty, Use, Kid, N, E, Crv, X, Y string
+}
+
+// FuzzParseJWKS: every key the parser returns is a signature key the body
+// holds under that kid, with exactly that body's key material (modulus and
+// exponent, or curve and point), and no RSA modulus is under 2048 bits;
+// no kid of an RSA signature key in a set it accepts is left out; and the
+// good seeds (RSA, EC, mixed with keys to skip) parse.
 func FuzzParseJWKS(f *testing.F) {
 	issuer := verifytest.NewIssuer(f, issuerURL, time.Now)
 	f.Add(string(issuer.JWKS()))
 	f.Add(`{"keys":[{"kty":"EC","kid":"a","crv":"P-256","x":"AA","y":"AA"}]}`)
 	f.Add(`{"keys":[{"kty":"RSA","kid":"a","n":"","e":""}]}`)
 	f.Add(`{"keys":null}`)
+	// An encryption key and a key without kid next to the signature key.
+	var set struct{ Keys []map[string]any }
+	if err := json.Unmarshal(issuer.JWKS(), &set); err != nil {
+		f.Fatal(err)
+	}
+	sig := set.Keys[0]
+	enc := map[string]any{"kty": "RSA", "use": "enc", "kid": "enc", "n": sig["n"], "e": sig["e"]}
+	noKid := map[string]any{"kty": "RSA", "n": sig["n"], "e": sig["e"]}
+	mixed, _ := json.Marshal(map[string]any{"keys": []any{enc, noKid, sig}})
+	f.Add(string(mixed))
+	// 256 bytes of modulus, but the first six bits zero: a short key.
+	weak := maps.Clone(sig)
+	weak["n"] = "A" + sig["n"].(string)[1:]
+	weakSet, _ := json.Marshal(map[string]any{"keys": []any{weak}})
+	f.Add(string(weakSet))
+	// P-256's base point: a valid key, the same in every run.
+	gx, _ := new(big.Int).SetString("6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296", 16)
+	gy, _ := new(big.Int).SetString("4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5", 16)
+	ec, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "EC", "kid": "p256", "crv": "P-256",
+		"x": base64.RawURLEncoding.EncodeToString(gx.Bytes()), "y": base64.RawURLEncoding.EncodeToString(gy.Bytes())}}})
+	f.Add(string(ec))
+	// Good sets, which must parse.
+	goodSets := map[string]bool{string(issuer.JWKS()): true, string(mixed): true, string(ec): true}
+
 	f.Fuzz(func(t *testing.T, body string) {
 		keys, err := verify.ParseJWKS([]byte(body))
-		if err == nil && keys == nil {
-			t.Fatal("nil key map without error")
+		if err != nil {
+			if goodSets[body] {
+				t.Fatalf("good key set refused: %v", err)
+			}
+			return
+		}
+		var in struct{ Keys []jwk }
+		if json.Unmarshal([]byte(body), &in) != nil {
+			t.Fatalf("accepted a body that is no JWK Set: %v", keys)
+		}
+		for kid, key := range keys {
+			if !slices.ContainsFunc(in.Keys, func(k jwk) bool { return k.Kid == kid && isSig(k) && sameKey(k, key) }) {
+				t.Fatalf("key %q (%T) is no signature key of the body with that material", kid, key)
+			}
+			if rk, ok := key.(*rsa.PublicKey); ok && rk.N.BitLen() < 2048 {
+				t.Fatalf("key %q: a %d-bit RSA modulus", kid, rk.N.BitLen())
+			}
+		}
+		for _, k := range in.Keys {
+			if k.Kty == "RSA" && k.Kid != "" && isSig(k) {
+				if keys[k.Kid] == nil {
+					t.Fatalf("RSA signature key %q left out", k.Kid)
+				}
+			}
 		}
 	})
+}
+
+func isSig(k jwk) bool { return k.Use == "" || k.Use == "sig" }
+
+// sameKey reports whether key is the key k describes.
+func sameKey(k jwk, key crypto.PublicKey) bool {
+	b64 := func(s string) *big.Int {
+		raw, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil {
+			return big.NewInt(-1)
+		}
+		return new(big.Int).SetBytes(raw)
+	}
+	switch key := key.(type) {
+	case *rsa.PublicKey:
+		return k.Kty == "RSA" && key.N.Cmp(b64(k.N)) == 0 && big.NewInt(int64(key.E)).Cmp(b64(k.E)) == 0
+	case *ecdsa.PublicKey:
+		x, y, ok := ecPoint(key)
+		return ok && k.Kty == "EC" && key.Curve.Params().Name == k.Crv && x.Cmp(b64(k.X)) == 0 && y.Cmp(b64(k.Y)) == 0
+	}
+	return false
+}
+
+// ecPoint returns the affine coordinates of key.
+func ecPoint(key *ecdsa.PublicKey) (x, y *big.Int, ok bool) {
+	raw, err := key.Bytes()
+	if err != nil || len(raw) == 0 || raw[0] != 4 {
+		return nil, nil, false
+	}
+	size := (len(raw) - 1) / 2
+	return new(big.Int).SetBytes(raw[1 : 1+size]), new(big.Int).SetBytes(raw[1+size:]), true
 }

@@ -1,39 +1,146 @@
 package verify
 
-import "sync"
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+)
 
-// maxCachedHeaders bounds the header cache: an issuer has a few keys, so a
-// few distinct headers; junk headers fill it at most this far.
-const maxCachedHeaders = 64
-
-// headerCache remembers decoded JOSE headers by their encoded form: every
-// token one key signs carries the same header, so a cold verification
-// decodes only its claims.
-type headerCache struct {
-	mu sync.RWMutex
-	m  map[string]*header
+// HeaderPolicy passes a verified identity to a backend in request headers
+// without letting the client speak for it: every header the policy sets
+// or names to strip is first deleted in every spelling the client may have
+// sent (case-insensitively, "_" for "-": many backends read X_Auth_User as
+// X-Auth-User), then set from templates that the caller expands (e.g.
+// Caddy's placeholders; this package knows nothing of them).
+//
+// A HeaderPolicy is compiled once and never changes: Apply is safe for
+// concurrent use (each call on a header map its caller owns).
+type HeaderPolicy struct {
+	set                []headerTemplates // sorted by name
+	strip              map[string]bool   // folded names (foldHeaderName)
+	stripAuthorization bool
 }
 
-// parse decodes an encoded header, from the cache when it was seen. The
-// result is shared: read-only.
-func (c *headerCache) parse(enc string) (*header, error) {
-	c.mu.RLock()
-	h, ok := c.m[enc]
-	c.mu.RUnlock()
-	if ok {
-		return h, nil
+type headerTemplates struct {
+	name      string // canonical
+	templates []string
+}
+
+// ValidateHeaderPolicy checks what NewHeaderPolicy takes: header names are
+// HTTP tokens (RFC 9110 §5.1), each header to set has at least one
+// template, and Authorization is never set. It changes nothing.
+func ValidateHeaderPolicy(set map[string][]string, strip []string) error {
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if !validHeaderName(name) {
+			return fmt.Errorf("bad header name %q", name)
+		}
+		if len(set[name]) == 0 {
+			return fmt.Errorf("header %q has no value", name)
+		}
+		if strings.EqualFold(name, "Authorization") {
+			return errors.New("the Authorization header cannot be set")
+		}
 	}
-	h = new(header)
-	if err := decodeSegment(enc, h); err != nil {
+	for _, name := range strip {
+		if !validHeaderName(name) {
+			return fmt.Errorf("bad header name %q", name)
+		}
+	}
+	return nil
+}
+
+// NewHeaderPolicy compiles a policy: set maps header names to templates
+// (each gives one value), strip names headers to delete, and
+// stripAuthorization deletes the Authorization header too, so the token
+// does not travel on. The headers in set are stripped as well.
+func NewHeaderPolicy(set map[string][]string, strip []string, stripAuthorization bool) (*HeaderPolicy, error) {
+	if err := ValidateHeaderPolicy(set, strip); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = make(map[string]*header)
+	p := &HeaderPolicy{strip: map[string]bool{}, stripAuthorization: stripAuthorization}
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		p.set = append(p.set, headerTemplates{http.CanonicalHeaderKey(name), slices.Clone(set[name])})
+		p.strip[foldHeaderName(name)] = true
 	}
-	if len(c.m) < maxCachedHeaders {
-		c.m[enc] = h
+	for _, name := range strip {
+		p.strip[foldHeaderName(name)] = true
 	}
-	c.mu.Unlock()
-	return h, nil
+	if stripAuthorization {
+		p.strip[foldHeaderName("Authorization")] = true
+	}
+	return p, nil
+}
+
+// Apply rewrites h: it deletes the stripped headers in every spelling,
+// then adds each set header's values, expand(template) for each template.
+// A value that expands empty (e.g. an absent claim) is left out, and so is
+// one holding a control character other than tab, which could split or
+// smuggle a header.
+func (p *HeaderPolicy) Apply(h http.Header, expand func(template string) string) {
+	if len(p.strip) > 0 {
+		for name := range h {
+			if p.stripped(name) {
+				delete(h, name)
+			}
+		}
+	}
+	for _, s := range p.set {
+		for _, t := range s.templates {
+			if v := expand(t); v != "" && validHeaderValue(v) {
+				h[s.name] = append(h[s.name], v)
+			}
+		}
+	}
+}
+
+// stripped reports whether the header name is one to delete, folding it
+// on the stack when it is short ASCII (every name a client can send is).
+func (p *HeaderPolicy) stripped(name string) bool {
+	var buf [64]byte
+	if len(name) > len(buf) {
+		return p.strip[foldHeaderName(name)]
+	}
+	b := buf[:len(name)]
+	for i := range len(name) {
+		c := name[i]
+		switch {
+		case c >= 0x80:
+			return p.strip[foldHeaderName(name)]
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		b[i] = c
+	}
+	return p.strip[string(b)]
+}
+
+// foldHeaderName folds a header name for comparison: lower case, "_" as
+// "-".
+func foldHeaderName(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
+}
+
+// validHeaderName reports whether name is an HTTP token (RFC 9110 §5.1).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v may be sent as a header value: no
+// control characters but tab.
+func validHeaderValue(v string) bool {
+	return !strings.ContainsFunc(v, func(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f })
 }

@@ -26,6 +26,7 @@ const (
 	DefaultJWKSTimeout     = 10 * time.Second
 	maxJWKSSize            = 1 << 20
 	maxJWKSKeys            = 100
+	minRSABits             = 2048
 )
 
 // RemoteConfig configures a RemoteKeySet.
@@ -267,10 +268,13 @@ func ParseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
 		case "RSA":
 			n, err1 := b64.DecodeString(k.N)
 			e, err2 := b64.DecodeString(k.E)
-			if err1 != nil || err2 != nil || len(n) < 256 || len(e) == 0 || len(e) > 4 {
+			// The modulus's bit length, not its byte count: zero bytes or
+			// bits in front would pass a short key for a long one.
+			modulus := new(big.Int).SetBytes(n)
+			if err1 != nil || err2 != nil || modulus.BitLen() < minRSABits || len(e) == 0 || len(e) > 4 {
 				return nil, fmt.Errorf("key %q: malformed or weak RSA key", k.Kid)
 			}
-			keys[k.Kid] = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+			keys[k.Kid] = &rsa.PublicKey{N: modulus, E: int(new(big.Int).SetBytes(e).Int64())}
 		case "EC":
 			var curve elliptic.Curve
 			switch k.Crv {

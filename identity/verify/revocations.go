@@ -10,7 +10,6 @@ import (
 // revocationSet is an immutable snapshot of revoked token ids.
 type revocationSet struct {
 	jtis map[string]struct{}
-	read time.Time
 }
 
 func (v *Verifier) isRevoked(jti string) bool {
@@ -34,7 +33,7 @@ func (v *Verifier) refreshRevocations(ctx context.Context) error {
 		v.stats.revocationErrors.Add(1)
 		return err
 	}
-	set := &revocationSet{jtis: make(map[string]struct{}, len(list)), read: now}
+	set := &revocationSet{jtis: make(map[string]struct{}, len(list))}
 	for _, r := range list {
 		set.jtis[r.JTI] = struct{}{}
 	}

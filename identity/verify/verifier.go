@@ -10,7 +10,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,43 +80,6 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-}
-
-// Identity is who a verified token speaks for. It is shared between
-// callers through the cache: treat it as read-only.
-type Identity struct {
-	Subject  string
-	ClientID string
-	Scopes   []string
-	Issuer   string
-	JTI      string
-	Expiry   time.Time
-	IssuedAt time.Time
-	AuthTime time.Time // zero for tokens without a user
-
-	payload    []byte // the verified claims, decoded on demand
-	claimsOnce sync.Once
-	claims     map[string]any
-}
-
-// Claims returns every claim of the token, decoded on first use. The map
-// is shared: do not modify it.
-func (id *Identity) Claims() map[string]any {
-	id.claimsOnce.Do(func() {
-		id.claims = map[string]any{}
-		_ = json.Unmarshal(id.payload, &id.claims) // verified JSON: cannot fail
-	})
-	return id.claims
-}
-
-// HasScope reports whether the token grants scope.
-func (id *Identity) HasScope(scope string) bool {
-	for _, s := range id.Scopes {
-		if s == scope {
-			return true
-		}
-	}
-	return false
 }
 
 // Verifier checks access tokens. It is safe for concurrent use.
@@ -360,7 +322,7 @@ func (v *Verifier) checkClaims(c *claims, payload []byte) (*Identity, *Error) {
 		return nil, refuse(ReasonNotYetValid, errors.New("iat in the future"))
 	case c.Iss != v.cfg.Issuer:
 		return nil, refuse(ReasonIssuer, fmt.Errorf("iss %q", truncate(c.Iss, 64)))
-	case !audienceHolds(c.Aud, v.cfg.Audience):
+	case !AudienceHolds(c.Aud, v.cfg.Audience):
 		return nil, refuse(ReasonAudience, nil)
 	case c.Sub == "":
 		return nil, refuse(ReasonMalformed, errors.New("no sub claim"))
@@ -389,16 +351,6 @@ func (v *Verifier) checkClaims(c *claims, payload []byte) (*Identity, *Error) {
 		return nil, refuse(ReasonMalformed, errors.New("scope is neither a string nor an array"))
 	}
 	return id, nil
-}
-
-func audienceHolds(aud any, want string) bool {
-	switch a := aud.(type) {
-	case string:
-		return a == want
-	case []any:
-		return slices.Contains(a, any(want))
-	}
-	return false
 }
 
 func unixTime(f float64) time.Time {

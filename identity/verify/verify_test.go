@@ -64,8 +64,7 @@ func newFixture(t *testing.T, mutate ...func(*verify.Config)) *fixture {
 }
 
 func reasonOf(err error) verify.Reason {
-	var ve *verify.Error
-	if errors.As(err, &ve) {
+	if ve, ok := errors.AsType[*verify.Error](err); ok {
 		return ve.Reason
 	}
 	return ""
@@ -263,14 +262,30 @@ func TestMalformedTokens(t *testing.T) {
 	}
 }
 
+// Verify decodes only the claims it checks: the full claim map is decoded
+// on the first call of Claims, once, and shared through the cache.
 func TestClaimsDecodedOnDemand(t *testing.T) {
 	f := newFixture(t)
-	id, err := f.v.Verify(t.Context(), f.issuer.Token("alice", "a"))
+	tok := f.issuer.Token("alice", "a")
+	id, err := f.v.Verify(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if verify.ClaimsDecoded(id) {
+		t.Fatal("claims decoded by Verify")
+	}
+	if again, err := f.v.Verify(t.Context(), tok); err != nil || again != id || verify.ClaimsDecoded(id) {
+		t.Fatalf("cache hit %v (same identity: %t) decoded the claims", err, again == id)
+	}
 	c := id.Claims()
+	if !verify.ClaimsDecoded(id) {
+		t.Fatal("Claims did not decode")
+	}
 	if c["sub"] != "alice" || c["client_id"] != "test-client" || c["scope"] != "a" {
 		t.Fatalf("claims %v", c)
+	}
+	c["sub"] = "changed" // the map is shared: a second call decodes nothing
+	if id.Claims()["sub"] != "changed" {
+		t.Fatal("claims decoded twice")
 	}
 }

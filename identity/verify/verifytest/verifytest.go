@@ -15,7 +15,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -198,9 +197,6 @@ func (is *Issuer) Hostile(scopes ...string) []Case {
 		{"not a JWT", "not-a-token", verify.ReasonMalformed},
 	}
 }
-
-// Clone copies a claims map.
-func Clone(m map[string]any) map[string]any { return maps.Clone(m) }
 
 // JWKS returns the issuer's public key as a JWK Set.
 func (is *Issuer) JWKS() []byte {

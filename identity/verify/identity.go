@@ -1,0 +1,53 @@
+package verify
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Identity is who a verified token speaks for. It is shared between
+// callers (and goroutines) through the cache: treat it as read-only.
+type Identity struct {
+	Subject  string
+	ClientID string
+	Scopes   []string
+	Issuer   string
+	JTI      string
+	Expiry   time.Time
+	IssuedAt time.Time
+	AuthTime time.Time // zero for tokens without a user
+
+	payload    []byte // the verified claims, decoded on demand
+	claimsOnce sync.Once
+	claims     map[string]any
+}
+
+// Claims returns every claim of the token, decoded on first use (most
+// requests never need more than the fields above). The map is shared: do
+// not modify it. Safe for concurrent use.
+func (id *Identity) Claims() map[string]any {
+	id.claimsOnce.Do(func() {
+		id.claims = map[string]any{}
+		_ = json.Unmarshal(id.payload, &id.claims) // verified JSON: cannot fail
+	})
+	return id.claims
+}
+
+// HasScope reports whether the token grants scope.
+func (id *Identity) HasScope(scope string) bool {
+	return slices.Contains(id.Scopes, scope)
+}
+
+// AudienceHolds reports whether a decoded "aud" claim (a string, or an
+// array of strings, RFC 7519 §4.1.3) names the audience name.
+func AudienceHolds(aud any, name string) bool {
+	switch a := aud.(type) {
+	case string:
+		return a == name
+	case []any:
+		return slices.Contains(a, any(name))
+	}
+	return false
+}
