@@ -135,19 +135,19 @@ func TestRefreshReplay(t *testing.T) {
 				return
 			}
 			// Every token of the family is dead, and the access tokens
-			// issued from it are revoked by jti.
+			// issued from it are revoked with it, by their fid.
 			latest := f.refresh("app", successor)
 			if latest.status != 400 || latest.str("error") != "invalid_grant" {
 				t.Fatalf("family still usable: %s", latest.raw)
 			}
 			revoked := map[string]bool{}
 			for _, r := range rev {
-				revoked[r.JTI] = true
+				revoked[r.FamilyID] = true
 			}
 			for _, at := range []string{login.str("access_token"), res.str("access_token")} {
 				c, _ := f.parseToken(at, "at+jwt")
-				if !revoked[c["jti"].(string)] {
-					t.Errorf("access token %v not revoked", c["jti"])
+				if fid, _ := c["fid"].(string); fid == "" || !revoked[fid] {
+					t.Errorf("access token %v: its family %v not revoked", c["jti"], c["fid"])
 				}
 				// At once on this instance, with no poll in between.
 				if ui := f.userinfo("GET", at); ui.status != 401 {

@@ -15,6 +15,7 @@ type Identity struct {
 	Scopes   []string
 	Issuer   string
 	JTI      string
+	FamilyID string // the refresh-token family it was issued from ("fid"), if any
 	Expiry   time.Time
 	IssuedAt time.Time
 	AuthTime time.Time // zero for tokens without a user

@@ -23,8 +23,8 @@ func (c *headerCache) parse(enc string) (*header, error) {
 	if ok {
 		return h, nil
 	}
-	h = new(header)
-	if err := decodeSegment(enc, h); err != nil {
+	h, err := parseHeader(enc)
+	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()

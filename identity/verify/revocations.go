@@ -2,30 +2,99 @@ package verify
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/identity/store"
 )
 
-// revocationSet is an immutable snapshot of revoked token ids.
+// revocationSet is an immutable snapshot of what is revoked: access
+// tokens by jti, every access token of a refresh family, and a subject's
+// tokens issued before a time. Checks read the snapshot through an atomic
+// pointer; a read that brings something new replaces it with a copy.
 type revocationSet struct {
-	jtis map[string]struct{}
+	jtis     map[string]struct{}
+	families map[string]struct{}
+	subjects map[string]time.Time // subject -> not before
 }
 
-func (v *Verifier) isRevoked(jti string) bool {
-	set := v.revoked.Load()
-	if set == nil || jti == "" {
-		return false
+func newRevocationSet() *revocationSet {
+	return &revocationSet{jtis: map[string]struct{}{}, families: map[string]struct{}{}, subjects: map[string]time.Time{}}
+}
+
+// with returns a copy of set with list added (set is not changed).
+func (set *revocationSet) with(list []store.Revocation) *revocationSet {
+	out := &revocationSet{jtis: maps.Clone(set.jtis), families: maps.Clone(set.families), subjects: maps.Clone(set.subjects)}
+	out.add(list)
+	return out
+}
+
+func (set *revocationSet) add(list []store.Revocation) {
+	for _, r := range list {
+		switch {
+		case r.JTI != "":
+			set.jtis[r.JTI] = struct{}{}
+		case r.FamilyID != "":
+			set.families[r.FamilyID] = struct{}{}
+		case r.Subject != "":
+			if r.NotBefore.After(set.subjects[r.Subject]) {
+				set.subjects[r.Subject] = r.NotBefore
+			}
+		}
 	}
-	_, ok := set.jtis[jti]
-	return ok
 }
 
-// refreshRevocations re-reads the revocation list. On failure the last
+// covers reports whether a revocation in the set covers id.
+func (set *revocationSet) covers(id *Identity) bool {
+	if _, ok := set.jtis[id.JTI]; ok && id.JTI != "" {
+		return true
+	}
+	if _, ok := set.families[id.FamilyID]; ok && id.FamilyID != "" {
+		return true
+	}
+	nbf, ok := set.subjects[id.Subject]
+	// iat has whole seconds: a token issued in the second of the
+	// revocation counts as before it (it may have been), so it is refused
+	// even if it came a moment after.
+	return ok && id.IssuedAt.Before(nbf)
+}
+
+// isRevoked reports whether id is revoked by the last list read.
+func (v *Verifier) isRevoked(id *Identity) bool {
+	set := v.revoked.Load()
+	return set != nil && set.covers(id)
+}
+
+// revocationReads is the bookkeeping of reading the list: one read at a
+// time (the poll and RefreshRevocations after a local revocation), what
+// the last one read up to, and when the whole list was last read.
+type revocationReads struct {
+	mu       sync.Mutex
+	readTo   time.Time // the now of the last successful read
+	reloaded time.Time // the now of the last full read
+}
+
+// refreshRevocations reads what was revoked since the last read (less the
+// overlap), or the whole list when a reload is due. On failure the last
 // list keeps applying, and the verifier reports itself stale.
 func (v *Verifier) refreshRevocations(ctx context.Context) error {
+	r := &v.reads
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	now := v.cfg.Now()
-	list, err := v.cfg.Revocations.Revocations(ctx, now)
+	full := r.reloaded.IsZero() || now.Sub(r.reloaded) >= v.cfg.RevocationReload || now.Before(r.readTo)
+	var (
+		list []store.Revocation
+		err  error
+	)
+	if full {
+		list, err = v.cfg.Revocations.Revocations(ctx, now)
+	} else {
+		list, err = v.cfg.Revocations.RevocationsSince(ctx, r.readTo.Add(-v.cfg.RevocationOverlap), now)
+	}
 	if err != nil {
 		if !v.stale.Swap(true) {
 			v.cfg.Logger.Warn("revocation list unavailable: the last list keeps applying", zap.Error(err))
@@ -33,19 +102,24 @@ func (v *Verifier) refreshRevocations(ctx context.Context) error {
 		v.stats.revocationErrors.Add(1)
 		return err
 	}
-	set := &revocationSet{jtis: make(map[string]struct{}, len(list))}
-	for _, r := range list {
-		set.jtis[r.JTI] = struct{}{}
+	switch {
+	case full:
+		set := newRevocationSet()
+		set.add(list)
+		v.revoked.Store(set)
+		r.reloaded = now
+	case len(list) > 0:
+		v.revoked.Store(v.revoked.Load().with(list))
 	}
-	v.revoked.Store(set)
+	r.readTo = now
 	if v.stale.Swap(false) {
-		v.cfg.Logger.Info("revocation list available again", zap.Int("revoked", len(list)))
+		v.cfg.Logger.Info("revocation list available again", zap.Int("read", len(list)))
 	}
 	return nil
 }
 
-// RefreshRevocations re-reads the revocation list now, e.g. right after
-// this instance revoked a token.
+// RefreshRevocations reads new revocations now, e.g. right after this
+// instance revoked a token.
 func (v *Verifier) RefreshRevocations(ctx context.Context) error {
 	if v.cfg.Revocations == nil {
 		return nil

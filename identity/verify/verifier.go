@@ -3,8 +3,6 @@ package verify
 import (
 	"context"
 	"crypto"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -33,9 +31,11 @@ type KeySource interface {
 	Published(kid string, key crypto.PublicKey) bool
 }
 
-// RevocationLister lists revoked access tokens; store.Store is one.
+// RevocationLister lists revocations (store.RevocationLister; a
+// store.Store is one): whole, or those revoked since a time.
 type RevocationLister interface {
 	Revocations(ctx context.Context, now time.Time) ([]store.Revocation, error)
+	RevocationsSince(ctx context.Context, since, now time.Time) ([]store.Revocation, error)
 }
 
 // Defaults of Config.
@@ -45,6 +45,8 @@ const (
 	DefaultMaxTokenSize      = 8 << 10
 	DefaultCacheSize         = 10000
 	DefaultRevocationRefresh = 5 * time.Second
+	DefaultRevocationReload  = 10 * time.Minute
+	DefaultRevocationOverlap = time.Minute
 )
 
 // Config configures a Verifier. Zero values take the defaults named.
@@ -74,8 +76,17 @@ type Config struct {
 	// every RevocationRefresh; while the source fails, the last list keeps
 	// applying.
 	Revocations RevocationLister
-	// RevocationRefresh is how often revocations are re-read. Default 5s.
+	// RevocationRefresh is how often new revocations are read. Default 5s.
 	RevocationRefresh time.Duration
+	// RevocationReload is how often the whole list is read again (which
+	// also drops expired entries); between reloads only what was revoked
+	// since the last read, less RevocationOverlap, is read. Default 10m.
+	RevocationReload time.Duration
+	// RevocationOverlap is how far before the last read each incremental
+	// read reaches back, so that a revocation committed late on a shared
+	// store (or stamped by a clock a little behind) is not missed.
+	// Default 1m.
+	RevocationOverlap time.Duration
 	// Logger receives operational logs. Default: no-op.
 	Logger *zap.Logger
 	// Now is the clock. Default time.Now.
@@ -87,6 +98,7 @@ type Verifier struct {
 	cfg     Config
 	cache   *cache
 	revoked atomic.Pointer[revocationSet]
+	reads   revocationReads // guarded by its own mutex
 	stale   atomic.Bool
 	stats   Stats
 	headers headerCache
@@ -130,6 +142,12 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.RevocationRefresh <= 0 {
 		cfg.RevocationRefresh = DefaultRevocationRefresh
 	}
+	if cfg.RevocationReload <= 0 {
+		cfg.RevocationReload = DefaultRevocationReload
+	}
+	if cfg.RevocationOverlap <= 0 {
+		cfg.RevocationOverlap = DefaultRevocationOverlap
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -141,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		v.cache = newCache(cfg.CacheSize)
 	}
 	if cfg.Revocations != nil {
-		v.revoked.Store(&revocationSet{})
+		v.revoked.Store(newRevocationSet())
 		if err := v.refreshRevocations(ctx); err != nil {
 			return nil, fmt.Errorf("reading revocations: %w", err)
 		}
@@ -166,7 +184,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) 
 	now := v.cfg.Now()
 	if v.cache != nil {
 		if e, ok := v.cache.get(token); ok && now.Before(e.id.Expiry) && v.cfg.Keys.Published(e.kid, e.key) {
-			if v.isRevoked(e.id.JTI) {
+			if v.isRevoked(e.id) {
 				v.stats.count(ReasonRevoked)
 				return nil, refuse(ReasonRevoked, nil)
 			}
@@ -179,7 +197,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) 
 		v.stats.count(verr.Reason)
 		return nil, verr
 	}
-	if v.isRevoked(id.JTI) {
+	if v.isRevoked(id) {
 		v.stats.count(ReasonRevoked)
 		return nil, refuse(ReasonRevoked, nil)
 	}
@@ -217,7 +235,7 @@ func (v *Verifier) verifyCold(ctx context.Context, token string) (*Identity, str
 	case err != nil:
 		return nil, "", nil, refuse(ReasonKeysUnavailable, err)
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(sigB64)
+	sig, err := decodeB64(sigB64)
 	if err != nil {
 		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("signature: %w", err))
 	}
@@ -228,15 +246,15 @@ func (v *Verifier) verifyCold(ctx context.Context, token string) (*Identity, str
 	if err := method.Verify(token[:len(headerB64)+1+len(payloadB64)], sig, key); err != nil {
 		return nil, "", nil, refuse(ReasonSignature, err)
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(payloadB64)
+	payload, err := decodeB64(payloadB64)
 	if err != nil {
 		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("payload: %w", err))
 	}
-	var c claims
-	if err := json.Unmarshal(payload, &c); err != nil {
+	c, err := parseClaims(payload)
+	if err != nil {
 		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("claims: %w", err))
 	}
-	id, e := v.checkClaims(&c, payload)
+	id, e := v.checkClaims(c, payload)
 	if e != nil {
 		return nil, "", nil, e
 	}
@@ -244,38 +262,51 @@ func (v *Verifier) verifyCold(ctx context.Context, token string) (*Identity, str
 }
 
 // header is the JOSE header of a token. The key-reference members are
-// read only to refuse them.
+// noted only to refuse them.
 type header struct {
-	Alg  string          `json:"alg"`
-	Typ  string          `json:"typ"`
-	Kid  any             `json:"kid"`
-	Jku  json.RawMessage `json:"jku"`
-	Jwk  json.RawMessage `json:"jwk"`
-	X5u  json.RawMessage `json:"x5u"`
-	X5c  json.RawMessage `json:"x5c"`
-	Crit json.RawMessage `json:"crit"`
+	Alg, Typ string
+	Kid      any
+	foreign  string // the first of jku, jwk, x5u, x5c present, if any
+	crit     bool
 }
 
-func decodeSegment(seg string, v any) error {
-	raw, err := base64.RawURLEncoding.DecodeString(seg)
+// parseHeader decodes an encoded JOSE header strictly: canonical base64url,
+// exact member names, no duplicates.
+func parseHeader(enc string) (*header, error) {
+	raw, err := decodeB64(enc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return json.Unmarshal(raw, v)
+	m, err := decodeObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	h := new(header)
+	if _, err := member(m, "alg", &h.Alg); err != nil {
+		return nil, err
+	}
+	if _, err := member(m, "typ", &h.Typ); err != nil {
+		return nil, err
+	}
+	if _, err := member(m, "kid", &h.Kid); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"jku", "jwk", "x5u", "x5c"} {
+		if _, ok := m[name]; ok && h.foreign == "" {
+			h.foreign = name
+		}
+	}
+	_, h.crit = m["crit"]
+	return h, nil
 }
 
 // checkHeader refuses foreign key references, critical extensions and
 // unaccepted types before any key is looked up; it returns the kid.
 func (v *Verifier) checkHeader(h *header) (string, *Error) {
-	for _, m := range []struct {
-		name   string
-		member json.RawMessage
-	}{{"jku", h.Jku}, {"jwk", h.Jwk}, {"x5u", h.X5u}, {"x5c", h.X5c}} {
-		if m.member != nil {
-			return "", refuse(ReasonForeignKey, fmt.Errorf("token carries a %q header", m.name))
-		}
+	if h.foreign != "" {
+		return "", refuse(ReasonForeignKey, fmt.Errorf("token carries a %q header", h.foreign))
 	}
-	if h.Crit != nil {
+	if h.crit {
 		return "", refuse(ReasonMalformed, errors.New("unsupported critical header extension"))
 	}
 	typ := strings.TrimPrefix(strings.ToLower(h.Typ), "application/")
@@ -295,16 +326,42 @@ func (v *Verifier) checkHeader(h *header) (string, *Error) {
 
 // claims are the members of an access token the check reads.
 type claims struct {
-	Iss      string   `json:"iss"`
-	Sub      string   `json:"sub"`
-	Aud      any      `json:"aud"`
-	Exp      *float64 `json:"exp"`
-	Nbf      *float64 `json:"nbf"`
-	Iat      *float64 `json:"iat"`
-	Jti      string   `json:"jti"`
-	ClientID string   `json:"client_id"`
-	Scope    any      `json:"scope"`
-	AuthTime *float64 `json:"auth_time"`
+	Iss, Sub, Jti, ClientID, Fid string
+	Aud, Scope                   any
+	Exp, Nbf, Iat, AuthTime      *float64
+}
+
+// parseClaims decodes a verified payload strictly: exact member names,
+// no duplicates, NumericDates in range, string members as strings.
+func parseClaims(payload []byte) (*claims, error) {
+	m, err := decodeObject(payload)
+	if err != nil {
+		return nil, err
+	}
+	c := new(claims)
+	for _, s := range []struct {
+		name string
+		dst  *string
+	}{{"iss", &c.Iss}, {"sub", &c.Sub}, {"jti", &c.Jti}, {"client_id", &c.ClientID}, {"fid", &c.Fid}} {
+		if _, err := member(m, s.name, s.dst); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := member(m, "aud", &c.Aud); err != nil {
+		return nil, err
+	}
+	if _, err := member(m, "scope", &c.Scope); err != nil {
+		return nil, err
+	}
+	for _, d := range []struct {
+		name string
+		dst  **float64
+	}{{"exp", &c.Exp}, {"nbf", &c.Nbf}, {"iat", &c.Iat}, {"auth_time", &c.AuthTime}} {
+		if *d.dst, err = numericDate(m, d.name); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // checkClaims validates issuer, audience and times, and builds the
@@ -327,7 +384,7 @@ func (v *Verifier) checkClaims(c *claims, payload []byte) (*Identity, *Error) {
 	case c.Sub == "":
 		return nil, refuse(ReasonMalformed, errors.New("no sub claim"))
 	}
-	id := &Identity{Subject: c.Sub, ClientID: c.ClientID, Issuer: c.Iss, JTI: c.Jti,
+	id := &Identity{Subject: c.Sub, ClientID: c.ClientID, Issuer: c.Iss, JTI: c.Jti, FamilyID: c.Fid,
 		Expiry: unixTime(*c.Exp), payload: payload}
 	if c.Iat != nil {
 		id.IssuedAt = unixTime(*c.Iat)

@@ -17,21 +17,48 @@ import (
 const issuerURL = "https://issuer.test"
 
 type revocations struct {
-	mu   sync.Mutex
-	list []store.Revocation
-	err  error
+	mu          sync.Mutex
+	now         func() time.Time
+	list        []store.Revocation
+	err         error
+	full, since int // reads of each kind
 }
 
 func (r *revocations) Revocations(context.Context, time.Time) ([]store.Revocation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.full++
 	return slices.Clone(r.list), r.err
 }
 
-func (r *revocations) revoke(jti string) {
+func (r *revocations) RevocationsSince(_ context.Context, since, _ time.Time) ([]store.Revocation, error) {
 	r.mu.Lock()
-	r.list = append(r.list, store.Revocation{JTI: jti})
+	defer r.mu.Unlock()
+	r.since++
+	var out []store.Revocation
+	for _, rev := range r.list {
+		if !rev.RevokedAt.Before(since) {
+			out = append(out, rev)
+		}
+	}
+	return out, r.err
+}
+
+func (r *revocations) add(rev store.Revocation) {
+	r.mu.Lock()
+	if rev.RevokedAt.IsZero() {
+		rev.RevokedAt = r.now()
+	}
+	r.list = append(r.list, rev)
 	r.mu.Unlock()
+}
+
+func (r *revocations) revoke(jti string) { r.add(store.Revocation{JTI: jti}) }
+
+func (r *revocations) reads() (full, since int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.full, r.since
 }
 
 func (r *revocations) fail(err error) {
@@ -48,8 +75,9 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, mutate ...func(*verify.Config)) *fixture {
-	f := &fixture{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), revs: &revocations{}}
+	f := &fixture{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 	clock := func() time.Time { return f.now }
+	f.revs = &revocations{now: clock}
 	f.issuer = verifytest.NewIssuer(t, issuerURL, clock)
 	cfg := verify.Config{Issuer: issuerURL, Keys: f.issuer, Revocations: f.revs, Now: clock}
 	for _, m := range mutate {

@@ -175,6 +175,33 @@ func (is *Issuer) Hostile(scopes ...string) []Case {
 	}()
 	big := with(func(_, c map[string]any) { c["pad"] = strings.Repeat("x", 9<<10) })
 
+	// Members appended to a good JSON object, and claims under names that
+	// encoding/json would match without regard to case.
+	appendMember := func(v map[string]any, member string) string {
+		b, _ := json.Marshal(v)
+		return strings.TrimSuffix(string(b), "}") + "," + member + "}"
+	}
+	h, c = good()
+	dupSub := SignRaw(mustJSON(h), appendMember(c, `"sub":"admin"`), is.Private)
+	h, c = good()
+	dupAlg := SignRaw(appendMember(h, `"alg":"none"`), mustJSON(c), is.Private)
+	h, c = good()
+	c["ISS"] = c["iss"]
+	delete(c, "iss")
+	upperIss := Sign(h, c, is.Private)
+	h, c = good()
+	delete(c, "sub")
+	c["ſub"] = "admin" // "ſub": encoding/json folds ſ to s
+	foldedSub := Sign(h, c, is.Private)
+
+	// One token, two spellings: the signature's unused low bits set, and a
+	// line break inside a segment (Go's decoder skips CR and LF).
+	good2 := is.Token("attacker", scopes...)
+	last := strings.IndexByte(b64Alphabet, good2[len(good2)-1])
+	lowBits := good2[:len(good2)-1] + string(b64Alphabet[last^1])
+	cut := strings.LastIndexByte(good2, '.') + 10
+	lineBreak := good2[:cut] + "\r\n" + good2[cut:]
+
 	return []Case{
 		{"alg none", algNone, verify.ReasonAlgorithm},
 		{"HS256 signed with the RSA public key", hs256, verify.ReasonAlgorithm},
@@ -195,7 +222,39 @@ func (is *Issuer) Hostile(scopes ...string) []Case {
 		{"token from another issuer", foreign, verify.ReasonSignature},
 		{"token over 8 KiB", big, verify.ReasonTooLarge},
 		{"not a JWT", "not-a-token", verify.ReasonMalformed},
+		{"a claim given twice (second sub)", dupSub, verify.ReasonMalformed},
+		{"a header member given twice (second alg)", dupAlg, verify.ReasonMalformed},
+		{"iss spelled ISS", upperIss, verify.ReasonIssuer},
+		{"sub spelled with a long s", foldedSub, verify.ReasonMalformed},
+		{"nbf of 1e300", with(func(_, c map[string]any) { c["nbf"] = 1e300 }), verify.ReasonMalformed},
+		{"exp before the epoch", with(func(_, c map[string]any) { c["exp"] = -1 }), verify.ReasonMalformed},
+		{"signature with unused low bits set", lowBits, verify.ReasonMalformed},
+		{"line break inside the signature", lineBreak, verify.ReasonMalformed},
 	}
+}
+
+// b64Alphabet is the base64url alphabet, in value order.
+const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// SignRaw makes a compact JWS of a header and claims given as JSON text,
+// signed with key (RS256): for members a map cannot hold (duplicates).
+func SignRaw(headerJSON, claimsJSON string, key *rsa.PrivateKey) string {
+	b64 := base64.RawURLEncoding
+	input := b64.EncodeToString([]byte(headerJSON)) + "." + b64.EncodeToString([]byte(claimsJSON))
+	sum := sha256.Sum256([]byte(input))
+	sig, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:])
+	if err != nil {
+		panic(err)
+	}
+	return input + "." + b64.EncodeToString(sig)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 // JWKS returns the issuer's public key as a JWK Set.

@@ -1,0 +1,137 @@
+package identity
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/tokens"
+)
+
+// records counts what a purge a century on would remove: every family,
+// legacy token, access-token record and revocation in the store.
+func (f *fixture) records() int64 {
+	f.t.Helper()
+	n, err := f.st.DeleteExpired(context.Background(), f.clock.Now().AddDate(100, 0, 0))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// A family costs the store the same after many rotations as after one:
+// one family row, no row per token or per access token.
+func TestFamilyStorageIsConstant(t *testing.T) {
+	counts := map[int]int64{}
+	for _, rotations := range []int{1, 40} {
+		f := newFixture(t)
+		rt := f.login("demo", "demo-pw").str("refresh_token")
+		for range rotations {
+			res := f.refresh("app", rt)
+			if res.status != 200 {
+				t.Fatal(res.raw)
+			}
+			rt = res.str("refresh_token")
+		}
+		if parts := strings.Split(rt, "~"); len(parts) != 3 || parts[1] == "" {
+			t.Fatalf("refresh token %q does not name its family and generation", rt)
+		}
+		counts[rotations] = f.records()
+	}
+	if counts[1] != 1 || counts[40] != counts[1] {
+		t.Fatalf("records after 1 and 40 rotations: %d and %d, want 1 each", counts[1], counts[40])
+	}
+}
+
+// A token naming a family but with a forged secret is unknown: it neither
+// refreshes nor revokes the family (knowing a family id, from an access
+// token's fid, forges nothing).
+func TestForgedFamilyToken(t *testing.T) {
+	f := newFixture(t)
+	rt := f.login("demo", "demo-pw").str("refresh_token")
+	fam, _, _ := strings.Cut(rt, "~")
+	for _, forged := range []string{fam + "~1~forged", fam + "~2~forged", fam + "~0~x", fam + "~01~x", fam + "~1~" + strings.Repeat("A", 43)} {
+		if res := f.refresh("app", forged); res.status != 400 || res.str("error") != "invalid_grant" {
+			t.Fatalf("%q: %s", forged, res.raw)
+		}
+	}
+	if res := f.refresh("app", rt); res.status != 200 {
+		t.Fatalf("a forged token hurt the family: %s", res.raw)
+	}
+}
+
+// An old generation's genuine token (not the previous one) is a replay: it
+// revokes the family.
+func TestOldGenerationRevokes(t *testing.T) {
+	f := newFixture(t)
+	first := f.login("demo", "demo-pw").str("refresh_token")
+	rt := first
+	for range 3 {
+		rt = f.refresh("app", rt).str("refresh_token")
+	}
+	if res := f.refresh("app", first); res.status != 400 {
+		t.Fatal(res.raw)
+	}
+	if res := f.refresh("app", rt); res.status != 400 {
+		t.Fatalf("the family survived an old generation's replay: %s", res.raw)
+	}
+}
+
+// A family made before constant storage (a row per token) refreshes once
+// more: that rotation converts it, the grace window still holds for its
+// legacy parent, and a later replay of the legacy token revokes it.
+func TestLegacyFamilyConverts(t *testing.T) {
+	f := newFixture(t)
+	seeder, ok := f.st.(store.LegacySeeder)
+	if !ok {
+		t.Fatal("the SQLite store cannot seed legacy families")
+	}
+	now := f.clock.Now()
+	legacy := "legacy-refresh-token-of-the-first-scheme"
+	fam := store.RefreshFamily{ID: "legacy-fam", ClientID: "app", Subject: "sub-demo",
+		Scopes: []string{"openid", "offline_access", "Service/Market"}, AuthTime: now, Created: now, ExpiresAt: now.Add(24 * time.Hour)}
+	err := seeder.SeedLegacyFamily(t.Context(), fam,
+		[]store.RefreshToken{{Hash: tokens.HashToken(legacy), IssuedAt: now, ExpiresAt: now.Add(time.Hour)}},
+		[]store.IssuedAccessToken{{JTI: "legacy-jti", ExpiresAt: now.Add(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := f.refresh("app", legacy)
+	if res.status != 200 || !strings.HasPrefix(res.str("refresh_token"), "legacy-fam~2~") {
+		t.Fatalf("legacy refresh: %s", res.raw)
+	}
+	successor := res.str("refresh_token")
+	if again := f.refresh("app", legacy); again.status != 200 || again.str("refresh_token") != successor {
+		t.Fatalf("grace window for the legacy parent: %s", again.raw)
+	}
+	f.clock.Add(10 * time.Second)
+	if res := f.refresh("app", legacy); res.status != 400 {
+		t.Fatal(res.raw)
+	}
+	if res := f.refresh("app", successor); res.status != 400 {
+		t.Fatalf("the converted family survived the legacy token's replay: %s", res.raw)
+	}
+	revoked, err := f.st.AccessTokenRevoked(t.Context(), "legacy-jti", "", "", time.Time{})
+	if err != nil || !revoked {
+		t.Fatalf("the legacy family's recorded access token was not revoked: %v", err)
+	}
+}
+
+// With a key encryption key the successor secret is sealed in the store,
+// like the signing keys.
+func TestRefreshSecretSealed(t *testing.T) {
+	kek := bytes.Repeat([]byte{7}, 32)
+	f := newFixture(t, func(c *Config) { c.Keys.EncryptionKey = kek })
+	stored, err := f.st.Secret(t.Context(), tokens.RefreshSecretName, nil)
+	if err != nil || !bytes.HasPrefix(stored, []byte("gatehouse-kek-v1:")) {
+		t.Fatalf("successor secret stored in the clear: %v", err)
+	}
+	rt := f.login("demo", "demo-pw").str("refresh_token")
+	f.restart()
+	if res := f.refresh("app", rt); res.status != 200 {
+		t.Fatalf("refresh after a restart with the sealed secret: %s", res.raw)
+	}
+}

@@ -1,0 +1,94 @@
+package verify_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/verify"
+	"github.com/gatehouse/gatehouse/identity/verify/verifytest"
+)
+
+// A family's revocation covers every access token carrying its fid, and a
+// subject's covers its tokens issued before NotBefore, cached or not.
+func TestRevocationKinds(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	token := func(sub, fid string, iat time.Time) string {
+		c := f.issuer.Claims(sub, "x")
+		c["jti"] = "jti-" + sub + "-" + fid + "-" + iat.Format("150405")
+		c["iat"] = iat.Unix()
+		if fid != "" {
+			c["fid"] = fid
+		}
+		return verifytest.Sign(f.issuer.Header(), c, f.issuer.Private)
+	}
+	famTok := token("alice", "fam-1", f.now)
+	otherFam := token("alice", "fam-2", f.now)
+	oldBob := token("bob", "", f.now.Add(-time.Minute))
+	for _, tok := range []string{famTok, otherFam, oldBob} {
+		if _, err := f.v.Verify(ctx, tok); err != nil { // now cached
+			t.Fatal(err)
+		}
+	}
+	f.revs.add(store.Revocation{FamilyID: "fam-1", ExpiresAt: f.now.Add(time.Hour)})
+	f.revs.add(store.Revocation{Subject: "bob", NotBefore: f.now.Add(500 * time.Millisecond), ExpiresAt: f.now.Add(time.Hour)})
+	if err := f.v.RefreshRevocations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		token   string
+		revoked bool
+	}{
+		"token of the revoked family":           {famTok, true},
+		"token of another family":               {otherFam, false},
+		"subject's token issued before":         {oldBob, true},
+		"subject's token issued in the second":  {token("bob", "", f.now), true},
+		"subject's token issued a second after": {token("bob", "", f.now.Add(time.Second)), false},
+		"another subject's token issued before": {token("carol", "", f.now.Add(-time.Minute)), false},
+	} {
+		_, err := f.v.Verify(ctx, tc.token)
+		if got := reasonOf(err) == verify.ReasonRevoked; got != tc.revoked || (!tc.revoked && err != nil) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Between full reloads the verifier reads only what was revoked since its
+// last read, reaching back by the overlap (a revocation committed late,
+// stamped before the last read, is not missed); a reload reads it whole.
+func TestRevocationsReadIncrementally(t *testing.T) {
+	f := newFixture(t, func(c *verify.Config) {
+		c.RevocationReload, c.RevocationOverlap = time.Hour, time.Minute
+	})
+	ctx := t.Context()
+	full, since := f.revs.reads()
+	if full != 1 || since != 0 {
+		t.Fatalf("New read %d full, %d incremental", full, since)
+	}
+	late := f.issuer.Token("late", "x")
+	f.now = f.now.Add(10 * time.Second)
+	if err := f.v.RefreshRevocations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Committed now, stamped 30 s ago (before the last read), within the
+	// overlap.
+	f.revs.add(store.Revocation{JTI: "jti-late-x", ExpiresAt: f.now.Add(time.Hour), RevokedAt: f.now.Add(-30 * time.Second)})
+	f.now = f.now.Add(5 * time.Second)
+	if err := f.v.RefreshRevocations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if full, since := f.revs.reads(); full != 1 || since != 2 {
+		t.Fatalf("reads: %d full, %d incremental, want 1 and 2", full, since)
+	}
+	if _, err := f.v.Verify(ctx, late); reasonOf(err) != verify.ReasonRevoked {
+		t.Fatalf("a revocation stamped before the last read was missed: %v", err)
+	}
+	f.now = f.now.Add(time.Hour)
+	if err := f.v.RefreshRevocations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if full, _ := f.revs.reads(); full != 2 {
+		t.Fatalf("no full reload after RevocationReload: %d full reads", full)
+	}
+}
