@@ -46,6 +46,7 @@ func TestParseGlobalOptionErrors(t *testing.T) {
 		{"store without backend", "store", "wrong argument count"},
 		{"sqlite two paths", "store sqlite a.db b.db", "wrong argument count"},
 		{"sqlite path twice", "store sqlite a.db {\n\tpath b.db\n}", "path given twice"},
+		{"sqlite path twice in block", "store sqlite {\n\tpath a.db\n\tpath b.db\n}", "sqlite store: path given twice"},
 		{"sqlite unknown option", "store sqlite {\n\tfile a.db\n}", `unrecognized subdirective "file"`},
 		{"client without id", "client {\n\tpublic\n}", "wrong argument count"},
 		{"client unknown option", "client a {\n\tsecret s\n}", `unrecognized subdirective "secret"`},
@@ -90,6 +91,18 @@ func TestParseGlobalOptionErrors(t *testing.T) {
 				t.Errorf("error %q, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseAPIResourceSecretsAddUp: secret_sha256 takes a list, so it may
+// be repeated in an api_resource block, as in a client block.
+func TestParseAPIResourceSecretsAddUp(t *testing.T) {
+	app, err := parseOption(t, "api_resource api {\n\tsecret_sha256 a b\n\tsecret_sha256 c\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(app.APIResources) != 1 || strings.Join(app.APIResources[0].SecretSHA256, " ") != "a b c" {
+		t.Errorf("api resources %+v, want one with secrets a b c", app.APIResources)
 	}
 }
 
