@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -215,7 +214,7 @@ func (a *App) startServer(ctx caddy.Context) error {
 // configured.
 func (a *App) loadStoreModule(ctx caddy.Context) (StoreOpener, error) {
 	if a.StoreRaw == nil {
-		a.StoreRaw = caddyconfig.JSONModuleObject(SQLiteStore{}, "backend", "sqlite", nil)
+		a.StoreRaw = defaultStore
 	}
 	mod, err := ctx.LoadModule(a, "StoreRaw")
 	if err != nil {

@@ -367,38 +367,5 @@ func (h *IdentityHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// UnmarshalCaddyfile sets up the store from Caddyfile tokens. Syntax:
-//
-//	sqlite [<path>]
-//
-// or
-//
-//	sqlite {
-//		path <path>
-//	}
-func (s *SQLiteStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the backend name
-	once := cfutil.NewOnceSet("sqlite store: ")
-	if d.NextArg() {
-		s.Path = d.Val()
-		if err := cfutil.NoArgs(d); err != nil {
-			return err
-		}
-		_ = once.Check(d, "path") // cannot fail; a path subdirective now would be the second
-	}
-	return cfutil.ParseBlock(d, once, func(name string) (err error) {
-		switch name {
-		case "path":
-			s.Path, err = cfutil.OneArg(d)
-		default:
-			return cfutil.Unrecognized(d)
-		}
-		return err
-	})
-}
-
 // Interface guards
-var (
-	_ caddyfile.Unmarshaler = (*IdentityHandler)(nil)
-	_ caddyfile.Unmarshaler = (*SQLiteStore)(nil)
-)
+var _ caddyfile.Unmarshaler = (*IdentityHandler)(nil)

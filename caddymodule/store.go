@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/caddyserver/caddy/v2"
@@ -19,6 +20,11 @@ type StoreOpener interface {
 	// OpenStore opens the store. The caller closes it.
 	OpenStore(ctx context.Context) (store.Store, error)
 }
+
+// defaultStore is the store of an app that names none: the sqlite module
+// (package caddymodule/sqlitestore) at its default path. It is raw JSON so
+// that this package does not import the module's.
+var defaultStore = json.RawMessage(`{"backend":"sqlite"}`)
 
 // stores holds the open stores by key, reference-counted: on a reload Caddy
 // provisions the new configuration before it cleans up the old one, so both
