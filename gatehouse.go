@@ -15,5 +15,6 @@ package gatehouse
 // root package and each of its sub-packages (as caddy-l4's imports.go does).
 import (
 	_ "github.com/gatehouse/gatehouse/caddymodule"
+	_ "github.com/gatehouse/gatehouse/caddymodule/cli"
 	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"
 )

@@ -143,7 +143,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return checkIssuer(a.Issuer)
 	}
 	if a.Issuer != "" || a.VerifierConfig.checksRevocations() {
-		if err := a.openStore(ctx); err != nil {
+		if err := a.acquireConfiguredStore(ctx); err != nil {
 			return err
 		}
 	}
@@ -165,21 +165,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// openStore acquires the configured store from the pool.
-func (a *App) openStore(ctx caddy.Context) error {
-	opener, err := a.loadStoreModule(ctx)
-	if err != nil {
-		return err
-	}
-	key := opener.StoreKey()
-	st, err := acquireStore(ctx, key, opener)
-	if err != nil {
-		return err
-	}
-	a.storeKey, a.store = key, st
-	return nil
-}
-
 // startServer seeds the users file and builds the identity server.
 func (a *App) startServer(ctx caddy.Context) error {
 	if a.UsersFile != "" {
@@ -194,7 +179,7 @@ func (a *App) startServer(ctx caddy.Context) error {
 		a.logger.Info("users file loaded", zap.String("path", a.UsersFile),
 			zap.Int("users", len(users)), zap.Int("created", n))
 	}
-	cfg, err := a.identityConfig()
+	cfg, err := a.IdentityConfig()
 	if err != nil {
 		return err
 	}
@@ -210,26 +195,11 @@ func (a *App) startServer(ctx caddy.Context) error {
 	return nil
 }
 
-// loadStoreModule loads the store module, the default one when none is
-// configured.
-func (a *App) loadStoreModule(ctx caddy.Context) (StoreOpener, error) {
-	if a.StoreRaw == nil {
-		a.StoreRaw = defaultStore
-	}
-	mod, err := ctx.LoadModule(a, "StoreRaw")
-	if err != nil {
-		return nil, fmt.Errorf("loading store module: %w", err)
-	}
-	opener, ok := mod.(StoreOpener)
-	if !ok {
-		return nil, fmt.Errorf("store module %T does not open a store", mod)
-	}
-	return opener, nil
-}
-
-// identityConfig converts the app's configuration into the identity
-// server's.
-func (a *App) identityConfig() (identity.Config, error) {
+// IdentityConfig converts the app's configuration into the identity
+// server's, without what only a running server has: signing keys, the
+// client-IP function and the metrics. Command-line tools use it to apply
+// the same token policy as the servers (e.g. identity.KeyRetention).
+func (a *App) IdentityConfig() (identity.Config, error) {
 	cfg := identity.Config{
 		Issuer:                  a.Issuer,
 		Audience:                a.Audience,
@@ -331,6 +301,17 @@ func (a *App) checkRemoteOnly() error {
 		return errors.New("verifier: issuer is required without the app's issuer (remote-only mode)")
 	}
 	return nil
+}
+
+// KeyPolicy checks the app's signing_keys and converts them into the
+// identity server's key policy, reading the key encryption key from the
+// environment variable or file they name. Its retention is left zero for
+// identity to compute (see IdentityConfig).
+func (a *App) KeyPolicy() (identity.KeyPolicy, error) {
+	if err := a.SigningKeys.validate(); err != nil {
+		return identity.KeyPolicy{}, err
+	}
+	return a.SigningKeys.keyPolicy()
 }
 
 // Start does nothing: the app serves through the gatehouse_identity handler.

@@ -110,8 +110,18 @@ func (k *SigningKeys) keyPolicy() (identity.KeyPolicy, error) {
 	}, nil
 }
 
-// checkInterval is the effective check interval of k.
-func (k *SigningKeys) checkInterval() time.Duration {
+// EffectiveAnnounce is how long a new key is published before it signs:
+// Announce, or its default. k may be nil (all defaults).
+func (k *SigningKeys) EffectiveAnnounce() time.Duration {
+	if k == nil || k.Announce <= 0 {
+		return defaultKeyAnnounce
+	}
+	return time.Duration(k.Announce)
+}
+
+// EffectiveCheckInterval is how often the servers re-read the keys:
+// CheckInterval, or its default. k may be nil (all defaults).
+func (k *SigningKeys) EffectiveCheckInterval() time.Duration {
 	if k == nil || k.CheckInterval <= 0 {
 		return defaultKeyCheck
 	}

@@ -64,5 +64,54 @@ func releaseStore(key string) error {
 	return nil
 }
 
+// acquireConfiguredStore acquires the configured store from the pool.
+func (a *App) acquireConfiguredStore(ctx caddy.Context) error {
+	opener, err := a.loadStoreModule(ctx)
+	if err != nil {
+		return err
+	}
+	key := opener.StoreKey()
+	st, err := acquireStore(ctx, key, opener)
+	if err != nil {
+		return err
+	}
+	a.storeKey, a.store = key, st
+	return nil
+}
+
+// loadStoreModule loads the store module, the default one when none is
+// configured.
+func (a *App) loadStoreModule(ctx caddy.Context) (StoreOpener, error) {
+	if a.StoreRaw == nil {
+		a.StoreRaw = defaultStore
+	}
+	mod, err := ctx.LoadModule(a, "StoreRaw")
+	if err != nil {
+		return nil, fmt.Errorf("loading store module: %w", err)
+	}
+	opener, ok := mod.(StoreOpener)
+	if !ok {
+		return nil, fmt.Errorf("store module %T does not open a store", mod)
+	}
+	return opener, nil
+}
+
+// OpenStore opens the app's store outside the pool, for a command-line tool
+// that holds it alone while servers may hold the same store in theirs. The
+// caller closes it.
+func (a *App) OpenStore(ctx context.Context) (store.Store, error) {
+	cctx, cancel := caddy.NewContext(caddy.Context{Context: ctx})
+	defer cancel()
+	opener, err := a.loadStoreModule(cctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := opener.OpenStore(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", opener.StoreKey(), err)
+	}
+	return st, nil
+}
+
 // Interface guards
 var _ caddy.Destructor = pooledStore{}
