@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -195,123 +197,56 @@ func (a *App) startServer(ctx caddy.Context) error {
 	return nil
 }
 
-// IdentityConfig converts the app's configuration into the identity
-// server's, without what only a running server has: signing keys, the
-// client-IP function and the metrics. Command-line tools use it to apply
-// the same token policy as the servers (e.g. identity.KeyRetention).
-func (a *App) IdentityConfig() (identity.Config, error) {
-	cfg := identity.Config{
-		Issuer:                  a.Issuer,
-		Audience:                a.Audience,
-		AccessTokenLifetime:     time.Duration(a.AccessTokenLifetime),
-		IDTokenLifetime:         time.Duration(a.IDTokenLifetime),
-		Refresh:                 a.RefreshToken.policy(),
-		UniformErrorStatus:      a.UniformErrorStatus,
-		HSTS:                    a.HSTS,
-		PasswordHashConcurrency: a.PasswordHashConcurrency,
-		Lockout:                 a.Lockout.policy(),
-		Logger:                  a.logger,
+// clientIP is the source address of r for the brute-force defence: Caddy's
+// client IP, which honours the server's trusted_proxies, else the host of
+// RemoteAddr.
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
 	}
-	for _, c := range a.Clients {
-		ic, err := c.identityClient()
-		if err != nil {
-			return identity.Config{}, err
-		}
-		cfg.Clients = append(cfg.Clients, ic)
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
 	}
-	for _, r := range a.APIResources {
-		ir, err := r.identityResource()
-		if err != nil {
-			return identity.Config{}, err
-		}
-		cfg.APIResources = append(cfg.APIResources, ir)
-	}
-	return cfg, nil
+	return host
 }
 
-// Validate checks the configuration. It changes nothing.
-func (a *App) Validate() error {
-	if a.Issuer == "" && a.VerifierConfig.remote() {
-		if err := a.checkRemoteOnly(); err != nil {
-			return err
+// buildVerifier builds the app's verifier, and the remote key set it
+// reads in remote mode; their background loops run until ctx ends.
+func (a *App) buildVerifier(ctx context.Context) error {
+	audience := a.Audience
+	if audience == "" {
+		audience = verify.DefaultAudience
+	}
+	v := a.VerifierConfig
+	if a.srv != nil && !v.custom(a.Issuer, audience) {
+		// The identity server's own check: no second cache, and its
+		// revocations apply at once on this instance.
+		a.verifier = a.srv.Verifier()
+		return nil
+	}
+	cfg := v.verifyConfig(a.Issuer, audience)
+	cfg.Logger = a.logger.Named("verifier")
+	if v.remote() {
+		remote, err := verify.NewRemoteKeySet(ctx, verify.RemoteConfig{URL: v.JWKSURL, Logger: cfg.Logger})
+		if err != nil {
+			return fmt.Errorf("verifier: %w", err)
 		}
-	} else if err := checkIssuer(a.Issuer); err != nil {
-		return err
+		a.remote, cfg.Keys = remote, remote
+		a.loops.Go(func() { remote.Run(ctx) })
+	} else {
+		cfg.Keys = a.srv
 	}
-	if err := errors.Join(
-		checkDuration("access_token_lifetime", a.AccessTokenLifetime),
-		checkDuration("id_token_lifetime", a.IDTokenLifetime),
-	); err != nil {
-		return err
+	if v.checksRevocations() {
+		cfg.Revocations = a.store
 	}
-	if err := a.RefreshToken.validate(""); err != nil {
-		return err
+	verifier, err := verify.New(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("building the access-token verifier: %w", err)
 	}
-	if a.PasswordHashConcurrency < 0 {
-		return fmt.Errorf("password_hash_concurrency must not be negative, got %d", a.PasswordHashConcurrency)
-	}
-	seen := make(map[string]bool, len(a.Clients))
-	for i, c := range a.Clients {
-		if c.ID == "" {
-			return fmt.Errorf("client %d: id is required", i)
-		}
-		if seen[c.ID] {
-			return fmt.Errorf("client %q: id used twice", c.ID)
-		}
-		seen[c.ID] = true
-		if err := c.validate(); err != nil {
-			return err
-		}
-	}
-	if err := validateAPIResources(a.APIResources, seen); err != nil {
-		return err
-	}
-	return errors.Join(a.Lockout.validate(), a.SigningKeys.validate(), a.VerifierConfig.validate(a.Issuer != ""))
-}
-
-// checkRemoteOnly checks that an app without an issuer sets nothing that
-// only an identity server uses.
-func (a *App) checkRemoteOnly() error {
-	var set []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"access_token_lifetime", a.AccessTokenLifetime != 0},
-		{"id_token_lifetime", a.IDTokenLifetime != 0},
-		{"refresh_token", a.RefreshToken != nil},
-		{"uniform_error_status", a.UniformErrorStatus},
-		{"hsts", a.HSTS != ""},
-		{"password_hash_concurrency", a.PasswordHashConcurrency != 0},
-		{"users_file", a.UsersFile != ""},
-		{"clients", len(a.Clients) > 0},
-		{"api_resources", len(a.APIResources) > 0},
-		{"lockout", a.Lockout != nil},
-		{"signing_keys", a.SigningKeys != nil},
-	} {
-		if f.set {
-			set = append(set, f.name)
-		}
-	}
-	if len(set) > 0 {
-		return fmt.Errorf("%s set without an issuer: an app without one only verifies another issuer's tokens (remote-only mode)",
-			strings.Join(set, ", "))
-	}
-	if a.VerifierConfig.Issuer == "" {
-		return errors.New("verifier: issuer is required without the app's issuer (remote-only mode)")
-	}
+	a.verifier = verifier
+	a.loops.Go(func() { verifier.Run(ctx) })
 	return nil
-}
-
-// KeyPolicy checks the app's signing_keys and converts them into the
-// identity server's key policy, reading the key encryption key from the
-// environment variable or file they name. Its retention is left zero for
-// identity to compute (see IdentityConfig).
-func (a *App) KeyPolicy() (identity.KeyPolicy, error) {
-	if err := a.SigningKeys.validate(); err != nil {
-		return identity.KeyPolicy{}, err
-	}
-	return a.SigningKeys.keyPolicy()
 }
 
 // Start does nothing: the app serves through the gatehouse_identity handler.

@@ -6,21 +6,12 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 )
 
 func init() {
 	httpcaddyfile.RegisterGlobalOption("gatehouse", parseGlobalOption)
-	httpcaddyfile.RegisterHandlerDirective("gatehouse_identity", parseIdentityHandler)
-	// The identity endpoints are served before any authentication a site
-	// adds, so that logging in needs no credentials but the user's own.
-	httpcaddyfile.RegisterDirectiveOrder("gatehouse_identity", httpcaddyfile.Before, "basic_auth")
-	httpcaddyfile.RegisterHandlerDirective("gatehouse_auth", parseAuthHandler)
-	// Route protection runs where Caddy's own authentication does, before
-	// the handlers that serve or proxy the request.
-	httpcaddyfile.RegisterDirectiveOrder("gatehouse_auth", httpcaddyfile.After, "basic_auth")
 }
 
 // parseGlobalOption sets up the gatehouse app from the gatehouse global
@@ -341,31 +332,3 @@ func parseVerifier(d *caddyfile.Dispenser) (*VerifierConfig, error) {
 	})
 	return v, err
 }
-
-// parseIdentityHandler sets up the gatehouse_identity handler. Syntax:
-//
-//	gatehouse_identity
-//
-// It takes no arguments and no options; the gatehouse global option
-// configures the identity server it serves.
-func parseIdentityHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	handler := new(IdentityHandler)
-	err := handler.UnmarshalCaddyfile(h.Dispenser)
-	return handler, err
-}
-
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
-//
-//	gatehouse_identity
-func (h *IdentityHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the directive name
-	if err := cfutil.NoArgs(d); err != nil {
-		return err
-	}
-	return cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_identity: "), func(string) error {
-		return cfutil.Unrecognized(d)
-	})
-}
-
-// Interface guards
-var _ caddyfile.Unmarshaler = (*IdentityHandler)(nil)

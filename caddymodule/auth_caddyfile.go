@@ -10,6 +10,13 @@ import (
 	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 )
 
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("gatehouse_auth", parseAuthHandler)
+	// Route protection runs where Caddy's own authentication does, before
+	// the handlers that serve or proxy the request.
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_auth", httpcaddyfile.After, "basic_auth")
+}
+
 // parseAuthHandler sets up the gatehouse_auth handler (see
 // AuthHandler.UnmarshalCaddyfile).
 func parseAuthHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
