@@ -53,7 +53,8 @@ var knownErrorCodes = []string{
 	"authorization_pending", "slow_down", "access_denied", "expired_token",
 }
 
-// knownGrants are the grant types a client may name.
+// knownGrants are the grant types a client may name (Client.validate), and
+// the grant_type label values counted by name.
 var knownGrants = []string{
 	identity.GrantPassword,
 	identity.GrantRefreshToken,
