@@ -11,7 +11,10 @@
 // caddymodule holds the Caddy glue, identity and the others the core.
 package gatehouse
 
+// Registers the Caddy modules, Caddyfile directives and CLI commands: the
+// root package and each of its sub-packages (as caddy-l4's imports.go does).
 import (
-	// Registers the Caddy modules, Caddyfile directives and CLI commands.
 	_ "github.com/gatehouse/gatehouse/caddymodule"
+	_ "github.com/gatehouse/gatehouse/caddymodule/cli"
+	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"
 )

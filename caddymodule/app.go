@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -144,7 +145,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return checkIssuer(a.Issuer)
 	}
 	if a.Issuer != "" || a.VerifierConfig.checksRevocations() {
-		if err := a.openStore(ctx); err != nil {
+		if err := a.acquireConfiguredStore(ctx); err != nil {
 			return err
 		}
 	}
@@ -166,21 +167,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// openStore acquires the configured store from the pool.
-func (a *App) openStore(ctx caddy.Context) error {
-	opener, err := a.loadStoreModule(ctx)
-	if err != nil {
-		return err
-	}
-	key := opener.StoreKey()
-	st, err := acquireStore(ctx, key, opener)
-	if err != nil {
-		return err
-	}
-	a.storeKey, a.store = key, st
-	return nil
-}
-
 // startServer seeds the users file and builds the identity server.
 func (a *App) startServer(ctx caddy.Context) error {
 	if a.UsersFile != "" {
@@ -195,7 +181,7 @@ func (a *App) startServer(ctx caddy.Context) error {
 		a.logger.Info("users file loaded", zap.String("path", a.UsersFile),
 			zap.Int("users", len(users)), zap.Int("created", n))
 	}
-	cfg, err := a.identityConfig()
+	cfg, err := a.IdentityConfig()
 	if err != nil {
 		return err
 	}
@@ -211,126 +197,55 @@ func (a *App) startServer(ctx caddy.Context) error {
 	return nil
 }
 
-// loadStoreModule loads the store module, the default one when none is
-// configured.
-func (a *App) loadStoreModule(ctx caddy.Context) (StoreOpener, error) {
-	if a.StoreRaw == nil {
-		a.StoreRaw = caddyconfig.JSONModuleObject(SQLiteStore{}, "backend", "sqlite", nil)
+// clientIP is the source address of r for the brute-force defence: Caddy's
+// client IP, which honours the server's trusted_proxies, else the host of
+// RemoteAddr.
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
 	}
-	mod, err := ctx.LoadModule(a, "StoreRaw")
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return nil, fmt.Errorf("loading store module: %w", err)
+		return r.RemoteAddr
 	}
-	opener, ok := mod.(StoreOpener)
-	if !ok {
-		return nil, fmt.Errorf("store module %T does not open a store", mod)
-	}
-	return opener, nil
+	return host
 }
 
-// identityConfig converts the app's configuration into the identity
-// server's.
-func (a *App) identityConfig() (identity.Config, error) {
-	cfg := identity.Config{
-		Issuer:                  a.Issuer,
-		Audience:                a.Audience,
-		AccessTokenLifetime:     time.Duration(a.AccessTokenLifetime),
-		IDTokenLifetime:         time.Duration(a.IDTokenLifetime),
-		Refresh:                 a.RefreshToken.policy(),
-		UniformErrorStatus:      a.UniformErrorStatus,
-		HSTS:                    a.HSTS,
-		PasswordHashConcurrency: a.PasswordHashConcurrency,
-		Lockout:                 a.Lockout.policy(),
-		Logger:                  a.logger,
+// buildVerifier builds the app's verifier, and the remote key set it
+// reads in remote mode; their background loops run until ctx ends.
+func (a *App) buildVerifier(ctx context.Context) error {
+	audience := a.Audience
+	if audience == "" {
+		audience = verify.DefaultAudience
 	}
-	for _, c := range a.Clients {
-		ic, err := c.identityClient()
+	v := a.VerifierConfig
+	if a.srv != nil && !v.custom(a.Issuer, audience) {
+		// The identity server's own check: no second cache, and its
+		// revocations apply at once on this instance.
+		a.verifier = a.srv.Verifier()
+		return nil
+	}
+	cfg := v.verifyConfig(a.Issuer, audience)
+	cfg.Logger = a.logger.Named("verifier")
+	if v.remote() {
+		remote, err := verify.NewRemoteKeySet(ctx, verify.RemoteConfig{URL: v.JWKSURL, Logger: cfg.Logger})
 		if err != nil {
-			return identity.Config{}, err
+			return fmt.Errorf("verifier: %w", err)
 		}
-		cfg.Clients = append(cfg.Clients, ic)
+		a.remote, cfg.Keys = remote, remote
+		a.loops.Go(func() { remote.Run(ctx) })
+	} else {
+		cfg.Keys = a.srv
 	}
-	for _, r := range a.APIResources {
-		ir, err := r.identityResource()
-		if err != nil {
-			return identity.Config{}, err
-		}
-		cfg.APIResources = append(cfg.APIResources, ir)
+	if v.checksRevocations() {
+		cfg.Revocations = a.store
 	}
-	return cfg, nil
-}
-
-// Validate checks the configuration. It changes nothing.
-func (a *App) Validate() error {
-	if a.Issuer == "" && a.VerifierConfig.remote() {
-		if err := a.checkRemoteOnly(); err != nil {
-			return err
-		}
-	} else if err := checkIssuer(a.Issuer); err != nil {
-		return err
+	verifier, err := verify.New(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("building the access-token verifier: %w", err)
 	}
-	if err := errors.Join(
-		checkDuration("access_token_lifetime", a.AccessTokenLifetime),
-		checkDuration("id_token_lifetime", a.IDTokenLifetime),
-	); err != nil {
-		return err
-	}
-	if err := a.RefreshToken.validate(""); err != nil {
-		return err
-	}
-	if a.PasswordHashConcurrency < 0 {
-		return fmt.Errorf("password_hash_concurrency must not be negative, got %d", a.PasswordHashConcurrency)
-	}
-	seen := make(map[string]bool, len(a.Clients))
-	for i, c := range a.Clients {
-		if c.ID == "" {
-			return fmt.Errorf("client %d: id is required", i)
-		}
-		if seen[c.ID] {
-			return fmt.Errorf("client %q: id used twice", c.ID)
-		}
-		seen[c.ID] = true
-		if err := c.validate(); err != nil {
-			return err
-		}
-	}
-	if err := validateAPIResources(a.APIResources, seen); err != nil {
-		return err
-	}
-	return errors.Join(a.Lockout.validate(), a.SigningKeys.validate(), a.VerifierConfig.validate(a.Issuer != ""))
-}
-
-// checkRemoteOnly checks that an app without an issuer sets nothing that
-// only an identity server uses.
-func (a *App) checkRemoteOnly() error {
-	var set []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"access_token_lifetime", a.AccessTokenLifetime != 0},
-		{"id_token_lifetime", a.IDTokenLifetime != 0},
-		{"refresh_token", a.RefreshToken != nil},
-		{"uniform_error_status", a.UniformErrorStatus},
-		{"hsts", a.HSTS != ""},
-		{"password_hash_concurrency", a.PasswordHashConcurrency != 0},
-		{"users_file", a.UsersFile != ""},
-		{"clients", len(a.Clients) > 0},
-		{"api_resources", len(a.APIResources) > 0},
-		{"lockout", a.Lockout != nil},
-		{"signing_keys", a.SigningKeys != nil},
-	} {
-		if f.set {
-			set = append(set, f.name)
-		}
-	}
-	if len(set) > 0 {
-		return fmt.Errorf("%s set without an issuer: an app without one only verifies another issuer's tokens (remote-only mode)",
-			strings.Join(set, ", "))
-	}
-	if a.VerifierConfig.Issuer == "" {
-		return errors.New("verifier: issuer is required without the app's issuer (remote-only mode)")
-	}
+	a.verifier = verifier
+	a.loops.Go(func() { verifier.Run(ctx) })
 	return nil
 }
 

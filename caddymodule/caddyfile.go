@@ -2,26 +2,16 @@ package caddymodule
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 )
 
 func init() {
 	httpcaddyfile.RegisterGlobalOption("gatehouse", parseGlobalOption)
-	httpcaddyfile.RegisterHandlerDirective("gatehouse_identity", parseIdentityHandler)
-	// The identity endpoints are served before any authentication a site
-	// adds, so that logging in needs no credentials but the user's own.
-	httpcaddyfile.RegisterDirectiveOrder("gatehouse_identity", httpcaddyfile.Before, "basic_auth")
-	httpcaddyfile.RegisterHandlerDirective("gatehouse_auth", parseAuthHandler)
-	// Route protection runs where Caddy's own authentication does, before
-	// the handlers that serve or proxy the request.
-	httpcaddyfile.RegisterDirectiveOrder("gatehouse_auth", httpcaddyfile.After, "basic_auth")
 }
 
 // parseGlobalOption sets up the gatehouse app from the gatehouse global
@@ -101,38 +91,32 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	if existing != nil {
 		return nil, d.Err("gatehouse option given twice")
 	}
-	if d.NextArg() {
-		return nil, d.ArgErr()
+	if err := cfutil.NoArgs(d); err != nil {
+		return nil, err
 	}
 	app := new(App)
-	once := newOnceSet("", "client", "api_resource")
-	for d.NextBlock(0) {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return nil, err
-		}
-		var err error
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("", "client", "api_resource"), func(name string) (err error) {
 		switch name {
 		case "issuer":
-			app.Issuer, err = oneArg(d)
+			app.Issuer, err = cfutil.OneArg(d)
 		case "audience":
-			app.Audience, err = oneArg(d)
+			app.Audience, err = cfutil.OneArg(d)
 		case "store":
 			app.StoreRaw, err = parseStore(d)
 		case "users_file":
-			app.UsersFile, err = oneArg(d)
+			app.UsersFile, err = cfutil.OneArg(d)
 		case "access_token_lifetime":
-			app.AccessTokenLifetime, err = durationArg(d)
+			app.AccessTokenLifetime, err = cfutil.DurationArg(d)
 		case "id_token_lifetime":
-			app.IDTokenLifetime, err = durationArg(d)
+			app.IDTokenLifetime, err = cfutil.DurationArg(d)
 		case "refresh_token":
 			app.RefreshToken, err = parseRefreshToken(d)
 		case "uniform_error_status":
-			app.UniformErrorStatus, err = flag(d)
+			app.UniformErrorStatus, err = cfutil.Flag(d)
 		case "hsts":
-			app.HSTS, err = oneArg(d)
+			app.HSTS, err = cfutil.OneArg(d)
 		case "password_hash_concurrency":
-			app.PasswordHashConcurrency, err = positiveIntArg(d)
+			app.PasswordHashConcurrency, err = cfutil.PositiveIntArg(d)
 		case "client":
 			var c Client
 			c, err = parseClient(d)
@@ -148,11 +132,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 		case "verifier":
 			app.VerifierConfig, err = parseVerifier(d)
 		default:
-			return nil, d.Errf("unrecognized subdirective %q", name)
+			return cfutil.Unrecognized(d)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return httpcaddyfile.App{Name: "gatehouse", Value: caddyconfig.JSON(app, nil)}, nil
 }
@@ -175,233 +160,175 @@ func parseStore(d *caddyfile.Dispenser) ([]byte, error) {
 func parseClient(d *caddyfile.Dispenser) (Client, error) {
 	var c Client
 	var err error
-	if c.ID, err = oneArg(d); err != nil {
+	if c.ID, err = cfutil.OneArg(d); err != nil {
 		return c, err
 	}
-	once := newOnceSet(fmt.Sprintf("client %q: ", c.ID),
+	once := cfutil.NewOnceSet(fmt.Sprintf("client %q: ", c.ID),
 		"secret_sha256", "grant_types", "scopes", "default_scopes", "allowed_origins", "redirect_uris")
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return c, err
-		}
-		var list []string
+	err = cfutil.ParseBlock(d, once, func(name string) (err error) {
 		switch name {
 		case "name":
-			c.Name, err = oneArg(d)
+			c.Name, err = cfutil.OneArg(d)
 		case "public":
-			c.Public, err = flag(d)
+			c.Public, err = cfutil.Flag(d)
 		case "secret_sha256":
-			list, err = listArgs(d)
-			c.SecretSHA256 = append(c.SecretSHA256, list...)
+			err = cfutil.AppendArgs(d, &c.SecretSHA256)
 		case "grant_types":
-			list, err = listArgs(d)
-			c.GrantTypes = append(c.GrantTypes, list...)
+			err = cfutil.AppendArgs(d, &c.GrantTypes)
 		case "scopes":
-			list, err = listArgs(d)
-			c.Scopes = append(c.Scopes, list...)
+			err = cfutil.AppendArgs(d, &c.Scopes)
 		case "default_scopes":
-			list, err = listArgs(d)
-			c.DefaultScopes = append(c.DefaultScopes, list...)
+			err = cfutil.AppendArgs(d, &c.DefaultScopes)
 		case "access_token_lifetime":
-			c.AccessTokenLifetime, err = durationArg(d)
+			c.AccessTokenLifetime, err = cfutil.DurationArg(d)
 		case "refresh_token":
 			c.RefreshToken, err = parseRefreshToken(d)
 		case "allowed_origins":
-			list, err = listArgs(d)
-			c.AllowedOrigins = append(c.AllowedOrigins, list...)
+			err = cfutil.AppendArgs(d, &c.AllowedOrigins)
 		case "redirect_uris":
-			list, err = listArgs(d)
-			c.RedirectURIs = append(c.RedirectURIs, list...)
+			err = cfutil.AppendArgs(d, &c.RedirectURIs)
 		case "introspect":
-			c.Introspect, err = flag(d)
+			c.Introspect, err = cfutil.Flag(d)
 		default:
-			return c, d.Errf("unrecognized subdirective %q", name)
+			return cfutil.Unrecognized(d)
 		}
-		if err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+		return err
+	})
+	return c, err
 }
 
 // parseRefreshToken parses `refresh_token { ... }`.
 func parseRefreshToken(d *caddyfile.Dispenser) (*RefreshToken, error) {
-	if d.NextArg() {
-		return nil, d.ArgErr()
+	if err := cfutil.NoArgs(d); err != nil {
+		return nil, err
 	}
 	r := new(RefreshToken)
-	err := parseBlock(d, newOnceSet("refresh_token: "), func(name string) (err error) {
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("refresh_token: "), func(name string) (err error) {
 		switch name {
 		case "grace":
-			r.Grace, err = durationArg(d)
+			r.Grace, err = cfutil.DurationArg(d)
 		case "sliding_lifetime":
-			r.SlidingLifetime, err = durationArg(d)
+			r.SlidingLifetime, err = cfutil.DurationArg(d)
 		case "absolute_lifetime":
-			r.AbsoluteLifetime, err = durationArg(d)
+			r.AbsoluteLifetime, err = cfutil.DurationArg(d)
 		default:
-			return d.Errf("unrecognized subdirective %q", name)
+			return cfutil.Unrecognized(d)
 		}
 		return err
 	})
 	return r, err
 }
 
-// parseIdentityHandler sets up the gatehouse_identity handler. Syntax:
-//
-//	gatehouse_identity
-//
-// It takes no arguments and no options; the gatehouse global option
-// configures the identity server it serves.
-func parseIdentityHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	handler := new(IdentityHandler)
-	err := handler.UnmarshalCaddyfile(h.Dispenser)
-	return handler, err
-}
-
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
-//
-//	gatehouse_identity
-func (h *IdentityHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the directive name
-	if d.NextArg() {
-		return d.ArgErr()
+// parseAPIResource parses `api_resource <name> { secret_sha256 <hex>... }`.
+func parseAPIResource(d *caddyfile.Dispenser) (APIResource, error) {
+	var r APIResource
+	var err error
+	if r.Name, err = cfutil.OneArg(d); err != nil {
+		return r, err
 	}
-	if d.NextBlock(0) {
-		return d.Errf("unrecognized subdirective %q", d.Val())
-	}
-	return nil
-}
-
-// UnmarshalCaddyfile sets up the store from Caddyfile tokens. Syntax:
-//
-//	sqlite [<path>]
-//
-// or
-//
-//	sqlite {
-//		path <path>
-//	}
-func (s *SQLiteStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the backend name
-	if d.NextArg() {
-		s.Path = d.Val()
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-	}
-	for d.NextBlock(0) {
-		switch d.Val() {
-		case "path":
-			if s.Path != "" {
-				return d.Err("sqlite store: path given twice")
-			}
-			var err error
-			if s.Path, err = oneArg(d); err != nil {
-				return err
-			}
+	once := cfutil.NewOnceSet(fmt.Sprintf("api_resource %q: ", r.Name), "secret_sha256")
+	err = cfutil.ParseBlock(d, once, func(name string) error {
+		switch name {
+		case "secret_sha256":
+			return cfutil.AppendArgs(d, &r.SecretSHA256)
 		default:
-			return d.Errf("unrecognized subdirective %q", d.Val())
+			return cfutil.Unrecognized(d)
 		}
-	}
-	return nil
+	})
+	return r, err
 }
 
-// oneArg reads the one argument of the current line.
-func oneArg(d *caddyfile.Dispenser) (string, error) {
-	if !d.NextArg() {
-		return "", d.ArgErr()
-	}
-	v := d.Val()
+// parseLockout parses `lockout off` or `lockout { ... }`.
+func parseLockout(d *caddyfile.Dispenser) (*Lockout, error) {
+	l := new(Lockout)
 	if d.NextArg() {
-		return "", d.ArgErr()
-	}
-	return v, nil
-}
-
-// listArgs reads the one or more arguments of the current line.
-func listArgs(d *caddyfile.Dispenser) ([]string, error) {
-	args := d.RemainingArgs()
-	if len(args) == 0 {
-		return nil, d.ArgErr()
-	}
-	return args, nil
-}
-
-// flag checks that the current line has no arguments, and returns true.
-func flag(d *caddyfile.Dispenser) (bool, error) {
-	if d.NextArg() {
-		return false, d.ArgErr()
-	}
-	return true, nil
-}
-
-// durationArg reads the one duration argument of the current line.
-func durationArg(d *caddyfile.Dispenser) (caddy.Duration, error) {
-	v, err := oneArg(d)
-	if err != nil {
-		return 0, err
-	}
-	dur, err := caddy.ParseDuration(v)
-	if err != nil {
-		return 0, d.Errf("bad duration %q: %v", v, err)
-	}
-	return caddy.Duration(dur), nil
-}
-
-// positiveIntArg reads the one positive integer argument of the current line.
-func positiveIntArg(d *caddyfile.Dispenser) (int, error) {
-	v, err := oneArg(d)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, d.Errf("%q is not a positive integer", v)
-	}
-	return n, nil
-}
-
-// Interface guards
-var (
-	_ caddyfile.Unmarshaler = (*IdentityHandler)(nil)
-	_ caddyfile.Unmarshaler = (*SQLiteStore)(nil)
-)
-
-// onceSet refuses a subdirective given twice in one block; the names in
-// repeatable may repeat (their arguments add up).
-type onceSet struct {
-	prefix     string
-	repeatable []string
-	seen       map[string]bool
-}
-
-func newOnceSet(prefix string, repeatable ...string) *onceSet {
-	return &onceSet{prefix: prefix, repeatable: repeatable, seen: map[string]bool{}}
-}
-
-func (o *onceSet) check(d *caddyfile.Dispenser, name string) error {
-	if slices.Contains(o.repeatable, name) {
-		return nil
-	}
-	if o.seen[name] {
-		return d.Errf("%s%s given twice", o.prefix, name)
-	}
-	o.seen[name] = true
-	return nil
-}
-
-// parseBlock runs each subdirective of the block at the dispenser through
-// once, then through parse.
-func parseBlock(d *caddyfile.Dispenser, once *onceSet, parse func(name string) error) error {
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return err
+		if d.Val() != "off" || d.NextArg() {
+			return nil, d.ArgErr()
 		}
-		if err := parse(name); err != nil {
-			return err
+		l.MaxFailures = -1
+		if d.NextBlock(d.Nesting()) {
+			return nil, d.Err("lockout off takes no block")
 		}
+		return l, nil
 	}
-	return nil
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("lockout: "), func(name string) (err error) {
+		switch name {
+		case "max_failures":
+			l.MaxFailures, err = cfutil.PositiveIntArg(d)
+		case "duration":
+			l.Duration, err = cfutil.DurationArg(d)
+		case "window":
+			l.Window, err = cfutil.DurationArg(d)
+		case "throttle_after":
+			l.ThrottleAfter, err = cfutil.PositiveIntArg(d)
+		case "base_delay":
+			l.BaseDelay, err = cfutil.DurationArg(d)
+		case "max_delay":
+			l.MaxDelay, err = cfutil.DurationArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	return l, err
+}
+
+// parseSigningKeys parses `signing_keys { ... }`.
+func parseSigningKeys(d *caddyfile.Dispenser) (*SigningKeys, error) {
+	if err := cfutil.NoArgs(d); err != nil {
+		return nil, err
+	}
+	k := new(SigningKeys)
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("signing_keys: "), func(name string) (err error) {
+		switch name {
+		case "period":
+			k.Period, err = cfutil.DurationOrOff(d)
+		case "announce":
+			k.Announce, err = cfutil.DurationArg(d)
+		case "check_interval":
+			k.CheckInterval, err = cfutil.DurationArg(d)
+		case "bits":
+			k.Bits, err = cfutil.PositiveIntArg(d)
+		case "encryption_key_env":
+			k.EncryptionKeyEnv, err = cfutil.OneArg(d)
+		case "encryption_key_file":
+			k.EncryptionKeyFile, err = cfutil.OneArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	return k, err
+}
+
+// parseVerifier parses `verifier { ... }`.
+func parseVerifier(d *caddyfile.Dispenser) (*VerifierConfig, error) {
+	if err := cfutil.NoArgs(d); err != nil {
+		return nil, err
+	}
+	v := new(VerifierConfig)
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("verifier: ", "algorithms", "types"), func(name string) (err error) {
+		switch name {
+		case "issuer":
+			v.Issuer, err = cfutil.OneArg(d)
+		case "audience":
+			v.Audience, err = cfutil.OneArg(d)
+		case "jwks_url":
+			v.JWKSURL, err = cfutil.OneArg(d)
+		case "algorithms":
+			err = cfutil.AppendArgs(d, &v.Algorithms)
+		case "types":
+			err = cfutil.AppendArgs(d, &v.Types)
+		case "leeway":
+			v.Leeway, err = cfutil.DurationArg(d)
+		case "cache_size":
+			v.CacheSize, err = cfutil.IntOrOff(d)
+		case "check_revocations":
+			v.CheckRevocations, err = cfutil.OnOff(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	return v, err
 }

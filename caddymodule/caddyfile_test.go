@@ -44,9 +44,6 @@ func TestParseGlobalOptionErrors(t *testing.T) {
 		{"concurrency zero", "password_hash_concurrency 0", `"0" is not a positive integer`},
 		{"unknown store", "store redis", "gatehouse.stores.redis"},
 		{"store without backend", "store", "wrong argument count"},
-		{"sqlite two paths", "store sqlite a.db b.db", "wrong argument count"},
-		{"sqlite path twice", "store sqlite a.db {\n\tpath b.db\n}", "path given twice"},
-		{"sqlite unknown option", "store sqlite {\n\tfile a.db\n}", `unrecognized subdirective "file"`},
 		{"client without id", "client {\n\tpublic\n}", "wrong argument count"},
 		{"client unknown option", "client a {\n\tsecret s\n}", `unrecognized subdirective "secret"`},
 		{"client option twice", "client a {\n\tname A\n\tname B\n}", `client "a": name given twice`},
@@ -93,6 +90,18 @@ func TestParseGlobalOptionErrors(t *testing.T) {
 	}
 }
 
+// TestParseAPIResourceSecretsAddUp: secret_sha256 takes a list, so it may
+// be repeated in an api_resource block, as in a client block.
+func TestParseAPIResourceSecretsAddUp(t *testing.T) {
+	app, err := parseOption(t, "api_resource api {\n\tsecret_sha256 a b\n\tsecret_sha256 c\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(app.APIResources) != 1 || strings.Join(app.APIResources[0].SecretSHA256, " ") != "a b c" {
+		t.Errorf("api resources %+v, want one with secrets a b c", app.APIResources)
+	}
+}
+
 func TestParseGlobalOptionTwice(t *testing.T) {
 	d := caddyfile.NewTestDispenser("gatehouse {\n}")
 	if _, err := parseGlobalOption(d, httpcaddyfile.App{Name: "gatehouse"}); err == nil {
@@ -120,72 +129,5 @@ func TestParseGlobalOptionDurations(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s %v, want %v", c.name, c.got, c.want)
 		}
-	}
-}
-
-func TestParseIdentityHandlerErrors(t *testing.T) {
-	tests := []struct {
-		name, input, want string
-	}{
-		{"argument", "gatehouse_identity foo", "wrong argument count"},
-		{"option", "gatehouse_identity {\n\tissuer x\n}", `unrecognized subdirective "issuer"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := new(IdentityHandler).UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error %v, want one containing %q", err, tt.want)
-			}
-		})
-	}
-	if err := new(IdentityHandler).UnmarshalCaddyfile(caddyfile.NewTestDispenser("gatehouse_identity")); err != nil {
-		t.Errorf("plain directive: %v", err)
-	}
-}
-
-func TestParseAuthHandler(t *testing.T) {
-	h := new(AuthHandler)
-	err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(`gatehouse_auth Service/Market {
-		scopes Service/News
-		header x-auth-user {http.auth.user.id}
-		strip_header X-Auth-Role
-		strip_authorization
-	}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(h.Scopes) != 2 || h.Scopes[0] != "Service/Market" || h.Scopes[1] != "Service/News" {
-		t.Errorf("scopes %v", h.Scopes)
-	}
-	if got := h.Headers["X-Auth-User"]; len(got) != 1 || got[0] != "{http.auth.user.id}" {
-		t.Errorf("headers %v: the name is not canonical or the template is lost", h.Headers)
-	}
-	if !h.StripAuthorization || len(h.StripHeaders) != 1 || h.AnyScope {
-		t.Errorf("parsed %+v", h)
-	}
-}
-
-func TestParseAuthHandlerErrors(t *testing.T) {
-	tests := []struct {
-		name, input, want string
-	}{
-		{"unknown option", "gatehouse_auth {\n\tscope a\n}", `unrecognized subdirective "scope"`},
-		{"empty scopes", "gatehouse_auth {\n\tscopes\n}", "wrong argument count"},
-		{"any_scope argument", "gatehouse_auth a {\n\tany_scope yes\n}", "wrong argument count"},
-		{"any_scope twice", "gatehouse_auth a {\n\tany_scope\n\tany_scope\n}", "any_scope given twice"},
-		{"realm without name", "gatehouse_auth {\n\trealm\n}", "wrong argument count"},
-		{"realm twice", "gatehouse_auth {\n\trealm a\n\trealm b\n}", "realm given twice"},
-		{"header without template", "gatehouse_auth {\n\theader X-User\n}", "wrong argument count"},
-		{"header twice", "gatehouse_auth {\n\theader X-User a\n\theader x-user b\n}", "header X-User given twice"},
-		{"strip_header empty", "gatehouse_auth {\n\tstrip_header\n}", "wrong argument count"},
-		{"strip_authorization argument", "gatehouse_auth {\n\tstrip_authorization yes\n}", "wrong argument count"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := new(AuthHandler).UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error %v, want one containing %q", err, tt.want)
-			}
-		})
 	}
 }

@@ -53,6 +53,17 @@ var knownErrorCodes = []string{
 	"authorization_pending", "slow_down", "access_denied", "expired_token",
 }
 
+// knownGrants are the grant types a client may name (Client.validate), and
+// the grant_type label values counted by name.
+var knownGrants = []string{
+	identity.GrantPassword,
+	identity.GrantRefreshToken,
+	identity.GrantClientCredentials,
+	identity.GrantAuthorizationCode,
+	identity.GrantImplicit,
+	identity.GrantDeviceCode,
+}
+
 // registerTokenMetrics registers the token counters in reg, once.
 func registerTokenMetrics(reg *prometheus.Registry) error {
 	for _, c := range []prometheus.Collector{tokensIssued, tokenFailures, lockouts} {

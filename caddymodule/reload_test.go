@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -169,53 +165,4 @@ func signingKeyIDs(t *testing.T, st store.Store) []string {
 		ids[i] = k.ID
 	}
 	return ids
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// testClient opens a connection per request: a reload closes the idle
-// connections of the old server, and a POST is not retried on one.
-var testClient = &http.Client{
-	Timeout:   10 * time.Second,
-	Transport: &http.Transport{DisableKeepAlives: true},
-}
-
-func get(t *testing.T, u string) (int, []byte) {
-	t.Helper()
-	resp, err := testClient.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
-}
-
-// postForm posts form to u, with Basic authentication when basic is
-// "user:password".
-func postForm(t *testing.T, u, basic string, form url.Values) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if user, pass, ok := strings.Cut(basic, ":"); ok {
-		req.SetBasicAuth(user, pass)
-	}
-	resp, err := testClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
 }

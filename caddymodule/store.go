@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/caddyserver/caddy/v2"
@@ -19,6 +20,11 @@ type StoreOpener interface {
 	// OpenStore opens the store. The caller closes it.
 	OpenStore(ctx context.Context) (store.Store, error)
 }
+
+// defaultStore is the store of an app that names none: the sqlite module
+// (package caddymodule/sqlitestore) at its default path. It is raw JSON so
+// that this package does not import the module's.
+var defaultStore = json.RawMessage(`{"backend":"sqlite"}`)
 
 // stores holds the open stores by key, reference-counted: on a reload Caddy
 // provisions the new configuration before it cleans up the old one, so both
@@ -56,6 +62,55 @@ func releaseStore(key string) error {
 		return fmt.Errorf("closing store %s: %w", key, err)
 	}
 	return nil
+}
+
+// acquireConfiguredStore acquires the configured store from the pool.
+func (a *App) acquireConfiguredStore(ctx caddy.Context) error {
+	opener, err := a.loadStoreModule(ctx)
+	if err != nil {
+		return err
+	}
+	key := opener.StoreKey()
+	st, err := acquireStore(ctx, key, opener)
+	if err != nil {
+		return err
+	}
+	a.storeKey, a.store = key, st
+	return nil
+}
+
+// loadStoreModule loads the store module, the default one when none is
+// configured.
+func (a *App) loadStoreModule(ctx caddy.Context) (StoreOpener, error) {
+	if a.StoreRaw == nil {
+		a.StoreRaw = defaultStore
+	}
+	mod, err := ctx.LoadModule(a, "StoreRaw")
+	if err != nil {
+		return nil, fmt.Errorf("loading store module: %w", err)
+	}
+	opener, ok := mod.(StoreOpener)
+	if !ok {
+		return nil, fmt.Errorf("store module %T does not open a store", mod)
+	}
+	return opener, nil
+}
+
+// OpenStore opens the app's store outside the pool, for a command-line tool
+// that holds it alone while servers may hold the same store in theirs. The
+// caller closes it.
+func (a *App) OpenStore(ctx context.Context) (store.Store, error) {
+	cctx, cancel := caddy.NewContext(caddy.Context{Context: ctx})
+	defer cancel()
+	opener, err := a.loadStoreModule(cctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := opener.OpenStore(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", opener.StoreKey(), err)
+	}
+	return st, nil
 }
 
 // Interface guards

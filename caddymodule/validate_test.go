@@ -8,8 +8,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 )
 
-const demoSecretSHA256 = "cd577fe2561ebff23505db0bb006300c7cdecbd46bc0e03c449afafaca2c25bf"
-
 // validApp returns a configuration that passes Validate.
 func validApp() *App {
 	return &App{
@@ -132,27 +130,6 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error %q, want one containing %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestParseSecretDigest(t *testing.T) {
-	hexForm, err := parseSecretDigest(demoSecretSHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{
-		"zVd/4lYev/I1BdsLsAYwDHzey9RrwOA8RJr6+sosJb8=", // as IdentityServer prints it
-		"zVd/4lYev/I1BdsLsAYwDHzey9RrwOA8RJr6+sosJb8",  // unpadded
-		strings.ToUpper(demoSecretSHA256),
-	} {
-		got, err := parseSecretDigest(s)
-		if err != nil {
-			t.Errorf("%s: %v", s, err)
-			continue
-		}
-		if string(got) != string(hexForm) {
-			t.Errorf("%s decodes to %x, want %x", s, got, hexForm)
-		}
 	}
 }
 

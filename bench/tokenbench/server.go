@@ -15,7 +15,7 @@ import (
 
 	// Caddy's standard modules, as cmd/gatehouse has them, and ours.
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
-	_ "github.com/gatehouse/gatehouse/caddymodule"
+	_ "github.com/gatehouse/gatehouse"
 
 	"github.com/gatehouse/gatehouse/identity"
 )

@@ -13,6 +13,8 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
+	// Every Gatehouse module and command: gatehouse.go holds the one list
+	// of caddymodule and its sub-packages.
 	_ "github.com/gatehouse/gatehouse"
 )
 

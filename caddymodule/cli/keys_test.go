@@ -1,6 +1,7 @@
-package caddymodule
+package cli
 
 import (
+	"bytes"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 )
+
+// testKEK is a key encryption key for tests.
+var testKEK = bytes.Repeat([]byte{0xa5, 0x17}, 16)
 
 // keysTable reads a `keys list` table into rows of fields.
 func keysTable(t *testing.T, out string) [][]string {

@@ -1,35 +1,16 @@
-package caddymodule
+package cli
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 )
-
-// run runs `gatehouse <name> args...` with stdin, and returns its output.
-func run(t *testing.T, setUp func(*cobra.Command), name, stdin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := &cobra.Command{Use: name, SilenceUsage: true, SilenceErrors: true}
-	setUp(cmd)
-	var out bytes.Buffer
-	cmd.SetArgs(args)
-	cmd.SetIn(strings.NewReader(stdin))
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
-}
 
 func TestUserCommands(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "data", "gatehouse.db")
@@ -124,46 +105,5 @@ func TestUserHash(t *testing.T) {
 	hash := strings.TrimSpace(out)
 	if ok, err := identity.VerifyPassword(hash, "correct horse"); !ok || err != nil {
 		t.Errorf("hash %q does not verify (%v)", hash, err)
-	}
-}
-
-func TestClientSecret(t *testing.T) {
-	out, err := run(t, setUpClientCommand, "client", "", "secret")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`^client_secret: ([A-Za-z0-9_-]{43})\nsecret_sha256: ([0-9a-f]{64})\n$`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("printed %q", out)
-	}
-	sum := sha256.Sum256([]byte(m[1]))
-	if hex.EncodeToString(sum[:]) != m[2] {
-		t.Error("secret_sha256 is not the SHA-256 of the secret")
-	}
-	if other, _ := run(t, setUpClientCommand, "client", "", "secret"); other == out {
-		t.Error("two secrets are the same")
-	}
-}
-
-func TestReadPassword(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-		wantErr        bool
-	}{
-		{"line", "pw\nrest\n", "pw", false},
-		{"crlf", "pw\r\n", "pw", false},
-		{"no newline", "pw", "pw", false},
-		{"spaces kept", " p w \n", " p w ", false},
-		{"empty", "", "", true},
-		{"empty line", "\n", "", true},
-		{"too long", strings.Repeat("x", maxPasswordInput), "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := readPassword(strings.NewReader(tt.in), &bytes.Buffer{}, true)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("got %q, %v; want %q (error: %t)", got, err, tt.want, tt.wantErr)
-			}
-		})
 	}
 }

@@ -1,4 +1,4 @@
-package caddymodule
+package sqlitestore
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/gatehouse/gatehouse/caddymodule"
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 )
@@ -41,7 +44,7 @@ func (SQLiteStore) CaddyModule() caddy.ModuleInfo {
 // Provision fills the default path and makes it absolute.
 func (s *SQLiteStore) Provision(caddy.Context) error {
 	if s.Path == "" {
-		s.Path = DefaultSQLitePath()
+		s.Path = DefaultPath()
 	}
 	abs, err := filepath.Abs(s.Path)
 	if err != nil {
@@ -51,8 +54,8 @@ func (s *SQLiteStore) Provision(caddy.Context) error {
 	return nil
 }
 
-// DefaultSQLitePath is the default database file of the sqlite store.
-func DefaultSQLitePath() string {
+// DefaultPath is the default database file of the sqlite store.
+func DefaultPath() string {
 	return filepath.Join(caddy.AppDataDir(), "gatehouse", "gatehouse.db")
 }
 
@@ -64,8 +67,40 @@ func (s *SQLiteStore) OpenStore(ctx context.Context) (store.Store, error) {
 	return sqlite.Open(ctx, s.abs)
 }
 
+// UnmarshalCaddyfile sets up the store from Caddyfile tokens: the
+// arguments of the gatehouse option's `store sqlite` line. Syntax:
+//
+//	sqlite [<path>]
+//
+// or
+//
+//	sqlite {
+//		path <path>
+//	}
+func (s *SQLiteStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the backend name
+	once := cfutil.NewOnceSet("sqlite store: ")
+	if d.NextArg() {
+		s.Path = d.Val()
+		if err := cfutil.NoArgs(d); err != nil {
+			return err
+		}
+		_ = once.Check(d, "path") // cannot fail; a path subdirective now would be the second
+	}
+	return cfutil.ParseBlock(d, once, func(name string) (err error) {
+		switch name {
+		case "path":
+			s.Path, err = cfutil.OneArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+}
+
 // Interface guards
 var (
-	_ StoreOpener       = (*SQLiteStore)(nil)
-	_ caddy.Provisioner = (*SQLiteStore)(nil)
+	_ caddymodule.StoreOpener = (*SQLiteStore)(nil)
+	_ caddy.Provisioner       = (*SQLiteStore)(nil)
+	_ caddyfile.Unmarshaler   = (*SQLiteStore)(nil)
 )

@@ -6,13 +6,20 @@ import (
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 	"github.com/gatehouse/gatehouse/identity"
 )
 
 func init() {
 	caddy.RegisterModule(IdentityHandler{})
+	httpcaddyfile.RegisterHandlerDirective("gatehouse_identity", parseIdentityHandler)
+	// The identity endpoints are served before any authentication a site
+	// adds, so that logging in needs no credentials but the user's own.
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_identity", httpcaddyfile.Before, "basic_auth")
 }
 
 // IdentityHandler serves the identity server's endpoints (discovery, key
@@ -53,8 +60,34 @@ func (h *IdentityHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next
 	return next.ServeHTTP(w, r)
 }
 
+// parseIdentityHandler sets up the gatehouse_identity handler. Syntax:
+//
+//	gatehouse_identity
+//
+// It takes no arguments and no options; the gatehouse global option
+// configures the identity server it serves.
+func parseIdentityHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	handler := new(IdentityHandler)
+	err := handler.UnmarshalCaddyfile(h.Dispenser)
+	return handler, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	gatehouse_identity
+func (h *IdentityHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if err := cfutil.NoArgs(d); err != nil {
+		return err
+	}
+	return cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_identity: "), func(string) error {
+		return cfutil.Unrecognized(d)
+	})
+}
+
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*IdentityHandler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*IdentityHandler)(nil)
+	_ caddyfile.Unmarshaler       = (*IdentityHandler)(nil)
 )

@@ -1,4 +1,4 @@
-package caddymodule
+package cli
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func setUpKeysCommand(cmd *cobra.Command) {
 }
 
 func runKeysList(cmd *cobra.Command, _ []string) error {
-	st, err := openCLIStore(cmd)
+	st, err := openStore(cmd)
 	if err != nil {
 		return err
 	}
@@ -51,20 +51,17 @@ func runKeysList(cmd *cobra.Command, _ []string) error {
 
 func runKeysRotate(cmd *cobra.Command, _ []string) error {
 	immediately, _ := cmd.Flags().GetBool("immediately")
-	app, err := loadCLIApp(cmd)
+	app, err := loadApp(cmd)
 	if err != nil {
 		return err
 	}
-	if err := app.SigningKeys.validate(); err != nil {
-		return err
-	}
-	pol, err := app.SigningKeys.keyPolicy()
+	pol, err := app.KeyPolicy()
 	if err != nil {
 		return err
 	}
 	if configFile, _ := cmd.Flags().GetString("config"); configFile != "" {
 		// Keep retired keys as long as the servers of this config do.
-		cfg, err := app.identityConfig()
+		cfg, err := app.IdentityConfig()
 		if err != nil {
 			return err
 		}
@@ -72,7 +69,7 @@ func runKeysRotate(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	st, err := openAppStore(cmd, app)
+	st, err := app.OpenStore(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -86,18 +83,10 @@ func runKeysRotate(cmd *cobra.Command, _ []string) error {
 	if immediately {
 		fmt.Fprintf(out, "new signing key %s signs now\n", kid)
 	} else {
-		fmt.Fprintf(out, "new signing key %s is published now and signs from %s\n", kid, cliTime(now.Add(announceOf(app.SigningKeys))))
+		fmt.Fprintf(out, "new signing key %s is published now and signs from %s\n", kid, cliTime(now.Add(app.SigningKeys.EffectiveAnnounce())))
 	}
-	fmt.Fprintf(out, "running servers pick it up within %v (signing_keys check_interval)\n", app.SigningKeys.checkInterval())
+	fmt.Fprintf(out, "running servers pick it up within %v (signing_keys check_interval)\n", app.SigningKeys.EffectiveCheckInterval())
 	return nil
-}
-
-// announceOf is the effective announce time of k.
-func announceOf(k *SigningKeys) time.Duration {
-	if k == nil || k.Announce <= 0 {
-		return defaultKeyAnnounce
-	}
-	return time.Duration(k.Announce)
 }
 
 // cliTime formats t for tables: RFC 3339 in UTC, "-" when zero.

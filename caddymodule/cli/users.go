@@ -1,4 +1,4 @@
-package caddymodule
+package cli
 
 import (
 	"crypto/rand"
@@ -90,7 +90,7 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	u.Created = time.Now()
 	u.Updated = u.Created
 
-	st, err := openCLIStore(cmd)
+	st, err := openStore(cmd)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func setUserDisabled(cmd *cobra.Command, username string, disabled bool) error {
 
 // updateUser changes the user called username with change.
 func updateUser(cmd *cobra.Command, username string, change func(*store.User)) error {
-	st, err := openCLIStore(cmd)
+	st, err := openStore(cmd)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func updateUser(cmd *cobra.Command, username string, change func(*store.User)) e
 }
 
 func runUserList(cmd *cobra.Command, _ []string) error {
-	st, err := openCLIStore(cmd)
+	st, err := openStore(cmd)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,16 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 )
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("gatehouse_auth", parseAuthHandler)
+	// Route protection runs where Caddy's own authentication does, before
+	// the handlers that serve or proxy the request.
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_auth", httpcaddyfile.After, "basic_auth")
+}
 
 // parseAuthHandler sets up the gatehouse_auth handler (see
 // AuthHandler.UnmarshalCaddyfile).
@@ -34,49 +43,46 @@ func parseAuthHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, erro
 func (h *AuthHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	h.Scopes = append(h.Scopes, d.RemainingArgs()...)
-	once := newOnceSet("gatehouse_auth: ", "scopes", "header", "strip_header")
-	for d.NextBlock(0) {
-		name := d.Val()
-		if err := once.check(d, name); err != nil {
-			return err
-		}
-		var err error
-		var list []string
+	once := cfutil.NewOnceSet("gatehouse_auth: ", "scopes", "header", "strip_header")
+	return cfutil.ParseBlock(d, once, func(name string) (err error) {
 		switch name {
 		case "scopes":
-			list, err = listArgs(d)
-			h.Scopes = append(h.Scopes, list...)
+			err = cfutil.AppendArgs(d, &h.Scopes)
 		case "any_scope":
-			h.AnyScope, err = flag(d)
+			h.AnyScope, err = cfutil.Flag(d)
 		case "realm":
-			h.Realm, err = oneArg(d)
+			h.Realm, err = cfutil.OneArg(d)
 		case "header":
-			if list, err = listArgs(d); err != nil {
-				return err
-			}
-			if len(list) < 2 {
-				return d.ArgErr()
-			}
-			header := http.CanonicalHeaderKey(list[0])
-			if _, dup := h.Headers[header]; dup {
-				return d.Errf("gatehouse_auth: header %s given twice", header)
-			}
-			if h.Headers == nil {
-				h.Headers = map[string][]string{}
-			}
-			h.Headers[header] = list[1:]
+			err = h.parseHeader(d, once)
 		case "strip_header":
-			list, err = listArgs(d)
-			h.StripHeaders = append(h.StripHeaders, list...)
+			err = cfutil.AppendArgs(d, &h.StripHeaders)
 		case "strip_authorization":
-			h.StripAuthorization, err = flag(d)
+			h.StripAuthorization, err = cfutil.Flag(d)
 		default:
-			return d.Errf("unrecognized subdirective %q", name)
+			return cfutil.Unrecognized(d)
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+}
+
+// parseHeader parses `header <name> <placeholder-template>...`, once per
+// name.
+func (h *AuthHandler) parseHeader(d *caddyfile.Dispenser, once *cfutil.OnceSet) error {
+	list, err := cfutil.ListArgs(d)
+	if err != nil {
+		return err
 	}
+	if len(list) < 2 {
+		return d.ArgErr()
+	}
+	header := http.CanonicalHeaderKey(list[0])
+	if err := once.Check(d, "header "+header); err != nil {
+		return err
+	}
+	if h.Headers == nil {
+		h.Headers = map[string][]string{}
+	}
+	h.Headers[header] = list[1:]
 	return nil
 }
 

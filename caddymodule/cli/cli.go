@@ -1,0 +1,59 @@
+package cli
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "user",
+		Usage: "add|passwd|disable|enable|list|hash ...",
+		Short: "Manages the users of the gatehouse store",
+		Long: `
+Adds, changes, disables, enables and lists the users of the gatehouse store,
+and hashes passwords for users files.
+
+The commands that use the store open the same one the server does: the store
+of the gatehouse app of --config (with --adapter if its name does not say
+what it is), the SQLite database --db, or by default the SQLite database at
+the default path in Caddy's data directory. The server may be running: SQLite
+lets both write.
+
+Passwords are read from standard input, one line, or prompted for without
+echo when standard input is a terminal; never from the command line.
+`,
+		CobraFunc: setUpUserCommand,
+	})
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "client",
+		Usage: "secret",
+		Short: "Helps configure gatehouse OAuth clients",
+		Long: `
+Helps configure the OAuth clients of the gatehouse app.
+`,
+		CobraFunc: setUpClientCommand,
+	})
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "keys",
+		Usage: "list|rotate [--immediately] [--config <file> [--adapter <name>] | --db <path>]",
+		Short: "Lists and rotates the signing keys of the gatehouse store",
+		Long: `
+Lists the signing keys of the gatehouse store with their schedule, and forces
+a rotation.
+
+The store is named as for the user command: the store of the gatehouse app of
+--config (with --adapter if its name does not say what it is), the SQLite
+database --db, or by default the SQLite database at the default path in
+Caddy's data directory.
+
+rotate creates a new key that signs after the announce time of the app's
+signing_keys (24h by default), or at once with --immediately; the signing key
+retires then and stays published until the tokens it signed have expired.
+With --config it uses the app's signing_keys, its key encryption key (from
+the environment variable or file the config names) and its token lifetimes;
+use the same config as the servers. Running servers pick the change up
+within their check_interval (1m by default).
+`,
+		CobraFunc: setUpKeysCommand,
+	})
+}

@@ -1,0 +1,11 @@
+// Package cli holds the gatehouse subcommands that Caddy's command line
+// runs next to its own: `gatehouse user add|passwd|disable|enable|list|hash`,
+// `gatehouse client secret` and `gatehouse keys list|rotate`. Importing it
+// registers them with caddycmd.
+//
+// The commands that use the store open the one a configuration names,
+// through the caddymodule root package's exported App (OpenStore,
+// KeyPolicy, IdentityConfig); they call the identity package's exported
+// functions for what the identity server does (password hashes, key
+// rotation), and never reach into the app's runtime state.
+package cli

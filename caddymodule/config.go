@@ -1,0 +1,439 @@
+package caddymodule
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/verify"
+)
+
+// IdentityConfig converts the app's configuration into the identity
+// server's, without what only a running server has: signing keys, the
+// client-IP function and the metrics. Command-line tools use it to apply
+// the same token policy as the servers (e.g. identity.KeyRetention).
+func (a *App) IdentityConfig() (identity.Config, error) {
+	cfg := identity.Config{
+		Issuer:                  a.Issuer,
+		Audience:                a.Audience,
+		AccessTokenLifetime:     time.Duration(a.AccessTokenLifetime),
+		IDTokenLifetime:         time.Duration(a.IDTokenLifetime),
+		Refresh:                 a.RefreshToken.policy(),
+		UniformErrorStatus:      a.UniformErrorStatus,
+		HSTS:                    a.HSTS,
+		PasswordHashConcurrency: a.PasswordHashConcurrency,
+		Lockout:                 a.Lockout.policy(),
+		Logger:                  a.logger,
+	}
+	for _, c := range a.Clients {
+		ic, err := c.identityClient()
+		if err != nil {
+			return identity.Config{}, err
+		}
+		cfg.Clients = append(cfg.Clients, ic)
+	}
+	for _, r := range a.APIResources {
+		ir, err := r.identityResource()
+		if err != nil {
+			return identity.Config{}, err
+		}
+		cfg.APIResources = append(cfg.APIResources, ir)
+	}
+	return cfg, nil
+}
+
+// KeyPolicy checks the app's signing_keys and converts them into the
+// identity server's key policy, reading the key encryption key from the
+// environment variable or file they name. Its retention is left zero for
+// identity to compute (see IdentityConfig).
+func (a *App) KeyPolicy() (identity.KeyPolicy, error) {
+	if err := a.SigningKeys.validate(); err != nil {
+		return identity.KeyPolicy{}, err
+	}
+	return a.SigningKeys.keyPolicy()
+}
+
+// Client is a registered OAuth client.
+type Client struct {
+	// ID is the client_id. Required, unique.
+	ID string `json:"id,omitempty"`
+
+	// Name is a display name. Optional.
+	Name string `json:"name,omitempty"`
+
+	// Public marks a client that cannot keep a secret (a native or browser
+	// app): it sends its client_id alone and must have no secret. Default
+	// false: a confidential client, which authenticates with a secret on
+	// every token request.
+	Public bool `json:"public,omitempty"`
+
+	// SecretSHA256 are the SHA-256 digests of the client's secrets, each as
+	// 64 hex digits (as `gatehouse client secret` prints it) or as the
+	// base64 of the digest (as IdentityServer's Sha256() prints it). Several
+	// allow a rotation. A confidential client needs at least one. Generate
+	// secrets with `gatehouse client secret`: the digest is fast to check,
+	// so a low-entropy secret could be guessed from a leaked digest.
+	SecretSHA256 []string `json:"secret_sha256,omitempty"`
+
+	// GrantTypes are the grant types the client may use: password,
+	// refresh_token, client_credentials, authorization_code, implicit,
+	// urn:ietf:params:oauth:grant-type:device_code. Default: none.
+	GrantTypes []string `json:"grant_types,omitempty"`
+
+	// Scopes are the scopes the client may request. Default: none.
+	Scopes []string `json:"scopes,omitempty"`
+
+	// DefaultScopes are granted when a request names no scope; each must be
+	// among Scopes. Default: all of Scopes (filtered by what the user may
+	// hold).
+	DefaultScopes []string `json:"default_scopes,omitempty"`
+
+	// AccessTokenLifetime overrides the app's access_token_lifetime for
+	// this client. Default: the app's.
+	AccessTokenLifetime caddy.Duration `json:"access_token_lifetime,omitempty"`
+
+	// RefreshToken overrides the fields of the app's refresh-token policy
+	// that it sets. Default: the app's.
+	RefreshToken *RefreshToken `json:"refresh_token,omitempty"`
+
+	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
+	// to call the token, revocation and userinfo endpoints with CORS. "*"
+	// allows any origin. Default: none (no CORS).
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+
+	// RedirectURIs are the registered redirect URIs of browser flows. A
+	// loopback http://127.0.0.1/... URI matches any port (RFC 8252 §7.3).
+	// Default: none.
+	RedirectURIs []string `json:"redirect_uris,omitempty"`
+
+	// Introspect allows the client to call the introspection endpoint.
+	// Default false.
+	Introspect bool `json:"introspect,omitempty"`
+}
+
+// identityClient converts c.
+func (c *Client) identityClient() (identity.Client, error) {
+	hashes := make([][]byte, 0, len(c.SecretSHA256))
+	for _, s := range c.SecretSHA256 {
+		h, err := parseSecretDigest(s)
+		if err != nil {
+			return identity.Client{}, fmt.Errorf("client %q: secret_sha256: %w", c.ID, err)
+		}
+		hashes = append(hashes, h)
+	}
+	return identity.Client{
+		ID:                  c.ID,
+		Name:                c.Name,
+		Public:              c.Public,
+		SecretHashes:        hashes,
+		GrantTypes:          c.GrantTypes,
+		Scopes:              c.Scopes,
+		DefaultScopes:       c.DefaultScopes,
+		AccessTokenLifetime: time.Duration(c.AccessTokenLifetime),
+		Refresh:             c.RefreshToken.policy(),
+		AllowedOrigins:      c.AllowedOrigins,
+		RedirectURIs:        c.RedirectURIs,
+		Introspect:          c.Introspect,
+	}, nil
+}
+
+// parseSecretDigest decodes a SHA-256 digest written as 64 hex digits or as
+// base64 (standard alphabet, padded or not).
+func parseSecretDigest(s string) ([]byte, error) {
+	if len(s) == 2*sha256.Size {
+		if b, err := hex.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		b, err = base64.RawStdEncoding.DecodeString(s)
+	}
+	if err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("%q is neither 64 hex digits nor the base64 of a SHA-256 digest", s)
+	}
+	return b, nil
+}
+
+// RefreshToken is a refresh-token policy.
+type RefreshToken struct {
+	// Grace is how long after a rotation the same parent token, sent again
+	// by the same client before its successor was used, gets the same
+	// successor instead of revoking the token family (a concurrent refresh
+	// by two tabs or a retried request). Default 5s. A negative value
+	// disables the window. A longer window gives a replayed stolen token
+	// more time.
+	Grace caddy.Duration `json:"grace,omitempty"`
+
+	// SlidingLifetime is how long a refresh token stays valid unused; each
+	// refresh issues one valid this long again, never past the absolute
+	// lifetime. Default 15 days.
+	SlidingLifetime caddy.Duration `json:"sliding_lifetime,omitempty"`
+
+	// AbsoluteLifetime is how long a token family lives from the original
+	// login, however often it is refreshed: after it the user logs in
+	// again. Default 30 days.
+	AbsoluteLifetime caddy.Duration `json:"absolute_lifetime,omitempty"`
+}
+
+// policy converts r; nil is the zero policy (all defaults).
+func (r *RefreshToken) policy() identity.RefreshPolicy {
+	if r == nil {
+		return identity.RefreshPolicy{}
+	}
+	return identity.RefreshPolicy{
+		Grace:            time.Duration(r.Grace),
+		SlidingLifetime:  time.Duration(r.SlidingLifetime),
+		AbsoluteLifetime: time.Duration(r.AbsoluteLifetime),
+	}
+}
+
+// APIResource is an API that may call the introspection endpoint for the
+// access tokens issued for it, as IdentityServer's API resources do.
+type APIResource struct {
+	// Name is the audience of the API's tokens and the name it logs in
+	// with (client_secret_basic or client_secret_post). Required, unique,
+	// and not the id of a client. It sees only tokens whose "aud" holds it.
+	Name string `json:"name,omitempty"`
+
+	// SecretSHA256 are the SHA-256 digests of the API's secrets, in the
+	// forms of a client's secret_sha256; several allow a rotation. At least
+	// one is required. Generate secrets with `gatehouse client secret`.
+	SecretSHA256 []string `json:"secret_sha256,omitempty"`
+}
+
+// identityResource converts r.
+func (r *APIResource) identityResource() (identity.APIResource, error) {
+	hashes := make([][]byte, 0, len(r.SecretSHA256))
+	for _, s := range r.SecretSHA256 {
+		h, err := parseSecretDigest(s)
+		if err != nil {
+			return identity.APIResource{}, fmt.Errorf("api_resource %q: secret_sha256: %w", r.Name, err)
+		}
+		hashes = append(hashes, h)
+	}
+	return identity.APIResource{Name: r.Name, SecretHashes: hashes}, nil
+}
+
+// Lockout is the brute-force defence of the password grant. A (user, source)
+// pair is locked out after max_failures failed logins inside window, for
+// duration; beyond throttle_after failures per source or per user, every
+// later attempt of that source or user waits (base_delay, doubling up to
+// max_delay), so a stranger can slow a user's logins but never lock the
+// user out. The source is Caddy's client IP, which honours the server's
+// trusted_proxies; IPv6 addresses count by their /64. Locked, unknown and
+// wrong-password answers are the same.
+type Lockout struct {
+	// MaxFailures is how many failures lock a (user, source) pair. Default
+	// 5. Negative (Caddyfile: "lockout off") disables lockout and
+	// throttling: then only the password hash's cost slows guessing.
+	MaxFailures int `json:"max_failures,omitempty"`
+
+	// Duration is how long a lockout lasts. Default 15m.
+	Duration caddy.Duration `json:"duration,omitempty"`
+
+	// Window is how long failures are remembered. Default 15m.
+	Window caddy.Duration `json:"window,omitempty"`
+
+	// ThrottleAfter is how many failures per source or per user pass
+	// without delay. Default 3.
+	ThrottleAfter int `json:"throttle_after,omitempty"`
+
+	// BaseDelay is the delay after the first failure past throttle_after;
+	// each further failure doubles it. Default 250ms.
+	BaseDelay caddy.Duration `json:"base_delay,omitempty"`
+
+	// MaxDelay caps the delay. Default 3s.
+	MaxDelay caddy.Duration `json:"max_delay,omitempty"`
+}
+
+// policy converts l; nil is the default policy.
+func (l *Lockout) policy() identity.LockoutPolicy {
+	if l == nil {
+		return identity.LockoutPolicy{}
+	}
+	return identity.LockoutPolicy{
+		MaxFailures:   l.MaxFailures,
+		Duration:      time.Duration(l.Duration),
+		Window:        time.Duration(l.Window),
+		ThrottleAfter: l.ThrottleAfter,
+		BaseDelay:     time.Duration(l.BaseDelay),
+		MaxDelay:      time.Duration(l.MaxDelay),
+	}
+}
+
+// SigningKeys is the signing-key lifecycle: a new key is announced (published
+// in the key set) before it signs, signs for a period, then stays published
+// after it retires until every token it signed has expired. Every instance
+// sharing the store follows the same schedule.
+type SigningKeys struct {
+	// Period is how long a key signs before its successor takes over.
+	// Default 720h (30 days). Negative (Caddyfile: "off"): no automatic
+	// rotation; a key signs until `gatehouse keys rotate`.
+	Period caddy.Duration `json:"period,omitempty"`
+
+	// Announce is how long a new key is published before it signs, so that
+	// verifiers caching the key set know it in time. Default 24h; must be
+	// shorter than the period.
+	Announce caddy.Duration `json:"announce,omitempty"`
+
+	// CheckInterval is how often each instance re-reads the keys from the
+	// store and applies the schedule; a rotation made with `gatehouse keys
+	// rotate` reaches running servers within it. Default 1m.
+	CheckInterval caddy.Duration `json:"check_interval,omitempty"`
+
+	// Bits is the RSA modulus size of new keys, at least 2048. Default
+	// 2048.
+	Bits int `json:"bits,omitempty"`
+
+	// EncryptionKeyEnv names the environment variable that holds the key
+	// encryption key: 32 bytes as 64 hex digits or base64 (standard or
+	// URL alphabet, padded or not). When a key encryption key is given,
+	// new private keys are stored encrypted with AES-256-GCM (keys stored
+	// in the clear still load). Default: none (private keys stored in the
+	// clear). Losing the key makes the stored signing keys unusable. The
+	// key itself never goes into the configuration.
+	EncryptionKeyEnv string `json:"encryption_key_env,omitempty"`
+
+	// EncryptionKeyFile is the path of a file that holds the key
+	// encryption key, in the same forms as EncryptionKeyEnv (surrounding
+	// whitespace is ignored). Keep it readable by the server only. Excludes
+	// EncryptionKeyEnv. Default: none.
+	EncryptionKeyFile string `json:"encryption_key_file,omitempty"`
+}
+
+// Defaults of SigningKeys, as identity applies them.
+const (
+	defaultKeyPeriod   = 30 * 24 * time.Hour
+	defaultKeyAnnounce = 24 * time.Hour
+	defaultKeyCheck    = time.Minute
+)
+
+// keyPolicy converts k, reading the key encryption key; nil is the default
+// policy. The retention is left for identity to compute.
+func (k *SigningKeys) keyPolicy() (identity.KeyPolicy, error) {
+	if k == nil {
+		return identity.KeyPolicy{}, nil
+	}
+	kek, err := k.encryptionKey()
+	if err != nil {
+		return identity.KeyPolicy{}, err
+	}
+	return identity.KeyPolicy{
+		Period:        time.Duration(k.Period),
+		Announce:      time.Duration(k.Announce),
+		CheckInterval: time.Duration(k.CheckInterval),
+		Bits:          k.Bits,
+		EncryptionKey: kek,
+	}, nil
+}
+
+// EffectiveAnnounce is how long a new key is published before it signs:
+// Announce, or its default. k may be nil (all defaults).
+func (k *SigningKeys) EffectiveAnnounce() time.Duration {
+	if k == nil || k.Announce <= 0 {
+		return defaultKeyAnnounce
+	}
+	return time.Duration(k.Announce)
+}
+
+// EffectiveCheckInterval is how often the servers re-read the keys:
+// CheckInterval, or its default. k may be nil (all defaults).
+func (k *SigningKeys) EffectiveCheckInterval() time.Duration {
+	if k == nil || k.CheckInterval <= 0 {
+		return defaultKeyCheck
+	}
+	return time.Duration(k.CheckInterval)
+}
+
+// VerifierConfig configures the app's access-token check: the one that
+// gatehouse_auth uses to protect routes. Every check pins the algorithms,
+// the "typ", the issuer and the audience, requires "exp", and takes keys
+// only from the configured key set, never from the token.
+type VerifierConfig struct {
+	// Issuer is the "iss" tokens must carry. Default: the app's issuer.
+	// Required when the app has no issuer (remote-only mode).
+	Issuer string `json:"issuer,omitempty"`
+
+	// Audience is the audience "aud" must contain. Default: the app's
+	// audience ("gatehouse" unless set).
+	Audience string `json:"audience,omitempty"`
+
+	// JWKSURL is the URL of the key set of another issuer (remote mode):
+	// its keys are fetched, cached, refreshed every 5 minutes and when a
+	// token names a key id not seen yet (at most every 5 seconds). Default:
+	// none, the keys of the app's own identity server, read in-process with
+	// no HTTP hop. Use https outside a loopback or private network: whoever
+	// can change the key set can forge tokens.
+	JWKSURL string `json:"jwks_url,omitempty"`
+
+	// Algorithms are the accepted "alg" values; only asymmetric ones (RS,
+	// PS, ES) may be named. Default ["RS256"].
+	Algorithms []string `json:"algorithms,omitempty"`
+
+	// Types are the accepted "typ" header values (compared
+	// case-insensitively, an "application/" prefix allowed). Default
+	// ["at+jwt"] (RFC 9068). Accepting "JWT" lets ID tokens pass as access
+	// tokens.
+	Types []string `json:"types,omitempty"`
+
+	// Leeway is the clock skew allowed on exp, nbf and iat, at most 5m.
+	// Default 10s.
+	Leeway caddy.Duration `json:"leeway,omitempty"`
+
+	// CacheSize bounds the cache of verified tokens, in entries. Default
+	// 10000; negative disables the cache.
+	CacheSize int `json:"cache_size,omitempty"`
+
+	// CheckRevocations refuses tokens revoked through the revocation
+	// endpoint (or by a refresh-token replay), read from the app's store
+	// every 5 seconds. Default true for the app's own tokens, false in
+	// remote mode, where it reads this app's store: enable it only when
+	// that store is the one the remote issuer writes (a shared store).
+	CheckRevocations *bool `json:"check_revocations,omitempty"`
+}
+
+// remote reports whether v reads a remote key set.
+func (v *VerifierConfig) remote() bool { return v != nil && v.JWKSURL != "" }
+
+// checksRevocations reports whether v applies revocations.
+func (v *VerifierConfig) checksRevocations() bool {
+	if v != nil && v.CheckRevocations != nil {
+		return *v.CheckRevocations
+	}
+	return !v.remote()
+}
+
+// custom reports whether v asks for a check other than the identity
+// server's own (its issuer and audience, the defaults, revocations).
+func (v *VerifierConfig) custom(issuer, audience string) bool {
+	if v == nil {
+		return false
+	}
+	return v.remote() || (v.Issuer != "" && v.Issuer != issuer) || (v.Audience != "" && v.Audience != audience) ||
+		len(v.Algorithms) > 0 || len(v.Types) > 0 || v.Leeway != 0 || v.CacheSize != 0 || !v.checksRevocations()
+}
+
+// verifyConfig converts v into the verifier's configuration for an app
+// with this issuer and audience, which apply unless v names others. The
+// key set, the revocations and the logger are left to the caller.
+func (v *VerifierConfig) verifyConfig(issuer, audience string) verify.Config {
+	cfg := verify.Config{Issuer: issuer, Audience: audience}
+	if v == nil {
+		return cfg
+	}
+	if v.Issuer != "" {
+		cfg.Issuer = v.Issuer
+	}
+	if v.Audience != "" {
+		cfg.Audience = v.Audience
+	}
+	cfg.Algorithms, cfg.Types = v.Algorithms, v.Types
+	cfg.Leeway, cfg.CacheSize = time.Duration(v.Leeway), v.CacheSize
+	return cfg
+}
