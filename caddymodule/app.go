@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store"
+	identityusers "github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
@@ -132,17 +133,26 @@ func (App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision opens the store (shared with other configurations that name the
-// same one), seeds the users file, builds the identity server and the
-// verifier, starts their background loops and registers the metrics.
+// Provision checks the whole configuration first (as Validate does, so a
+// bad one opens and writes nothing), then opens the store (shared with
+// other configurations that name the same one), seeds the users file,
+// builds the identity server and the verifier, starts their background
+// loops and registers the metrics.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	cfg, err := a.check()
+	if err != nil {
+		return err
+	}
+	var users []store.User
+	if a.UsersFile != "" {
+		if users, err = identityusers.LoadFile(a.UsersFile); err != nil {
+			return err
+		}
+	}
 	reg := ctx.GetMetricsRegistry()
 	if err := registerTokenMetrics(reg); err != nil {
 		return err
-	}
-	if a.Issuer == "" && !a.VerifierConfig.remote() {
-		return checkIssuer(a.Issuer)
 	}
 	if a.Issuer != "" || a.VerifierConfig.checksRevocations() {
 		if err := a.acquireConfiguredStore(ctx); err != nil {
@@ -150,7 +160,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 	}
 	if a.Issuer != "" {
-		if err := a.startServer(ctx); err != nil {
+		if err := a.startServer(ctx, cfg, users); err != nil {
 			return err
 		}
 	}
@@ -167,29 +177,25 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// startServer seeds the users file and builds the identity server.
-func (a *App) startServer(ctx caddy.Context) error {
+// startServer seeds the users of the users file and builds the identity
+// server from cfg, checked already.
+func (a *App) startServer(ctx caddy.Context, cfg identity.Config, users []store.User) error {
 	if a.UsersFile != "" {
-		users, err := identity.LoadUsersFile(a.UsersFile)
-		if err != nil {
-			return err
-		}
-		n, err := identity.SeedUsers(ctx, a.store, users, time.Now())
+		n, err := identityusers.Seed(ctx, a.store, users, time.Now())
 		if err != nil {
 			return err
 		}
 		a.logger.Info("users file loaded", zap.String("path", a.UsersFile),
 			zap.Int("users", len(users)), zap.Int("created", n))
-	}
-	cfg, err := a.IdentityConfig()
-	if err != nil {
-		return err
-	}
-	if cfg.Keys, err = a.SigningKeys.keyPolicy(); err != nil {
-		return err
+		if old := identityusers.Outdated(users); len(old) > 0 {
+			a.logger.Warn("users file holds password hashes with other parameters than the current argon2id ones: "+
+				"they may take longer than the failure floor, which tells those users apart; each is upgraded at its next login",
+				zap.String("path", a.UsersFile), zap.Strings("usernames", old))
+		}
 	}
 	cfg.ClientIP = clientIP
 	cfg.Metrics = newTokenMetrics(a.Clients)
+	var err error
 	a.srv, err = identity.NewServer(ctx, cfg, a.store)
 	if err != nil {
 		return fmt.Errorf("starting identity server: %w", err)
@@ -235,7 +241,7 @@ func (a *App) buildVerifier(ctx context.Context) error {
 		a.remote, cfg.Keys = remote, remote
 		a.loops.Go(func() { remote.Run(ctx) })
 	} else {
-		cfg.Keys = a.srv
+		cfg.Keys = a.srv.Keys()
 	}
 	if v.checksRevocations() {
 		cfg.Revocations = a.store

@@ -164,6 +164,9 @@ func TestAuthRemote(t *testing.T) {
 	})
 	refusedBy := map[string]int{}
 	for _, c := range is.Hostile("Service/Market") {
+		if strings.ContainsAny(c.Token, "\r\n") {
+			continue // cannot travel in an HTTP header at all: net/http refuses to send it
+		}
 		refusedBy[string(c.Reason)]++
 		t.Run(c.Name, func(t *testing.T) {
 			r := request(t, http.MethodGet, base+"/header/quotes", http.Header{"Authorization": {"Bearer " + c.Token}})

@@ -1,22 +1,24 @@
 package caddymodule
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
 // IdentityConfig converts the app's configuration into the identity
-// server's, without what only a running server has: signing keys, the
-// client-IP function and the metrics. Command-line tools use it to apply
-// the same token policy as the servers (e.g. identity.KeyRetention).
+// server's, without what only a running server has: the client-IP function
+// and the metrics. It reads the key encryption key the signing_keys name.
+// It checks only what conversion needs (digests that decode); the rules
+// are the core's, in identity.Config.Validate. Command-line tools use it to
+// apply the same token policy as the servers (e.g. identity.KeyRetention).
 func (a *App) IdentityConfig() (identity.Config, error) {
 	cfg := identity.Config{
 		Issuer:                  a.Issuer,
@@ -29,6 +31,10 @@ func (a *App) IdentityConfig() (identity.Config, error) {
 		PasswordHashConcurrency: a.PasswordHashConcurrency,
 		Lockout:                 a.Lockout.policy(),
 		Logger:                  a.logger,
+	}
+	var err error
+	if cfg.Keys, err = a.SigningKeys.keyPolicy(); err != nil {
+		return identity.Config{}, err
 	}
 	for _, c := range a.Clients {
 		ic, err := c.identityClient()
@@ -49,13 +55,14 @@ func (a *App) IdentityConfig() (identity.Config, error) {
 
 // KeyPolicy checks the app's signing_keys and converts them into the
 // identity server's key policy, reading the key encryption key from the
-// environment variable or file they name. Its retention is left zero for
-// identity to compute (see IdentityConfig).
-func (a *App) KeyPolicy() (identity.KeyPolicy, error) {
-	if err := a.SigningKeys.validate(); err != nil {
-		return identity.KeyPolicy{}, err
+// environment variable or file they name. Its retention is left zero (see
+// identity.KeyRetention).
+func (a *App) KeyPolicy() (keys.Policy, error) {
+	pol, err := a.SigningKeys.keyPolicy()
+	if err != nil {
+		return keys.Policy{}, err
 	}
-	return a.SigningKeys.keyPolicy()
+	return pol, pol.Validate()
 }
 
 // Client is a registered OAuth client.
@@ -117,16 +124,12 @@ type Client struct {
 }
 
 // identityClient converts c.
-func (c *Client) identityClient() (identity.Client, error) {
-	hashes := make([][]byte, 0, len(c.SecretSHA256))
-	for _, s := range c.SecretSHA256 {
-		h, err := parseSecretDigest(s)
-		if err != nil {
-			return identity.Client{}, fmt.Errorf("client %q: secret_sha256: %w", c.ID, err)
-		}
-		hashes = append(hashes, h)
+func (c *Client) identityClient() (clients.Config, error) {
+	hashes, err := parseDigests(c.SecretSHA256)
+	if err != nil {
+		return clients.Config{}, fmt.Errorf("client %q: secret_sha256: %w", c.ID, err)
 	}
-	return identity.Client{
+	return clients.Config{
 		ID:                  c.ID,
 		Name:                c.Name,
 		Public:              c.Public,
@@ -142,22 +145,17 @@ func (c *Client) identityClient() (identity.Client, error) {
 	}, nil
 }
 
-// parseSecretDigest decodes a SHA-256 digest written as 64 hex digits or as
-// base64 (standard alphabet, padded or not).
-func parseSecretDigest(s string) ([]byte, error) {
-	if len(s) == 2*sha256.Size {
-		if b, err := hex.DecodeString(s); err == nil {
-			return b, nil
+// parseDigests decodes secret digests (see clients.ParseDigest).
+func parseDigests(list []string) ([][]byte, error) {
+	hashes := make([][]byte, 0, len(list))
+	for _, s := range list {
+		h, err := clients.ParseDigest(s)
+		if err != nil {
+			return nil, err
 		}
+		hashes = append(hashes, h)
 	}
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		b, err = base64.RawStdEncoding.DecodeString(s)
-	}
-	if err != nil || len(b) != sha256.Size {
-		return nil, fmt.Errorf("%q is neither 64 hex digits nor the base64 of a SHA-256 digest", s)
-	}
-	return b, nil
+	return hashes, nil
 }
 
 // RefreshToken is a refresh-token policy.
@@ -182,11 +180,11 @@ type RefreshToken struct {
 }
 
 // policy converts r; nil is the zero policy (all defaults).
-func (r *RefreshToken) policy() identity.RefreshPolicy {
+func (r *RefreshToken) policy() clients.RefreshPolicy {
 	if r == nil {
-		return identity.RefreshPolicy{}
+		return clients.RefreshPolicy{}
 	}
-	return identity.RefreshPolicy{
+	return clients.RefreshPolicy{
 		Grace:            time.Duration(r.Grace),
 		SlidingLifetime:  time.Duration(r.SlidingLifetime),
 		AbsoluteLifetime: time.Duration(r.AbsoluteLifetime),
@@ -208,16 +206,12 @@ type APIResource struct {
 }
 
 // identityResource converts r.
-func (r *APIResource) identityResource() (identity.APIResource, error) {
-	hashes := make([][]byte, 0, len(r.SecretSHA256))
-	for _, s := range r.SecretSHA256 {
-		h, err := parseSecretDigest(s)
-		if err != nil {
-			return identity.APIResource{}, fmt.Errorf("api_resource %q: secret_sha256: %w", r.Name, err)
-		}
-		hashes = append(hashes, h)
+func (r *APIResource) identityResource() (clients.APIResource, error) {
+	hashes, err := parseDigests(r.SecretSHA256)
+	if err != nil {
+		return clients.APIResource{}, fmt.Errorf("api_resource %q: secret_sha256: %w", r.Name, err)
 	}
-	return identity.APIResource{Name: r.Name, SecretHashes: hashes}, nil
+	return clients.APIResource{Name: r.Name, SecretHashes: hashes}, nil
 }
 
 // Lockout is the brute-force defence of the password grant. A (user, source)
@@ -253,11 +247,11 @@ type Lockout struct {
 }
 
 // policy converts l; nil is the default policy.
-func (l *Lockout) policy() identity.LockoutPolicy {
+func (l *Lockout) policy() users.LockoutPolicy {
 	if l == nil {
-		return identity.LockoutPolicy{}
+		return users.LockoutPolicy{}
 	}
-	return identity.LockoutPolicy{
+	return users.LockoutPolicy{
 		MaxFailures:   l.MaxFailures,
 		Duration:      time.Duration(l.Duration),
 		Window:        time.Duration(l.Window),
@@ -307,24 +301,20 @@ type SigningKeys struct {
 	EncryptionKeyFile string `json:"encryption_key_file,omitempty"`
 }
 
-// Defaults of SigningKeys, as identity applies them.
-const (
-	defaultKeyPeriod   = 30 * 24 * time.Hour
-	defaultKeyAnnounce = 24 * time.Hour
-	defaultKeyCheck    = time.Minute
-)
-
 // keyPolicy converts k, reading the key encryption key; nil is the default
 // policy. The retention is left for identity to compute.
-func (k *SigningKeys) keyPolicy() (identity.KeyPolicy, error) {
+func (k *SigningKeys) keyPolicy() (keys.Policy, error) {
 	if k == nil {
-		return identity.KeyPolicy{}, nil
+		return keys.Policy{}, nil
+	}
+	if k.EncryptionKeyEnv != "" && k.EncryptionKeyFile != "" {
+		return keys.Policy{}, fmt.Errorf("signing_keys: encryption_key_env and encryption_key_file exclude each other")
 	}
 	kek, err := k.encryptionKey()
 	if err != nil {
-		return identity.KeyPolicy{}, err
+		return keys.Policy{}, err
 	}
-	return identity.KeyPolicy{
+	return keys.Policy{
 		Period:        time.Duration(k.Period),
 		Announce:      time.Duration(k.Announce),
 		CheckInterval: time.Duration(k.CheckInterval),
@@ -337,7 +327,7 @@ func (k *SigningKeys) keyPolicy() (identity.KeyPolicy, error) {
 // Announce, or its default. k may be nil (all defaults).
 func (k *SigningKeys) EffectiveAnnounce() time.Duration {
 	if k == nil || k.Announce <= 0 {
-		return defaultKeyAnnounce
+		return keys.DefaultAnnounce
 	}
 	return time.Duration(k.Announce)
 }
@@ -346,7 +336,7 @@ func (k *SigningKeys) EffectiveAnnounce() time.Duration {
 // CheckInterval, or its default. k may be nil (all defaults).
 func (k *SigningKeys) EffectiveCheckInterval() time.Duration {
 	if k == nil || k.CheckInterval <= 0 {
-		return defaultKeyCheck
+		return keys.DefaultCheckInterval
 	}
 	return time.Duration(k.CheckInterval)
 }

@@ -1,33 +1,11 @@
 package caddymodule
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 )
-
-func TestParseSecretDigest(t *testing.T) {
-	hexForm, err := parseSecretDigest(demoSecretSHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{
-		"zVd/4lYev/I1BdsLsAYwDHzey9RrwOA8RJr6+sosJb8=", // as IdentityServer prints it
-		"zVd/4lYev/I1BdsLsAYwDHzey9RrwOA8RJr6+sosJb8",  // unpadded
-		strings.ToUpper(demoSecretSHA256),
-	} {
-		got, err := parseSecretDigest(s)
-		if err != nil {
-			t.Errorf("%s: %v", s, err)
-			continue
-		}
-		if string(got) != string(hexForm) {
-			t.Errorf("%s decodes to %x, want %x", s, got, hexForm)
-		}
-	}
-}
 
 func TestVerifierConfigModes(t *testing.T) {
 	on, off := true, false

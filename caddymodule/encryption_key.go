@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/keys"
 )
 
 // encryptionKey reads the key encryption key from the environment variable
@@ -45,19 +45,19 @@ func (k *SigningKeys) encryptionKey() ([]byte, error) {
 // errEncryptionKeyForm says what a key encryption key must look like; it
 // never carries the key.
 var errEncryptionKeyForm = fmt.Errorf("must be %d bytes, as %d hex digits or base64",
-	identity.KeyEncryptionKeySize, 2*identity.KeyEncryptionKeySize)
+	keys.EncryptionKeySize, 2*keys.EncryptionKeySize)
 
 // decodeEncryptionKey decodes a key encryption key written as 64 hex digits
 // or as base64 (standard or URL alphabet, padded or not).
 func decodeEncryptionKey(s string) ([]byte, error) {
-	if len(s) == 2*identity.KeyEncryptionKeySize {
+	if len(s) == 2*keys.EncryptionKeySize {
 		if b, err := hex.DecodeString(s); err == nil {
 			return b, nil
 		}
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(s); err == nil {
-			if len(b) == identity.KeyEncryptionKeySize {
+			if len(b) == keys.EncryptionKeySize {
 				return b, nil
 			}
 			clear(b)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/keys"
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 )
 
@@ -135,7 +135,7 @@ func TestProvisionEncryptsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := identity.ListKeys(context.Background(), st, time.Now())
+	keys, err := keys.List(context.Background(), st, time.Now())
 	st.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 // TestExampleUsersFile checks the demo users against DESIGN.md ("The
 // demo"): their passwords, fixed subjects and scopes.
 func TestExampleUsersFile(t *testing.T) {
-	users, err := identity.LoadUsersFile("../examples/users.json")
+	demoUsers, err := users.LoadFile("../examples/users.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,16 +19,16 @@ func TestExampleUsersFile(t *testing.T) {
 		"demo":   common,
 		"trader": append(slices.Clone(common), "Service/Trading", "Service/OrderPad"),
 	}
-	if len(users) != len(want) {
-		t.Fatalf("%d users, want %d", len(users), len(want))
+	if len(demoUsers) != len(want) {
+		t.Fatalf("%d users, want %d", len(demoUsers), len(want))
 	}
-	for _, u := range users {
+	for _, u := range demoUsers {
 		t.Run(u.Username, func(t *testing.T) {
 			scopes, ok := want[u.Username]
 			if !ok {
 				t.Fatalf("unexpected user %q", u.Username)
 			}
-			if ok, err := identity.VerifyPassword(u.PasswordHash, u.Username); !ok || err != nil {
+			if ok, err := users.VerifyPassword(u.PasswordHash, u.Username); !ok || err != nil {
 				t.Errorf("password is not the username (%v)", err)
 			}
 			if len(u.Subject) != 36 {

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
@@ -24,9 +25,17 @@ var (
 		Name: "gatehouse_token_failures_total",
 		Help: "Failed token-endpoint requests, by OAuth error code.",
 	}, []string{"error"})
+	requestFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_request_failures_total",
+		Help: "Failed requests of the identity endpoints, by endpoint and OAuth error code.",
+	}, []string{"endpoint", "error"})
 	lockouts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gatehouse_lockouts_total",
 		Help: "(user, source) pairs locked out after repeated failed logins.",
+	})
+	purged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatehouse_store_purged_total",
+		Help: "Expired records (refresh families, access-token records, revocations) removed from the store.",
 	})
 )
 
@@ -44,29 +53,15 @@ var (
 // metricsOther replaces a label value outside the known set.
 const metricsOther = "other"
 
-// knownErrorCodes are the token-endpoint error codes counted by name
-// (RFC 6749 §5.2, RFC 8628 §3.5).
-var knownErrorCodes = []string{
-	identity.ErrCodeInvalidRequest, identity.ErrCodeInvalidClient, identity.ErrCodeInvalidGrant,
-	identity.ErrCodeUnauthorizedClient, identity.ErrCodeUnsupportedGrantType, identity.ErrCodeInvalidScope,
-	identity.ErrCodeServerError, identity.ErrCodeTemporarilyUnavail,
-	"authorization_pending", "slow_down", "access_denied", "expired_token",
-}
-
-// knownGrants are the grant types a client may name (Client.validate), and
-// the grant_type label values counted by name.
-var knownGrants = []string{
-	identity.GrantPassword,
-	identity.GrantRefreshToken,
-	identity.GrantClientCredentials,
-	identity.GrantAuthorizationCode,
-	identity.GrantImplicit,
-	identity.GrantDeviceCode,
+// knownEndpoints are the endpoint label values counted by name.
+var knownEndpoints = []string{
+	"token", "introspection", "revocation", "userinfo", "jwks",
+	"authorization", "end-session", "check-session", "device-authorization",
 }
 
 // registerTokenMetrics registers the token counters in reg, once.
 func registerTokenMetrics(reg *prometheus.Registry) error {
-	for _, c := range []prometheus.Collector{tokensIssued, tokenFailures, lockouts} {
+	for _, c := range []prometheus.Collector{tokensIssued, tokenFailures, requestFailures, lockouts, purged} {
 		if err := reg.Register(c); err != nil {
 			if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok && are.ExistingCollector == c {
 				continue
@@ -93,7 +88,7 @@ func newTokenMetrics(clients []Client) *tokenMetrics {
 
 // TokenIssued counts a token response.
 func (m *tokenMetrics) TokenIssued(grant, clientID string) {
-	if !slices.Contains(knownGrants, grant) {
+	if !slices.Contains(oauth.GrantTypes, grant) {
 		grant = metricsOther
 	}
 	if !m.clients[clientID] {
@@ -102,16 +97,26 @@ func (m *tokenMetrics) TokenIssued(grant, clientID string) {
 	tokensIssued.WithLabelValues(grant, clientID).Inc()
 }
 
-// TokenFailed counts a failed token request.
-func (m *tokenMetrics) TokenFailed(code string) {
-	if !slices.Contains(knownErrorCodes, code) {
+// RequestFailed counts a failed request of an endpoint; the token
+// endpoint's also in gatehouse_token_failures_total.
+func (m *tokenMetrics) RequestFailed(endpoint, code string) {
+	if !slices.Contains(oauth.ErrorCodes, code) {
 		code = metricsOther
 	}
-	tokenFailures.WithLabelValues(code).Inc()
+	if endpoint == "token" {
+		tokenFailures.WithLabelValues(code).Inc()
+	}
+	if !slices.Contains(knownEndpoints, endpoint) {
+		endpoint = metricsOther
+	}
+	requestFailures.WithLabelValues(endpoint, code).Inc()
 }
 
 // Lockout counts a lockout.
 func (m *tokenMetrics) Lockout() { lockouts.Inc() }
+
+// Purged counts the records a purge removed.
+func (m *tokenMetrics) Purged(n int64) { purged.Add(float64(n)) }
 
 // verifierCollector reports the counters of an app's verifiers and remote
 // key set, read at scrape time.

@@ -34,8 +34,11 @@ func TestTokenMetricsLabels(t *testing.T) {
 		{"configured client", func() { m.TokenIssued("client_credentials", "svc") }, tokensIssued.WithLabelValues("client_credentials", "svc")},
 		{"unconfigured client", func() { m.TokenIssued("password", "alice's-password") }, tokensIssued.WithLabelValues("password", metricsOther)},
 		{"unknown grant", func() { m.TokenIssued("urn:evil", "svc") }, tokensIssued.WithLabelValues(metricsOther, "svc")},
-		{"known error", func() { m.TokenFailed("invalid_grant") }, tokenFailures.WithLabelValues("invalid_grant")},
-		{"unknown error", func() { m.TokenFailed("eyJhbGciOi...") }, tokenFailures.WithLabelValues(metricsOther)},
+		{"known error", func() { m.RequestFailed("token", "invalid_grant") }, tokenFailures.WithLabelValues("invalid_grant")},
+		{"unknown error", func() { m.RequestFailed("token", "eyJhbGciOi...") }, tokenFailures.WithLabelValues(metricsOther)},
+		{"known error by endpoint", func() { m.RequestFailed("introspection", "invalid_client") }, requestFailures.WithLabelValues("introspection", "invalid_client")},
+		{"unknown endpoint", func() { m.RequestFailed("/etc/passwd", "invalid_client") }, requestFailures.WithLabelValues(metricsOther, "invalid_client")},
+		{"purge", func() { m.Purged(1) }, purged},
 		{"lockout", m.Lockout, lockouts},
 	}
 	for _, tt := range tests {

@@ -20,6 +20,7 @@ func validApp() *App {
 }
 
 func TestValidate(t *testing.T) {
+	t.Setenv("KEK", strings.Repeat("ab", 32)) // the "signing keys" case names it
 	tests := []struct {
 		name   string
 		change func(a *App)
@@ -40,12 +41,12 @@ func TestValidate(t *testing.T) {
 		{"negative sliding lifetime", func(a *App) { a.RefreshToken = &RefreshToken{SlidingLifetime: caddy.Duration(-time.Hour)} }, "refresh_token.sliding_lifetime must be positive"},
 		{"sliding past absolute", func(a *App) {
 			a.RefreshToken = &RefreshToken{SlidingLifetime: caddy.Duration(48 * time.Hour), AbsoluteLifetime: caddy.Duration(24 * time.Hour)}
-		}, "longer than absolute_lifetime"},
-		{"negative concurrency", func(a *App) { a.PasswordHashConcurrency = -1 }, "password_hash_concurrency"},
-		{"client without id", func(a *App) { a.Clients[0].ID = "" }, "client 0: id is required"},
-		{"duplicate client", func(a *App) { a.Clients[1].ID = "app" }, `client "app": id used twice`},
-		{"confidential without secret", func(a *App) { a.Clients[1].SecretSHA256 = nil }, `client "svc": a confidential client needs a secret_sha256`},
-		{"public with secret", func(a *App) { a.Clients[0].SecretSHA256 = []string{demoSecretSHA256} }, `client "app": a public client has no secret_sha256`},
+		}, "exceeds the absolute lifetime"},
+		{"negative concurrency", func(a *App) { a.PasswordHashConcurrency = -1 }, "password hash concurrency must not be negative"},
+		{"client without id", func(a *App) { a.Clients[0].ID = "" }, "client with an empty id"},
+		{"duplicate client", func(a *App) { a.Clients[1].ID = "app" }, `client "app" registered twice`},
+		{"confidential without secret", func(a *App) { a.Clients[1].SecretSHA256 = nil }, `client "svc": a confidential client needs a secret`},
+		{"public with secret", func(a *App) { a.Clients[0].SecretSHA256 = []string{demoSecretSHA256} }, `client "app": a public client has no secret`},
 		{"secret not a digest", func(a *App) { a.Clients[1].SecretSHA256 = []string{"demo-secret"} }, "neither 64 hex digits nor the base64"},
 		{"secret short hex", func(a *App) { a.Clients[1].SecretSHA256 = []string{demoSecretSHA256[:62]} }, "neither 64 hex digits"},
 		{"unknown grant", func(a *App) { a.Clients[0].GrantTypes = []string{"passwd"} }, `unknown grant type "passwd"`},
@@ -59,13 +60,13 @@ func TestValidate(t *testing.T) {
 		{"api resource", func(a *App) {
 			a.APIResources = []APIResource{{Name: "market-api", SecretSHA256: []string{demoSecretSHA256}}}
 		}, ""},
-		{"api resource without name", func(a *App) { a.APIResources = []APIResource{{SecretSHA256: []string{demoSecretSHA256}}} }, "api_resource 0: name is required"},
+		{"api resource without name", func(a *App) { a.APIResources = []APIResource{{SecretSHA256: []string{demoSecretSHA256}}} }, "API resource with an empty name"},
 		{"api resource twice", func(a *App) {
 			r := APIResource{Name: "api", SecretSHA256: []string{demoSecretSHA256}}
 			a.APIResources = []APIResource{r, r}
-		}, `api_resource "api": name used twice`},
-		{"api resource named as a client", func(a *App) { a.APIResources = []APIResource{{Name: "svc", SecretSHA256: []string{demoSecretSHA256}}} }, "a client has the same id"},
-		{"api resource without secret", func(a *App) { a.APIResources = []APIResource{{Name: "api"}} }, "secret_sha256 is required"},
+		}, `API resource "api" registered twice`},
+		{"api resource named as a client", func(a *App) { a.APIResources = []APIResource{{Name: "svc", SecretSHA256: []string{demoSecretSHA256}}} }, "has the name of a client"},
+		{"api resource without secret", func(a *App) { a.APIResources = []APIResource{{Name: "api"}} }, `API resource "api" needs a secret`},
 		{"api resource bad secret", func(a *App) { a.APIResources = []APIResource{{Name: "api", SecretSHA256: []string{"secret"}}} }, "neither 64 hex digits"},
 
 		{"lockout", func(a *App) {
@@ -73,20 +74,20 @@ func TestValidate(t *testing.T) {
 		}, ""},
 		{"lockout off", func(a *App) { a.Lockout = &Lockout{MaxFailures: -1} }, ""},
 		{"lockout negative window", func(a *App) { a.Lockout = &Lockout{Window: caddy.Duration(-time.Minute)} }, "lockout.window must be positive"},
-		{"lockout negative throttle", func(a *App) { a.Lockout = &Lockout{ThrottleAfter: -1} }, "lockout.throttle_after must not be negative"},
+		{"lockout negative throttle", func(a *App) { a.Lockout = &Lockout{ThrottleAfter: -1} }, "throttle_after must not be negative"},
 		{"lockout base past max", func(a *App) {
 			a.Lockout = &Lockout{BaseDelay: caddy.Duration(5 * time.Second), MaxDelay: caddy.Duration(time.Second)}
-		}, "base_delay 5s is longer than max_delay 1s"},
+		}, "base delay 5s is longer than the max delay 1s"},
 
 		{"signing keys", func(a *App) {
 			a.SigningKeys = &SigningKeys{Period: caddy.Duration(48 * time.Hour), Announce: caddy.Duration(time.Hour), Bits: 4096, EncryptionKeyEnv: "KEK"}
 		}, ""},
 		{"signing keys without rotation", func(a *App) { a.SigningKeys = &SigningKeys{Period: -1, Announce: caddy.Duration(72 * time.Hour)} }, ""},
-		{"signing keys period under default announce", func(a *App) { a.SigningKeys = &SigningKeys{Period: caddy.Duration(12 * time.Hour)} }, "announce 24h0m0s must be shorter than period 12h0m0s"},
-		{"signing keys announce past default period", func(a *App) { a.SigningKeys = &SigningKeys{Announce: caddy.Duration(800 * time.Hour)} }, "must be shorter than period"},
+		{"signing keys period under default announce", func(a *App) { a.SigningKeys = &SigningKeys{Period: caddy.Duration(12 * time.Hour)} }, "announce time 24h0m0s must be shorter than the key period 12h0m0s"},
+		{"signing keys announce past default period", func(a *App) { a.SigningKeys = &SigningKeys{Announce: caddy.Duration(800 * time.Hour)} }, "must be shorter than the key period"},
 		{"signing keys negative announce", func(a *App) { a.SigningKeys = &SigningKeys{Announce: caddy.Duration(-time.Hour)} }, "signing_keys.announce must be positive"},
 		{"signing keys negative check", func(a *App) { a.SigningKeys = &SigningKeys{CheckInterval: caddy.Duration(-time.Hour)} }, "signing_keys.check_interval must be positive"},
-		{"signing keys weak", func(a *App) { a.SigningKeys = &SigningKeys{Bits: 1024} }, "bits must be 2048 to 8192"},
+		{"signing keys weak", func(a *App) { a.SigningKeys = &SigningKeys{Bits: 1024} }, "2048 to 8192 bits"},
 		{"signing keys env and file", func(a *App) { a.SigningKeys = &SigningKeys{EncryptionKeyEnv: "KEK", EncryptionKeyFile: "kek"} }, "exclude each other"},
 
 		{"verifier in-process", func(a *App) {
@@ -95,7 +96,7 @@ func TestValidate(t *testing.T) {
 		{"verifier remote with issuer", func(a *App) { a.VerifierConfig = &VerifierConfig{JWKSURL: "https://login.example.com/jwks"} }, ""},
 		{"verifier HMAC", func(a *App) { a.VerifierConfig = &VerifierConfig{Algorithms: []string{"HS256"}} }, `algorithm "HS256" is not allowed`},
 		{"verifier none", func(a *App) { a.VerifierConfig = &VerifierConfig{Algorithms: []string{"none"}} }, `algorithm "none" is not allowed`},
-		{"verifier empty type", func(a *App) { a.VerifierConfig = &VerifierConfig{Types: []string{""}} }, "verifier: empty type"},
+		{"verifier empty type", func(a *App) { a.VerifierConfig = &VerifierConfig{Types: []string{""}} }, "verifier: empty token type"},
 		{"verifier long leeway", func(a *App) { a.VerifierConfig = &VerifierConfig{Leeway: caddy.Duration(time.Hour)} }, "leeway 1h0m0s out of range"},
 		{"verifier negative leeway", func(a *App) { a.VerifierConfig = &VerifierConfig{Leeway: caddy.Duration(-time.Second)} }, "out of range"},
 		{"verifier relative jwks_url", func(a *App) { a.VerifierConfig = &VerifierConfig{JWKSURL: "/jwks"} }, "must be an absolute http(s) URL"},

@@ -213,3 +213,15 @@ func KeyRetention(cfg Config) time.Duration {
 	}
 	return longest + retentionMargin
 }
+
+// MaxAccessLifetime is the longest lifetime of an access token a server
+// with cfg issues (zero lifetimes count as their defaults): a revocation
+// of a family or a subject must last that long.
+func MaxAccessLifetime(cfg Config) time.Duration {
+	cfg = cfg.withDefaults()
+	longest := cfg.AccessTokenLifetime
+	for _, c := range cfg.Clients {
+		longest = max(longest, c.AccessTokenLifetime)
+	}
+	return longest
+}

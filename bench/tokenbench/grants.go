@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/oauth"
 )
 
 // tokenResponse is the part of a token response the benchmark reads.
@@ -33,7 +33,7 @@ func parseToken(body []byte) (tokenResponse, error) {
 // clientCredentialsForm is the body of both the client_credentials request
 // and the baseline's identical POST.
 var clientCredentialsForm = url.Values{
-	"grant_type": {identity.GrantClientCredentials},
+	"grant_type": {oauth.GrantClientCredentials},
 	"scope":      {marketScope},
 }.Encode()
 
@@ -77,7 +77,7 @@ func baseline(t *target, s *server) setupFunc {
 // and stops the worker.
 func refresh(t *target, s *server) setupFunc {
 	login := url.Values{
-		"grant_type": {identity.GrantPassword},
+		"grant_type": {oauth.GrantPassword},
 		"client_id":  {appID},
 		"username":   {username},
 		"password":   {s.password},
@@ -98,7 +98,7 @@ func refresh(t *target, s *server) setupFunc {
 		rt := tr.RefreshToken
 		return func(ctx context.Context) error {
 			form := url.Values{
-				"grant_type":    {identity.GrantRefreshToken},
+				"grant_type":    {oauth.GrantRefreshToken},
 				"client_id":     {appID},
 				"refresh_token": {rt},
 			}.Encode()

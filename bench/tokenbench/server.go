@@ -17,7 +17,8 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/gatehouse/gatehouse"
 
-	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 // Paths served by the benchmark's Caddy.
@@ -87,13 +88,13 @@ func startServer(dir string) (*server, error) {
 				"clients": []obj{{
 					"id":            serviceID,
 					"secret_sha256": []string{hex.EncodeToString(secretSum[:])},
-					"grant_types":   []string{identity.GrantClientCredentials},
+					"grant_types":   []string{oauth.GrantClientCredentials},
 					"scopes":        []string{marketScope},
 				}, {
 					"id":          appID,
 					"public":      true,
-					"grant_types": []string{identity.GrantPassword, identity.GrantRefreshToken},
-					"scopes":      []string{identity.ScopeOfflineAccess, marketScope},
+					"grant_types": []string{oauth.GrantPassword, oauth.GrantRefreshToken},
+					"scopes":      []string{oauth.ScopeOfflineAccess, marketScope},
 				}},
 			},
 			"http": obj{"servers": obj{"bench": obj{
@@ -143,13 +144,13 @@ var baselineBody = func() string {
 
 // writeUsers writes a users file with the one benchmark user.
 func writeUsers(path, password string) error {
-	hash, err := identity.HashPassword(password)
+	hash, err := users.HashPassword(password)
 	if err != nil {
 		return fmt.Errorf("hashing the bench user's password: %w", err)
 	}
-	data, err := json.Marshal(identity.UsersFile{Users: []identity.FileUser{{
+	data, err := json.Marshal(users.File{Users: []users.FileUser{{
 		Username: username, Subject: "bench-subject-0001", PasswordHash: hash,
-		Scopes: []string{identity.ScopeOfflineAccess, marketScope},
+		Scopes: []string{oauth.ScopeOfflineAccess, marketScope},
 	}}})
 	if err != nil {
 		return err

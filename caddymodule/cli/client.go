@@ -1,17 +1,11 @@
 package cli
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 
+	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/spf13/cobra"
 )
-
-// clientSecretBytes is the entropy of a generated client secret: 256 bits.
-const clientSecretBytes = 32
 
 // setUpClientCommand adds the subcommands of `gatehouse client` to cmd.
 func setUpClientCommand(cmd *cobra.Command) {
@@ -26,19 +20,12 @@ secret is not stored anywhere and cannot be shown again.
 `,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			secret, digest := newClientSecret()
+			secret, digest, err := clients.NewSecret()
+			if err != nil {
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "client_secret: %s\nsecret_sha256: %s\n", secret, digest)
 			return nil
 		},
 	})
-}
-
-// newClientSecret returns a new client secret and the hex SHA-256 digest of
-// it.
-func newClientSecret() (secret, digest string) {
-	b := make([]byte, clientSecretBytes)
-	rand.Read(b) // never fails (crypto/rand, Go 1.24+)
-	secret = base64.RawURLEncoding.EncodeToString(b)
-	sum := sha256.Sum256([]byte(secret))
-	return secret, hex.EncodeToString(sum[:])
 }

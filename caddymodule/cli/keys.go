@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/keys"
 )
 
 // setUpKeysCommand adds the flags and subcommands of `gatehouse keys` to
@@ -36,13 +37,13 @@ func runKeysList(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	keys, err := identity.ListKeys(cmd.Context(), st, time.Now())
+	list, err := keys.List(cmd.Context(), st, time.Now())
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KID\tSTATUS\tENCRYPTED\tCREATED\tSIGN_FROM\tRETIRE_AT\tREMOVE_AT")
-	for _, k := range keys {
+	for _, k := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\t%s\t%s\n", k.ID, k.Status, k.Encrypted,
 			cliTime(k.Created), cliTime(k.SignFrom), cliTime(k.RetireAt), cliTime(k.RemoveAt))
 	}
@@ -65,9 +66,7 @@ func runKeysRotate(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return err
 		}
-		if pol.Retention, err = identity.KeyRetention(cfg); err != nil {
-			return err
-		}
+		pol.Retention = identity.KeyRetention(cfg)
 	}
 	st, err := app.OpenStore(cmd.Context())
 	if err != nil {
@@ -75,7 +74,7 @@ func runKeysRotate(cmd *cobra.Command, _ []string) error {
 	}
 	defer st.Close()
 	now := time.Now()
-	kid, err := identity.RotateKeys(cmd.Context(), st, pol, now, immediately, nil)
+	kid, err := keys.Rotate(cmd.Context(), st, pol, now, immediately, nil)
 	if err != nil {
 		return fmt.Errorf("rotating signing keys: %w", err)
 	}

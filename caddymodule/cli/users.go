@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 // setUpUserCommand adds the flags and subcommands of `gatehouse user` to cmd.
@@ -73,14 +73,17 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	u.EmailVerified, _ = fl.GetBool("email-verified")
 	u.Scopes, _ = fl.GetStringArray("scope")
 	u.Roles, _ = fl.GetStringArray("role")
-	if err := identity.ValidateUsername(u.Username); err != nil {
+	if err := users.ValidateUsername(u.Username); err != nil {
 		return err
 	}
 	if u.Subject == "" {
-		u.Subject = newSubject()
+		var err error
+		if u.Subject, err = users.NewSubject(); err != nil {
+			return err
+		}
 	}
-	if len(u.Subject) > 255 {
-		return errors.New("subject must be 1 to 255 bytes")
+	if err := users.ValidateSubject(u.Subject); err != nil {
+		return err
 	}
 	hash, err := hashPasswordFrom(cmd)
 	if err != nil {
@@ -110,15 +113,26 @@ func runUserPasswd(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	return updateUser(cmd, args[0], func(u *store.User) { u.PasswordHash = hash })
+	// A new password ends the user's sessions (DESIGN.md: a changed
+	// password must not leave a stolen session alive).
+	return updateUser(cmd, args[0], true, func(u *store.User) { u.PasswordHash = hash })
 }
 
 func setUserDisabled(cmd *cobra.Command, username string, disabled bool) error {
-	return updateUser(cmd, username, func(u *store.User) { u.Disabled = disabled })
+	// Disabling ends the user's sessions at once; enabling again revives
+	// none of them.
+	return updateUser(cmd, username, disabled, func(u *store.User) { u.Disabled = disabled })
 }
 
-// updateUser changes the user called username with change.
-func updateUser(cmd *cobra.Command, username string, change func(*store.User)) error {
+// sessionsUntil is how long a subject's revocation lasts when the command
+// has no config to tell the longest access-token lifetime: longer than
+// any sensible one.
+const sessionsUntil = 30 * 24 * time.Hour
+
+// updateUser changes the user called username with change; endSessions
+// then revokes every session of the user (refresh families and access
+// tokens), which running servers apply within their revocation refresh.
+func updateUser(cmd *cobra.Command, username string, endSessions bool, change func(*store.User)) error {
 	st, err := openStore(cmd)
 	if err != nil {
 		return err
@@ -132,11 +146,25 @@ func updateUser(cmd *cobra.Command, username string, change func(*store.User)) e
 		return fmt.Errorf("reading user %q: %w", username, err)
 	}
 	change(&u)
-	u.Updated = time.Now()
+	now := time.Now()
+	u.Updated = now
 	if err := st.UpdateUser(cmd.Context(), u); err != nil {
 		return fmt.Errorf("updating user %q: %w", username, err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "updated user %s\n", username)
+	if !endSessions {
+		fmt.Fprintf(cmd.OutOrStdout(), "updated user %s\n", username)
+		return nil
+	}
+	until := now.Add(sessionsUntil)
+	if app, err := loadApp(cmd); err == nil && app.Issuer != "" {
+		if cfg, err := app.IdentityConfig(); err == nil {
+			until = now.Add(identity.MaxAccessLifetime(cfg))
+		}
+	}
+	if err := st.RevokeSubject(cmd.Context(), u.Subject, now, until); err != nil {
+		return fmt.Errorf("ending the sessions of user %q: %w", username, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "updated user %s and ended its sessions\n", username)
 	return nil
 }
 
@@ -174,16 +202,7 @@ func hashPasswordFrom(cmd *cobra.Command) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return identity.HashPassword(pw)
-}
-
-// newSubject returns a random subject id in the form of a version 4 UUID.
-func newSubject() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return users.HashPassword(pw)
 }
 
 func orDash(s string) string {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 func TestUserCommands(t *testing.T) {
@@ -65,7 +65,7 @@ func TestUserCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := identity.VerifyPassword(alice.PasswordHash, "n3w"); !ok {
+	if ok, _ := users.VerifyPassword(alice.PasswordHash, "n3w"); !ok {
 		t.Error("passwd did not set the new password")
 	}
 	if alice.DisplayName != "Alice A" || alice.Email != "alice@example.com" || len(alice.Roles) != 1 {
@@ -103,7 +103,7 @@ func TestUserHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	hash := strings.TrimSpace(out)
-	if ok, err := identity.VerifyPassword(hash, "correct horse"); !ok || err != nil {
+	if ok, err := users.VerifyPassword(hash, "correct horse"); !ok || err != nil {
 		t.Errorf("hash %q does not verify (%v)", hash, err)
 	}
 }

@@ -47,3 +47,30 @@ func sha(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
 	return sum[:]
 }
+
+func TestParseDigest(t *testing.T) {
+	const demoHex = "cd577fe2561ebff23505db0bb006300c7cdecbd46bc0e03c449afafaca2c25bf"
+	want, err := ParseDigest(demoHex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"zVd/4lYev/I1BdsLsAYwDHzey9RrwOA8RJr6+sosJb8=", // as IdentityServer prints it
+		"zVd/4lYev/I1BdsLsAYwDHzey9RrwOA8RJr6+sosJb8",  // unpadded
+		strings.ToUpper(demoHex),
+	} {
+		got, err := ParseDigest(s)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: %x, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "abc", demoHex[:62], "zVd/4lYev/I1BdsLsAYwDHzey9RrwOA8RJr6+sos"} {
+		if _, err := ParseDigest(s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+	secret, digest, err := NewSecret()
+	if err != nil || len(secret) < 43 || DigestHex(secret) != digest {
+		t.Fatalf("NewSecret: %q %q %v", secret, digest, err)
+	}
+}

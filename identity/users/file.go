@@ -145,3 +145,16 @@ func Seed(ctx context.Context, st store.Store, users []store.User, now time.Time
 	}
 	return created, nil
 }
+
+// Outdated lists the users whose password hashes are not argon2id with the
+// current parameters (NeedsRehash): such a hash may take longer than the
+// failure floor, and is upgraded at the user's next login.
+func Outdated(users []store.User) []string {
+	var names []string
+	for _, u := range users {
+		if NeedsRehash(u.PasswordHash) {
+			names = append(names, u.Username)
+		}
+	}
+	return names
+}

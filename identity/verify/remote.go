@@ -8,11 +8,11 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -76,8 +76,8 @@ type remoteStats struct {
 // a failure is logged, not returned, so a gateway can start while the
 // issuer is down.
 func NewRemoteKeySet(ctx context.Context, cfg RemoteConfig) (*RemoteKeySet, error) {
-	if cfg.URL == "" {
-		return nil, errors.New("remote key set needs a URL")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = DefaultJWKSRefresh
@@ -100,6 +100,16 @@ func NewRemoteKeySet(ctx context.Context, cfg RemoteConfig) (*RemoteKeySet, erro
 	r := &RemoteKeySet{cfg: cfg, keys: map[string]crypto.PublicKey{}}
 	_ = r.refresh(ctx)
 	return r, nil
+}
+
+// Validate checks that the key set's URL is an absolute http(s) URL
+// without user info or fragment. It changes nothing.
+func (cfg RemoteConfig) Validate() error {
+	u, err := url.Parse(cfg.URL)
+	if cfg.URL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return fmt.Errorf("jwks_url %q must be an absolute http(s) URL without user info or fragment", cfg.URL)
+	}
+	return nil
 }
 
 // Key implements KeySource.

@@ -113,26 +113,23 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.Keys == nil {
 		return nil, errors.New("verifier needs a key source")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Audience == "" {
 		cfg.Audience = DefaultAudience
 	}
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = []string{"RS256"}
 	}
-	for _, a := range cfg.Algorithms {
-		if !asymmetric(a) {
-			return nil, fmt.Errorf("algorithm %q is not allowed: only RS, PS and ES algorithms are", a)
-		}
-	}
+
 	if len(cfg.Types) == 0 {
 		cfg.Types = []string{"at+jwt"}
 	}
 	if cfg.Leeway == 0 {
 		cfg.Leeway = DefaultLeeway
 	}
-	if cfg.Leeway < 0 || cfg.Leeway > 5*time.Minute {
-		return nil, fmt.Errorf("leeway %v out of range 0..5m", cfg.Leeway)
-	}
+
 	if cfg.MaxTokenSize <= 0 {
 		cfg.MaxTokenSize = DefaultMaxTokenSize
 	}
@@ -165,6 +162,30 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		}
 	}
 	return v, nil
+}
+
+// MaxLeeway bounds Config.Leeway.
+const MaxLeeway = 5 * time.Minute
+
+// Validate checks the rules of cfg that need no key source: only
+// asymmetric algorithms, no empty type, a leeway of 0 to MaxLeeway. It
+// changes nothing; New calls it.
+func (cfg Config) Validate() error {
+	if cfg.Issuer == "" {
+		return errors.New("verifier needs an issuer")
+	}
+	for _, a := range cfg.Algorithms {
+		if !asymmetric(a) {
+			return fmt.Errorf("algorithm %q is not allowed: only RS, PS and ES algorithms are", a)
+		}
+	}
+	if slices.Contains(cfg.Types, "") {
+		return errors.New("empty token type")
+	}
+	if cfg.Leeway < 0 || cfg.Leeway > MaxLeeway {
+		return fmt.Errorf("leeway %v out of range 0..%v", cfg.Leeway, MaxLeeway)
+	}
+	return nil
 }
 
 func asymmetric(alg string) bool {
