@@ -5,7 +5,7 @@
 // (golang.org/x/oauth2, github.com/coreos/go-oidc/v3, and openid-client under
 // Node in node/), plus hand-built requests where the interface document shows
 // the exact request. Some tests write a variant of the demo configuration:
-// every log on (for the log checks), or, in remote_test.go, a second
+// every log on (for the log checks), or, in identity_remote_jwks_test.go, a second
 // gatehouse that guards a route with the first one's tokens, checked
 // against its JWKS over HTTP, across a key rotation made with the CLI.
 //

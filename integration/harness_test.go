@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,13 @@ const (
 	stopTimeout    = 15 * time.Second // SIGTERM to exit, then SIGKILL
 	requestTimeout = 30 * time.Second // one HTTP exchange
 	reloadTimeout  = 60 * time.Second // `gatehouse reload`
+	cliTimeout     = 60 * time.Second // one `gatehouse keys` command
+	rotateTimeout  = 15 * time.Second // until the issuer publishes a rotated key
+	// refetchTimeout is how long the guard may take to accept a token of a
+	// new key: it refetches the key set on an unknown kid at most every
+	// 5s (verify.DefaultJWKSMinInterval), so 15s leaves room.
+	refetchTimeout = 15 * time.Second
+	pollInterval   = 200 * time.Millisecond
 )
 
 var (
@@ -118,7 +126,7 @@ func StartGatehouse(t testing.TB) *Gatehouse {
 func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
 	t.Helper()
 	if opts.Config == "" {
-		opts.Config = "Caddyfile.example"
+		opts.Config = demoConfig
 	}
 	if opts.ReadyPath == "" {
 		opts.ReadyPath = "/.well-known/openid-configuration"
@@ -393,4 +401,54 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// rotateKeys runs `gatehouse keys rotate --immediately` on a's config and
+// store, as an operator would.
+func rotateKeys(t testing.TB, g *Gatehouse) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "keys", "rotate", "--immediately", "--config", g.opts.Config)
+	cmd.Dir = repoRoot
+	cmd.Env = g.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gatehouse keys rotate --immediately: %v\n%s", err, out)
+	}
+	t.Logf("gatehouse keys rotate --immediately:\n%s", bytes.TrimSpace(out))
+}
+
+// upstream is the backend behind B: it records the requests it gets.
+type upstream struct {
+	URL string
+
+	mu   sync.Mutex
+	reqs []http.Header
+}
+
+func newUpstream(t testing.TB) *upstream {
+	t.Helper()
+	up := &upstream{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up.mu.Lock()
+		up.reqs = append(up.reqs, r.Header.Clone())
+		up.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "upstream ok")
+	}))
+	t.Cleanup(srv.Close)
+	up.URL = srv.URL
+	return up
+}
+
+// received returns how many requests reached the upstream and the headers
+// of the last one.
+func (up *upstream) received() (int, http.Header) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if len(up.reqs) == 0 {
+		return 0, nil
+	}
+	return len(up.reqs), up.reqs[len(up.reqs)-1]
 }

@@ -2,49 +2,13 @@ package integration
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2/clientcredentials"
 )
-
-// jwksKids returns the kids the JWKS publishes.
-func jwksKids(t testing.TB, g *Gatehouse) []string {
-	t.Helper()
-	resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.JWKSURI(t), nil))
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("JWKS: %s: %s", resp.Status, body)
-	}
-	var set struct {
-		Keys []struct {
-			Kid string `json:"kid"`
-		} `json:"keys"`
-	}
-	if err := json.Unmarshal(body, &set); err != nil {
-		t.Fatalf("JWKS: %v", err)
-	}
-	var kids []string
-	for _, k := range set.Keys {
-		kids = append(kids, k.Kid)
-	}
-	return kids
-}
-
-func kidOf(t testing.TB, token string) string {
-	t.Helper()
-	header, _ := decodeJWT(t, token)
-	kid, _ := header["kid"].(string)
-	return kid
-}
 
 // TestRestartKeepsKeysAndRefreshTokens stops the process between issuing
 // and using tokens: the signing key and refresh tokens live in the store.
@@ -115,29 +79,6 @@ func TestReloadAddsClient(t *testing.T) {
 			t.Errorf("demo-service after the reload: %v", err)
 		}
 	})
-}
-
-// configWithClient writes a copy of Caddyfile.example with one more
-// confidential client (client_credentials for Service/News).
-func configWithClient(t testing.TB, clientID, secret string) string {
-	t.Helper()
-	orig, err := os.ReadFile(filepath.Join(repoRoot, "Caddyfile.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const anchor = "client demo-service {"
-	if !strings.Contains(string(orig), anchor) {
-		t.Fatalf("Caddyfile.example has no %q to add a client next to", anchor)
-	}
-	sum := sha256.Sum256([]byte(secret))
-	block := fmt.Sprintf("client %s {\n\t\t\tsecret_sha256 %s\n\t\t\tgrant_types client_credentials\n\t\t\tscopes Service/News\n\t\t}\n\n\t\t",
-		clientID, hex.EncodeToString(sum[:]))
-	config := strings.Replace(string(orig), anchor, block+anchor, 1)
-	path := filepath.Join(t.TempDir(), "Caddyfile")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestRefreshReplayRevokesFamily replays a rotated refresh token after its

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // demoPasswords are the DEMO-ONLY passwords of examples/users.json. They
@@ -79,4 +80,33 @@ func redact(s string) string {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(s[:6] + "..." + s[len(s)-4:])
+}
+
+// TestFindLeaks checks the checker itself.
+func TestFindLeaks(t *testing.T) {
+	const jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLW9mLWF0LWxlYXN0LXNpeHRlZW4"
+	secrets := []string{"demo-secret", jwt, "refresh-token-value"}
+	for _, tc := range []struct {
+		name  string
+		logs  string
+		leaks int
+	}{
+		{"clean", `{"msg":"token issued","client_id":"demo-app","username":"demo","user":"trader"}` + "\n", 0},
+		{"client secret", `{"msg":"x","secret":"demo-secret"}`, 1},
+		{"whole JWT", "text " + jwt, 1},
+		{"JWT signature alone", `{"sig":"c2lnbmF0dXJlLW9mLWF0LWxlYXN0LXNpeHRlZW4"}`, 1},
+		{"refresh token", `{"body":"grant_type=refresh_token&refresh_token=refresh-token-value"}`, 1},
+		{"password as form value", `{"body":"username=demo&password=demo&client_id=demo-app"}`, 1},
+		{"password in a field", `{"msg":"login failed","password":"trader"}`, 1},
+		{"password in a nested field", `{"req":{"form":{"pw":["demo"]}}}`, 1},
+		{"name that equals a password", `{"username":"demo","name":"trader"}`, 0},
+		{"password as a prefix of a value", `{"body":"password=demonstration"}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := findLeaks([]byte(tc.logs), secrets, demoPasswords)
+			if len(got) != tc.leaks {
+				t.Errorf("findLeaks = %q, want %d leak(s)", got, tc.leaks)
+			}
+		})
+	}
 }

@@ -1,30 +1,12 @@
 package integration
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
-
-// demoAppConfig is demo-app as golang.org/x/oauth2 sees it: a public client
-// sending client_id in the form and no secret.
-func demoAppConfig(t testing.TB, g *Gatehouse) *oauth2.Config {
-	return &oauth2.Config{
-		ClientID: publicClient,
-		Endpoint: oauth2.Endpoint{
-			TokenURL:  g.TokenEndpoint(t),
-			AuthStyle: oauth2.AuthStyleInParams,
-		},
-	}
-}
-
-// clientContext makes golang.org/x/oauth2 use g.Client.
-func clientContext(t testing.TB, g *Gatehouse) context.Context {
-	return context.WithValue(t.Context(), oauth2.HTTPClient, g.Client)
-}
 
 func TestOAuth2PasswordAndRefresh(t *testing.T) {
 	g := StartGatehouse(t)
