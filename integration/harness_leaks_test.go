@@ -4,11 +4,106 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
+
+// The log checks: every gatehouse's log, when its test ends, and anything
+// else a test reads from it (metrics), must hold no password, client
+// secret or token. Tokens are collected as they pass through g.Client.
+
+// AddSecret names strings that must never appear in the log.
+func (g *Gatehouse) AddSecret(secrets ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range secrets {
+		if s != "" {
+			g.secrets = append(g.secrets, s)
+		}
+	}
+}
+
+// AlsoCheckSecretsOf makes CheckLogs look for the secrets of others in g's
+// log too.
+func (g *Gatehouse) AlsoCheckSecretsOf(others ...*Gatehouse) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.peers = append(g.peers, others...)
+}
+
+// Secrets returns the strings g's log must never contain: those of g and
+// of the peers named by AlsoCheckSecretsOf.
+func (g *Gatehouse) Secrets() []string {
+	g.mu.Lock()
+	secrets := slices.Clone(g.secrets)
+	peers := slices.Clone(g.peers)
+	g.mu.Unlock()
+	for _, p := range peers {
+		p.mu.Lock()
+		secrets = append(secrets, p.secrets...)
+		p.mu.Unlock()
+	}
+	return secrets
+}
+
+// CheckLogs fails t if the log holds a password, a client secret or a token
+// that went through g.Client (or was given to AddSecret).
+func (g *Gatehouse) CheckLogs(t testing.TB) {
+	t.Helper()
+	secrets := g.Secrets()
+	logs, err := os.ReadFile(g.LogPath)
+	if err != nil {
+		t.Fatalf("reading the gatehouse log: %v", err)
+	}
+	if !bytes.Contains(logs, []byte("=== integration: starting gatehouse")) {
+		t.Fatalf("the gatehouse log %s was not captured", g.LogPath)
+	}
+	for _, leak := range findLeaks(logs, secrets, demoPasswords) {
+		t.Errorf("the gatehouse log leaks %s", leak)
+	}
+}
+
+// maxRecordedBody is the most recordingTransport reads of a JSON response.
+const maxRecordedBody = 1 << 20
+
+// recordingTransport passes requests on and records the tokens of every
+// JSON response, so that CheckLogs can look for them.
+type recordingTransport struct {
+	base http.RoundTripper
+	g    *Gatehouse
+}
+
+func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return resp, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRecordedBody))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the response to %s %s: %w", req.Method, req.URL, err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var fields map[string]any
+	if json.Unmarshal(body, &fields) == nil {
+		for _, name := range []string{"access_token", "refresh_token", "id_token"} {
+			if s, ok := fields[name].(string); ok {
+				rt.g.AddSecret(s)
+			}
+		}
+	}
+	return resp, nil
+}
 
 // demoPasswords are the DEMO-ONLY passwords of examples/users.json. They
 // equal the user names, so the log may hold them as names; findLeaks looks
