@@ -179,6 +179,7 @@ func redact(s string) string {
 
 // TestFindLeaks checks the checker itself.
 func TestFindLeaks(t *testing.T) {
+	t.Parallel()
 	const jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLW9mLWF0LWxlYXN0LXNpeHRlZW4"
 	secrets := []string{"demo-secret", jwt, "refresh-token-value"}
 	for _, tc := range []struct {

@@ -13,6 +13,7 @@ import (
 // TestRestartKeepsKeysAndRefreshTokens stops the process between issuing
 // and using tokens: the signing key and refresh tokens live in the store.
 func TestRestartKeepsKeysAndRefreshTokens(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	before := g.PasswordGrant(t, "demo", "demo")
 	kid := kidOf(t, before.AccessToken)
@@ -39,6 +40,7 @@ func TestRestartKeepsKeysAndRefreshTokens(t *testing.T) {
 // TestReloadAddsClient reloads a config with one more client through the
 // admin endpoint while the server runs.
 func TestReloadAddsClient(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	const newClient = "integration-reload"
 	secret := rand.Text() + rand.Text()
@@ -84,6 +86,7 @@ func TestReloadAddsClient(t *testing.T) {
 // TestRefreshReplayRevokesFamily replays a rotated refresh token after its
 // successor was used: the whole family is revoked.
 func TestRefreshReplayRevokesFamily(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	r0 := g.PasswordGrant(t, "demo", "demo")
 	r1 := g.Refresh(t, r0.RefreshToken)

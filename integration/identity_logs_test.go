@@ -14,6 +14,7 @@ import (
 // server and reads all it logged: no password, client secret or token.
 // (Every test's cleanup runs the same check on its own server.)
 func TestLogsHoldNoSecrets(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouseWith(t, Options{Config: verboseConfig(t, "verbose", "")})
 	ctx := clientContext(t, g)
 

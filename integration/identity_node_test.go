@@ -8,6 +8,7 @@ import (
 // openid-client v6: discovery, password grant, refresh, client credentials
 // (client_secret_post and client_secret_basic).
 func TestNodeOpenIDClient(t *testing.T) {
+	t.Parallel()
 	runNodeScript(t, StartGatehouse(t), "oidc.test.mjs")
 }
 
@@ -16,6 +17,7 @@ func TestNodeOpenIDClient(t *testing.T) {
 // and revocation (RFC 7009) of refresh and access tokens. The tokens, the
 // demo secret and the passwords must not reach the log.
 func TestNodeTokenServices(t *testing.T) {
+	t.Parallel()
 	// The demo with every log on, so that the log check covers these flows
 	// at their most verbose.
 	g := StartGatehouseWith(t, Options{Config: verboseConfig(t, "verbose", "")})

@@ -9,6 +9,7 @@ import (
 )
 
 func TestOAuth2PasswordAndRefresh(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	ctx := clientContext(t, g)
 	cfg := demoAppConfig(t, g)
@@ -52,6 +53,7 @@ func TestOAuth2PasswordAndRefresh(t *testing.T) {
 }
 
 func TestOAuth2ClientCredentials(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	ctx := clientContext(t, g)
 	for _, tc := range []struct {

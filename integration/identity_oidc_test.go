@@ -8,6 +8,7 @@ import (
 )
 
 func TestOIDCIDToken(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	ctx := oidcContext(t, g)
 
@@ -54,6 +55,7 @@ func TestOIDCIDToken(t *testing.T) {
 }
 
 func TestAccessTokenSignatureAndClaims(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	ctx := oidcContext(t, g)
 	keys := oidc.NewRemoteKeySet(ctx, g.JWKSURI(t))

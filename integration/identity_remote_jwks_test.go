@@ -13,6 +13,7 @@ import (
 // with gatehouse_auth, checking A's tokens against A's JWKS over HTTP. It
 // rotates A's signing key with the CLI, then stops A.
 func TestRemoteJWKS(t *testing.T) {
+	t.Parallel()
 	a := StartGatehouseWith(t, Options{Config: issuerConfig(t)})
 	up := newUpstream(t)
 	b := StartGatehouseWith(t, Options{

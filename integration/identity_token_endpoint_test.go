@@ -10,6 +10,7 @@ import (
 
 // TestSpecPasswordThenRefresh sends §4.2 and then §4.3 exactly as shown.
 func TestSpecPasswordThenRefresh(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 
 	resp, body := g.Do(t, specRequest(t, g, "grant_type=password&username=demo&password=demo&client_id=demo-app"))
@@ -27,6 +28,7 @@ func TestSpecPasswordThenRefresh(t *testing.T) {
 
 // TestTokenEndpointErrors checks the error forms through the real server.
 func TestTokenEndpointErrors(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	wrongPassword := "wrong-password-" + rand.Text()
 	wrongSecret := "wrong-secret-" + rand.Text()
