@@ -1,16 +1,19 @@
 package integration
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // Requests through a gatehouse that guards a route with gatehouse_auth in
-// front of an upstream (harness_test.go), as guardConfig (configs_test.go)
-// sets it up.
+// front of an upstream, a fake backend that records what reaches it, as
+// guardConfig (configs_test.go) sets it up.
 
 // guardRequest sends GET /market/quotes to b with token as a bearer token
 // (none if empty) and the extra headers.
@@ -113,4 +116,39 @@ func waitForFetchFailure(t testing.TB, b *Gatehouse, up *upstream, token string)
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// upstream is a backend behind a guarding gatehouse: it records the
+// requests it gets.
+type upstream struct {
+	URL string
+
+	mu   sync.Mutex
+	reqs []http.Header
+}
+
+func newUpstream(t testing.TB) *upstream {
+	t.Helper()
+	up := &upstream{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up.mu.Lock()
+		up.reqs = append(up.reqs, r.Header.Clone())
+		up.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "upstream ok")
+	}))
+	t.Cleanup(srv.Close)
+	up.URL = srv.URL
+	return up
+}
+
+// received returns how many requests reached the upstream and the headers
+// of the last one.
+func (up *upstream) received() (int, http.Header) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if len(up.reqs) == 0 {
+		return 0, nil
+	}
+	return len(up.reqs), up.reqs[len(up.reqs)-1]
 }

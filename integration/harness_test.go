@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 )
 
 // The processes the tests run: the gatehouse binary (built once by
-// TestMain), its CLI, and a fake upstream. Each gatehouse has its own
+// TestMain) and its CLI. Each gatehouse has its own
 // ports (harness_ports_test.go) and data directory, so tests run in
 // parallel; its log is checked for secrets when the test ends
 // (harness_leaks_test.go).
@@ -402,39 +401,4 @@ func (g *Gatehouse) logsFrom(offset int64) string {
 		return fmt.Sprintf("(reading %s: %v)", g.LogPath, err)
 	}
 	return string(b[min(offset, int64(len(b))):])
-}
-
-// upstream is a backend behind a guarding gatehouse: it records the
-// requests it gets.
-type upstream struct {
-	URL string
-
-	mu   sync.Mutex
-	reqs []http.Header
-}
-
-func newUpstream(t testing.TB) *upstream {
-	t.Helper()
-	up := &upstream{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		up.mu.Lock()
-		up.reqs = append(up.reqs, r.Header.Clone())
-		up.mu.Unlock()
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, "upstream ok")
-	}))
-	t.Cleanup(srv.Close)
-	up.URL = srv.URL
-	return up
-}
-
-// received returns how many requests reached the upstream and the headers
-// of the last one.
-func (up *upstream) received() (int, http.Header) {
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if len(up.reqs) == 0 {
-		return 0, nil
-	}
-	return len(up.reqs), up.reqs[len(up.reqs)-1]
 }
