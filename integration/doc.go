@@ -4,13 +4,36 @@
 // directory, and talks to it only over HTTP with third-party clients
 // (golang.org/x/oauth2, github.com/coreos/go-oidc/v3, and openid-client under
 // Node in node/), plus hand-built requests where the interface document shows
-// the exact request. Some tests write a variant of the demo configuration:
-// every log on (for the log checks), or, in remote_test.go, a second
-// gatehouse that guards a route with the first one's tokens, checked
-// against its JWKS over HTTP, across a key rotation made with the CLI.
+// the exact request. Some tests run a variant of the demo configuration:
+// every log on (for the log checks), one more client (for a reload), or, in
+// identity_remote_jwks_test.go, a second gatehouse that guards a route with
+// the first one's tokens, checked against its JWKS over HTTP, across a key
+// rotation made with the CLI.
 //
 // It imports no package of this module: what it knows of Gatehouse is the
-// interface document, DESIGN.md's demo contract and the demo files.
+// interface document, DESIGN.md's demo contract and the demo files. Its
+// tests are the reference copy of the contracts with the specifications
+// (the discovery document's lists, the token endpoint's error table): keep
+// them complete.
+//
+// Every test runs in parallel with the others (bounded by go test's
+// -parallel, GOMAXPROCS by default): no two gatehouse processes share a
+// port or a data directory, and each is stopped by its own pid. Every wait
+// is bounded by a named constant in harness_test.go.
+//
+// Files:
+//   - harness_*_test.go: the processes. harness_test.go starts, restarts,
+//     reloads and stops gatehouse and runs its CLI; harness_ports_test.go
+//     gives each process ports of its own; harness_leaks_test.go checks
+//     every log for secrets; harness_node_test.go runs the Node scripts.
+//   - client_*_test.go: the requests, and the decoding of the answers
+//     (client_jwt_test.go for tokens, client_guard_test.go for a guarded
+//     route).
+//   - configs_test.go: the configurations, Caddyfile.example and its named
+//     variants.
+//   - identity_*_test.go: the tests of the identity server, one file per
+//     capability. The message and query services' tests will be
+//     ws_*_test.go and query_*_test.go.
 //
 // The Node tests need node and npm; it runs `npm ci` in node/ when
 // node_modules is missing, and fails (never skips) when either is missing.

@@ -3,16 +3,13 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,13 +18,36 @@ import (
 	"time"
 )
 
-// Bounds of every wait in this package.
+// The processes the tests run: the gatehouse binary (built once by
+// TestMain) and its CLI. Each gatehouse has its own
+// ports (harness_ports_test.go) and data directory, so tests run in
+// parallel; its log is checked for secrets when the test ends
+// (harness_leaks_test.go).
+
+// Bounds of every wait in this package. They are generous, for a loaded
+// machine running the tests in parallel: each is a limit, not a delay.
 const (
-	startTimeout   = 60 * time.Second // until the readiness probe answers
-	stopTimeout    = 15 * time.Second // SIGTERM to exit, then SIGKILL
-	requestTimeout = 30 * time.Second // one HTTP exchange
-	reloadTimeout  = 60 * time.Second // `gatehouse reload`
+	startTimeout      = 90 * time.Second       // until the readiness probe answers
+	probeTimeout      = 5 * time.Second        // one readiness probe
+	readyPollInterval = 100 * time.Millisecond // between readiness probes
+	stopTimeout       = 30 * time.Second       // SIGTERM to exit, then SIGKILL
+	requestTimeout    = 30 * time.Second       // one HTTP exchange
+	reloadTimeout     = 60 * time.Second       // `gatehouse reload`
+	cliTimeout        = 60 * time.Second       // one `gatehouse keys` command
+	rotateTimeout     = 30 * time.Second       // until the issuer publishes a rotated key
+	// refetchTimeout is how long the guard may take to accept a token of a
+	// new key: it refetches the key set on an unknown kid at most every
+	// 5s (verify.DefaultJWKSMinInterval), so 30s leaves room on a busy
+	// machine.
+	refetchTimeout = 30 * time.Second
+	pollInterval   = 200 * time.Millisecond // between polls of a gatehouse's state
+	npmCITimeout   = 5 * time.Minute        // `npm ci` in node/
+	nodeRunTimeout = 2 * time.Minute        // one `node --test` script
 )
+
+// startAttempts is how many times StartGatehouseWith tries new ports when
+// another process takes one of them first.
+const startAttempts = 3
 
 var (
 	// repoRoot is the module root: the working directory of every gatehouse
@@ -36,6 +56,8 @@ var (
 	// binary is the gatehouse binary TestMain builds.
 	binary string
 )
+
+// Both are set by TestMain before any test runs and only read after.
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -72,7 +94,7 @@ func testMain(m *testing.M) int {
 // Options says what StartGatehouseWith runs. The zero value is the demo.
 type Options struct {
 	// Config is the Caddyfile to run, absolute or relative to the module
-	// root; it may use the placeholders that Env sets. Default
+	// root; it may use the placeholders that Env sets. Default demoConfig,
 	// Caddyfile.example.
 	Config string
 	// ReadyPath is requested until it answers ReadyStatus: the process is
@@ -83,16 +105,18 @@ type Options struct {
 
 // Gatehouse is one gatehouse process (and its restarts) serving a
 // Caddyfile (Caddyfile.example unless told otherwise) on loopback, with
-// its own data directory.
+// its own ports and data directory.
 type Gatehouse struct {
 	t    testing.TB
 	opts Options
 
-	DataDir string // XDG_DATA_HOME and HOME; survives restarts
-	Port    int    // HTTP port
-	Admin   string // admin endpoint, host:port
-	Issuer  string // http://localhost:<Port>
-	LogPath string // stdout and stderr of every run, appended
+	DataDir     string // XDG_DATA_HOME and HOME; survives restarts
+	Port        int    // HTTP port
+	Admin       string // admin endpoint, host:port
+	AdminPort   int    // the port of Admin
+	BackendPort int    // GATEHOUSE_BACKEND_PORT, for the demo backend
+	Issuer      string // http://localhost:<Port>
+	LogPath     string // stdout and stderr of every run, appended
 
 	// Client is the HTTP client tests use; it records every token it sees
 	// in a response so that CheckLogs can look for them.
@@ -114,11 +138,12 @@ func StartGatehouse(t testing.TB) *Gatehouse {
 }
 
 // StartGatehouseWith is StartGatehouse with another config or readiness
-// probe.
+// probe. When another process takes one of the new ports first, it starts
+// again on other ports, with a fresh data directory.
 func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
 	t.Helper()
 	if opts.Config == "" {
-		opts.Config = "Caddyfile.example"
+		opts.Config = demoConfig
 	}
 	if opts.ReadyPath == "" {
 		opts.ReadyPath = "/.well-known/openid-configuration"
@@ -130,14 +155,7 @@ func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
 	g := &Gatehouse{
 		t:       t,
 		opts:    opts,
-		DataDir: filepath.Join(dir, "data"),
-		Port:    freePort(t),
-		Admin:   "127.0.0.1:" + strconv.Itoa(freePort(t)),
 		LogPath: filepath.Join(dir, "gatehouse.log"),
-	}
-	g.Issuer = "http://localhost:" + strconv.Itoa(g.Port)
-	if err := os.MkdirAll(g.DataDir, 0o700); err != nil {
-		t.Fatal(err)
 	}
 	g.Client = &http.Client{
 		Timeout:   requestTimeout,
@@ -150,8 +168,23 @@ func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
 		g.Stop()
 		g.CheckLogs(t)
 	})
-	g.Start()
-	return g
+	for attempt := 1; ; attempt++ {
+		var err error
+		if g.DataDir, err = os.MkdirTemp(dir, "data-"); err != nil {
+			t.Fatal(err)
+		}
+		g.Port, g.AdminPort, g.BackendPort = reservePort(t), reservePort(t), reservePort(t)
+		g.Admin = "127.0.0.1:" + strconv.Itoa(g.AdminPort)
+		g.Issuer = "http://localhost:" + strconv.Itoa(g.Port)
+		err = g.start()
+		if err == nil {
+			return g
+		}
+		if !errors.Is(err, errPortBusy) || attempt == startAttempts {
+			t.Fatalf("starting gatehouse (attempt %d of %d): %v", attempt, startAttempts, err)
+		}
+		t.Logf("starting gatehouse (attempt %d of %d): %v; trying other ports", attempt, startAttempts, err)
+	}
 }
 
 // Env is the environment of gatehouse processes: Caddyfile.example's
@@ -171,24 +204,49 @@ func (g *Gatehouse) Env() []string {
 		"XDG_CONFIG_HOME="+filepath.Join(g.DataDir, "config"),
 		"GATEHOUSE_HTTP_PORT="+strconv.Itoa(g.Port),
 		"GATEHOUSE_ADMIN="+g.Admin,
+		"GATEHOUSE_BACKEND_PORT="+strconv.Itoa(g.BackendPort),
 		"GATEHOUSE_BIND=127.0.0.1",
 	)
 }
 
-// Start runs `gatehouse run --config <config>` and waits until the
-// readiness probe (by default the discovery document) answers.
+// ports are the ports of g's process.
+func (g *Gatehouse) ports() []int {
+	return []int{g.Port, g.AdminPort, g.BackendPort}
+}
+
+// Start runs `gatehouse run --config <config>` on g's ports and data
+// directory and waits until the readiness probe (by default the discovery
+// document) answers.
 func (g *Gatehouse) Start() {
 	g.t.Helper()
+	if err := g.start(); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// start is Start returning its error; the error wraps errPortBusy when
+// another process holds or took one of g's ports.
+func (g *Gatehouse) start() error {
 	g.mu.Lock()
 	running := g.cmd != nil
 	g.mu.Unlock()
 	if running {
-		g.t.Fatal("gatehouse is already running")
+		return errors.New("gatehouse is already running")
+	}
+	// Caddy listens with SO_REUSEPORT: on a port another Caddy holds it
+	// would start without error and share the port.
+	if err := checkPortsFree(g.ports()...); err != nil {
+		return err
 	}
 
 	logFile, err := os.OpenFile(g.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		g.t.Fatal(err)
+		return err
+	}
+	logStart, err := logFile.Seek(0, io.SeekEnd)
+	if err != nil {
+		logFile.Close()
+		return err
 	}
 	fmt.Fprintf(logFile, "=== integration: starting gatehouse at %s\n", time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(binary, "run", "--config", g.opts.Config)
@@ -199,7 +257,7 @@ func (g *Gatehouse) Start() {
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		g.t.Fatalf("starting gatehouse: %v", err)
+		return fmt.Errorf("starting gatehouse: %w", err)
 	}
 	exited := make(chan struct{})
 	g.mu.Lock()
@@ -215,13 +273,13 @@ func (g *Gatehouse) Start() {
 	}()
 
 	deadline := time.Now().Add(startTimeout)
-	probe := &http.Client{Timeout: time.Second}
+	probe := &http.Client{Timeout: probeTimeout}
 	for {
 		resp, err := probe.Get(g.Issuer + g.opts.ReadyPath)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == g.opts.ReadyStatus {
-				return
+				break
 			}
 			err = fmt.Errorf("status %s", resp.Status)
 		}
@@ -231,26 +289,49 @@ func (g *Gatehouse) Start() {
 			werr := g.waitErr
 			g.cmd = nil
 			g.mu.Unlock()
-			g.t.Fatalf("gatehouse exited before %s answered (%v); its log:\n%s", g.opts.ReadyPath, werr, g.Logs())
-		case <-time.After(100 * time.Millisecond):
+			for line := range strings.Lines(g.logsFrom(logStart)) {
+				if strings.Contains(line, "address already in use") {
+					return fmt.Errorf("%w: gatehouse exited (%v): %s", errPortBusy, werr, strings.TrimSpace(line))
+				}
+			}
+			return fmt.Errorf("gatehouse exited before %s answered (%v); its log:\n%s", g.opts.ReadyPath, werr, g.Logs())
+		case <-time.After(readyPollInterval):
 		}
 		if time.Now().After(deadline) {
-			g.Stop()
-			g.t.Fatalf("%s did not answer %d within %s (last: %v); gatehouse log:\n%s", g.opts.ReadyPath, g.opts.ReadyStatus, startTimeout, err, g.Logs())
+			_ = g.stop()
+			return fmt.Errorf("%s did not answer %d within %s (last: %v); gatehouse log:\n%s", g.opts.ReadyPath, g.opts.ReadyStatus, startTimeout, err, g.Logs())
 		}
 	}
+
+	// The probe may have reached another process that listens on the port
+	// too: every listener on g's ports must be this process's.
+	if err := checkPortsOwned(cmd.Process.Pid, g.ports()...); err != nil {
+		if serr := g.stop(); serr != nil {
+			return fmt.Errorf("%w (and stopping it: %v)", err, serr)
+		}
+		return err
+	}
+	return nil
 }
 
 // Stop ends the process gracefully: SIGTERM, a bounded wait, then SIGKILL.
 // It does nothing when the process is not running.
 func (g *Gatehouse) Stop() {
 	g.t.Helper()
+	if err := g.stop(); err != nil {
+		g.t.Error(err)
+	}
+}
+
+// stop is Stop returning what went wrong. It signals g's own process only,
+// by its pid.
+func (g *Gatehouse) stop() error {
 	g.mu.Lock()
 	cmd, exited := g.cmd, g.exited
 	g.cmd = nil
 	g.mu.Unlock()
 	if cmd == nil {
-		return
+		return nil
 	}
 	g.Client.CloseIdleConnections()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -259,15 +340,15 @@ func (g *Gatehouse) Stop() {
 	case <-time.After(stopTimeout):
 		_ = cmd.Process.Kill()
 		<-exited
-		g.t.Errorf("gatehouse did not exit within %s of SIGTERM; killed it", stopTimeout)
-		return
+		return fmt.Errorf("gatehouse (pid %d) did not exit within %s of SIGTERM; killed it", cmd.Process.Pid, stopTimeout)
 	}
 	g.mu.Lock()
 	err := g.waitErr
 	g.mu.Unlock()
 	if err != nil {
-		g.t.Errorf("gatehouse exited with %v after SIGTERM; its log:\n%s", err, g.Logs())
+		return fmt.Errorf("gatehouse (pid %d) exited with %v after SIGTERM; its log:\n%s", cmd.Process.Pid, err, g.Logs())
 	}
+	return nil
 }
 
 // Restart stops the process and starts a new one on the same ports and data
@@ -292,105 +373,32 @@ func (g *Gatehouse) Reload(config string) {
 	}
 }
 
+// rotateKeys runs `gatehouse keys rotate --immediately` on g's config and
+// store, as an operator would.
+func rotateKeys(t testing.TB, g *Gatehouse) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "keys", "rotate", "--immediately", "--config", g.opts.Config)
+	cmd.Dir = repoRoot
+	cmd.Env = g.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gatehouse keys rotate --immediately: %v\n%s", err, out)
+	}
+	t.Logf("gatehouse keys rotate --immediately:\n%s", bytes.TrimSpace(out))
+}
+
 // Logs returns everything the processes have written so far.
 func (g *Gatehouse) Logs() string {
+	return g.logsFrom(0)
+}
+
+// logsFrom returns what the processes have written from offset on.
+func (g *Gatehouse) logsFrom(offset int64) string {
 	b, err := os.ReadFile(g.LogPath)
 	if err != nil {
 		return fmt.Sprintf("(reading %s: %v)", g.LogPath, err)
 	}
-	return string(b)
-}
-
-// AddSecret names strings that must never appear in the log.
-func (g *Gatehouse) AddSecret(secrets ...string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, s := range secrets {
-		if s != "" {
-			g.secrets = append(g.secrets, s)
-		}
-	}
-}
-
-// AlsoCheckSecretsOf makes CheckLogs look for the secrets of others in g's
-// log too.
-func (g *Gatehouse) AlsoCheckSecretsOf(others ...*Gatehouse) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.peers = append(g.peers, others...)
-}
-
-// Secrets returns the strings g's log must never contain: those of g and
-// of the peers named by AlsoCheckSecretsOf.
-func (g *Gatehouse) Secrets() []string {
-	g.mu.Lock()
-	secrets := slices.Clone(g.secrets)
-	peers := slices.Clone(g.peers)
-	g.mu.Unlock()
-	for _, p := range peers {
-		p.mu.Lock()
-		secrets = append(secrets, p.secrets...)
-		p.mu.Unlock()
-	}
-	return secrets
-}
-
-// CheckLogs fails t if the log holds a password, a client secret or a token
-// that went through g.Client (or was given to AddSecret).
-func (g *Gatehouse) CheckLogs(t testing.TB) {
-	t.Helper()
-	secrets := g.Secrets()
-	logs, err := os.ReadFile(g.LogPath)
-	if err != nil {
-		t.Fatalf("reading the gatehouse log: %v", err)
-	}
-	if !bytes.Contains(logs, []byte("=== integration: starting gatehouse")) {
-		t.Fatalf("the gatehouse log %s was not captured", g.LogPath)
-	}
-	for _, leak := range findLeaks(logs, secrets, demoPasswords) {
-		t.Errorf("the gatehouse log leaks %s", leak)
-	}
-}
-
-// recordingTransport passes requests on and records the tokens of every
-// JSON response, so that CheckLogs can look for them.
-type recordingTransport struct {
-	base http.RoundTripper
-	g    *Gatehouse
-}
-
-func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := rt.base.RoundTrip(req)
-	if err != nil {
-		return resp, err
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-		return resp, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if err != nil {
-		return nil, fmt.Errorf("reading the response to %s %s: %w", req.Method, req.URL, err)
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	var fields map[string]any
-	if json.Unmarshal(body, &fields) == nil {
-		for _, name := range []string{"access_token", "refresh_token", "id_token"} {
-			if s, ok := fields[name].(string); ok {
-				rt.g.AddSecret(s)
-			}
-		}
-	}
-	return resp, nil
-}
-
-// freePort returns a TCP port free on 127.0.0.1 at the time of the call.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return string(b[min(offset, int64(len(b))):])
 }

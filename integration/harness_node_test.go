@@ -6,32 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 )
 
-const (
-	npmCITimeout   = 5 * time.Minute
-	nodeRunTimeout = 2 * time.Minute
-)
+// The Node tests run openid-client scripts from node/ against a gatehouse.
 
-// TestNodeOpenIDClient runs node/oidc.test.mjs, which drives the server with
-// openid-client v6: discovery, password grant, refresh, client credentials
-// (client_secret_post and client_secret_basic).
-func TestNodeOpenIDClient(t *testing.T) {
-	runNodeScript(t, StartGatehouse(t), "oidc.test.mjs")
-}
-
-// TestNodeTokenServices runs node/tokenservices.test.mjs, which drives the
-// token services with openid-client v6: userinfo, introspection (RFC 7662)
-// and revocation (RFC 7009) of refresh and access tokens. The tokens, the
-// demo secret and the passwords must not reach the log.
-func TestNodeTokenServices(t *testing.T) {
-	// The demo with every log on, so that the log check covers these flows
-	// at their most verbose.
-	g := StartGatehouseWith(t, Options{Config: verboseDemoConfig(t, "verbose", "")})
-	runNodeScript(t, g, "tokenservices.test.mjs")
-}
+// nodeSetup serializes the check for node_modules and `npm ci`: the Node
+// tests run in parallel and share node/.
+var nodeSetup sync.Mutex
 
 // runNodeScript runs `node --test integration/node/<script>` against g,
 // then adds every token the script was issued to the secrets g's log
@@ -43,9 +26,7 @@ func runNodeScript(t *testing.T, g *Gatehouse, script string) {
 		t.Fatalf("node is needed for this test (the project's test command installs it): %v", err)
 	}
 	nodeDir := filepath.Join(repoRoot, "integration", "node")
-	if _, err := os.Stat(filepath.Join(nodeDir, "node_modules", "openid-client")); err != nil {
-		npmCI(t, nodeDir)
-	}
+	installNodeModules(t, nodeDir)
 
 	tokensFile := filepath.Join(t.TempDir(), "tokens")
 	path := "integration/node/" + script
@@ -71,6 +52,16 @@ func runNodeScript(t *testing.T, g *Gatehouse, script string) {
 	t.Logf("node --test %s:\n%s", path, summary(out))
 	if err != nil || len(tokens) == 0 {
 		t.Fatalf("the script recorded no tokens (%v)", err)
+	}
+}
+
+// installNodeModules runs npmCI in dir unless node_modules is there.
+func installNodeModules(t *testing.T, dir string) {
+	t.Helper()
+	nodeSetup.Lock()
+	defer nodeSetup.Unlock() // also when npmCI fails the test
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openid-client")); err != nil {
+		npmCI(t, dir)
 	}
 }
 

@@ -2,75 +2,15 @@ package integration
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 )
 
-// specRequest builds a token request as interface.md §4.2 shows it: the
-// form fields in the order shown, Accept, Content-Type and Content-Length.
-func specRequest(t testing.TB, g *Gatehouse, body string) *http.Request {
-	t.Helper()
-	req := mustRequest(t, http.MethodPost, g.TokenEndpoint(t), strings.NewReader(body))
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	req.ContentLength = int64(len(body))
-	return req
-}
-
-// checkSpecResponse checks a §2.2 body and the §4.2 headers.
-func checkSpecResponse(t testing.TB, resp *http.Response, body []byte) tokenResponse {
-	t.Helper()
-	tok := decodeToken(t, resp, body)
-	for name, want := range map[string]string{
-		"Cache-Control":   "no-store, no-cache, max-age=0",
-		"Pragma":          "no-cache",
-		"Referrer-Policy": "no-referrer",
-	} {
-		if got := resp.Header.Get(name); got != want {
-			t.Errorf("%s = %q, want %q", name, got, want)
-		}
-	}
-	if resp.Header.Get("Strict-Transport-Security") == "" {
-		t.Error("no Strict-Transport-Security header")
-	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"access_token", "expires_in", "token_type", "refresh_token", "scope"} {
-		if _, ok := fields[name]; !ok {
-			t.Errorf("the response has no %s", name)
-		}
-	}
-	if n, err := tok.ExpiresIn.Int64(); err != nil || n != 3600 {
-		t.Errorf("expires_in = %s, want the integer 3600", tok.ExpiresIn)
-	}
-	if tok.TokenType != "Bearer" {
-		t.Errorf("token_type = %q, want Bearer", tok.TokenType)
-	}
-	if strings.Count(tok.AccessToken, ".") != 2 {
-		t.Error("access_token is not a compact JWT")
-	}
-	if tok.RefreshToken == "" {
-		t.Error("no refresh_token, though offline_access is granted")
-	}
-	if !sameScopes(tok.Scope, demoScopes) {
-		t.Errorf("scope = %q, want %q", tok.Scope, demoScopes)
-	}
-	return tok
-}
-
 // TestSpecPasswordThenRefresh sends §4.2 and then §4.3 exactly as shown.
 func TestSpecPasswordThenRefresh(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 
 	resp, body := g.Do(t, specRequest(t, g, "grant_type=password&username=demo&password=demo&client_id=demo-app"))
@@ -88,6 +28,7 @@ func TestSpecPasswordThenRefresh(t *testing.T) {
 
 // TestTokenEndpointErrors checks the error forms through the real server.
 func TestTokenEndpointErrors(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	wrongPassword := "wrong-password-" + rand.Text()
 	wrongSecret := "wrong-secret-" + rand.Text()

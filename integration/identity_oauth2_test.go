@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,24 +8,8 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// demoAppConfig is demo-app as golang.org/x/oauth2 sees it: a public client
-// sending client_id in the form and no secret.
-func demoAppConfig(t testing.TB, g *Gatehouse) *oauth2.Config {
-	return &oauth2.Config{
-		ClientID: publicClient,
-		Endpoint: oauth2.Endpoint{
-			TokenURL:  g.TokenEndpoint(t),
-			AuthStyle: oauth2.AuthStyleInParams,
-		},
-	}
-}
-
-// clientContext makes golang.org/x/oauth2 use g.Client.
-func clientContext(t testing.TB, g *Gatehouse) context.Context {
-	return context.WithValue(t.Context(), oauth2.HTTPClient, g.Client)
-}
-
 func TestOAuth2PasswordAndRefresh(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	ctx := clientContext(t, g)
 	cfg := demoAppConfig(t, g)
@@ -70,6 +53,7 @@ func TestOAuth2PasswordAndRefresh(t *testing.T) {
 }
 
 func TestOAuth2ClientCredentials(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	ctx := clientContext(t, g)
 	for _, tc := range []struct {

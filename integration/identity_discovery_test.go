@@ -9,6 +9,7 @@ import (
 
 // TestDiscoveryDocument checks every field of interface.md §2.1 (§4.1).
 func TestDiscoveryDocument(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.Issuer+"/.well-known/openid-configuration", nil))
 	if resp.StatusCode != http.StatusOK {

@@ -3,9 +3,6 @@ package integration
 import (
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"golang.org/x/oauth2"
@@ -17,7 +14,8 @@ import (
 // server and reads all it logged: no password, client secret or token.
 // (Every test's cleanup runs the same check on its own server.)
 func TestLogsHoldNoSecrets(t *testing.T) {
-	g := StartGatehouseWith(t, Options{Config: verboseDemoConfig(t, "verbose", "")})
+	t.Parallel()
+	g := StartGatehouseWith(t, Options{Config: verboseConfig(t, "verbose", "")})
 	ctx := clientContext(t, g)
 
 	for _, user := range []string{"demo", "trader"} {
@@ -68,58 +66,5 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	g.CheckLogs(t)
 	if t.Failed() {
 		t.Logf("gatehouse log:\n%s", g.Logs())
-	}
-}
-
-// verboseDemoConfig writes Caddyfile.example with every log on (Caddy's
-// debug logs and the site's access log), as a deployment might run it, so
-// the log checks see all there is to see; appOptions go into the gatehouse
-// global option. name names the config's directory.
-func verboseDemoConfig(t testing.TB, name, appOptions string) string {
-	t.Helper()
-	orig, err := os.ReadFile(filepath.Join(repoRoot, "Caddyfile.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := string(orig)
-	for _, edit := range []struct{ anchor, insert string }{
-		{"\tpersist_config off\n", "\tdebug\n"},
-		{"\t\tusers_file examples/users.json\n", appOptions},
-		{"\tbind {$GATEHOUSE_BIND:127.0.0.1}\n", "\tlog\n"},
-	} {
-		if !strings.Contains(config, edit.anchor) {
-			t.Fatalf("Caddyfile.example has no %q to add to", edit.anchor)
-		}
-		config = strings.Replace(config, edit.anchor, edit.anchor+edit.insert, 1)
-	}
-	return writeConfig(t, name, config)
-}
-
-// TestFindLeaks checks the checker itself.
-func TestFindLeaks(t *testing.T) {
-	const jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLW9mLWF0LWxlYXN0LXNpeHRlZW4"
-	secrets := []string{"demo-secret", jwt, "refresh-token-value"}
-	for _, tc := range []struct {
-		name  string
-		logs  string
-		leaks int
-	}{
-		{"clean", `{"msg":"token issued","client_id":"demo-app","username":"demo","user":"trader"}` + "\n", 0},
-		{"client secret", `{"msg":"x","secret":"demo-secret"}`, 1},
-		{"whole JWT", "text " + jwt, 1},
-		{"JWT signature alone", `{"sig":"c2lnbmF0dXJlLW9mLWF0LWxlYXN0LXNpeHRlZW4"}`, 1},
-		{"refresh token", `{"body":"grant_type=refresh_token&refresh_token=refresh-token-value"}`, 1},
-		{"password as form value", `{"body":"username=demo&password=demo&client_id=demo-app"}`, 1},
-		{"password in a field", `{"msg":"login failed","password":"trader"}`, 1},
-		{"password in a nested field", `{"req":{"form":{"pw":["demo"]}}}`, 1},
-		{"name that equals a password", `{"username":"demo","name":"trader"}`, 0},
-		{"password as a prefix of a value", `{"body":"password=demonstration"}`, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := findLeaks([]byte(tc.logs), secrets, demoPasswords)
-			if len(got) != tc.leaks {
-				t.Errorf("findLeaks = %q, want %d leak(s)", got, tc.leaks)
-			}
-		})
 	}
 }

@@ -2,53 +2,18 @@ package integration
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// jwksKids returns the kids the JWKS publishes.
-func jwksKids(t testing.TB, g *Gatehouse) []string {
-	t.Helper()
-	resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.JWKSURI(t), nil))
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("JWKS: %s: %s", resp.Status, body)
-	}
-	var set struct {
-		Keys []struct {
-			Kid string `json:"kid"`
-		} `json:"keys"`
-	}
-	if err := json.Unmarshal(body, &set); err != nil {
-		t.Fatalf("JWKS: %v", err)
-	}
-	var kids []string
-	for _, k := range set.Keys {
-		kids = append(kids, k.Kid)
-	}
-	return kids
-}
-
-func kidOf(t testing.TB, token string) string {
-	t.Helper()
-	header, _ := decodeJWT(t, token)
-	kid, _ := header["kid"].(string)
-	return kid
-}
-
 // TestRestartKeepsKeysAndRefreshTokens stops the process between issuing
 // and using tokens: the signing key and refresh tokens live in the store.
 func TestRestartKeepsKeysAndRefreshTokens(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	before := g.PasswordGrant(t, "demo", "demo")
 	kid := kidOf(t, before.AccessToken)
@@ -75,6 +40,7 @@ func TestRestartKeepsKeysAndRefreshTokens(t *testing.T) {
 // TestReloadAddsClient reloads a config with one more client through the
 // admin endpoint while the server runs.
 func TestReloadAddsClient(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	const newClient = "integration-reload"
 	secret := rand.Text() + rand.Text()
@@ -117,32 +83,10 @@ func TestReloadAddsClient(t *testing.T) {
 	})
 }
 
-// configWithClient writes a copy of Caddyfile.example with one more
-// confidential client (client_credentials for Service/News).
-func configWithClient(t testing.TB, clientID, secret string) string {
-	t.Helper()
-	orig, err := os.ReadFile(filepath.Join(repoRoot, "Caddyfile.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const anchor = "client demo-service {"
-	if !strings.Contains(string(orig), anchor) {
-		t.Fatalf("Caddyfile.example has no %q to add a client next to", anchor)
-	}
-	sum := sha256.Sum256([]byte(secret))
-	block := fmt.Sprintf("client %s {\n\t\t\tsecret_sha256 %s\n\t\t\tgrant_types client_credentials\n\t\t\tscopes Service/News\n\t\t}\n\n\t\t",
-		clientID, hex.EncodeToString(sum[:]))
-	config := strings.Replace(string(orig), anchor, block+anchor, 1)
-	path := filepath.Join(t.TempDir(), "Caddyfile")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestRefreshReplayRevokesFamily replays a rotated refresh token after its
 // successor was used: the whole family is revoked.
 func TestRefreshReplayRevokesFamily(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	r0 := g.PasswordGrant(t, "demo", "demo")
 	r1 := g.Refresh(t, r0.RefreshToken)

@@ -13,6 +13,7 @@ import (
 // inside the grace window every caller gets the same successor, and the
 // family stays usable (DESIGN.md, "Token rules").
 func TestConcurrentRefresh(t *testing.T) {
+	t.Parallel()
 	g := StartGatehouse(t)
 	parent := g.PasswordGrant(t, "demo", "demo")
 
