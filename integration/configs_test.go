@@ -58,16 +58,16 @@ func demoVariant(t testing.TB, name string, edits ...configEdit) string {
 	return writeConfig(t, name, config)
 }
 
-// verboseConfig is the demo with every log on (Caddy's debug logs and the
-// site's access log), as a deployment might run it, so the log checks see
-// all there is to see; appOptions go into the gatehouse global option.
-// name names the config's directory.
+// verboseConfig is the demo with every log on (Caddy's debug logs; the
+// demo's site has its access log, with its filter of credentials in URLs),
+// as a deployment might run it, so the log checks see all there is to see;
+// appOptions go into the gatehouse global option. name names the config's
+// directory.
 func verboseConfig(t testing.TB, name, appOptions string) string {
 	t.Helper()
 	return demoVariant(t, name,
 		configEdit{anchor: anchorGlobal, insert: "\tdebug\n"},
 		configEdit{anchor: anchorGatehouse, insert: appOptions},
-		configEdit{anchor: anchorSite, insert: "\tlog\n"},
 	)
 }
 

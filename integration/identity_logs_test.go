@@ -62,6 +62,21 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		t.Errorf("refresh with a revoked token: %q, want invalid_grant", e.Error)
 	}
 
+	// Credentials a client put in the URL are refused, and the demo's
+	// access-log filter keeps them out of the log.
+	fresh := g.PasswordGrant(t, "demo", "demo")
+	for name, target := range map[string]string{
+		"userinfo with access_token": g.endpoint(t, "userinfo_endpoint") + "?access_token=" + url.QueryEscape(fresh.AccessToken),
+		"token with a code":          g.TokenEndpoint(t) + "?code=" + url.QueryEscape(fresh.RefreshToken),
+		"introspect with token":      g.endpoint(t, "introspection_endpoint") + "?token=" + url.QueryEscape(fresh.AccessToken),
+		"end-session with a hint":    g.endpoint(t, "end_session_endpoint") + "?id_token_hint=" + url.QueryEscape(fresh.IDToken),
+	} {
+		resp, body := g.Do(t, mustRequest(t, http.MethodGet, target, nil))
+		if resp.StatusCode < 400 {
+			t.Errorf("%s: status %d, want a refusal: %s", name, resp.StatusCode, body)
+		}
+	}
+
 	g.Stop()
 	g.CheckLogs(t)
 	if t.Failed() {

@@ -46,6 +46,9 @@ func TestTokenEndpointErrors(t *testing.T) {
 		method     string
 		body       string
 		basic      [2]string // client id and secret for a Basic header
+		rawAuth    string    // an Authorization header as is
+		ctype      string    // the Content-Type, when not the form's ("-": none)
+		query      string    // a query string for the URL
 		wantStatus int
 		wantError  string
 		check      func(t *testing.T, h http.Header)
@@ -97,6 +100,72 @@ func TestTokenEndpointErrors(t *testing.T) {
 			wantStatus: http.StatusBadRequest,
 			wantError:  "unauthorized_client",
 		},
+		{
+			name:       "implicit at the token endpoint",
+			body:       form("grant_type", "implicit", "client_id", publicClient),
+			wantStatus: http.StatusBadRequest,
+			wantError:  "unsupported_grant_type",
+		},
+		{
+			name:       "scope the client may not request",
+			body:       form("grant_type", "client_credentials", "scope", "Service/Admin"),
+			basic:      [2]string{serviceClient, serviceSecret},
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_scope",
+		},
+		{
+			name:       "JSON body",
+			body:       `{"grant_type":"password","client_id":"demo-app","username":"demo","password":"demo"}`,
+			ctype:      "application/json",
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_request",
+		},
+		{
+			name:       "no content type",
+			body:       form("grant_type", "password", "username", "demo", "password", "demo", "client_id", publicClient),
+			ctype:      "-",
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_request",
+		},
+		{
+			name:       "repeated parameter",
+			body:       form("grant_type", "password", "username", "demo", "password", "demo", "client_id", publicClient) + "&username=trader",
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_request",
+		},
+		{
+			name:       "repeated parameter with an empty second value",
+			body:       form("grant_type", "password", "username", "demo", "password", "demo", "client_id", publicClient) + "&grant_type=",
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_request",
+		},
+		{
+			name:       "parameters in the URL",
+			body:       form("grant_type", "password", "username", "demo", "client_id", publicClient),
+			query:      "password=demo",
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_request",
+		},
+		{
+			name:       "malformed form",
+			body:       "grant_type=password&a=%zz",
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_request",
+		},
+		{
+			name:       "malformed Basic credentials",
+			body:       form("grant_type", "client_credentials"),
+			rawAuth:    "Basic !!!",
+			wantStatus: http.StatusUnauthorized,
+			wantError:  "invalid_client",
+		},
+		{
+			name:       "two client authentication methods",
+			body:       form("grant_type", "client_credentials", "client_secret", serviceSecret),
+			basic:      [2]string{serviceClient, serviceSecret},
+			wantStatus: http.StatusBadRequest,
+			wantError:  "invalid_request",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var req *http.Request
@@ -109,12 +178,28 @@ func TestTokenEndpointErrors(t *testing.T) {
 			if tc.basic[0] != "" {
 				req.Header.Set("Authorization", "Basic "+basicCredentials(tc.basic[0], tc.basic[1]))
 			}
+			if tc.rawAuth != "" {
+				req.Header.Set("Authorization", tc.rawAuth)
+			}
+			switch tc.ctype {
+			case "":
+			case "-":
+				req.Header.Del("Content-Type")
+			default:
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			req.URL.RawQuery = tc.query
 			resp, body := g.Do(t, req)
 			if resp.StatusCode != tc.wantStatus {
 				t.Errorf("status = %d, want %d; body %s", resp.StatusCode, tc.wantStatus, body)
 			}
-			if e := decodeError(t, resp, body); e.Error != tc.wantError {
+			e := decodeError(t, resp, body)
+			if e.Error != tc.wantError {
 				t.Errorf("error = %q, want %q", e.Error, tc.wantError)
+			}
+			// RFC 6749 §5.2: %x20-21 / %x23-5B / %x5D-7E.
+			if i := strings.IndexFunc(e.ErrorDescription, func(r rune) bool { return r < 0x20 || r > 0x7e || r == '"' || r == '\\' }); i >= 0 {
+				t.Errorf("error_description %q has a character RFC 6749 §5.2 forbids", e.ErrorDescription)
 			}
 			if got := resp.Header.Get("Cache-Control"); !strings.Contains(got, "no-store") {
 				t.Errorf("Cache-Control = %q, want no-store", got)
@@ -123,5 +208,26 @@ func TestTokenEndpointErrors(t *testing.T) {
 				tc.check(t, resp.Header)
 			}
 		})
+	}
+}
+
+// TestEndpointsRefuseAsTheirRFCsSay: introspection without credentials is
+// 401 with a challenge (RFC 7662 §2.1, §2.3), and endpoints that discovery
+// advertises before they are built answer an error, never an empty 200.
+func TestEndpointsRefuseAsTheirRFCsSay(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	tok := g.PasswordGrant(t, "demo", "demo")
+	resp, body := g.PostForm(t, "introspection_endpoint", url.Values{"token": {tok.AccessToken}}, "", "")
+	wantStatus(t, "introspection without credentials", resp, body, http.StatusUnauthorized)
+	if e := decodeError(t, resp, body); e.Error != "invalid_client" || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+		t.Errorf("introspection without credentials: %q, WWW-Authenticate %q", e.Error, resp.Header.Get("WWW-Authenticate"))
+	}
+	for _, name := range []string{"authorization_endpoint", "end_session_endpoint", "check_session_iframe", "device_authorization_endpoint"} {
+		resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.endpoint(t, name), nil))
+		if resp.StatusCode != http.StatusNotImplemented {
+			t.Errorf("%s: status %d, want 501: %s", name, resp.StatusCode, body)
+		}
+		decodeError(t, resp, body)
 	}
 }
