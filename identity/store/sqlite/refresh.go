@@ -14,9 +14,6 @@ import (
 const familyColumns = `f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at,
 	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at`
 
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
 // scanFamily reads familyColumns, after the extra destinations before.
 func scanFamily(row scanner, before ...any) (store.RefreshFamily, error) {
 	var (
