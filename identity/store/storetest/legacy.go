@@ -108,52 +108,72 @@ func testLegacyConvert(t *testing.T, s store.Store) {
 }
 
 // testLegacyConvertFails: a conversion that fails, for each documented
-// reason, changes nothing anywhere.
+// reason, changes nothing anywhere. Each subtest has families of its own.
 func testLegacyConvertFails(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	ls := seeder(t, s)
-	plain := legacyFamily("plain")
-	mustSeed(ctx, t, ls, plain)
-	conv := legacyFamily("converted")
-	mustSeed(ctx, t, ls, conv)
-	conv = mustConvert(ctx, t, s, conv, t0.Add(90*time.Minute))
-	revoked := legacyFamily("revoked")
-	mustSeed(ctx, t, ls, revoked)
-	revokedAt := t0.Add(100 * time.Minute)
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, revoked.family.ID, revokedAt, revokedAt.Add(time.Hour)), nil)
-	revoked.family.RevokedAt = revokedAt
-	revokedBefore := legacyFamily("revoked-before") // revoked before the constant scheme
-	revokedBefore.family.RevokedAt = t0.Add(time.Hour)
-	mustSeed(ctx, t, ls, revokedBefore)
-	constant := mustCreateFamily(ctx, t, s, "constant")
-	revsBefore := revocations(ctx, t, s, t0)
-
 	now := t0.Add(2 * time.Hour)
 	for _, tt := range []struct {
-		name   string
-		parent []byte
-		want   error
+		name string
+		// setup stores what the subtest needs, in families named after
+		// it, and returns them, and the hash to convert from.
+		setup func(name string) (families []legacy, parent []byte)
+		want  error
 	}{
-		{"RotatedToken", plain.tokens[0].Hash, store.ErrAlreadyRotated},
-		{"ConvertedTwice", conv.tokens[1].Hash, store.ErrAlreadyRotated},
-		{"RotatedTokenOfConverted", conv.tokens[0].Hash, store.ErrAlreadyRotated},
-		{"Revoked", revoked.current().Hash, store.ErrFamilyRevoked},
-		{"RevokedBefore", revokedBefore.current().Hash, store.ErrFamilyRevoked},
-		{"Unknown", hash("unknown"), store.ErrNotFound},
-		{"ConstantFamilysToken", constant.Current, store.ErrNotFound},
+		{"RotatedToken", func(name string) ([]legacy, []byte) {
+			l := legacyFamily(name)
+			mustSeed(ctx, t, ls, l)
+			return []legacy{l}, l.tokens[0].Hash
+		}, store.ErrAlreadyRotated},
+		{"ConvertedTwice", func(name string) ([]legacy, []byte) {
+			l := legacyFamily(name)
+			mustSeed(ctx, t, ls, l)
+			return []legacy{mustConvert(ctx, t, s, l, t0.Add(90*time.Minute))}, l.current().Hash
+		}, store.ErrAlreadyRotated},
+		{"RotatedTokenOfConverted", func(name string) ([]legacy, []byte) {
+			l := legacyFamily(name)
+			mustSeed(ctx, t, ls, l)
+			return []legacy{mustConvert(ctx, t, s, l, t0.Add(90*time.Minute))}, l.tokens[0].Hash
+		}, store.ErrAlreadyRotated},
+		{"Revoked", func(name string) ([]legacy, []byte) {
+			l := legacyFamily(name)
+			mustSeed(ctx, t, ls, l)
+			revokedAt := t0.Add(100 * time.Minute)
+			wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, l.family.ID, revokedAt, revokedAt.Add(time.Hour)), nil)
+			l.family.RevokedAt = revokedAt
+			return []legacy{l}, l.current().Hash
+		}, store.ErrFamilyRevoked},
+		{"RevokedBefore", func(name string) ([]legacy, []byte) {
+			l := legacyFamily(name) // revoked before the constant scheme
+			l.family.RevokedAt = t0.Add(time.Hour)
+			mustSeed(ctx, t, ls, l)
+			return []legacy{l}, l.current().Hash
+		}, store.ErrFamilyRevoked},
+		{"Unknown", func(name string) ([]legacy, []byte) {
+			l := legacyFamily(name)
+			mustSeed(ctx, t, ls, l)
+			return []legacy{l}, hash("unknown")
+		}, store.ErrNotFound},
+		{"ConstantFamilysToken", func(name string) ([]legacy, []byte) {
+			l := legacyFamily(name)
+			mustSeed(ctx, t, ls, l)
+			return []legacy{l}, mustCreateFamily(ctx, t, s, "constant-"+name).Current
+		}, store.ErrNotFound},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.ConvertLegacyFamily(ctx, tt.parent, []byte("salt of "+tt.name), hash("next of "+tt.name), now.Add(tokenLife), now)
+			families, parent := tt.setup(tt.name)
+			revsBefore := revocations(ctx, t, s, t0)
+			err := s.ConvertLegacyFamily(ctx, parent, []byte("salt of "+tt.name), hash("next of "+tt.name), now.Add(tokenLife), now)
 			wantErr(t, "ConvertLegacyFamily", err, tt.want)
-			for _, l := range []legacy{plain, conv, revoked, revokedBefore} {
+			for _, l := range families {
 				checkLegacy(ctx, t, s, l.family.ID, l)
 			}
-			checkFamily(ctx, t, s, "constant family", constant)
+			if tt.name == "ConstantFamilysToken" {
+				checkFamily(ctx, t, s, "constant family", family("constant-"+tt.name))
+			}
 			equal(t, "revocations", revocations(ctx, t, s, t0), revsBefore)
 		})
 	}
-	// The plain family still converts.
-	mustConvert(ctx, t, s, plain, now)
 }
 
 // testLegacyConvertedRotates: a converted family rotates as a constant one,
