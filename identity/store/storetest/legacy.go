@@ -22,6 +22,7 @@ var legacyCases = []testCase{
 	{"Revoke", testLegacyRevoke},
 	{"RevokeConverted", testLegacyRevokeConverted},
 	{"RevokeAfterAccessTokenRevoked", testLegacyRevokeAfterAccessTokenRevoked},
+	{"RevokeSubject", testLegacyRevokeSubject},
 }
 
 // converted is l after ConvertLegacyFamily at now with salt and next: its
@@ -283,4 +284,30 @@ func testLegacyRevokeAfterAccessTokenRevoked(t *testing.T, s store.Store) {
 		{JTI: at1.JTI, ExpiresAt: at1.ExpiresAt, RevokedAt: first},
 		{FamilyID: l.family.ID, ExpiresAt: now.Add(time.Hour), RevokedAt: now},
 	})
+}
+
+// testLegacyRevokeSubject: revoking a subject revokes its legacy families
+// as RevokeRefreshFamily does, their live access tokens by jti included,
+// and leaves other subjects' alone.
+func testLegacyRevokeSubject(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	ls := seeder(t, s)
+	l, other := legacyFamily("fam1"), legacyFamily("fam2")
+	l.family.Subject, other.family.Subject = "alice", "bob"
+	mustSeed(ctx, t, ls, l)
+	mustSeed(ctx, t, ls, other)
+	now, until := t0.Add(2*time.Hour), t0.Add(4*time.Hour) // fam1/at0 expires now
+	wantErr(t, "RevokeSubject", s.RevokeSubject(ctx, "alice", now, until), nil)
+
+	l.family.RevokedAt = now
+	checkLegacy(ctx, t, s, "family of the revoked subject", l)
+	checkLegacy(ctx, t, s, "other subject's family", other)
+	at1 := l.ats[1]
+	equal(t, "revocations", revocations(ctx, t, s, now), []store.Revocation{
+		{FamilyID: l.family.ID, ExpiresAt: until, RevokedAt: now},
+		{JTI: at1.JTI, ExpiresAt: at1.ExpiresAt, RevokedAt: now},
+		{Subject: "alice", NotBefore: now, ExpiresAt: until, RevokedAt: now},
+	})
+	err := s.ConvertLegacyFamily(ctx, l.current().Hash, []byte("salt"), gen(l.family.ID, 2), now.Add(tokenLife), now)
+	wantErr(t, "ConvertLegacyFamily of a family of the revoked subject", err, store.ErrFamilyRevoked)
 }
