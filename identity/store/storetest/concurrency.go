@@ -221,7 +221,7 @@ func testConcurrentMixedWrites(t *testing.T, s store.Store) {
 	if ls != nil {
 		want += workers * 3
 	}
-	if got := len(revoked(ctx, t, s, now)); got != want {
+	if got := len(revokedKeys(ctx, t, s, now)); got != want {
 		t.Errorf("%d revocations, want %d", got, want)
 	}
 }
@@ -268,7 +268,7 @@ func testConcurrentRevokeRacesRotate(t *testing.T, s store.Store) {
 			}
 			want.RevokedAt = now
 			checkFamily(ctx, t, s, fmt.Sprintf("round %d: family", r), want)
-			if !revoked(ctx, t, s, now)["family:"+f.ID] {
+			if !revokedKeys(ctx, t, s, now)["family:"+f.ID] {
 				t.Errorf("round %d: the family's revocation is not listed", r)
 			}
 			err = s.RotateRefreshFamily(ctx, f.ID, want.Generation, hash("after"), now.Add(tokenLife), now)
@@ -290,7 +290,7 @@ func testConcurrentRevokeRacesRotate(t *testing.T, s store.Store) {
 			}
 			want.family.RevokedAt = now
 			checkLegacy(ctx, t, s, fmt.Sprintf("round %d: legacy family", r), want)
-			got := revoked(ctx, t, s, now)
+			got := revokedKeys(ctx, t, s, now)
 			for _, k := range []string{"family:" + l.family.ID, "jti:" + l.ats[0].JTI, "jti:" + l.ats[1].JTI} {
 				if !got[k] {
 					t.Errorf("round %d: %s is not revoked", r, k)

@@ -94,7 +94,7 @@ func testDeleteExpiredRemoves(t *testing.T, s store.Store) {
 		checkFamily(ctx, t, s, "family "+id, f)
 	}
 	// Listed at t0, when none had expired: only the live ones are left.
-	equal(t, "revocations left", revoked(ctx, t, s, t0),
+	equal(t, "revocations left", revokedKeys(ctx, t, s, t0),
 		map[string]bool{"jti:recent": true, "family:fam5": true, "subject:kept": true})
 	for _, tt := range []struct {
 		jti, familyID, subject string

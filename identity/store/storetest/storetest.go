@@ -223,9 +223,9 @@ func revocationsSince(ctx context.Context, t *testing.T, s store.Store, since, n
 	return normRevocations(t, revs)
 }
 
-// revoked names (see revocationKey) what the revocations listed at now
+// revokedKeys names (see revocationKey) what the revocations listed at now
 // revoke, each listed once.
-func revoked(ctx context.Context, t *testing.T, s store.Store, now time.Time) map[string]bool {
+func revokedKeys(ctx context.Context, t *testing.T, s store.Store, now time.Time) map[string]bool {
 	t.Helper()
 	revs := revocations(ctx, t, s, now)
 	keys := make(map[string]bool, len(revs))
