@@ -14,9 +14,9 @@ import (
 )
 
 // BenchmarkRefresh measures the store's share of one refresh grant, as the
-// token endpoint makes it: RefreshToken and UserBySubject on the readers,
-// then RotateRefreshToken on the writer. Each parallel goroutine refreshes a
-// chain of its own, so no rotation loses its compare-and-swap.
+// token endpoint makes it: RefreshFamily and UserBySubject on the readers,
+// then RotateRefreshFamily on the writer. Each parallel goroutine refreshes
+// a family of its own, so no rotation loses its compare-and-swap.
 //
 //	go test -run '^$' -bench Refresh -cpu 2 ./identity/store/sqlite/
 //
@@ -48,22 +48,21 @@ func benchmarkRefresh(b *testing.B, opts ...sqlite.Option) {
 		b.Fatal(err)
 	}
 	now := time.Now()
-	var chains, seq atomic.Int64
+	var chains atomic.Int64
 	b.SetParallelism(4)
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		famID := fmt.Sprintf("fam%d", chains.Add(1))
 		f := store.RefreshFamily{ID: famID, ClientID: "app", Subject: subject, Scopes: []string{"offline_access"},
-			Created: now, ExpiresAt: now.Add(24 * time.Hour)}
-		tok := benchHash(famID + "/0")
-		first := store.RefreshToken{Hash: tok, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := s.CreateRefreshFamily(ctx, f, first, store.IssuedAccessToken{JTI: famID + "/at0", ExpiresAt: now.Add(time.Hour)}); err != nil {
+			Created: now, ExpiresAt: now.Add(24 * time.Hour), Salt: []byte("salt"),
+			Generation: 1, Current: benchHash(famID + "/1"), CurrentExpiresAt: now.Add(time.Hour)}
+		if err := s.CreateRefreshFamily(ctx, f); err != nil {
 			b.Error(err)
 			return
 		}
 		for pb.Next() {
-			rec, fam, err := s.RefreshToken(ctx, tok)
+			fam, err := s.RefreshFamily(ctx, famID)
 			if err != nil {
 				b.Error(err)
 				return
@@ -72,15 +71,11 @@ func benchmarkRefresh(b *testing.B, opts ...sqlite.Option) {
 				b.Error(err)
 				return
 			}
-			n := seq.Add(1)
-			child := store.RefreshToken{Hash: benchHash(fmt.Sprintf("%s/%d", famID, n)), FamilyID: fam.ID,
-				IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-			at := store.IssuedAccessToken{JTI: fmt.Sprintf("at%d", n), ExpiresAt: now.Add(time.Hour)}
-			if err := s.RotateRefreshToken(ctx, rec.Hash, child, at, now); err != nil {
+			next := benchHash(fmt.Sprintf("%s/%d", famID, fam.Generation+1))
+			if err := s.RotateRefreshFamily(ctx, famID, fam.Generation, next, now.Add(time.Hour), now); err != nil {
 				b.Error(err)
 				return
 			}
-			tok = child.Hash
 		}
 	})
 	if cpu := cpuTime() - cpu0; cpu > 0 {

@@ -267,7 +267,7 @@ func whyNotRotated(ctx context.Context, tx *sql.Tx, parentHash []byte) error {
 // and recorded access tokens, as a database of schema version 2 holds
 // them. Only tests call it (store.LegacySeeder).
 func (s *Store) SeedLegacyFamily(ctx context.Context, f store.RefreshFamily, tokens []store.RefreshToken, ats []store.IssuedAccessToken) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO refresh_families
 			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -291,4 +291,11 @@ func (s *Store) SeedLegacyFamily(ctx context.Context, f store.RefreshFamily, tok
 		}
 		return nil
 	})
+	if isUnique(err) {
+		return fmt.Errorf("seeding legacy refresh family %q: %w", f.ID, store.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("seeding legacy refresh family %q: %w", f.ID, err)
+	}
+	return nil
 }

@@ -2,9 +2,9 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +12,7 @@ import (
 )
 
 var concurrencyCases = []testCase{
-	{"RotateSameToken", func(t *testing.T, s store.Store) { RotateConcurrently(t, s) }},
+	{"RotateSameFamily", func(t *testing.T, s store.Store) { RotateConcurrently(t, s) }},
 	{"MixedWrites", testConcurrentMixedWrites},
 	{"RevokeRacesRotate", testConcurrentRevokeRacesRotate},
 	{"AdmitSameKey", func(t *testing.T, s store.Store) { AdmitConcurrently(t, s) }},
@@ -21,89 +21,104 @@ var concurrencyCases = []testCase{
 // Rotators is how many goroutines RotateConcurrently starts.
 const Rotators = 32
 
-// RotateConcurrently has Rotators goroutines rotate the same refresh token at
-// once, spread over stores (several Stores sharing one database, as several
-// processes would): first each with a child of its own, then all with the
-// same child (as the identity server's derived successors are). Exactly one
-// must succeed and every other get ErrAlreadyRotated; the parent names the
-// winner's child as its successor, and only the winner's child and access
-// token are stored. The stores must share an empty database.
+// RotateConcurrently has Rotators goroutines rotate the same refresh
+// family from the same generation at once, spread over stores (several
+// Stores sharing one database, as several processes would): first each
+// with a next token, expiry and time of its own, then all with the same
+// ones (as the identity server's derived successors are). Then, if the
+// stores are store.LegacySeeders, it has them convert the same legacy
+// token at once. Each time, exactly one must succeed and every other get
+// ErrAlreadyRotated, and every store must read the family as the winner
+// left it, with nothing of the losers'. The stores must share an empty
+// database.
 func RotateConcurrently(t *testing.T, stores ...store.Store) {
 	if len(stores) == 0 {
 		t.Fatal("RotateConcurrently: no store")
 	}
-	rotateRace(t, stores, "fam-distinct", false)
-	rotateRace(t, stores, "fam-same", true)
+	t.Run("DistinctNext", func(t *testing.T) { rotateRace(t, stores, "fam-distinct", false) })
+	t.Run("SameNext", func(t *testing.T) { rotateRace(t, stores, "fam-same", true) })
+	t.Run("ConvertLegacy", func(t *testing.T) { convertRace(t, stores) })
 }
 
-// rotateRace is one race of RotateConcurrently, on the new family famID.
-func rotateRace(t *testing.T, stores []store.Store, famID string, sameChild bool) {
-	t.Helper()
-	ctx := Context(t)
-	s := stores[0]
-	_, first, at0 := mustCreateFamily(ctx, t, s, famID)
-	now := t0.Add(30 * time.Minute) // at0 has not expired
-	children := make([]store.RefreshToken, Rotators)
-	ats := make([]store.IssuedAccessToken, Rotators)
-	for i := range children {
-		name := fmt.Sprintf("%s/child-%d", famID, i)
-		if sameChild {
-			name = famID + "/child"
-		}
-		children[i] = child(first, name, now)
-		ats[i] = store.IssuedAccessToken{JTI: fmt.Sprintf("%s/at-%d", famID, i), ExpiresAt: now.Add(time.Hour)}
+// racer is what goroutine i of a race rotates to: the same for all when
+// same is set.
+func racer(famID string, i int, same bool) (next []byte, now time.Time) {
+	if same {
+		return hash(famID + "/next"), t0.Add(30 * time.Minute)
 	}
+	return hash(fmt.Sprintf("%s/next-%d", famID, i)), t0.Add(30*time.Minute + time.Duration(i)*time.Millisecond)
+}
 
-	errs := concurrently(ctx, t, Rotators, func(i int) error {
-		return stores[i%len(stores)].RotateRefreshToken(ctx, first.Hash, children[i], ats[i], now)
-	})
+// oneWinner checks that exactly one of errs is nil and the others are
+// ErrAlreadyRotated, and returns the index of the nil one.
+func oneWinner(t *testing.T, what string, errs []error) int {
+	t.Helper()
 	winner := -1
 	for i, err := range errs {
 		switch {
 		case err == nil && winner >= 0:
-			t.Errorf("%s: goroutines %d and %d both rotated the token", famID, winner, i)
+			t.Errorf("%s: goroutines %d and %d both won", what, winner, i)
 		case err == nil:
 			winner = i
 		case !errors.Is(err, store.ErrAlreadyRotated):
-			t.Errorf("%s: goroutine %d: %v, want %v", famID, i, err, store.ErrAlreadyRotated)
+			t.Errorf("%s: goroutine %d: %v, want %v", what, i, err, store.ErrAlreadyRotated)
 		}
 	}
 	if winner < 0 {
-		t.Fatalf("%s: no goroutine rotated the token", famID)
+		t.Fatalf("%s: no goroutine won", what)
 	}
-
-	for _, s := range stores {
-		parent, _ := readToken(ctx, t, s, first.Hash)
-		if !bytes.Equal(parent.Successor, children[winner].Hash) {
-			t.Errorf("%s: the parent's successor is not the winner's child", famID)
-		}
-		for i, c := range children {
-			_, _, err := s.RefreshToken(ctx, c.Hash)
-			if i == winner || sameChild {
-				wantErr(t, famID+": RefreshToken of the winner's child", err, nil)
-			} else {
-				wantErr(t, fmt.Sprintf("%s: RefreshToken of goroutine %d's child", famID, i), err, store.ErrNotFound)
-			}
-		}
-	}
-	// Only the winner's access token was recorded: revoking the family
-	// revokes it and the first one, and no other.
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, famID, now), nil)
-	revoked := revokedJTIs(ctx, t, s, now)
-	for jti := range revoked {
-		if !strings.HasPrefix(jti, famID+"/") {
-			delete(revoked, jti) // another race's
-		}
-	}
-	equal(t, famID+": revoked access tokens", revoked, map[string]bool{ats[winner].JTI: true, at0.JTI: true})
+	return winner
 }
 
-// testConcurrentMixedWrites: many goroutines write every kind of record, and
-// read, at once; none fails.
+// rotateRace is a race of RotateConcurrently on the new family famID,
+// from its generation 2.
+func rotateRace(t *testing.T, stores []store.Store, famID string, same bool) {
+	ctx := Context(t)
+	f := mustRotate(ctx, t, stores[0], mustCreateFamily(ctx, t, stores[0], famID), t0.Add(time.Minute))
+	errs := concurrently(ctx, t, Rotators, func(i int) error {
+		next, now := racer(famID, i, same)
+		return stores[i%len(stores)].RotateRefreshFamily(ctx, famID, f.Generation, next, now.Add(tokenLife), now)
+	})
+	w := oneWinner(t, "RotateRefreshFamily", errs)
+	next, now := racer(famID, w, same)
+	want := f
+	want.Previous, want.Current, want.Generation = f.Current, next, f.Generation+1
+	want.CurrentExpiresAt, want.RotatedAt = now.Add(tokenLife), now
+	for i, s := range stores {
+		checkFamily(ctx, t, s, fmt.Sprintf("family read from store %d", i), want)
+	}
+}
+
+// convertRace is the race of RotateConcurrently on a legacy family.
+func convertRace(t *testing.T, stores []store.Store) {
+	ls, ok := stores[0].(store.LegacySeeder)
+	if !ok {
+		t.Skipf("%T does not implement store.LegacySeeder: it cannot hold legacy families", stores[0])
+	}
+	ctx := Context(t)
+	l := legacyFamily("fam-legacy")
+	mustSeed(ctx, t, ls, l)
+	salt := func(i int) []byte { return []byte(fmt.Sprintf("salt-%d", i)) }
+	errs := concurrently(ctx, t, Rotators, func(i int) error {
+		next, now := racer(l.family.ID, i, false)
+		return stores[i%len(stores)].ConvertLegacyFamily(ctx, l.current().Hash, salt(i), next, now.Add(tokenLife), now)
+	})
+	w := oneWinner(t, "ConvertLegacyFamily", errs)
+	next, now := racer(l.family.ID, w, false)
+	want := converted(l, salt(w), next, now)
+	for i, s := range stores {
+		checkLegacy(ctx, t, s, fmt.Sprintf("legacy family read from store %d", i), want)
+	}
+}
+
+// testConcurrentMixedWrites: many goroutines write every kind of record,
+// and read, at once; none fails, and every write is kept.
 func testConcurrentMixedWrites(t *testing.T, s store.Store) {
 	ctx := Context(t)
+	ls, _ := s.(store.LegacySeeder)
 	const workers, rounds = 16, 6
 	now := t0.Add(time.Minute)
+	until := now.Add(time.Hour)
 	var secrets [workers][]byte
 	errs := concurrently(ctx, t, workers, func(w int) error {
 		for r := range rounds {
@@ -112,27 +127,43 @@ func testConcurrentMixedWrites(t *testing.T, s store.Store) {
 			if err := s.CreateUser(ctx, u); err != nil {
 				return err
 			}
-			f, first, at0 := family(id)
+			f := family(id)
 			f.Subject = u.Subject
-			if err := s.CreateRefreshFamily(ctx, f, first, at0); err != nil {
+			if err := s.CreateRefreshFamily(ctx, f); err != nil {
 				return err
 			}
-			c := child(first, id+"/1", now)
-			if err := s.RotateRefreshToken(ctx, first.Hash, c,
-				store.IssuedAccessToken{JTI: id + "/at1", ExpiresAt: now.Add(time.Hour)}, now); err != nil {
+			next := rotated(f, now)
+			if err := s.RotateRefreshFamily(ctx, id, 1, next.Current, next.CurrentExpiresAt, now); err != nil {
 				return err
 			}
-			if err := s.RecordAccessToken(ctx, id, store.IssuedAccessToken{JTI: id + "/grace", ExpiresAt: now.Add(time.Hour)}); err != nil {
+			if got, err := s.RefreshFamily(ctx, id); err != nil {
 				return err
+			} else if got.Generation != 2 || !bytes.Equal(got.Current, next.Current) {
+				return fmt.Errorf("family %q after its rotation: %+v", id, got)
 			}
-			if _, _, err := s.RefreshToken(ctx, c.Hash); err != nil {
-				return err
+			if ls != nil {
+				l := legacyFamily(id + "-legacy")
+				l.family.Subject = u.Subject
+				if err := ls.SeedLegacyFamily(ctx, l.family, l.tokens, l.ats); err != nil {
+					return err
+				}
+				if err := s.ConvertLegacyFamily(ctx, l.current().Hash, []byte("salt"), gen(id+"-legacy", 2), until, now); err != nil {
+					return err
+				}
+				if _, _, err := s.LegacyRefreshToken(ctx, l.current().Hash); err != nil {
+					return err
+				}
 			}
-			if err := s.RevokeAccessToken(ctx, id+"/single", now.Add(time.Hour), now); err != nil {
+			if err := s.RevokeAccessToken(ctx, id+"/single", until, now); err != nil {
 				return err
 			}
 			if r%2 == 0 {
-				if err := s.RevokeRefreshFamily(ctx, id, now); err != nil {
+				if err := s.RevokeRefreshFamily(ctx, id, now, until); err != nil {
+					return err
+				}
+			}
+			if r == rounds-1 {
+				if err := s.RevokeSubject(ctx, u.Subject, now, until); err != nil {
 					return err
 				}
 			}
@@ -157,6 +188,14 @@ func testConcurrentMixedWrites(t *testing.T, s store.Store) {
 			if _, err := s.Revocations(ctx, now); err != nil {
 				return err
 			}
+			if _, err := s.RevocationsSince(ctx, now, now); err != nil {
+				return err
+			}
+			if ok, err := s.AccessTokenRevoked(ctx, id+"/single", id, u.Subject, now); err != nil {
+				return err
+			} else if !ok {
+				return fmt.Errorf("access token %q/single not revoked", id)
+			}
 		}
 		return nil
 	})
@@ -175,64 +214,88 @@ func testConcurrentMixedWrites(t *testing.T, s store.Store) {
 	if ks := keys(ctx, t, s); len(ks) != workers*rounds {
 		t.Errorf("%d signing keys, want %d", len(ks), workers*rounds)
 	}
-	// Each round revoked its single token; each even round its family's
-	// three access tokens too.
-	want := workers*rounds + workers*((rounds+1)/2)*3
-	if got := len(revokedJTIs(ctx, t, s, now)); got != want {
+	// Each round revoked its single token; each even round its family;
+	// the last round its subject, with its family, and its legacy family
+	// with its two access tokens.
+	want := workers * (rounds + (rounds+1)/2 + 2)
+	if ls != nil {
+		want += workers * 3
+	}
+	if got := len(revokedKeys(ctx, t, s, now)); got != want {
 		t.Errorf("%d revocations, want %d", got, want)
 	}
 }
 
-// testConcurrentRevokeRacesRotate: a family revoked while one of its tokens
-// rotates ends consistent: either the rotation lost (ErrFamilyRevoked,
-// nothing stored) or it won and its child and access token were revoked with
-// the family.
+// testConcurrentRevokeRacesRotate: a family revoked (by itself or with its
+// subject) while it rotates, or converts, ends consistent: either the
+// rotation lost with ErrFamilyRevoked and the family is as before, or it
+// won and the family is rotated; either way the family is revoked at now,
+// with its revocation (and, for a legacy family, its access tokens'), and
+// rotates no more.
 func testConcurrentRevokeRacesRotate(t *testing.T, s store.Store) {
-	ctx := Context(t)
 	const rounds = 16
-	now := t0.Add(time.Minute)
-	for r := range rounds {
-		id := fmt.Sprintf("fam%d", r)
-		_, first, at0 := mustCreateFamily(ctx, t, s, id)
-		c := child(first, id+"/1", now)
-		at1 := store.IssuedAccessToken{JTI: id + "/at1", ExpiresAt: now.Add(time.Hour)}
+	now, until := t0.Add(time.Minute), t0.Add(time.Hour)
+	revokeRace := func(ctx context.Context, t *testing.T, r int, id, subject string, rotate func() error) (rotateErr error) {
+		t.Helper()
 		errs := concurrently(ctx, t, 2, func(i int) error {
-			if i == 0 {
-				return s.RotateRefreshToken(ctx, first.Hash, c, at1, now)
+			switch {
+			case i == 0:
+				return rotate()
+			case r%2 == 1:
+				return s.RevokeSubject(ctx, subject, now, until)
+			default:
+				return s.RevokeRefreshFamily(ctx, id, now, until)
 			}
-			return s.RevokeRefreshFamily(ctx, id, now)
 		})
-		rotateErr, revokeErr := errs[0], errs[1]
-		wantErr(t, "RevokeRefreshFamily", revokeErr, nil)
-
-		parent, fam := readToken(ctx, t, s, first.Hash)
-		if fam.RevokedAt.IsZero() {
-			t.Errorf("round %d: family not revoked", r)
+		wantErr(t, fmt.Sprintf("round %d: revoking", r), errs[1], nil)
+		if errs[0] != nil && !errors.Is(errs[0], store.ErrFamilyRevoked) {
+			t.Fatalf("round %d: rotating: %v, want nil or %v", r, errs[0], store.ErrFamilyRevoked)
 		}
-		revoked := revokedJTIs(ctx, t, s, now)
-		if !revoked[at0.JTI] {
-			t.Errorf("round %d: first access token not revoked", r)
-		}
-		_, _, childErr := s.RefreshToken(ctx, c.Hash)
-		switch {
-		case rotateErr == nil:
-			if !bytes.Equal(parent.Successor, c.Hash) {
-				t.Errorf("round %d: rotation won, but the parent's successor is not the child", r)
-			}
-			wantErr(t, "RefreshToken of the child of a winning rotation", childErr, nil)
-			if !revoked[at1.JTI] {
-				t.Errorf("round %d: rotation won, but its access token was not revoked with the family", r)
-			}
-		case errors.Is(rotateErr, store.ErrFamilyRevoked):
-			if !parent.RotatedAt.IsZero() || parent.Successor != nil {
-				t.Errorf("round %d: rotation lost, but the parent is rotated: %+v", r, parent)
-			}
-			wantErr(t, "RefreshToken of the child of a losing rotation", childErr, store.ErrNotFound)
-			if revoked[at1.JTI] {
-				t.Errorf("round %d: rotation lost, but its access token was recorded", r)
-			}
-		default:
-			t.Fatalf("round %d: RotateRefreshToken: %v, want nil or %v", r, rotateErr, store.ErrFamilyRevoked)
-		}
+		return errs[0]
 	}
+
+	t.Run("Constant", func(t *testing.T) {
+		ctx := Context(t)
+		for r := range rounds {
+			f := mustCreateFamily(ctx, t, s, fmt.Sprintf("fam%d", r))
+			next := rotated(f, now)
+			err := revokeRace(ctx, t, r, f.ID, f.Subject, func() error {
+				return s.RotateRefreshFamily(ctx, f.ID, 1, next.Current, next.CurrentExpiresAt, now)
+			})
+			want := f
+			if err == nil {
+				want = next
+			}
+			want.RevokedAt = now
+			checkFamily(ctx, t, s, fmt.Sprintf("round %d: family", r), want)
+			if !revokedKeys(ctx, t, s, now)["family:"+f.ID] {
+				t.Errorf("round %d: the family's revocation is not listed", r)
+			}
+			err = s.RotateRefreshFamily(ctx, f.ID, want.Generation, hash("after"), now.Add(tokenLife), now)
+			wantErr(t, fmt.Sprintf("round %d: rotating after the revocation", r), err, store.ErrFamilyRevoked)
+		}
+	})
+	t.Run("Legacy", func(t *testing.T) {
+		ctx := Context(t)
+		ls := seeder(t, s)
+		for r := range rounds {
+			l := legacyFamily(fmt.Sprintf("legacy%d", r))
+			mustSeed(ctx, t, ls, l)
+			want := converted(l, []byte("salt"), gen(l.family.ID, 2), now)
+			err := revokeRace(ctx, t, r, l.family.ID, l.family.Subject, func() error {
+				return s.ConvertLegacyFamily(ctx, l.current().Hash, want.family.Salt, want.family.Current, want.family.CurrentExpiresAt, now)
+			})
+			if err != nil {
+				want = l
+			}
+			want.family.RevokedAt = now
+			checkLegacy(ctx, t, s, fmt.Sprintf("round %d: legacy family", r), want)
+			got := revokedKeys(ctx, t, s, now)
+			for _, k := range []string{"family:" + l.family.ID, "jti:" + l.ats[0].JTI, "jti:" + l.ats[1].JTI} {
+				if !got[k] {
+					t.Errorf("round %d: %s is not revoked", r, k)
+				}
+			}
+		}
+	})
 }

@@ -14,11 +14,15 @@
 //	}
 //
 // The suite covers every method and its errors, the time precision a store
-// promises, and the races the identity server relies on the store to settle:
-// concurrent rotations of one refresh token (exactly one wins), revocation
-// racing rotation, concurrent failures counted against one key (none lost),
-// and many concurrent writers. RotateConcurrently and AdmitConcurrently
-// also run their races over several stores sharing one database.
+// promises, the constant storage of a refresh family, and the races the
+// identity server relies on the store to settle: concurrent rotations of
+// one refresh family from one generation, and conversions of one legacy
+// token (exactly one wins), revocation racing rotation, concurrent
+// failures counted against one key (none lost), and many concurrent
+// writers. RotateConcurrently and AdmitConcurrently also run their races
+// over several stores sharing one database. The cases of legacy families
+// (made before the constant scheme) run only on a store that implements
+// store.LegacySeeder, and skip otherwise.
 //
 // Every wait is bounded by Timeout. The package is imported only by tests; it
 // must not depend on any backend.

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,262 +11,236 @@ import (
 var refreshCases = []testCase{
 	{"CreateAndRead", testRefreshCreateAndRead},
 	{"ReadUnknown", testRefreshReadUnknown},
-	{"CreateTakenFamilyID", testRefreshCreateTakenFamilyID},
-	{"CreateTakenTokenHash", testRefreshCreateTakenTokenHash},
+	{"CreateTakenID", testRefreshCreateTakenID},
+	{"CreateRefusesNotNew", testRefreshCreateRefusesNotNew},
 	{"Rotate", testRefreshRotate},
-	{"RotateTwice", testRefreshRotateTwice},
-	{"RotateUnknown", testRefreshRotateUnknown},
-	{"RotateRevoked", testRefreshRotateRevoked},
-	{"RotateToTakenHash", testRefreshRotateToTakenHash},
-	{"RecordAccessToken", testRefreshRecordAccessToken},
-	{"RecordAccessTokenErrors", testRefreshRecordAccessTokenErrors},
+	{"RotateFails", testRefreshRotateFails},
+	{"ConstantStorage", testRefreshConstantStorage},
 	{"Revoke", testRefreshRevoke},
 	{"RevokeTwice", testRefreshRevokeTwice},
 	{"RevokeUnknown", testRefreshRevokeUnknown},
-	{"RevokeAfterAccessTokenRevoked", testRefreshRevokeAfterAccessTokenRevoked},
 }
 
+// testRefreshCreateAndRead: a family reads back exactly as created, at
+// generation 1, with no previous token, and not legacy.
 func testRefreshCreateAndRead(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	f, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	mustCreateFamily(ctx, t, s, "fam2")
-	gotT, gotF := readToken(ctx, t, s, first.Hash)
-	equal(t, "token", gotT, normToken(t, first))
-	equal(t, "family", gotF, normFamily(t, f))
+	f := mustCreateFamily(ctx, t, s, "fam1")
+	f2 := mustCreateFamily(ctx, t, s, "fam2")
+	got := readFamily(ctx, t, s, "fam1")
+	equal(t, "family", got, normFamily(t, f))
+	if got.Legacy() || got.Generation != 1 || got.Previous != nil || !got.RotatedAt.IsZero() {
+		t.Errorf("a new family: Legacy %v, Generation %d, Previous %x, RotatedAt %v; want false, 1, none, zero",
+			got.Legacy(), got.Generation, got.Previous, got.RotatedAt)
+	}
+	checkFamily(ctx, t, s, "other family", f2)
 }
 
 func testRefreshReadUnknown(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	mustCreateFamily(ctx, t, s, "fam1")
-	_, _, err := s.RefreshToken(ctx, hash("unknown"))
-	wantErr(t, "RefreshToken of an unknown hash", err, store.ErrNotFound)
+	for _, id := range []string{"unknown", "FAM1", ""} {
+		_, err := s.RefreshFamily(ctx, id)
+		wantErr(t, fmt.Sprintf("RefreshFamily(%q)", id), err, store.ErrNotFound)
+	}
 }
 
-func testRefreshCreateTakenFamilyID(t *testing.T, s store.Store) {
+// testRefreshCreateTakenID: a family whose ID is taken is refused and the
+// one stored is left as it was.
+func testRefreshCreateTakenID(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	f, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	_, other, otherAT := family("fam2")
-	err := s.CreateRefreshFamily(ctx, f, store.RefreshToken{Hash: other.Hash, IssuedAt: t0, ExpiresAt: other.ExpiresAt}, otherAT)
-	wantErr(t, "CreateRefreshFamily with a taken ID", err, store.ErrAlreadyExists)
-	_, _, err = s.RefreshToken(ctx, other.Hash)
-	wantErr(t, "RefreshToken of the refused token", err, store.ErrNotFound)
-	gotT, _ := readToken(ctx, t, s, first.Hash)
-	equal(t, "first token", gotT, normToken(t, first))
+	f := mustCreateFamily(ctx, t, s, "fam1")
+	other := family("fam2")
+	other.ID = f.ID
+	wantErr(t, "CreateRefreshFamily with a taken ID", s.CreateRefreshFamily(ctx, other), store.ErrAlreadyExists)
+	checkFamily(ctx, t, s, "family after the refused create", f)
 }
 
-// testRefreshCreateTakenTokenHash: a family whose first token is refused is
-// not stored either.
-func testRefreshCreateTakenTokenHash(t *testing.T, s store.Store) {
+// testRefreshCreateRefusesNotNew: CreateRefreshFamily stores only a new
+// family of the constant scheme (generation 1, a current hash, no previous
+// one): a generation-0 family would be a legacy one without tokens, a
+// later generation one that was never rotated. Nothing is stored.
+func testRefreshCreateRefusesNotNew(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	f1, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	f2, second, at2 := family("fam2")
-	taken := second
-	taken.Hash = first.Hash
-	wantErr(t, "CreateRefreshFamily with a taken token hash",
-		s.CreateRefreshFamily(ctx, f2, taken, at2), store.ErrAlreadyExists)
-	_, gotF := readToken(ctx, t, s, first.Hash)
-	equal(t, "family of the first token", gotF, normFamily(t, f1))
-	// Nothing of fam2 was kept: it can be created now.
-	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f2, second, at2), nil)
+	for _, tt := range []struct {
+		name   string
+		change func(f *store.RefreshFamily)
+	}{
+		{"Generation0", func(f *store.RefreshFamily) { f.Generation = 0 }},
+		{"Generation2", func(f *store.RefreshFamily) { f.Generation = 2 }},
+		{"NoCurrent", func(f *store.RefreshFamily) { f.Current = nil }},
+		{"Previous", func(f *store.RefreshFamily) { f.Previous = hash("previous") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := family("fam-" + tt.name)
+			tt.change(&f)
+			if err := s.CreateRefreshFamily(ctx, f); err == nil {
+				t.Errorf("CreateRefreshFamily of %+v succeeded", f)
+			}
+			_, err := s.RefreshFamily(ctx, f.ID)
+			wantErr(t, "RefreshFamily of the refused family", err, store.ErrNotFound)
+		})
+	}
 }
 
+// testRefreshRotate: each rotation moves the generation on, the current
+// token to Previous and the next one to Current, with its expiry and the
+// rotation time; other families are left alone.
 func testRefreshRotate(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	f, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	now := t0.Add(time.Hour)
-	c1 := child(first, "fam1/1", now)
-	at1 := store.IssuedAccessToken{JTI: "fam1/at1", ExpiresAt: now.Add(time.Hour)}
-	wantErr(t, "RotateRefreshToken", s.RotateRefreshToken(ctx, first.Hash, c1, at1, now), nil)
-
-	wantParent := first
-	wantParent.RotatedAt, wantParent.Successor = now, c1.Hash
-	gotT, gotF := readToken(ctx, t, s, first.Hash)
-	equal(t, "parent", gotT, normToken(t, wantParent))
-	equal(t, "family", gotF, normFamily(t, f))
-	gotT, gotF = readToken(ctx, t, s, c1.Hash)
-	equal(t, "child", gotT, normToken(t, c1))
-	equal(t, "child's family", gotF, normFamily(t, f))
-
-	// The child rotates in turn; its FamilyID may be left to the store.
-	later := now.Add(time.Hour)
-	c2 := child(c1, "fam1/2", later)
-	c2.FamilyID = ""
-	at2 := store.IssuedAccessToken{JTI: "fam1/at2", ExpiresAt: later.Add(time.Hour)}
-	wantErr(t, "RotateRefreshToken of the child", s.RotateRefreshToken(ctx, c1.Hash, c2, at2, later), nil)
-	gotT, _ = readToken(ctx, t, s, c2.Hash)
-	c2.FamilyID = "fam1"
-	equal(t, "grandchild", gotT, normToken(t, c2))
+	f := mustCreateFamily(ctx, t, s, "fam1")
+	other := mustCreateFamily(ctx, t, s, "fam2")
+	for i := range 3 {
+		now := t0.Add(time.Duration(i+1) * time.Hour)
+		want := rotated(f, now)
+		wantErr(t, fmt.Sprintf("RotateRefreshFamily from %d", f.Generation),
+			s.RotateRefreshFamily(ctx, f.ID, f.Generation, want.Current, want.CurrentExpiresAt, now), nil)
+		checkFamily(ctx, t, s, fmt.Sprintf("family at generation %d", want.Generation), want)
+		f = want
+	}
+	equal(t, "generation after 3 rotations", f.Generation, 4)
+	equal(t, "previous token after 3 rotations", f.Previous, gen(f.ID, 3))
+	checkFamily(ctx, t, s, "other family", other)
 }
 
-func testRefreshRotateTwice(t *testing.T, s store.Store) {
+// testRefreshRotateFails: a rotation that fails, for each documented
+// reason, changes nothing, in the family it names or elsewhere. Each
+// subtest has families of its own.
+func testRefreshRotateFails(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	_, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	now := t0.Add(time.Hour)
-	c1, c2 := child(first, "fam1/1", now), child(first, "fam1/1bis", now.Add(time.Second))
-	wantErr(t, "RotateRefreshToken", s.RotateRefreshToken(ctx, first.Hash, c1,
-		store.IssuedAccessToken{JTI: "at1", ExpiresAt: now.Add(time.Hour)}, now), nil)
-	wantErr(t, "RotateRefreshToken again", s.RotateRefreshToken(ctx, first.Hash, c2,
-		store.IssuedAccessToken{JTI: "at2", ExpiresAt: now.Add(time.Hour)}, now.Add(time.Second)), store.ErrAlreadyRotated)
+	for _, tt := range []struct {
+		name string
+		fam  string // "live" (at generation 2), "revoked" (the same, revoked) or "unknown"
+		from int
+		want error // nil: any error
+	}{
+		{"Stale", "live", 1, store.ErrAlreadyRotated},
+		{"Future", "live", 3, store.ErrAlreadyRotated},
+		{"Revoked", "revoked", 2, store.ErrFamilyRevoked},
+		{"Unknown", "unknown", 1, store.ErrNotFound},
+		{"FromZero", "live", 0, nil},
+		{"FromNegative", "live", -1, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			live := mustRotate(ctx, t, s, mustCreateFamily(ctx, t, s, "live-"+tt.name), t0.Add(time.Hour))
+			revoked := mustRotate(ctx, t, s, mustCreateFamily(ctx, t, s, "revoked-"+tt.name), t0.Add(time.Hour))
+			revokedAt := t0.Add(2 * time.Hour)
+			wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, revoked.ID, revokedAt, revokedAt.Add(time.Hour)), nil)
+			revoked.RevokedAt = revokedAt
+			revsBefore := revocations(ctx, t, s, revokedAt)
 
-	gotT, _ := readToken(ctx, t, s, first.Hash)
-	equal(t, "parent's successor", gotT.Successor, c1.Hash)
-	equal(t, "parent's RotatedAt", gotT.RotatedAt, now)
-	_, _, err := s.RefreshToken(ctx, c2.Hash)
-	wantErr(t, "RefreshToken of the losing child", err, store.ErrNotFound)
-}
-
-func testRefreshRotateUnknown(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	_, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	now := t0.Add(time.Hour)
-	c := child(first, "fam1/1", now)
-	err := s.RotateRefreshToken(ctx, hash("unknown"), c, store.IssuedAccessToken{JTI: "at1", ExpiresAt: now.Add(time.Hour)}, now)
-	wantErr(t, "RotateRefreshToken of an unknown token", err, store.ErrNotFound)
-	_, _, err = s.RefreshToken(ctx, c.Hash)
-	wantErr(t, "RefreshToken of the child", err, store.ErrNotFound)
-}
-
-func testRefreshRotateRevoked(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	_, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	now := t0.Add(time.Hour)
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", now), nil)
-	c := child(first, "fam1/1", now)
-	at := store.IssuedAccessToken{JTI: "at1", ExpiresAt: now.Add(time.Hour)}
-	err := s.RotateRefreshToken(ctx, first.Hash, c, at, now.Add(time.Second))
-	wantErr(t, "RotateRefreshToken in a revoked family", err, store.ErrFamilyRevoked)
-	gotT, _ := readToken(ctx, t, s, first.Hash)
-	equal(t, "parent", gotT, normToken(t, first))
-	_, _, err = s.RefreshToken(ctx, c.Hash)
-	wantErr(t, "RefreshToken of the child", err, store.ErrNotFound)
-	if revokedJTIs(ctx, t, s, now)["at1"] {
-		t.Errorf("the access token of a failed rotation was recorded and revoked")
+			now := t0.Add(3 * time.Hour)
+			id := tt.fam + "-" + tt.name
+			err := s.RotateRefreshFamily(ctx, id, tt.from, hash("next of "+tt.name), now.Add(tokenLife), now)
+			what := fmt.Sprintf("RotateRefreshFamily(%q, from %d)", id, tt.from)
+			if tt.want == nil {
+				if err == nil {
+					t.Errorf("%s succeeded", what)
+				}
+			} else {
+				wantErr(t, what, err, tt.want)
+			}
+			checkFamily(ctx, t, s, "live family", live)
+			checkFamily(ctx, t, s, "revoked family", revoked)
+			_, err = s.RefreshFamily(ctx, "unknown-"+tt.name)
+			wantErr(t, "RefreshFamily of the unknown family", err, store.ErrNotFound)
+			equal(t, "revocations", revocations(ctx, t, s, revokedAt), revsBefore)
+			// The live family still rotates from its generation.
+			mustRotate(ctx, t, s, live, now)
+		})
 	}
 }
 
-// testRefreshRotateToTakenHash: a rotation whose child is refused changes
-// nothing.
-func testRefreshRotateToTakenHash(t *testing.T, s store.Store) {
+// testRefreshConstantStorage: a family costs the store the same after many
+// rotations as after one. Through the interface: it holds the current and
+// the previous token and no older one (those are neither legacy tokens nor
+// rotatable), rotations record no revocation, and once expired the family
+// is one record to remove, as a family rotated once is.
+func testRefreshConstantStorage(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	_, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	_, other, _ := mustCreateFamily(ctx, t, s, "fam2")
-	now := t0.Add(time.Hour)
-	c := child(first, "fam1/1", now)
-	c.Hash = other.Hash
-	err := s.RotateRefreshToken(ctx, first.Hash, c, store.IssuedAccessToken{JTI: "at1", ExpiresAt: now.Add(time.Hour)}, now)
-	wantErr(t, "RotateRefreshToken to a taken hash", err, store.ErrAlreadyExists)
-	gotT, _ := readToken(ctx, t, s, first.Hash)
-	equal(t, "parent", gotT, normToken(t, first))
-	gotT, _ = readToken(ctx, t, s, other.Hash)
-	equal(t, "other family's token", gotT, normToken(t, other))
-	// The parent can still rotate.
-	wantErr(t, "RotateRefreshToken", s.RotateRefreshToken(ctx, first.Hash, child(first, "fam1/1", now),
-		store.IssuedAccessToken{JTI: "at1", ExpiresAt: now.Add(time.Hour)}, now), nil)
-}
-
-func testRefreshRecordAccessToken(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	_, _, at0 := mustCreateFamily(ctx, t, s, "fam1")
-	now := t0.Add(time.Minute)
-	grace := store.IssuedAccessToken{JTI: "fam1/grace", ExpiresAt: now.Add(time.Hour)}
-	wantErr(t, "RecordAccessToken", s.RecordAccessToken(ctx, "fam1", grace), nil)
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", now), nil)
-	revs, err := s.Revocations(ctx, now)
-	wantErr(t, "Revocations", err, nil)
-	equal(t, "Revocations", normRevocations(t, revs), []store.Revocation{
-		{JTI: at0.JTI, ExpiresAt: at0.ExpiresAt, RevokedAt: now},
-		{JTI: grace.JTI, ExpiresAt: grace.ExpiresAt, RevokedAt: now},
-	})
-}
-
-func testRefreshRecordAccessTokenErrors(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	mustCreateFamily(ctx, t, s, "fam1")
-	at := store.IssuedAccessToken{JTI: "x", ExpiresAt: t0.Add(time.Hour)}
-	wantErr(t, "RecordAccessToken in an unknown family", s.RecordAccessToken(ctx, "nope", at), store.ErrNotFound)
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", t0), nil)
-	wantErr(t, "RecordAccessToken in a revoked family", s.RecordAccessToken(ctx, "fam1", at), store.ErrFamilyRevoked)
-	if revokedJTIs(ctx, t, s, t0)["x"] {
-		t.Errorf("a refused access token is listed as revoked")
+	const rotations = 100
+	once := mustRotate(ctx, t, s, mustCreateFamily(ctx, t, s, "once"), t0.Add(time.Minute))
+	many := family("many")
+	many.ExpiresAt = once.ExpiresAt.Add(time.Hour)
+	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, many), nil)
+	for i := 1; i <= rotations; i++ {
+		many = mustRotate(ctx, t, s, many, t0.Add(time.Duration(i)*time.Minute))
+		got := readFamily(ctx, t, s, many.ID)
+		equal(t, fmt.Sprintf("family after %d rotations", i), got, normFamily(t, many))
 	}
+	equal(t, "generation", many.Generation, rotations+1)
+	equal(t, "current token", many.Current, gen("many", rotations+1))
+	equal(t, "previous token", many.Previous, gen("many", rotations))
+
+	later := t0.Add(time.Duration(rotations+1) * time.Minute)
+	for g := 1; g <= rotations; g++ {
+		_, _, err := s.LegacyRefreshToken(ctx, gen("many", g))
+		wantErr(t, fmt.Sprintf("LegacyRefreshToken of the old generation %d", g), err, store.ErrNotFound)
+		err = s.RotateRefreshFamily(ctx, many.ID, g, hash("replay"), later.Add(tokenLife), later)
+		wantErr(t, fmt.Sprintf("RotateRefreshFamily from the old generation %d", g), err, store.ErrAlreadyRotated)
+	}
+	checkFamily(ctx, t, s, "family after the refused rotations", many)
+	equal(t, "revocations after the rotations", revocations(ctx, t, s, t0), nil)
+
+	n, err := s.DeleteExpired(ctx, once.ExpiresAt)
+	wantErr(t, "DeleteExpired of the family rotated once", err, nil)
+	equal(t, "records removed with the family rotated once", n, int64(1))
+	checkFamily(ctx, t, s, "family rotated many times", many)
+	n, err = s.DeleteExpired(ctx, many.ExpiresAt)
+	wantErr(t, "DeleteExpired of the family rotated many times", err, nil)
+	equal(t, fmt.Sprintf("records removed with the family rotated %d times", rotations), n, int64(1))
+	_, err = s.RefreshFamily(ctx, many.ID)
+	wantErr(t, "RefreshFamily of the removed family", err, store.ErrNotFound)
 }
 
-// testRefreshRevoke: revoking a family revokes the access tokens issued
-// from it that have not expired, however they were recorded, and leaves
-// other families alone.
+// testRefreshRevoke: revoking a family marks it revoked at now, changes
+// nothing else in it, and records one revocation, of the family, lasting
+// until tokensUntil; other families are left alone.
 func testRefreshRevoke(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	f, first, at0 := mustCreateFamily(ctx, t, s, "fam1")
-	_, otherFirst, otherAT := mustCreateFamily(ctx, t, s, "fam2")
-	rotatedAt := t0.Add(50 * time.Minute)
-	c := child(first, "fam1/1", rotatedAt)
-	at1 := store.IssuedAccessToken{JTI: "fam1/at1", ExpiresAt: rotatedAt.Add(time.Hour)}
-	wantErr(t, "RotateRefreshToken", s.RotateRefreshToken(ctx, first.Hash, c, at1, rotatedAt), nil)
-	grace := store.IssuedAccessToken{JTI: "fam1/grace", ExpiresAt: rotatedAt.Add(time.Hour)}
-	wantErr(t, "RecordAccessToken", s.RecordAccessToken(ctx, "fam1", grace), nil)
-	expired := store.IssuedAccessToken{JTI: "fam1/expired", ExpiresAt: t0.Add(10 * time.Minute)}
-	wantErr(t, "RecordAccessToken", s.RecordAccessToken(ctx, "fam1", expired), nil)
-	atNow := store.IssuedAccessToken{JTI: "fam1/expiring-now", ExpiresAt: t0.Add(time.Hour)}
-	wantErr(t, "RecordAccessToken", s.RecordAccessToken(ctx, "fam1", atNow), nil)
+	f := mustRotate(ctx, t, s, mustCreateFamily(ctx, t, s, "fam1"), t0.Add(time.Hour))
+	other := mustCreateFamily(ctx, t, s, "fam2")
+	now, until := t0.Add(2*time.Hour), t0.Add(3*time.Hour)
+	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, f.ID, now, until), nil)
 
-	now := t0.Add(time.Hour) // at0 and atNow expire now
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", now), nil)
-
-	_, gotF := readToken(ctx, t, s, c.Hash)
 	f.RevokedAt = now
-	equal(t, "revoked family", gotF, normFamily(t, f))
-	_, gotF = readToken(ctx, t, s, otherFirst.Hash)
-	equal(t, "other family's RevokedAt", gotF.RevokedAt, time.Time{})
-
-	revs, err := s.Revocations(ctx, now)
-	wantErr(t, "Revocations", err, nil)
-	equal(t, "Revocations", normRevocations(t, revs), []store.Revocation{
-		{JTI: at1.JTI, ExpiresAt: at1.ExpiresAt, RevokedAt: now},
-		{JTI: grace.JTI, ExpiresAt: grace.ExpiresAt, RevokedAt: now},
+	checkFamily(ctx, t, s, "revoked family", f)
+	checkFamily(ctx, t, s, "other family", other)
+	equal(t, "revocations", revocations(ctx, t, s, now), []store.Revocation{
+		{FamilyID: f.ID, ExpiresAt: until, RevokedAt: now},
 	})
-	// Earlier, the first access token would have been listed had it been
-	// revoked: it was not, since it had expired by the revocation.
-	if revokedJTIs(ctx, t, s, t0)[at0.JTI] {
-		t.Errorf("the access token %q, expired at the revocation, was revoked", at0.JTI)
-	}
-	if revokedJTIs(ctx, t, s, t0)[otherAT.JTI] {
-		t.Errorf("the access token of another family was revoked")
+	for _, tt := range []struct {
+		familyID string
+		want     bool
+	}{{f.ID, true}, {other.ID, false}, {"FAM1", false}, {"", false}} {
+		got, err := s.AccessTokenRevoked(ctx, "at", tt.familyID, f.Subject, now)
+		wantErr(t, "AccessTokenRevoked", err, nil)
+		if got != tt.want {
+			t.Errorf("AccessTokenRevoked of a token of family %q = %v, want %v", tt.familyID, got, tt.want)
+		}
 	}
 }
 
+// testRefreshRevokeTwice: revoking a revoked family is not an error and
+// changes nothing, its revocation included.
 func testRefreshRevokeTwice(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	f, first, at0 := mustCreateFamily(ctx, t, s, "fam1")
-	now := t0.Add(time.Minute)
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", now), nil)
-	wantErr(t, "RevokeRefreshFamily again", s.RevokeRefreshFamily(ctx, "fam1", now.Add(time.Minute)), nil)
-	_, gotF := readToken(ctx, t, s, first.Hash)
+	f := mustCreateFamily(ctx, t, s, "fam1")
+	now, until := t0.Add(time.Minute), t0.Add(time.Hour)
+	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, f.ID, now, until), nil)
+	wantErr(t, "RevokeRefreshFamily again", s.RevokeRefreshFamily(ctx, f.ID, now.Add(time.Minute), until.Add(time.Hour)), nil)
 	f.RevokedAt = now
-	equal(t, "family revoked twice", gotF, normFamily(t, f))
-	revs, err := s.Revocations(ctx, now)
-	wantErr(t, "Revocations", err, nil)
-	equal(t, "Revocations", normRevocations(t, revs), []store.Revocation{
-		{JTI: at0.JTI, ExpiresAt: at0.ExpiresAt, RevokedAt: now},
+	checkFamily(ctx, t, s, "family revoked twice", f)
+	equal(t, "revocations", revocations(ctx, t, s, now), []store.Revocation{
+		{FamilyID: f.ID, ExpiresAt: until, RevokedAt: now},
 	})
 }
 
 func testRefreshRevokeUnknown(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	mustCreateFamily(ctx, t, s, "fam1")
-	wantErr(t, "RevokeRefreshFamily of an unknown family", s.RevokeRefreshFamily(ctx, "nope", t0), store.ErrNotFound)
-}
-
-// testRefreshRevokeAfterAccessTokenRevoked: an access token revoked on its
-// own, then with its family, is listed once.
-func testRefreshRevokeAfterAccessTokenRevoked(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	_, _, at0 := mustCreateFamily(ctx, t, s, "fam1")
-	first := t0.Add(time.Minute)
-	wantErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, at0.JTI, at0.ExpiresAt, first), nil)
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", first.Add(time.Minute)), nil)
-	revs, err := s.Revocations(ctx, first)
-	wantErr(t, "Revocations", err, nil)
-	if len(revs) != 1 || revs[0].JTI != at0.JTI {
-		t.Errorf("Revocations: %+v, want %q once", revs, at0.JTI)
-	}
+	f := mustCreateFamily(ctx, t, s, "fam1")
+	wantErr(t, "RevokeRefreshFamily of an unknown family",
+		s.RevokeRefreshFamily(ctx, "nope", t0, t0.Add(time.Hour)), store.ErrNotFound)
+	equal(t, "revocations", revocations(ctx, t, s, t0), nil)
+	checkFamily(ctx, t, s, "other family", f)
 }

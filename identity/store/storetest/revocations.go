@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,41 +11,93 @@ import (
 
 var revocationCases = []testCase{
 	{"Empty", testRevocationsEmpty},
-	{"RevokeAndList", testRevocationsRevokeAndList},
+	{"Kinds", testRevocationsKinds},
+	{"OldestFirst", testRevocationsOldestFirst},
 	{"RevokeTwice", testRevocationsRevokeTwice},
 	{"ExpiredNotListed", testRevocationsExpiredNotListed},
+	{"Since", testRevocationsSince},
+	{"RevokeSubject", testRevocationsRevokeSubject},
+	{"RevokeSubjectAgain", testRevocationsRevokeSubjectAgain},
+	{"RevokeSubjectWithNothing", testRevocationsRevokeSubjectWithNothing},
 	{"AccessTokenRevoked", testRevocationsAccessTokenRevoked},
 }
 
-var deleteExpiredCases = []testCase{
-	{"NothingExpired", testDeleteExpiredNothing},
-	{"RemovesExpired", testDeleteExpiredRemoves},
-	{"RemovesStaleCounters", testDeleteExpiredCounters},
+// createFamilyOf creates the family id of subject.
+func createFamilyOf(ctx context.Context, t *testing.T, s store.Store, id, subject string) store.RefreshFamily {
+	t.Helper()
+	f := family(id)
+	f.Subject = subject
+	wantErr(t, "CreateRefreshFamily "+id, s.CreateRefreshFamily(ctx, f), nil)
+	return f
+}
+
+// revoke records r with the method of its kind: RevokeAccessToken,
+// RevokeRefreshFamily (of a family that exists) or RevokeSubject (whose
+// NotBefore is its RevokedAt).
+func revoke(ctx context.Context, t *testing.T, s store.Store, r store.Revocation) {
+	t.Helper()
+	switch {
+	case r.JTI != "":
+		wantErr(t, "RevokeAccessToken "+r.JTI, s.RevokeAccessToken(ctx, r.JTI, r.ExpiresAt, r.RevokedAt), nil)
+	case r.FamilyID != "":
+		wantErr(t, "RevokeRefreshFamily "+r.FamilyID, s.RevokeRefreshFamily(ctx, r.FamilyID, r.RevokedAt, r.ExpiresAt), nil)
+	default:
+		wantErr(t, "RevokeSubject "+r.Subject, s.RevokeSubject(ctx, r.Subject, r.RevokedAt, r.ExpiresAt), nil)
+	}
 }
 
 func testRevocationsEmpty(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	revs, err := s.Revocations(ctx, t0)
-	wantErr(t, "Revocations", err, nil)
-	if len(revs) != 0 {
-		t.Errorf("Revocations of an empty store: %+v", revs)
-	}
+	mustCreateFamily(ctx, t, s, "fam1")
+	equal(t, "Revocations of a store with nothing revoked", revocations(ctx, t, s, t0), nil)
+	equal(t, "RevocationsSince of a store with nothing revoked", revocationsSince(ctx, t, s, time.Time{}, t0), nil)
 }
 
-func testRevocationsRevokeAndList(t *testing.T, s store.Store) {
+// testRevocationsKinds: each kind of revocation reads back exactly, with
+// the one field that names what it revokes, and NotBefore for a subject.
+func testRevocationsKinds(t *testing.T, s store.Store) {
 	ctx := Context(t)
+	mustCreateFamily(ctx, t, s, "fam1")
 	want := []store.Revocation{
 		{JTI: "a", ExpiresAt: t0.Add(time.Hour), RevokedAt: t0.Add(-3 * time.Minute)},
-		{JTI: "c", ExpiresAt: t0.Add(2 * time.Hour), RevokedAt: t0.Add(-2 * time.Minute)},
-		{JTI: "b", ExpiresAt: t0.Add(30 * time.Minute), RevokedAt: t0.Add(-time.Minute)},
+		{FamilyID: "fam1", ExpiresAt: t0.Add(2 * time.Hour), RevokedAt: t0.Add(-2 * time.Minute)},
+		{Subject: "bob", NotBefore: t0.Add(-time.Minute), ExpiresAt: t0.Add(3 * time.Hour), RevokedAt: t0.Add(-time.Minute)},
 	}
-	for _, i := range []int{1, 2, 0} {
-		r := want[i]
-		wantErr(t, "RevokeAccessToken "+r.JTI, s.RevokeAccessToken(ctx, r.JTI, r.ExpiresAt, r.RevokedAt), nil)
+	for _, r := range want {
+		revoke(ctx, t, s, r)
 	}
+	equal(t, "Revocations", revocations(ctx, t, s, t0), want)
+	equal(t, "RevocationsSince the start", revocationsSince(ctx, t, s, time.Time{}, t0), want)
+}
+
+// testRevocationsOldestFirst: revocations of every kind, recorded in
+// another order, are listed oldest revocation first.
+func testRevocationsOldestFirst(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	mustCreateFamily(ctx, t, s, "fam1")
+	mustCreateFamily(ctx, t, s, "fam2")
+	want := []store.Revocation{
+		{FamilyID: "fam1", ExpiresAt: t0.Add(time.Hour), RevokedAt: t0.Add(-5 * time.Minute)},
+		{JTI: "b", ExpiresAt: t0.Add(30 * time.Minute), RevokedAt: t0.Add(-4 * time.Minute)},
+		{JTI: "a", ExpiresAt: t0.Add(2 * time.Hour), RevokedAt: t0.Add(-3 * time.Minute)},
+		{FamilyID: "fam2", ExpiresAt: t0.Add(time.Hour), RevokedAt: t0.Add(-2 * time.Minute)},
+		{Subject: "bob", NotBefore: t0.Add(-time.Minute), ExpiresAt: t0.Add(time.Hour), RevokedAt: t0.Add(-time.Minute)},
+		{JTI: "c", ExpiresAt: t0.Add(time.Hour), RevokedAt: t0},
+	}
+	for _, i := range []int{4, 2, 0, 5, 1, 3} {
+		revoke(ctx, t, s, want[i])
+	}
+	// Listed as stored: normRevocations would reorder those revoked at the
+	// same time, and none are.
 	revs, err := s.Revocations(ctx, t0)
 	wantErr(t, "Revocations", err, nil)
-	equal(t, "Revocations, oldest first", normRevocations(t, revs), want)
+	for i := range revs {
+		revs[i].NotBefore = utc(t, "NotBefore", revs[i].NotBefore)
+		revs[i].ExpiresAt = utc(t, "ExpiresAt", revs[i].ExpiresAt)
+		revs[i].RevokedAt = utc(t, "RevokedAt", revs[i].RevokedAt)
+	}
+	equal(t, "Revocations, oldest first", list(revs), want)
+	equal(t, "RevocationsSince the start, oldest first", revocationsSince(ctx, t, s, time.Time{}, t0), want)
 }
 
 func testRevocationsRevokeTwice(t *testing.T, s store.Store) {
@@ -52,208 +105,193 @@ func testRevocationsRevokeTwice(t *testing.T, s store.Store) {
 	exp := t0.Add(time.Hour)
 	wantErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "a", exp, t0), nil)
 	wantErr(t, "RevokeAccessToken again", s.RevokeAccessToken(ctx, "a", exp, t0.Add(time.Minute)), nil)
-	revs, err := s.Revocations(ctx, t0)
-	wantErr(t, "Revocations", err, nil)
-	if len(revs) != 1 || revs[0].JTI != "a" {
-		t.Errorf("Revocations: %+v, want \"a\" once", revs)
-	}
+	equal(t, "Revocations", revocations(ctx, t, s, t0), []store.Revocation{
+		{JTI: "a", ExpiresAt: exp, RevokedAt: t0},
+	})
 }
 
-// testRevocationsExpiredNotListed: a revocation is listed until the access
-// token expires; at its expiry it is not.
+// testRevocationsExpiredNotListed: a revocation of each kind is listed
+// until its expiry; at its expiry it is not, by Revocations or by
+// RevocationsSince.
 func testRevocationsExpiredNotListed(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	now := t0.Add(time.Hour)
-	for _, r := range []store.Revocation{
-		{JTI: "expired", ExpiresAt: now.Add(-time.Millisecond)},
-		{JTI: "expiring-now", ExpiresAt: now},
-		{JTI: "live", ExpiresAt: now.Add(time.Millisecond)},
-	} {
-		wantErr(t, "RevokeAccessToken "+r.JTI, s.RevokeAccessToken(ctx, r.JTI, r.ExpiresAt, t0), nil)
-	}
-	revs, err := s.Revocations(ctx, now)
-	wantErr(t, "Revocations", err, nil)
-	equal(t, "Revocations", normRevocations(t, revs), []store.Revocation{
-		{JTI: "live", ExpiresAt: now.Add(time.Millisecond), RevokedAt: t0},
-	})
-	revs, err = s.Revocations(ctx, t0)
-	wantErr(t, "Revocations earlier", err, nil)
-	if len(revs) != 3 {
-		t.Errorf("Revocations before any expired: %+v, want 3", revs)
-	}
-}
-
-func testDeleteExpiredNothing(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	n, err := s.DeleteExpired(ctx, t0)
-	wantErr(t, "DeleteExpired of an empty store", err, nil)
-	equal(t, "records removed from an empty store", n, int64(0))
-
-	_, first, _ := mustCreateFamily(ctx, t, s, "fam1")
-	wantErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "x", t0.Add(time.Hour), t0), nil)
-	n, err = s.DeleteExpired(ctx, t0)
-	wantErr(t, "DeleteExpired", err, nil)
-	equal(t, "records removed", n, int64(0))
-	readToken(ctx, t, s, first.Hash)
-	if !revokedJTIs(ctx, t, s, t0)["x"] {
-		t.Errorf("a live revocation was removed")
-	}
-}
-
-// testDeleteExpiredRemoves: expired families go with their tokens and
-// access-token records; records of expired access tokens and their
-// revocations go; everything else stays. A record whose expiry is now has
-// expired.
-func testDeleteExpiredRemoves(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	now := t0.Add(40 * 24 * time.Hour)
-
-	// fam1 expires at t0+30d: 1 family, 2 tokens, 2 access-token records.
-	_, first1, _ := mustCreateFamily(ctx, t, s, "fam1")
-	c1 := child(first1, "fam1/1", t0.Add(time.Hour))
-	wantErr(t, "RotateRefreshToken", s.RotateRefreshToken(ctx, first1.Hash, c1,
-		store.IssuedAccessToken{JTI: "fam1/at1", ExpiresAt: t0.Add(2 * time.Hour)}, t0.Add(time.Hour)), nil)
-	// fam2 expires now: 1 family, 1 token, 1 access-token record.
-	f2, first2, at2 := family("fam2")
-	f2.ExpiresAt = now
-	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f2, first2, at2), nil)
-	// fam3 lives on; its first access token (expired: 1 record) goes, a
-	// recent one stays.
-	f3, first3, _ := family("fam3")
-	f3.ExpiresAt = now.Add(24 * time.Hour)
-	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f3, first3,
-		store.IssuedAccessToken{JTI: "fam3/at0", ExpiresAt: t0.Add(time.Hour)}), nil)
-	live := store.IssuedAccessToken{JTI: "fam3/live", ExpiresAt: now.Add(time.Hour)}
-	wantErr(t, "RecordAccessToken", s.RecordAccessToken(ctx, "fam3", live), nil)
-	// Revocations: 2 expired, 1 live.
-	for _, r := range []store.Revocation{
-		{JTI: "old", ExpiresAt: t0.Add(time.Hour)},
-		{JTI: "expiring-now", ExpiresAt: now},
-		{JTI: "recent", ExpiresAt: now.Add(time.Hour)},
-	} {
-		wantErr(t, "RevokeAccessToken "+r.JTI, s.RevokeAccessToken(ctx, r.JTI, r.ExpiresAt, t0), nil)
-	}
-
-	n, err := s.DeleteExpired(ctx, now)
-	wantErr(t, "DeleteExpired", err, nil)
-	equal(t, "records removed", n, int64(5+3+1+2))
-
-	for _, h := range [][]byte{first1.Hash, c1.Hash, first2.Hash} {
-		_, _, err := s.RefreshToken(ctx, h)
-		wantErr(t, "RefreshToken of an expired family", err, store.ErrNotFound)
-	}
-	wantErr(t, "RevokeRefreshFamily of a removed family", s.RevokeRefreshFamily(ctx, "fam1", now), store.ErrNotFound)
-	readToken(ctx, t, s, first3.Hash)
-	equal(t, "revocations left", revokedJTIs(ctx, t, s, t0), map[string]bool{"recent": true})
-
-	n, err = s.DeleteExpired(ctx, now)
-	wantErr(t, "DeleteExpired again", err, nil)
-	equal(t, "records removed again", n, int64(0))
-
-	// fam3 still revokes its live access token.
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam3", now), nil)
-	equal(t, "revocations after revoking fam3", revokedJTIs(ctx, t, s, now),
-		map[string]bool{"recent": true, "fam3/live": true})
-}
-
-// testRevocationsAccessTokenRevoked: AccessTokenRevoked follows the
-// revocations through a sequence of steps, each checked for every JTI: a
-// single revocation, the revocation of a family (of its access tokens not
-// expired then), and DeleteExpired removing the revocations of expired
-// tokens.
-func testRevocationsAccessTokenRevoked(t *testing.T, s store.Store) {
-	ctx := Context(t)
-	mustCreateFamily(ctx, t, s, "fam1") // fam1/at0 expires at t0+1h
-	for _, at := range []store.IssuedAccessToken{
-		{JTI: "fam1/at1", ExpiresAt: t0.Add(3 * time.Hour)},
-		{JTI: "fam1/short", ExpiresAt: t0.Add(10 * time.Minute)},
-	} {
-		wantErr(t, "RecordAccessToken "+at.JTI, s.RecordAccessToken(ctx, "fam1", at), nil)
-	}
-	mustCreateFamily(ctx, t, s, "fam2")
-
-	for _, step := range []struct {
+	var all, live []store.Revocation
+	for _, e := range []struct {
 		name string
-		do   func() error
-		want map[string]bool // every JTI checked; absent ones are not revoked
+		exp  time.Time
 	}{
-		{"before any revocation", nil, nil},
-		{
-			"after RevokeAccessToken",
-			func() error { return s.RevokeAccessToken(ctx, "single", t0.Add(2*time.Hour), t0) },
-			map[string]bool{"single": true},
-		},
-		{
-			"after revoking it again",
-			func() error { return s.RevokeAccessToken(ctx, "single", t0.Add(2*time.Hour), t0.Add(time.Minute)) },
-			map[string]bool{"single": true},
-		},
-		{
-			// fam1/short had expired: it is not revoked.
-			"after RevokeRefreshFamily",
-			func() error { return s.RevokeRefreshFamily(ctx, "fam1", t0.Add(30*time.Minute)) },
-			map[string]bool{"single": true, "fam1/at0": true, "fam1/at1": true},
-		},
-		{
-			// single expires now, fam1/at0 before: their revocations go.
-			"after DeleteExpired",
-			func() error { _, err := s.DeleteExpired(ctx, t0.Add(2*time.Hour)); return err },
-			map[string]bool{"fam1/at1": true},
-		},
+		{"expired", now.Add(-time.Millisecond)},
+		{"expiring-now", now},
+		{"live", now.Add(time.Millisecond)},
 	} {
-		if step.do != nil {
-			wantErr(t, step.name, step.do(), nil)
+		mustCreateFamily(ctx, t, s, "fam-"+e.name)
+		for _, r := range []store.Revocation{
+			{JTI: "jti-" + e.name, ExpiresAt: e.exp, RevokedAt: t0},
+			{FamilyID: "fam-" + e.name, ExpiresAt: e.exp, RevokedAt: t0},
+			{Subject: "sub-" + e.name, NotBefore: t0, ExpiresAt: e.exp, RevokedAt: t0},
+		} {
+			revoke(ctx, t, s, r)
+			all = append(all, r)
+			if e.name == "live" {
+				live = append(live, r)
+			}
 		}
-		for _, jti := range []string{"single", "fam1/at0", "fam1/at1", "fam1/short", "fam2/at0", "unknown", "SINGLE"} {
-			got, err := s.AccessTokenRevoked(ctx, jti)
-			wantErr(t, fmt.Sprintf("%s: AccessTokenRevoked(%q)", step.name, jti), err, nil)
-			if got != step.want[jti] {
-				t.Errorf("%s: AccessTokenRevoked(%q) = %v, want %v", step.name, jti, got, step.want[jti])
+	}
+	live = normRevocations(t, live)
+	equal(t, "Revocations", revocations(ctx, t, s, now), live)
+	equal(t, "RevocationsSince", revocationsSince(ctx, t, s, t0, now), live)
+	equal(t, "Revocations before any expired", revocations(ctx, t, s, t0), normRevocations(t, all))
+}
+
+// testRevocationsSince: RevocationsSince lists the revocations of every
+// kind revoked at since or later, to the millisecond, that have not
+// expired.
+func testRevocationsSince(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	now := t0.Add(time.Hour)
+	var all []store.Revocation
+	for _, d := range []time.Duration{-time.Millisecond, 0, time.Millisecond} {
+		at := t0.Add(d)
+		name := fmt.Sprintf("t0%+dms", d.Milliseconds())
+		mustCreateFamily(ctx, t, s, "fam-"+name)
+		for _, r := range []store.Revocation{
+			{JTI: "jti-" + name, ExpiresAt: now.Add(time.Hour), RevokedAt: at},
+			{FamilyID: "fam-" + name, ExpiresAt: now.Add(time.Hour), RevokedAt: at},
+			{Subject: "sub-" + name, NotBefore: at, ExpiresAt: now.Add(time.Hour), RevokedAt: at},
+		} {
+			revoke(ctx, t, s, r)
+			all = append(all, r)
+		}
+	}
+	all = normRevocations(t, all) // t0-1ms first, then t0, then t0+1ms
+	// Recent but expired at now: never listed.
+	revoke(ctx, t, s, store.Revocation{JTI: "jti-expired", ExpiresAt: now, RevokedAt: t0.Add(time.Millisecond)})
+	for _, tt := range []struct {
+		name  string
+		since time.Time
+		want  []store.Revocation
+	}{
+		{"ZeroTime", time.Time{}, all},
+		{"Before", t0.Add(-time.Minute), all},
+		{"AtFirst", t0.Add(-time.Millisecond), all},
+		{"AtSecond", t0, all[3:]},
+		{"AtLast", t0.Add(time.Millisecond), all[6:]},
+		{"AfterLast", t0.Add(2 * time.Millisecond), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			equal(t, "RevocationsSince", revocationsSince(ctx, t, s, tt.since, now), list(tt.want))
+		})
+	}
+}
+
+// testRevocationsRevokeSubject: RevokeSubject revokes the subject's live
+// families at now, each with a family revocation until tokensUntil, leaves
+// a family revoked before as it was and other subjects' families alone,
+// and records the subject's NotBefore.
+func testRevocationsRevokeSubject(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	a1 := mustRotate(ctx, t, s, createFamilyOf(ctx, t, s, "a1", "alice"), t0.Add(time.Minute))
+	a2 := createFamilyOf(ctx, t, s, "a2", "alice")
+	a3 := createFamilyOf(ctx, t, s, "a3", "alice")
+	a3Revoked := store.Revocation{FamilyID: "a3", ExpiresAt: t0.Add(2 * time.Hour), RevokedAt: t0.Add(10 * time.Minute)}
+	revoke(ctx, t, s, a3Revoked)
+	a3.RevokedAt = a3Revoked.RevokedAt
+	b1 := createFamilyOf(ctx, t, s, "b1", "bob")
+	lookalike := createFamilyOf(ctx, t, s, "A1", "Alice")
+
+	now, until := t0.Add(time.Hour), t0.Add(3*time.Hour)
+	wantErr(t, "RevokeSubject", s.RevokeSubject(ctx, "alice", now, until), nil)
+
+	a1.RevokedAt, a2.RevokedAt = now, now
+	for _, f := range []store.RefreshFamily{a1, a2, a3, b1, lookalike} {
+		checkFamily(ctx, t, s, "family "+f.ID, f)
+	}
+	equal(t, "Revocations", revocations(ctx, t, s, now), []store.Revocation{
+		a3Revoked,
+		{FamilyID: "a1", ExpiresAt: until, RevokedAt: now},
+		{FamilyID: "a2", ExpiresAt: until, RevokedAt: now},
+		{Subject: "alice", NotBefore: now, ExpiresAt: until, RevokedAt: now},
+	})
+	err := s.RotateRefreshFamily(ctx, a2.ID, 1, hash("next"), now.Add(tokenLife), now)
+	wantErr(t, "RotateRefreshFamily of a family of the revoked subject", err, store.ErrFamilyRevoked)
+}
+
+// subjectRevocation is the one revocation of subject listed at now.
+func subjectRevocation(ctx context.Context, t *testing.T, s store.Store, subject string, now time.Time) store.Revocation {
+	t.Helper()
+	var found []store.Revocation
+	for _, r := range revocations(ctx, t, s, now) {
+		if r.Subject == subject {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("revocations of subject %q: %+v, want one", subject, found)
+	}
+	return found[0]
+}
+
+// testRevocationsRevokeSubjectAgain: revoking a subject again revokes the
+// families it has gained, and moves its NotBefore and expiry on, never
+// back; a move is listed by RevocationsSince from its time, so that a
+// verifier reading incrementally learns of it.
+func testRevocationsRevokeSubjectAgain(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	for _, step := range []struct {
+		name           string
+		now, until     time.Time
+		newFamily      bool      // a family of alice is created before the step
+		wantNotBefore  time.Time // after the step
+		wantExpiresAt  time.Time
+		listedSinceNow bool // RevocationsSince(now) lists alice's revocation
+	}{
+		{"First", t0.Add(time.Hour), t0.Add(3 * time.Hour), true, t0.Add(time.Hour), t0.Add(3 * time.Hour), true},
+		{"Later", t0.Add(2 * time.Hour), t0.Add(5 * time.Hour), true, t0.Add(2 * time.Hour), t0.Add(5 * time.Hour), true},
+		{"Earlier", t0.Add(90 * time.Minute), t0.Add(4 * time.Hour), false, t0.Add(2 * time.Hour), t0.Add(5 * time.Hour), false},
+		{"LaterButShorter", t0.Add(3 * time.Hour), t0.Add(4 * time.Hour), false, t0.Add(3 * time.Hour), t0.Add(5 * time.Hour), true},
+	} {
+		var f store.RefreshFamily
+		if step.newFamily {
+			f = createFamilyOf(ctx, t, s, "fam-"+step.name, "alice")
+		}
+		wantErr(t, step.name+": RevokeSubject", s.RevokeSubject(ctx, "alice", step.now, step.until), nil)
+		r := subjectRevocation(ctx, t, s, "alice", step.now)
+		equal(t, step.name+": NotBefore", r.NotBefore, step.wantNotBefore)
+		equal(t, step.name+": ExpiresAt", r.ExpiresAt, step.wantExpiresAt)
+		if step.newFamily {
+			f.RevokedAt = step.now
+			checkFamily(ctx, t, s, step.name+": new family", f)
+		}
+		if step.listedSinceNow {
+			var listed bool
+			for _, r := range revocationsSince(ctx, t, s, step.now, step.now) {
+				listed = listed || r.Subject == "alice"
+			}
+			if !listed {
+				t.Errorf("%s: RevocationsSince(now) does not list the moved revocation of alice", step.name)
+			}
+		}
+		for _, iat := range []time.Time{step.wantNotBefore.Add(-time.Millisecond), step.wantNotBefore} {
+			got, err := s.AccessTokenRevoked(ctx, "jti", "", "alice", iat)
+			wantErr(t, step.name+": AccessTokenRevoked", err, nil)
+			if want := iat.Before(step.wantNotBefore); got != want {
+				t.Errorf("%s: AccessTokenRevoked of a token of alice issued at %v = %v, want %v", step.name, iat, got, want)
 			}
 		}
 	}
 }
 
-// testDeleteExpiredCounters: DeleteExpired removes the counters whose window
-// began 24 hours or more before now and which have no lock in force (a lock
-// ending now is not), keeps the others, and does not count them.
-func testDeleteExpiredCounters(t *testing.T, s store.Store) {
+// testRevocationsRevokeSubjectWithNothing: a subject with no family is
+// revoked all the same (its access tokens may have been issued without
+// one), and nothing else changes.
+func testRevocationsRevokeSubjectWithNothing(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	now := t0.Add(48 * time.Hour)
-	counters := []struct {
-		key     string
-		start   time.Time // the counter's one attempt, which begins its window
-		lockout time.Duration
-		kept    bool
-	}{
-		{"window-began-24h-ago", now.Add(-24 * time.Hour), 0, false},
-		{"window-began-30h-ago", now.Add(-30 * time.Hour), 0, false},
-		{"lock-ended", now.Add(-25 * time.Hour), time.Hour, false},
-		{"lock-ends-now", now.Add(-25 * time.Hour), 25 * time.Hour, false},
-		{"fresh", now.Add(-24*time.Hour + time.Millisecond), 0, true},
-		{"fresh-and-locked", now.Add(-time.Hour), 2 * time.Hour, true},
-		{"stale-but-locked", now.Add(-25 * time.Hour), 25*time.Hour + time.Millisecond, true},
-	}
-	before := make([]store.Counter, len(counters))
-	for i, tt := range counters {
-		limit := 2 // one failure does not lock
-		if tt.lockout > 0 {
-			limit = 1
-		}
-		c, _, err := s.Admit(ctx, tt.key, tt.start, time.Hour, limit, tt.lockout)
-		wantErr(t, "Admit "+tt.key, err, nil)
-		before[i] = normCounter(t, c)
-	}
-	wantErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "expired", now, t0), nil)
-
-	n, err := s.DeleteExpired(ctx, now)
-	wantErr(t, "DeleteExpired", err, nil)
-	equal(t, "records removed (the revocation, not the counters)", n, int64(1))
-	for i, tt := range counters {
-		want := store.Counter{Key: tt.key}
-		if tt.kept {
-			want = before[i]
-		}
-		equal(t, "Counter "+tt.key+" after DeleteExpired", readCounter(ctx, t, s, tt.key), want)
-	}
+	f := mustCreateFamily(ctx, t, s, "fam1")
+	now, until := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	wantErr(t, "RevokeSubject", s.RevokeSubject(ctx, "nobody", now, until), nil)
+	equal(t, "Revocations", revocations(ctx, t, s, now), []store.Revocation{
+		{Subject: "nobody", NotBefore: now, ExpiresAt: until, RevokedAt: now},
+	})
+	checkFamily(ctx, t, s, "other subject's family", f)
 }

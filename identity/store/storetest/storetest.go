@@ -49,6 +49,7 @@ var groups = []struct {
 	{"SigningKeys", signingKeyCases},
 	{"Users", userCases},
 	{"RefreshFamilies", refreshCases},
+	{"LegacyFamilies", legacyCases},
 	{"Revocations", revocationCases},
 	{"Counters", counterCases},
 	{"DeleteExpired", deleteExpiredCases},
@@ -72,50 +73,6 @@ func Context(t *testing.T) context.Context {
 func hash(s string) []byte {
 	h := sha256.Sum256([]byte(s))
 	return h[:]
-}
-
-// family is a refresh family called id, created at t0 with its first token
-// and first access token, none of them expired at t0.
-func family(id string) (store.RefreshFamily, store.RefreshToken, store.IssuedAccessToken) {
-	f := store.RefreshFamily{
-		ID:        id,
-		ClientID:  "demo-app",
-		Subject:   "subject-" + id,
-		Scopes:    []string{"openid", "offline_access", "Service/Market"},
-		AuthTime:  t0.Add(-time.Minute),
-		Created:   t0,
-		ExpiresAt: t0.Add(30 * 24 * time.Hour),
-	}
-	first := store.RefreshToken{
-		Hash:      hash(id + "/0"),
-		FamilyID:  id,
-		IssuedAt:  t0,
-		ExpiresAt: t0.Add(14 * 24 * time.Hour),
-	}
-	at := store.IssuedAccessToken{JTI: id + "/at0", ExpiresAt: t0.Add(time.Hour)}
-	return f, first, at
-}
-
-// child is the token that replaces parent at now, called name.
-func child(parent store.RefreshToken, name string, now time.Time) store.RefreshToken {
-	return store.RefreshToken{
-		Hash:      hash(name),
-		FamilyID:  parent.FamilyID,
-		Parent:    parent.Hash,
-		IssuedAt:  now,
-		ExpiresAt: now.Add(14 * 24 * time.Hour),
-	}
-}
-
-// mustCreateFamily creates the family id with its first token and access
-// token, and returns them.
-func mustCreateFamily(ctx context.Context, t *testing.T, s store.Store, id string) (store.RefreshFamily, store.RefreshToken, store.IssuedAccessToken) {
-	t.Helper()
-	f, first, at := family(id)
-	if err := s.CreateRefreshFamily(ctx, f, first, at); err != nil {
-		t.Fatalf("CreateRefreshFamily(%q): %v", id, err)
-	}
-	return f, first, at
 }
 
 // wantErr fails t unless err is target (or nil when target is nil).
@@ -183,6 +140,9 @@ func normFamily(t *testing.T, f store.RefreshFamily) store.RefreshFamily {
 	f.Created = utc(t, "family Created", f.Created)
 	f.ExpiresAt = utc(t, "family ExpiresAt", f.ExpiresAt)
 	f.RevokedAt = utc(t, "family RevokedAt", f.RevokedAt)
+	f.Salt, f.Current, f.Previous = list(f.Salt), list(f.Current), list(f.Previous)
+	f.CurrentExpiresAt = utc(t, "family CurrentExpiresAt", f.CurrentExpiresAt)
+	f.RotatedAt = utc(t, "family RotatedAt", f.RotatedAt)
 	return f
 }
 
@@ -196,49 +156,87 @@ func normToken(t *testing.T, r store.RefreshToken) store.RefreshToken {
 }
 
 // normRevocations checks that revs are ordered oldest revocation first and
-// returns them normalised, those revoked at the same time ordered by JTI.
+// each revokes one kind of thing, and returns them normalised, those
+// revoked at the same time ordered by what they revoke.
 func normRevocations(t *testing.T, revs []store.Revocation) []store.Revocation {
 	t.Helper()
 	out := make([]store.Revocation, 0, len(revs))
 	for i, r := range revs {
+		if n := btoi(r.JTI != "") + btoi(r.FamilyID != "") + btoi(r.Subject != ""); n != 1 {
+			t.Errorf("revocation %+v sets %d of JTI, FamilyID and Subject, want 1", r, n)
+		}
+		if r.Subject == "" && !r.NotBefore.IsZero() {
+			t.Errorf("revocation %+v has a NotBefore but no Subject", r)
+		}
+		r.NotBefore = utc(t, "revocation NotBefore", r.NotBefore)
 		r.ExpiresAt = utc(t, "revocation ExpiresAt", r.ExpiresAt)
 		r.RevokedAt = utc(t, "revocation RevokedAt", r.RevokedAt)
 		if i > 0 && r.RevokedAt.Before(out[i-1].RevokedAt) {
-			t.Errorf("Revocations not ordered by revocation time: %+v", revs)
+			t.Errorf("revocations not ordered by revocation time: %+v", revs)
 		}
 		out = append(out, r)
 	}
 	slices.SortStableFunc(out, func(a, b store.Revocation) int {
-		return cmp.Or(a.RevokedAt.Compare(b.RevokedAt), strings.Compare(a.JTI, b.JTI))
+		return cmp.Or(a.RevokedAt.Compare(b.RevokedAt), strings.Compare(revocationKey(a), revocationKey(b)))
 	})
 	return list(out)
 }
 
-// readToken reads the token with hash h and its family, normalised.
-func readToken(ctx context.Context, t *testing.T, s store.Store, h []byte) (store.RefreshToken, store.RefreshFamily) {
-	t.Helper()
-	r, f, err := s.RefreshToken(ctx, h)
-	if err != nil {
-		t.Fatalf("RefreshToken: %v", err)
+func btoi(b bool) int {
+	if b {
+		return 1
 	}
-	return normToken(t, r), normFamily(t, f)
+	return 0
 }
 
-// revokedJTIs lists the JTIs Revocations returns at now.
-func revokedJTIs(ctx context.Context, t *testing.T, s store.Store, now time.Time) map[string]bool {
+// revocationKey names what r revokes: "jti:", "family:" or "subject:"
+// followed by its name.
+func revocationKey(r store.Revocation) string {
+	switch {
+	case r.JTI != "":
+		return "jti:" + r.JTI
+	case r.FamilyID != "":
+		return "family:" + r.FamilyID
+	default:
+		return "subject:" + r.Subject
+	}
+}
+
+// revocations lists the revocations Revocations returns at now, normalised.
+func revocations(ctx context.Context, t *testing.T, s store.Store, now time.Time) []store.Revocation {
 	t.Helper()
 	revs, err := s.Revocations(ctx, now)
 	if err != nil {
 		t.Fatalf("Revocations: %v", err)
 	}
-	jtis := make(map[string]bool, len(revs))
-	for _, r := range revs {
-		if jtis[r.JTI] {
-			t.Errorf("Revocations lists %q twice", r.JTI)
-		}
-		jtis[r.JTI] = true
+	return normRevocations(t, revs)
+}
+
+// revocationsSince lists the revocations RevocationsSince returns,
+// normalised.
+func revocationsSince(ctx context.Context, t *testing.T, s store.Store, since, now time.Time) []store.Revocation {
+	t.Helper()
+	revs, err := s.RevocationsSince(ctx, since, now)
+	if err != nil {
+		t.Fatalf("RevocationsSince: %v", err)
 	}
-	return jtis
+	return normRevocations(t, revs)
+}
+
+// revokedKeys names (see revocationKey) what the revocations listed at now
+// revoke, each listed once.
+func revokedKeys(ctx context.Context, t *testing.T, s store.Store, now time.Time) map[string]bool {
+	t.Helper()
+	revs := revocations(ctx, t, s, now)
+	keys := make(map[string]bool, len(revs))
+	for _, r := range revs {
+		k := revocationKey(r)
+		if keys[k] {
+			t.Errorf("Revocations lists %s twice", k)
+		}
+		keys[k] = true
+	}
+	return keys
 }
 
 // concurrently runs fn(0), ..., fn(n-1) in n goroutines released together,

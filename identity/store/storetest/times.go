@@ -11,6 +11,7 @@ var timeCases = []testCase{
 	{"SigningKey", testTimesSigningKey},
 	{"User", testTimesUser},
 	{"RefreshFamily", testTimesRefreshFamily},
+	{"LegacyFamily", testTimesLegacyFamily},
 	{"Revocation", testTimesRevocation},
 	{"Counter", testTimesCounter},
 }
@@ -69,41 +70,106 @@ func testTimesUser(t *testing.T, s store.Store) {
 	sameTime(t, "Updated", got.Updated, u.Updated)
 }
 
+// testTimesRefreshFamily: a family's times come back within a
+// millisecond, in UTC, after its creation, a rotation and its revocation;
+// a new family's RotatedAt stays zero.
 func testTimesRefreshFamily(t *testing.T, s store.Store) {
 	ctx := Context(t)
-	f, first, at := family("fam1")
-	f.AuthTime, f.Created, f.ExpiresAt = odd3, odd1, odd2
-	first.IssuedAt, first.ExpiresAt = odd1, odd2
-	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f, first, at), nil)
-	now := odd1.Add(time.Nanosecond)
-	c := child(first, "fam1/1", now)
-	wantErr(t, "RotateRefreshToken", s.RotateRefreshToken(ctx, first.Hash, c, store.IssuedAccessToken{JTI: "at1", ExpiresAt: odd2}, now), nil)
-	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", odd1), nil)
+	f := family("fam1")
+	f.AuthTime, f.Created, f.ExpiresAt, f.CurrentExpiresAt = odd3, odd1, odd2, odd2
+	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f), nil)
+	got, err := s.RefreshFamily(ctx, "fam1")
+	wantErr(t, "RefreshFamily", err, nil)
+	sameTime(t, "new family's CurrentExpiresAt", got.CurrentExpiresAt, odd2)
+	sameTime(t, "new family's RotatedAt", got.RotatedAt, time.Time{})
+	sameTime(t, "new family's RevokedAt", got.RevokedAt, time.Time{})
 
-	gotT, gotF, err := s.RefreshToken(ctx, first.Hash)
-	wantErr(t, "RefreshToken", err, nil)
-	sameTime(t, "IssuedAt", gotT.IssuedAt, first.IssuedAt)
-	sameTime(t, "token ExpiresAt", gotT.ExpiresAt, first.ExpiresAt)
-	sameTime(t, "RotatedAt", gotT.RotatedAt, now)
-	sameTime(t, "AuthTime", gotF.AuthTime, f.AuthTime)
-	sameTime(t, "family Created", gotF.Created, f.Created)
-	sameTime(t, "family ExpiresAt", gotF.ExpiresAt, f.ExpiresAt)
-	sameTime(t, "RevokedAt", gotF.RevokedAt, odd1)
-	gotT, _, err = s.RefreshToken(ctx, c.Hash)
-	wantErr(t, "RefreshToken of the child", err, nil)
-	sameTime(t, "child RotatedAt", gotT.RotatedAt, time.Time{})
+	now := odd1.Add(time.Nanosecond)
+	wantErr(t, "RotateRefreshFamily", s.RotateRefreshFamily(ctx, "fam1", 1, gen("fam1", 2), odd3, now), nil)
+	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", odd1, odd2), nil)
+	got, err = s.RefreshFamily(ctx, "fam1")
+	wantErr(t, "RefreshFamily", err, nil)
+	sameTime(t, "AuthTime", got.AuthTime, f.AuthTime)
+	sameTime(t, "Created", got.Created, f.Created)
+	sameTime(t, "ExpiresAt", got.ExpiresAt, f.ExpiresAt)
+	sameTime(t, "CurrentExpiresAt", got.CurrentExpiresAt, odd3)
+	sameTime(t, "RotatedAt", got.RotatedAt, now)
+	sameTime(t, "RevokedAt", got.RevokedAt, odd1)
 }
 
+// testTimesLegacyFamily: a legacy family's and its tokens' times come
+// back within a millisecond, in UTC, before and after its conversion.
+func testTimesLegacyFamily(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	ls := seeder(t, s)
+	l := legacyFamily("fam1")
+	l.family.AuthTime, l.family.Created, l.family.ExpiresAt = odd3, odd1, odd2
+	l.tokens[0].IssuedAt, l.tokens[0].ExpiresAt, l.tokens[0].RotatedAt = odd3, odd2, odd1
+	l.tokens[1].IssuedAt, l.tokens[1].ExpiresAt = odd1, odd2
+	mustSeed(ctx, t, ls, l)
+	now := odd1.Add(time.Nanosecond)
+	wantErr(t, "ConvertLegacyFamily", s.ConvertLegacyFamily(ctx, l.tokens[1].Hash, []byte("salt"), gen("fam1", 2), odd3, now), nil)
+
+	first, f, err := s.LegacyRefreshToken(ctx, l.tokens[0].Hash)
+	wantErr(t, "LegacyRefreshToken", err, nil)
+	sameTime(t, "IssuedAt", first.IssuedAt, odd3)
+	sameTime(t, "ExpiresAt", first.ExpiresAt, odd2)
+	sameTime(t, "RotatedAt", first.RotatedAt, odd1)
+	sameTime(t, "family AuthTime", f.AuthTime, odd3)
+	sameTime(t, "family Created", f.Created, odd1)
+	sameTime(t, "family ExpiresAt", f.ExpiresAt, odd2)
+	sameTime(t, "family CurrentExpiresAt", f.CurrentExpiresAt, odd3)
+	sameTime(t, "family RotatedAt", f.RotatedAt, now)
+	sameTime(t, "family RevokedAt", f.RevokedAt, time.Time{})
+	second, _, err := s.LegacyRefreshToken(ctx, l.tokens[1].Hash)
+	wantErr(t, "LegacyRefreshToken", err, nil)
+	sameTime(t, "converted token's IssuedAt", second.IssuedAt, odd1)
+	sameTime(t, "converted token's RotatedAt", second.RotatedAt, now)
+}
+
+// testTimesRevocation: the times of each kind of revocation come back
+// within a millisecond, in UTC; RevocationsSince lists those revoked at
+// since exactly; a subject's token issued at NotBefore is not revoked,
+// one issued a millisecond earlier is.
 func testTimesRevocation(t *testing.T, s store.Store) {
 	ctx := Context(t)
+	mustCreateFamily(ctx, t, s, "fam1")
 	wantErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "a", odd2, odd1), nil)
-	revs, err := s.Revocations(ctx, odd1)
-	wantErr(t, "Revocations", err, nil)
-	if len(revs) != 1 {
-		t.Fatalf("Revocations: %+v", revs)
+	wantErr(t, "RevokeRefreshFamily", s.RevokeRefreshFamily(ctx, "fam1", odd1, odd2), nil)
+	wantErr(t, "RevokeSubject", s.RevokeSubject(ctx, "bob", odd1, odd2), nil)
+	for _, list := range []struct {
+		name string
+		get  func() ([]store.Revocation, error)
+	}{
+		{"Revocations", func() ([]store.Revocation, error) { return s.Revocations(ctx, odd1) }},
+		{"RevocationsSince", func() ([]store.Revocation, error) { return s.RevocationsSince(ctx, odd1, odd1) }},
+	} {
+		revs, err := list.get()
+		wantErr(t, list.name, err, nil)
+		if len(revs) != 3 {
+			t.Fatalf("%s: %+v, want 3", list.name, revs)
+		}
+		for _, r := range revs {
+			what := list.name + ": " + revocationKey(r)
+			sameTime(t, what+" ExpiresAt", r.ExpiresAt, odd2)
+			sameTime(t, what+" RevokedAt", r.RevokedAt, odd1)
+			if r.Subject != "" {
+				sameTime(t, what+" NotBefore", r.NotBefore, odd1)
+			} else {
+				sameTime(t, what+" NotBefore", r.NotBefore, time.Time{})
+			}
+		}
 	}
-	sameTime(t, "ExpiresAt", revs[0].ExpiresAt, odd2)
-	sameTime(t, "RevokedAt", revs[0].RevokedAt, odd1)
+	for _, tt := range []struct {
+		iat  time.Time
+		want bool
+	}{{odd1.Add(-time.Millisecond), true}, {odd1, false}, {odd1.Add(time.Millisecond), false}} {
+		got, err := s.AccessTokenRevoked(ctx, "b", "", "bob", tt.iat)
+		wantErr(t, "AccessTokenRevoked", err, nil)
+		if got != tt.want {
+			t.Errorf("AccessTokenRevoked of a token of bob issued at %v, NotBefore %v: %v, want %v", tt.iat, odd1, got, tt.want)
+		}
+	}
 }
 
 // testTimesCounter: a counter's times come back within a millisecond, in
