@@ -78,8 +78,9 @@ type Users interface {
 // working until their next rotation converts them.
 type Refresh interface {
 	// CreateRefreshFamily stores a new family: f with Generation 1, its
-	// Current hash and CurrentExpiresAt set, no Previous. ErrAlreadyExists
-	// if f.ID is taken.
+	// Current hash and CurrentExpiresAt set, no Previous; any other f is
+	// refused with an error and nothing stored. ErrAlreadyExists if f.ID
+	// is taken.
 	CreateRefreshFamily(ctx context.Context, f RefreshFamily) error
 	// RefreshFamily returns the family with this id. ErrNotFound if there
 	// is none.
@@ -90,13 +91,16 @@ type Refresh interface {
 	// nextExpiresAt, Generation becomes from+1 and RotatedAt now, in one
 	// atomic step. Otherwise nothing changes and the error is
 	// ErrAlreadyRotated, ErrFamilyRevoked or ErrNotFound. Of many
-	// concurrent callers with the same from, exactly one succeeds.
+	// concurrent callers with the same from, exactly one succeeds. from is
+	// 1 or more: a legacy family (generation 0) rotates only through
+	// ConvertLegacyFamily, and from < 1 is an error that changes nothing.
 	RotateRefreshFamily(ctx context.Context, id string, from int, next []byte, nextExpiresAt, now time.Time) error
 	// RevokeRefreshFamily revokes a family at now, and with it every
 	// access token issued from it: it records a Revocation with FamilyID
 	// that lasts until tokensUntil (the latest expiry of an access token
-	// the family can have issued), and, for a legacy family, revokes the
-	// access tokens recorded for it by jti. Revoking a revoked family
+	// the family can have issued), and, for a family that is or was legacy,
+	// revokes the access tokens recorded for it by jti (those carry no
+	// "fid"). Revoking a revoked family
 	// changes nothing and is not an error; ErrNotFound if there is none.
 	RevokeRefreshFamily(ctx context.Context, id string, now, tokensUntil time.Time) error
 

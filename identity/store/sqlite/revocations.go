@@ -37,7 +37,7 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUn
 		_, err := tx.ExecContext(ctx, `INSERT INTO subject_revocations (subject, not_before, expires_at, revoked_at)
 			VALUES (?, ?, ?, ?)
 			ON CONFLICT (subject) DO UPDATE SET not_before = max(not_before, excluded.not_before),
-				expires_at = max(expires_at, excluded.expires_at), revoked_at = excluded.revoked_at`,
+				expires_at = max(expires_at, excluded.expires_at), revoked_at = max(revoked_at, excluded.revoked_at)`,
 			subject, millis(now), millis(tokensUntil), millis(now))
 		return err
 	})
