@@ -135,3 +135,54 @@ func TestRefreshSecretSealed(t *testing.T) {
 		t.Fatalf("refresh after a restart with the sealed secret: %s", res.raw)
 	}
 }
+
+// Ending a subject's sessions (a disabled user, a changed password)
+// revokes its refresh families and every access token issued before, in
+// introspection and in the verifier; a later login works.
+func TestRevokeSubjectEndsSessions(t *testing.T) {
+	f := newFixture(t)
+	login := f.login("demo", "demo-pw")
+	at, rt := login.str("access_token"), login.str("refresh_token")
+	if res := f.userinfo("GET", at); res.status != 200 { // cached in the verifier
+		t.Fatal(res.raw)
+	}
+	f.clock.Add(time.Second)
+	now := f.clock.Now()
+	if err := f.st.RevokeSubject(t.Context(), "sub-demo", now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.introspect(at, basic("svc", "svc-secret")); res.body["active"] != false {
+		t.Fatalf("introspection of a revoked subject's token: %s", res.raw)
+	}
+	if err := f.srv.Verifier().RefreshRevocations(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.userinfo("GET", at); res.status != 401 {
+		t.Fatalf("userinfo with a revoked subject's token: %d", res.status)
+	}
+	if res := f.refresh("app", rt); res.status != 400 {
+		t.Fatalf("refresh of a revoked subject's family: %s", res.raw)
+	}
+	f.clock.Add(time.Second)
+	fresh := f.login("demo", "demo-pw").str("access_token")
+	if res := f.userinfo("GET", fresh); res.status != 200 {
+		t.Fatalf("a login after the revocation: %d %s", res.status, res.raw)
+	}
+}
+
+// Every endpoint's failures are counted under its own name.
+func TestFailuresCountedByEndpoint(t *testing.T) {
+	m := &metricsRecorder{}
+	f := newFixture(t, func(c *Config) { c.Metrics = m })
+	f.login("demo", "wrong")
+	f.introspect("x", nil)
+	f.revoke(form("token", "x"))
+	f.userinfo("GET", "garbage")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, want := range []string{"token invalid_grant", "introspection invalid_client", "revocation invalid_client", "userinfo invalid_token"} {
+		if m.failed[want] != 1 {
+			t.Errorf("%q counted %d times: %v", want, m.failed[want], m.failed)
+		}
+	}
+}

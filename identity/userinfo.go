@@ -8,6 +8,8 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
 	"github.com/gatehouse/gatehouse/identity/verify"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // bearerRealm is the realm of Bearer challenges.
@@ -28,20 +30,25 @@ func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
 		s.failer("userinfo").Fail(w, r, "", "", oauth.MethodNotAllowed("the userinfo endpoint takes GET or POST"))
 		return
 	}
-	token, err := verify.BearerToken(r)
-	if err != nil || r.URL.Query().Has("access_token") {
-		code, desc, status := "", "", http.StatusUnauthorized
-		if !errors.Is(err, verify.ErrNoToken) || r.URL.Query().Has("access_token") {
-			code, desc, status = verify.BearerInvalidRequest, "send the access token in the Authorization header", http.StatusBadRequest
+	refuse := func(f *verify.Refusal) {
+		if ce := s.log.Check(zapcore.DebugLevel, "request failed"); ce != nil {
+			ce.Write(zap.String("endpoint", "userinfo"), zap.String("remote_addr", r.RemoteAddr),
+				zap.String("reason", string(f.Reason)), zap.NamedError("cause", f.Cause))
 		}
-		h.Set("WWW-Authenticate", verify.Challenge(bearerRealm, code, desc, ""))
-		w.WriteHeader(status)
+		if f.Code != "" { // no token is a challenge, not a failure (RFC 6750 §3.1)
+			s.countFailed("userinfo", f.Code)
+		}
+		f.Write(w)
+	}
+	if r.URL.Query().Has("access_token") {
+		// RFC 6750 §2.3 allows a token in the URL; we never read one there.
+		refuse(&verify.Refusal{Status: http.StatusBadRequest, Code: verify.BearerInvalidRequest,
+			Description: "send the access token in the Authorization header", Reason: verify.ReasonMalformedHeader, Realm: bearerRealm})
 		return
 	}
-	id, err := s.verifier.Verify(r.Context(), token)
-	if err != nil {
-		h.Set("WWW-Authenticate", verify.Challenge(bearerRealm, verify.BearerInvalidToken, verify.Description(err), ""))
-		w.WriteHeader(http.StatusUnauthorized)
+	id, refusal := s.verifier.Authorize(r, verify.Requirement{Realm: bearerRealm})
+	if refusal != nil {
+		refuse(refusal)
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
@@ -50,15 +57,16 @@ func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !id.HasScope(oauth.ScopeOpenID) {
-		h.Set("WWW-Authenticate", verify.Challenge(bearerRealm, verify.BearerInsufficientScope, "the access token lacks the openid scope", oauth.ScopeOpenID))
-		w.WriteHeader(http.StatusForbidden)
+		refuse(&verify.Refusal{Status: http.StatusForbidden, Code: verify.BearerInsufficientScope,
+			Description: "the access token lacks the openid scope", Reason: verify.ReasonInsufficientScope,
+			Realm: bearerRealm, Scope: oauth.ScopeOpenID})
 		return
 	}
 	user, err := s.store.UserBySubject(r.Context(), id.Subject)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && user.Disabled):
-		h.Set("WWW-Authenticate", verify.Challenge(bearerRealm, verify.BearerInvalidToken, "the user is unknown or disabled", ""))
-		w.WriteHeader(http.StatusUnauthorized)
+		refuse(&verify.Refusal{Status: http.StatusUnauthorized, Code: verify.BearerInvalidToken,
+			Description: "the user is unknown or disabled", Reason: verify.ReasonRevoked, Realm: bearerRealm})
 		return
 	case err != nil:
 		s.failer("userinfo").Fail(w, r, "", id.ClientID, oauth.ServerError(err))

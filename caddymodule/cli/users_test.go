@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 	"github.com/gatehouse/gatehouse/identity/users"
@@ -71,9 +72,25 @@ func TestUserCommands(t *testing.T) {
 	if alice.DisplayName != "Alice A" || alice.Email != "alice@example.com" || len(alice.Roles) != 1 {
 		t.Errorf("alice stored as %+v", alice)
 	}
+	// passwd and disable ended the sessions of alice and bob; enable ends
+	// nothing.
+	ended := map[string]bool{}
+	revs, err := st.Revocations(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range revs {
+		ended[r.Subject] = true
+	}
+	if !ended[alice.Subject] || !ended["bob-1"] || len(revs) != 2 {
+		t.Errorf("sessions ended: %+v, want alice's and bob's", revs)
+	}
 	user("", "enable", "bob")
 	if bob, _ := st.User(context.Background(), "bob"); bob.Disabled {
 		t.Error("enable left bob disabled")
+	}
+	if revs, _ := st.Revocations(context.Background(), time.Now()); len(revs) != 2 {
+		t.Errorf("enable changed the revocations: %+v", revs)
 	}
 }
 

@@ -20,6 +20,9 @@ const (
 	ErrSlowDown             = "slow_down"
 	ErrAccessDenied         = "access_denied"
 	ErrExpiredToken         = "expired_token"
+	// RFC 6750 §3.1, of the endpoints that take a bearer token.
+	ErrInvalidToken      = "invalid_token"
+	ErrInsufficientScope = "insufficient_scope"
 )
 
 // ErrorCodes are every code an endpoint may answer, for bounded metric
@@ -28,6 +31,7 @@ var ErrorCodes = []string{
 	ErrInvalidRequest, ErrInvalidClient, ErrInvalidGrant, ErrUnauthorizedClient,
 	ErrUnsupportedGrantType, ErrInvalidScope, ErrServerError, ErrTemporarilyUnavail,
 	ErrAuthorizationPending, ErrSlowDown, ErrAccessDenied, ErrExpiredToken,
+	ErrInvalidToken, ErrInsufficientScope,
 }
 
 // Error is an OAuth error as a value: what the client reads (Code,
