@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
@@ -35,33 +33,9 @@ func (k *SigningKeys) encryptionKey() ([]byte, error) {
 		return nil, nil
 	}
 	defer clear(raw)
-	key, err := decodeEncryptionKey(strings.TrimSpace(string(raw)))
+	key, err := keys.ParseEncryptionKey(strings.TrimSpace(string(raw)))
 	if err != nil {
 		return nil, fmt.Errorf("signing_keys: the key encryption key in %s: %w", source, err)
 	}
 	return key, nil
-}
-
-// errEncryptionKeyForm says what a key encryption key must look like; it
-// never carries the key.
-var errEncryptionKeyForm = fmt.Errorf("must be %d bytes, as %d hex digits or base64",
-	keys.EncryptionKeySize, 2*keys.EncryptionKeySize)
-
-// decodeEncryptionKey decodes a key encryption key written as 64 hex digits
-// or as base64 (standard or URL alphabet, padded or not).
-func decodeEncryptionKey(s string) ([]byte, error) {
-	if len(s) == 2*keys.EncryptionKeySize {
-		if b, err := hex.DecodeString(s); err == nil {
-			return b, nil
-		}
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			if len(b) == keys.EncryptionKeySize {
-				return b, nil
-			}
-			clear(b)
-		}
-	}
-	return nil, errEncryptionKeyForm
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -82,3 +84,28 @@ func SealSecret(kek, secret []byte, name string) ([]byte, error) { return sealKe
 // OpenSecret opens a server secret that SealSecret sealed; one stored in
 // the clear is returned as is.
 func OpenSecret(kek, stored []byte, name string) ([]byte, error) { return openKey(kek, stored, name) }
+
+// errEncryptionKeyForm says what a key encryption key must look like; it
+// never carries the key.
+var errEncryptionKeyForm = fmt.Errorf("must be %d bytes, as %d hex digits or base64",
+	EncryptionKeySize, 2*EncryptionKeySize)
+
+// ParseEncryptionKey decodes a key encryption key written as 64 hex digits
+// or as base64 (standard or URL alphabet, padded or not). Its error never
+// carries the key.
+func ParseEncryptionKey(s string) ([]byte, error) {
+	if len(s) == 2*EncryptionKeySize {
+		if b, err := hex.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			if len(b) == EncryptionKeySize {
+				return b, nil
+			}
+			clear(b)
+		}
+	}
+	return nil, errEncryptionKeyForm
+}
