@@ -64,7 +64,7 @@ func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
 		return nil, errors.New("unterminated JSON object")
 	}
-	if _, err := dec.Token(); err == nil {
+	if len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) > 0 {
 		return nil, errors.New("data after the JSON object")
 	}
 	return members, nil

@@ -1,8 +1,11 @@
 package verify
 
+import "encoding/json"
+
 // CacheLen exposes the cache size to the tests.
 func CacheLen(v *Verifier) int { return v.cache.len() }
 
 // ClaimsDecoded reports whether id's claims were decoded yet. Call it on
 // the goroutine that calls Claims.
-func ClaimsDecoded(id *Identity) bool { return id.claims != nil }
+func ClaimsDecoded(id *Identity) bool                                    { return id.claims != nil }
+func DecodeObjectForTest(raw []byte) (map[string]json.RawMessage, error) { return decodeObject(raw) }

@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rsa"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"maps"
 	"math/big"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -158,4 +160,71 @@ func ecPoint(key *ecdsa.PublicKey) (x, y *big.Int, ok bool) {
 	}
 	size := (len(raw) - 1) / 2
 	return new(big.Int).SetBytes(raw[1 : 1+size]), new(big.Int).SetBytes(raw[1+size:]), true
+}
+
+// FuzzDecodeObject: the strict JSON object reader agrees with
+// encoding/json on what it accepts: an object it reads is valid JSON whose
+// members, read by encoding/json, are the same names with the same values
+// (so no duplicate went unnoticed and no name was folded), and an object
+// without duplicates that encoding/json reads exactly, it reads too.
+func FuzzDecodeObject(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":1,"a":2}`, `{"ISS":"x","iss":"y"}`, `{"\u017fub":"x"}`, `{"a":{"b":[1,2]}}`, `{"a":1} x`, `[1]`, `{"a":"\u0000"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		members, err := verify.DecodeObjectForTest(raw)
+		var std map[string]json.RawMessage
+		stdErr := json.Unmarshal(raw, &std)
+		if err != nil {
+			return
+		}
+		if stdErr != nil {
+			t.Fatalf("accepted what encoding/json refuses (%v): %q", stdErr, raw)
+		}
+		if len(members) != len(std) || len(members) != topLevelNames(raw) {
+			t.Fatalf("%d members, encoding/json has %d, the text names %d: %q", len(members), len(std), topLevelNames(raw), raw)
+		}
+		for name, v := range members {
+			sv, ok := std[name]
+			if !ok {
+				t.Fatalf("member %q unknown to encoding/json: %q", name, raw)
+			}
+			var a, b any
+			if json.Unmarshal(v, &a) != nil || json.Unmarshal(sv, &b) != nil || !reflect.DeepEqual(a, b) {
+				t.Fatalf("member %q differs from encoding/json's: %q", name, raw)
+			}
+		}
+	})
+}
+
+// topLevelNames counts the member names of the JSON object raw (duplicates
+// included), walking its tokens: the test's own count, apart from the
+// decoder under test.
+func topLevelNames(raw []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	depth, names, expectName := 0, 0, false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return names
+		}
+		switch tok {
+		case json.Delim('{'):
+			depth++
+			expectName = depth == 1
+			continue
+		case json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 1 {
+			if _, isString := tok.(string); isString && expectName {
+				names++
+				expectName = false
+				continue
+			}
+			expectName = true // the value is done; a name comes next
+		}
+	}
 }
