@@ -188,13 +188,8 @@ func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, 
 		}
 		successor := s.successorOf(fam.ID, fam.Salt, token, p.generation+1)
 		err := st.RotateRefreshFamily(ctx, fam.ID, p.generation, HashToken(successor), slidingExpiry(now, c.Refresh, fam.ExpiresAt), now)
-		switch {
-		case err == nil:
-			return s.refreshed(g, successor, now, false)
-		case errors.Is(err, store.ErrFamilyRevoked):
-			return nil, errBadRefresh(err)
-		case !errors.Is(err, store.ErrAlreadyRotated):
-			return nil, oauth.ServerError(err)
+		if resp, perr, done := s.rotated(err, g, successor, now); done {
+			return resp, perr
 		}
 		// Lost the compare-and-swap to a concurrent refresh: read what won.
 		if fam, err = st.RefreshFamily(ctx, fam.ID); err != nil {
@@ -208,6 +203,21 @@ func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, 
 		return nil, s.replayed(ctx, fam, now)
 	}
 	return nil, errBadRefresh(errors.New("unknown refresh token"))
+}
+
+// rotated answers after a rotation's compare-and-swap: done unless it lost
+// to a concurrent refresh (ErrAlreadyRotated), which the caller resolves.
+func (s *Service) rotated(err error, g Grant, successor string, now time.Time) (*Response, *oauth.Error, bool) {
+	switch {
+	case err == nil:
+		resp, perr := s.refreshed(g, successor, now, false)
+		return resp, perr, true
+	case errors.Is(err, store.ErrFamilyRevoked):
+		return nil, errBadRefresh(err), true
+	case !errors.Is(err, store.ErrAlreadyRotated):
+		return nil, oauth.ServerError(err), true
+	}
+	return nil, nil, false
 }
 
 // graceOrReplay answers the previous generation's token: inside the grace
@@ -284,13 +294,8 @@ func (s *Service) refreshLegacy(ctx context.Context, c *clients.Client, token, s
 		}
 		successor := s.successorOf(fam.ID, salt, token, 2)
 		err := st.ConvertLegacyFamily(ctx, rec.Hash, salt, HashToken(successor), slidingExpiry(now, c.Refresh, fam.ExpiresAt), now)
-		switch {
-		case err == nil:
-			return s.refreshed(g, successor, now, false)
-		case errors.Is(err, store.ErrFamilyRevoked):
-			return nil, errBadRefresh(err)
-		case !errors.Is(err, store.ErrAlreadyRotated):
-			return nil, oauth.ServerError(err)
+		if resp, perr, done := s.rotated(err, g, successor, now); done {
+			return resp, perr
 		}
 		if fam, err = st.RefreshFamily(ctx, fam.ID); err != nil {
 			return nil, oauth.ServerError(err)
