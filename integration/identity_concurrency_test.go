@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -78,5 +80,56 @@ func TestConcurrentRefresh(t *testing.T) {
 	next := g.Refresh(t, successor)
 	if next.RefreshToken == "" || next.RefreshToken == successor {
 		t.Error("the shared successor did not refresh")
+	}
+}
+
+// TestParallelGuessesLockThePair sends a burst of wrong passwords for one
+// user from one address at once, then the right one: the burst gets no
+// more tries than sequential guesses would (each answer is invalid_grant,
+// or temporarily_unavailable for what exceeds the address's share of the
+// hash slots), and the right password is refused afterwards: the pair is
+// locked. The lockout counter shows it.
+func TestParallelGuessesLockThePair(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	const guesses = 20
+	endpoint := g.TokenEndpoint(t)
+	form := func(password string) string {
+		return url.Values{"grant_type": {"password"}, "username": {"trader"}, "password": {password}, "client_id": {publicClient}}.Encode()
+	}
+	g.AddSecret("guess-not-the-password")
+	codes := make([]string, guesses)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range guesses {
+		req := mustRequest(t, http.MethodPost, endpoint, strings.NewReader(form("guess-not-the-password")))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		wg.Go(func() {
+			<-start
+			resp, err := g.Client.Do(req)
+			if err != nil {
+				codes[i] = err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			var e errorResponse
+			_ = json.Unmarshal(body, &e)
+			codes[i] = fmt.Sprintf("%d %s", resp.StatusCode, e.Error)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, c := range codes {
+		if c != "400 invalid_grant" && c != "503 temporarily_unavailable" {
+			t.Errorf("guess %d: %s", i, c)
+		}
+	}
+	resp, body := g.PostToken(t, url.Values{"grant_type": {"password"}, "username": {"trader"}, "password": {"trader"}, "client_id": {publicClient}}, "", "")
+	if e := decodeError(t, resp, body); resp.StatusCode != http.StatusBadRequest || e.Error != "invalid_grant" {
+		t.Fatalf("the right password after the burst: %d %s", resp.StatusCode, body)
+	}
+	if n := metricValue(scrapeMetrics(t, g), "gatehouse_lockouts_total"); n != 1 {
+		t.Errorf("gatehouse_lockouts_total = %v, want 1", n)
 	}
 }
