@@ -95,9 +95,10 @@ type CheckerConfig struct {
 // addresses. It is safe for concurrent use: its own state is the gate
 // (guarded by its mutex and channels) and an atomic counter.
 type Checker struct {
-	cfg    CheckerConfig
-	gate   *gate
-	hashes atomic.Int64
+	cfg     CheckerConfig
+	gate    *gate
+	flights inflight
+	hashes  atomic.Int64
 	// hashing, when set (by tests), is called while a check of source holds
 	// a hash slot.
 	hashing func(source string)
@@ -178,6 +179,7 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 		}
 	}
 	a, err := c.admit(ctx, username, known, src)
+	defer a.decided()
 	if err != nil {
 		return store.User{}, err
 	}
@@ -203,9 +205,12 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 		}
 	}
 	if reason != "" {
+		a.decided() // the failure stands: attempts waiting on the pair may ask again
 		return store.User{}, c.failed(ctx, start, a, reason, src, known, user)
 	}
-	if err := c.refund(ctx, a); err != nil {
+	err = c.refund(ctx, a)
+	a.decided()
+	if err != nil {
 		return store.User{}, err
 	}
 	c.cfg.Audit.Info("login succeeded", zap.String("sub", user.Subject), zap.String("source", src))
@@ -273,6 +278,16 @@ type attempt struct {
 	counted []store.Counter // the admitted counters of keys, to refund
 	limits  []int
 	pair    store.Counter
+	done    func() // ends the pair's flight; nil when none was started
+}
+
+// decided ends the attempt's flight, once: from then on attempts waiting
+// on the pair ask again.
+func (a *attempt) decided() {
+	if a.done != nil {
+		a.done()
+		a.done = nil
+	}
 }
 
 // admit counts the attempt before its hash: against the (user, source)
@@ -291,14 +306,39 @@ func (c *Checker) admit(ctx context.Context, username string, known bool, src st
 	userKey := "user?:" + bucket(username)
 	if known {
 		pairKey := "pair:" + username + "\x00" + src
+		version := c.flights.join(pairKey)
 		pair, admitted, err := c.cfg.Store.Admit(ctx, pairKey, now, p.Window, p.MaxFailures, p.Duration)
+		if !admitted {
+			c.flights.refused(pairKey)
+		}
 		if err != nil {
 			return a, err
+		}
+		if !admitted {
+			// Attempts in flight may have filled the count: each time
+			// one is decided (a success takes its count back), ask
+			// again, for at most HashWait.
+			waitCtx, cancel := context.WithTimeout(ctx, c.cfg.HashWait)
+			for again := true; !admitted && again; {
+				if version, again = c.flights.again(waitCtx, pairKey, version); again {
+					now = c.cfg.Now()
+					pair, admitted, err = c.cfg.Store.Admit(ctx, pairKey, now, p.Window, p.MaxFailures, p.Duration)
+					if !admitted {
+						c.flights.refused(pairKey)
+					}
+					if err != nil {
+						cancel()
+						return a, err
+					}
+				}
+			}
+			cancel()
 		}
 		if !admitted {
 			a.locked = true
 			return a, nil
 		}
+		a.done = func() { c.flights.decided(pairKey) }
 		a.pair, a.setLock = pair, pair.Locked(now)
 		a.keys, a.counted, a.limits = append(a.keys, pairKey), append(a.counted, pair), append(a.limits, p.MaxFailures)
 		userKey = "user:" + username

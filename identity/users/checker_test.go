@@ -273,3 +273,25 @@ func TestNeedsRehashUpgradesOnLogin(t *testing.T) {
 		t.Fatal("the upgraded hash does not verify the password")
 	}
 }
+
+// Parallel logins of one user from one address with the right password
+// all succeed, however many: an attempt that finds the pair's count full
+// of attempts in flight waits for them (successes take theirs back).
+func TestParallelRightLoginsSucceed(t *testing.T) {
+	c, _, st := newChecker(t, func(cfg *CheckerConfig) { cfg.SourceQueue, cfg.HashWait = 100, time.Minute })
+	const n, src = 3 * DefaultMaxFailures, "192.0.2.30"
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = c.Check(context.Background(), "demo", "demo-pw", src) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("login %d: %v", i, err)
+		}
+	}
+	if cnt, err := st.Counter(t.Context(), "pair:demo\x00"+src); err != nil || cnt.Count != 0 || cnt.Locked(t0) {
+		t.Fatalf("pair after %d successes: %+v, %v", n, cnt, err)
+	}
+}
