@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"unicode/utf8"
 )
 
 // strictB64 decodes base64url without padding, refusing non-canonical
@@ -33,21 +35,28 @@ const maxMembers = 256
 // member names (RFC 7515 §4, RFC 7519 §4) and anything after the object.
 // Names are kept exactly: encoding/json matches struct fields without
 // regard to case (and folds "ſ" to "s"), so claims are looked up here by
-// their exact names instead.
+// their exact names instead. The object is checked whole by json.Valid,
+// then its top level is walked by hand (no token objects, few
+// allocations: this runs on every cold verification).
 func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	if !json.Valid(raw) || !utf8.Valid(raw) {
+		return nil, errors.New("not valid JSON in UTF-8") // RFC 7519 §7.2, RFC 8259 §8.1
+	}
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	members := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
+	members := make(map[string]json.RawMessage, 12)
+	i = skipSpace(raw, i+1)
+	if raw[i] == '}' {
+		return members, nil
+	}
+	for {
+		// raw is valid JSON: a name, a colon, a value, then , or }.
+		end := skipString(raw, i)
+		name, err := stringValue(raw[i:end])
 		if err != nil {
 			return nil, err
-		}
-		name, ok := tok.(string)
-		if !ok {
-			return nil, errors.New("member name is not a string")
 		}
 		if _, dup := members[name]; dup {
 			return nil, fmt.Errorf("member %q appears twice", truncate(name, 32))
@@ -55,27 +64,103 @@ func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
 		if len(members) == maxMembers {
 			return nil, errors.New("too many members")
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // the colon
+		end = skipValue(raw, i)
+		members[name] = raw[i:end:end]
+		i = skipSpace(raw, end)
+		if raw[i] == '}' {
+			return members, nil
 		}
-		members[name] = v
+		i = skipSpace(raw, i+1) // the comma
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, errors.New("unterminated JSON object")
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r' || raw[i] == '\n') {
+		i++
 	}
-	if len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) > 0 {
-		return nil, errors.New("data after the JSON object")
+	return i
+}
+
+// skipString returns the index after the string starting at raw[i] ('"').
+func skipString(raw []byte, i int) int {
+	for i++; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
 	}
-	return members, nil
+	return i
+}
+
+// skipValue returns the index after the value starting at raw[i].
+func skipValue(raw []byte, i int) int {
+	switch raw[i] {
+	case '"':
+		return skipString(raw, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(raw); i++ {
+			switch raw[i] {
+			case '"':
+				i = skipString(raw, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(raw) && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' && raw[i] != ' ' &&
+		raw[i] != '\t' && raw[i] != '\r' && raw[i] != '\n' {
+		i++
+	}
+	return i
+}
+
+// stringValue is the text of a JSON string token (with its quotes).
+func stringValue(tok []byte) (string, error) {
+	if bytes.IndexByte(tok, '\\') < 0 {
+		return string(tok[1 : len(tok)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(tok, &s)
+	return s, err
 }
 
 // member decodes the member name of m into v, if present; present reports
-// whether it was.
+// whether it was. Strings without escapes and numbers are read without
+// encoding/json.
 func member(m map[string]json.RawMessage, name string, v any) (present bool, err error) {
 	raw, ok := m[name]
 	if !ok {
 		return false, nil
+	}
+	switch dst := v.(type) {
+	case *string:
+		if len(raw) > 0 && raw[0] == '"' {
+			*dst, err = stringValue(raw)
+			if err != nil {
+				return true, fmt.Errorf("%s: %w", name, err)
+			}
+			return true, nil
+		}
+		return true, fmt.Errorf("%s is not a string", name)
+	case *float64:
+		if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+			if *dst, err = strconv.ParseFloat(string(raw), 64); err != nil {
+				return true, fmt.Errorf("%s: %w", name, err)
+			}
+			return true, nil
+		}
+		return true, fmt.Errorf("%s is not a number", name)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return true, fmt.Errorf("%s: %w", name, err)
