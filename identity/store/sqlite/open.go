@@ -127,7 +127,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 
 	// The first connection switches the file to WAL; the migrations then
 	// create the schema before any reader looks at it.
-	if err := s.w.PingContext(ctx); err != nil {
+	if err := connectWriter(ctx, s.w, o.busyTimeout); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
 	}
@@ -156,6 +156,27 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.stopWriter, s.writerDone = make(chan struct{}), make(chan struct{})
 	go s.runWriter()
 	return s, nil
+}
+
+// connectWriter opens the writer's connection, which switches a new file
+// to WAL. Two processes doing that to one new file at once can meet
+// SQLITE_BUSY without SQLite's busy handler ever waiting (it would
+// deadlock), so the connection is tried again, for up to busyTimeout.
+func connectWriter(ctx context.Context, w *sql.DB, busyTimeout time.Duration) error {
+	deadline := time.Now().Add(busyTimeout)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		err := w.PingContext(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // Close waits for the write in progress, if any, then closes the prepared
