@@ -36,7 +36,7 @@ func TestFamilyStorageIsConstant(t *testing.T) {
 			}
 			rt = res.str("refresh_token")
 		}
-		if parts := strings.Split(rt, "~"); len(parts) != 3 || parts[1] == "" {
+		if parts := strings.Split(rt, "~"); len(parts) != 4 || parts[1] == "" {
 			t.Fatalf("refresh token %q does not name its family and generation", rt)
 		}
 		counts[rotations] = f.records()
@@ -53,7 +53,9 @@ func TestForgedFamilyToken(t *testing.T) {
 	f := newFixture(t)
 	rt := f.login("demo", "demo-pw").str("refresh_token")
 	fam, _, _ := strings.Cut(rt, "~")
-	for _, forged := range []string{fam + "~1~forged", fam + "~2~forged", fam + "~0~x", fam + "~01~x", fam + "~1~" + strings.Repeat("A", 43)} {
+	parts := strings.Split(rt, "~")
+	for _, forged := range []string{fam + "~1~forged~tag", fam + "~2~forged~" + parts[3], fam + "~0~x~y", fam + "~01~x~y",
+		fam + "~1~" + strings.Repeat("A", 43) + "~" + parts[3], fam + "~1~" + parts[2] + "~" + strings.Repeat("A", 22), fam + "~1~" + parts[2]} {
 		if res := f.refresh("app", forged); res.status != 400 || res.str("error") != "invalid_grant" {
 			t.Fatalf("%q: %s", forged, res.raw)
 		}
@@ -100,7 +102,7 @@ func TestLegacyFamilyConverts(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := f.refresh("app", legacy)
-	if res.status != 200 || !strings.HasPrefix(res.str("refresh_token"), "legacy-fam~2~") {
+	if res.status != 200 || !strings.HasPrefix(res.str("refresh_token"), "legacy-fam~2~") || strings.Count(res.str("refresh_token"), "~") != 3 {
 		t.Fatalf("legacy refresh: %s", res.raw)
 	}
 	successor := res.str("refresh_token")

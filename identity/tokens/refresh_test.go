@@ -8,18 +8,20 @@ func TestParseRefreshToken(t *testing.T) {
 		want  parsed
 		ok    bool
 	}{
-		{format("fam", 1, "secret"), parsed{"fam", 1}, true},
-		{"fam~12~s3cr3t-_", parsed{"fam", 12}, true},
+		{"fam~1~secret~tag", parsed{"fam", 1, "fam~1~secret", "tag"}, true},
+		{"fam~12~s3cr3t-_~t4g", parsed{"fam", 12, "fam~12~s3cr3t-_", "t4g"}, true},
+		{"fam~1~secret", parsed{}, false},
+		{"fam~1~secret~", parsed{}, false},
 		{"legacy-token-without-separators", parsed{}, false},
-		{"~1~secret", parsed{}, false},
-		{"fam~0~secret", parsed{}, false},
-		{"fam~-1~secret", parsed{}, false},
-		{"fam~01~secret", parsed{}, false},
-		{"fam~+1~secret", parsed{}, false},
-		{"fam~1~", parsed{}, false},
-		{"fam~1~a~b", parsed{}, false},
-		{"fam~99999999999999999999~secret", parsed{}, false},
-		{"fam~x~secret", parsed{}, false},
+		{"~1~secret~tag", parsed{}, false},
+		{"fam~0~secret~tag", parsed{}, false},
+		{"fam~-1~secret~tag", parsed{}, false},
+		{"fam~01~secret~tag", parsed{}, false},
+		{"fam~+1~secret~tag", parsed{}, false},
+		{"fam~1~~tag", parsed{}, false},
+		{"fam~1~a~b~tag", parsed{}, false},
+		{"fam~99999999999999999999~secret~tag", parsed{}, false},
+		{"fam~x~secret~tag", parsed{}, false},
 	} {
 		got, ok := parse(tc.token)
 		if ok != tc.ok || got != tc.want {

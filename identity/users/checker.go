@@ -183,6 +183,16 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 	if err != nil {
 		return store.User{}, err
 	}
+	// Every path takes a hash slot, released at once when there is nothing
+	// to hash, so that a busy server answers alike whatever the name.
+	hashed, err := c.verify(ctx, slots, src, &user, password, !a.locked && known && !user.Disabled)
+	if err != nil {
+		// Not evaluated: not a failure of anyone's.
+		if rerr := c.refund(ctx, a); rerr != nil {
+			return store.User{}, rerr
+		}
+		return store.User{}, err
+	}
 	var reason string
 	switch {
 	case a.locked:
@@ -191,18 +201,8 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 		reason = "unknown user"
 	case user.Disabled:
 		reason = "user disabled"
-	default:
-		ok, err := c.verify(ctx, slots, src, &user, password)
-		if err != nil {
-			// Not evaluated: not a failure of anyone's.
-			if rerr := c.refund(ctx, a); rerr != nil {
-				return store.User{}, rerr
-			}
-			return store.User{}, err
-		}
-		if !ok {
-			reason = "wrong password"
-		}
+	case !hashed:
+		reason = "wrong password"
 	}
 	if reason != "" {
 		a.decided() // the failure stands: attempts waiting on the pair may ask again
@@ -240,15 +240,19 @@ func (c *Checker) failed(ctx context.Context, start time.Time, a attempt, reason
 	return fmt.Errorf("%w (%s)", ErrBadCredentials, reason)
 }
 
-// verify checks user's hash under the gate, waiting at most HashWait for a
-// slot; a success with an outdated hash stores a current one.
-func (c *Checker) verify(ctx context.Context, slots *sourceSlots, src string, user *store.User, password string) (bool, error) {
+// verify takes a hash slot, waiting at most HashWait, and checks user's
+// hash when hash is set; a success with an outdated hash stores a current
+// one. Without hash it releases the slot at once and reports false.
+func (c *Checker) verify(ctx context.Context, slots *sourceSlots, src string, user *store.User, password string, hash bool) (bool, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, c.cfg.HashWait)
 	defer cancel()
 	if err := c.gate.acquire(waitCtx, slots); err != nil {
 		return false, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	defer c.gate.release(slots)
+	if !hash {
+		return false, nil
+	}
 	if c.hashing != nil {
 		c.hashing(src)
 	}
@@ -302,45 +306,12 @@ func (c *Checker) admit(ctx context.Context, username string, known bool, src st
 	if !p.enabled() {
 		return a, nil
 	}
+	// The user (a bucket of them for a name that is no user) and the
+	// source: counted and throttled alike on every path, locked or not,
+	// so that no answer is told apart by its time.
 	now := c.cfg.Now()
 	userKey := "user?:" + bucket(username)
 	if known {
-		pairKey := "pair:" + username + "\x00" + src
-		version := c.flights.join(pairKey)
-		pair, admitted, err := c.cfg.Store.Admit(ctx, pairKey, now, p.Window, p.MaxFailures, p.Duration)
-		if !admitted {
-			c.flights.refused(pairKey)
-		}
-		if err != nil {
-			return a, err
-		}
-		if !admitted {
-			// Attempts in flight may have filled the count: each time
-			// one is decided (a success takes its count back), ask
-			// again, for at most HashWait.
-			waitCtx, cancel := context.WithTimeout(ctx, c.cfg.HashWait)
-			for again := true; !admitted && again; {
-				if version, again = c.flights.again(waitCtx, pairKey, version); again {
-					now = c.cfg.Now()
-					pair, admitted, err = c.cfg.Store.Admit(ctx, pairKey, now, p.Window, p.MaxFailures, p.Duration)
-					if !admitted {
-						c.flights.refused(pairKey)
-					}
-					if err != nil {
-						cancel()
-						return a, err
-					}
-				}
-			}
-			cancel()
-		}
-		if !admitted {
-			a.locked = true
-			return a, nil
-		}
-		a.done = func() { c.flights.decided(pairKey) }
-		a.pair, a.setLock = pair, pair.Locked(now)
-		a.keys, a.counted, a.limits = append(a.keys, pairKey), append(a.counted, pair), append(a.limits, p.MaxFailures)
 		userKey = "user:" + username
 	}
 	worst := 0
@@ -357,6 +328,48 @@ func (c *Checker) admit(ctx context.Context, username string, known bool, src st
 			return a, err
 		}
 	}
+	if !known {
+		return a, nil
+	}
+	// The pair, which locks: asked last, so that an admitted attempt goes
+	// straight to its hash and those waiting on it wait for no throttle.
+	pairKey := "pair:" + username + "\x00" + src
+	version := c.flights.join(pairKey)
+	now = c.cfg.Now()
+	pair, admitted, err := c.cfg.Store.Admit(ctx, pairKey, now, p.Window, p.MaxFailures, p.Duration)
+	if !admitted {
+		c.flights.refused(pairKey)
+	}
+	if err != nil {
+		return a, err
+	}
+	if !admitted {
+		// Attempts in flight may have filled the count: each time one is
+		// decided (a success takes its count back), ask again, for as
+		// long as an admitted attempt may take to be decided.
+		waitCtx, cancel := context.WithTimeout(ctx, 2*c.cfg.HashWait)
+		for again := true; !admitted && again; {
+			if version, again = c.flights.again(waitCtx, pairKey, version); again {
+				now = c.cfg.Now()
+				pair, admitted, err = c.cfg.Store.Admit(ctx, pairKey, now, p.Window, p.MaxFailures, p.Duration)
+				if !admitted {
+					c.flights.refused(pairKey)
+				}
+				if err != nil {
+					cancel()
+					return a, err
+				}
+			}
+		}
+		cancel()
+	}
+	if !admitted {
+		a.locked = true
+		return a, nil
+	}
+	a.done = func() { c.flights.decided(pairKey) }
+	a.pair, a.setLock = pair, pair.Locked(now)
+	a.keys, a.counted, a.limits = append(a.keys, pairKey), append(a.counted, pair), append(a.limits, p.MaxFailures)
 	return a, nil
 }
 

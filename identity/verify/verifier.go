@@ -415,12 +415,21 @@ func (v *Verifier) checkClaims(c *claims, payload []byte) (*Identity, *Error) {
 	}
 	switch s := c.Scope.(type) {
 	case string:
-		id.Scopes = strings.Fields(s)
+		// RFC 6749 §3.3: scope-tokens separated by the space (%x20) alone.
+		for tok := range strings.SplitSeq(s, " ") {
+			if tok == "" {
+				continue
+			}
+			if !validScope(tok) {
+				return nil, refuse(ReasonMalformed, errors.New("scope holds a character RFC 6749 §3.3 forbids"))
+			}
+			id.Scopes = append(id.Scopes, tok)
+		}
 	case []any:
 		for _, item := range s {
 			str, ok := item.(string)
-			if !ok {
-				return nil, refuse(ReasonMalformed, errors.New("scope array holds a non-string"))
+			if !ok || !validScope(str) {
+				return nil, refuse(ReasonMalformed, errors.New("scope array holds a non-scope"))
 			}
 			id.Scopes = append(id.Scopes, str)
 		}

@@ -228,6 +228,7 @@ func (is *Issuer) Hostile(scopes ...string) []Case {
 		{"sub spelled with a long s", foldedSub, verify.ReasonMalformed},
 		{"nbf of 1e300", with(func(_, c map[string]any) { c["nbf"] = 1e300 }), verify.ReasonMalformed},
 		{"exp before the epoch", with(func(_, c map[string]any) { c["exp"] = -1 }), verify.ReasonMalformed},
+		{"scope split by a no-break space", with(func(_, c map[string]any) { c["scope"] = "a\u00a0Service/Admin" }), verify.ReasonMalformed},
 		{"signature with unused low bits set", lowBits, verify.ReasonMalformed},
 		{"line break inside the signature", lineBreak, verify.ReasonMalformed},
 	}
