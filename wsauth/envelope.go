@@ -100,6 +100,22 @@ type scanState struct {
 
 var scanStates = sync.Pool{New: func() any { return new(scanState) }}
 
+// getScanState gives a pooled decoder reading msg in place (a
+// bytes.Buffer input is not copied).
+func getScanState(msg []byte) *scanState {
+	s := scanStates.Get().(*scanState)
+	s.in = *bytes.NewBuffer(msg)
+	s.dec.Reset(&s.in, strict...)
+	return s
+}
+
+// release drops the decoder's hold on the message and pools it.
+func (s *scanState) release() {
+	s.in = bytes.Buffer{}
+	s.dec.Reset(&s.in, strict...)
+	scanStates.Put(s)
+}
+
 // strict are the decoder's options, spelled out although they are its
 // defaults: duplicate names (at every depth) and invalid UTF-8 (including
 // escaped lone surrogates) are refused, as RFC 7493 (I-JSON) asks.
@@ -142,15 +158,8 @@ func Scan(msg []byte) (Envelope, error) {
 		}
 		return env, &ScanError{Err: ErrInvalidUTF8, Reason: "invalid UTF-8", Offset: int64(off)}
 	}
-	s := scanStates.Get().(*scanState)
-	defer func() {
-		// Drop the decoder's hold on msg before pooling it.
-		s.in = bytes.Buffer{}
-		s.dec.Reset(&s.in, strict...)
-		scanStates.Put(s)
-	}()
-	s.in = *bytes.NewBuffer(msg)
-	s.dec.Reset(&s.in, strict...)
+	s := getScanState(msg)
+	defer s.release()
 	err := s.scan(msg, &env)
 	if env.Present&HasController == 0 {
 		env.Controller = DefaultController
