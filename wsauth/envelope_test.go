@@ -2,7 +2,9 @@ package wsauth
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -70,6 +72,12 @@ var scanAccepts = []struct {
 		msg:  `{"Data":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
 		want: Envelope{Controller: "Zenith", Action: "Publish", Present: HasData},
 		data: strings.Repeat("[", 5000) + strings.Repeat("]", 5000),
+	},
+	{
+		name: "duplicates elsewhere are the backend's business",
+		msg:  `{"Topic":"Feeds","x":1,"x":2,"Data":{"Account":"a","Account":"b","Acc\u006funt":"c"}}`,
+		want: Envelope{Controller: "Zenith", Topic: "Feeds", Action: "Publish", Present: HasTopic | HasData},
+		data: `{"Account":"a","Account":"b","Acc\u006funt":"c"}`,
 	},
 	{
 		name: "empty object",
@@ -149,12 +157,15 @@ var scanRefusals = []struct {
 	{"dash and space variant", `{"Transaction-ID ":1}`, ErrMalformed, "variant of an envelope member name"},
 	{"escaped variant", `{"c\u006fntroller":"Trading"}`, ErrMalformed, "variant of an envelope member name"},
 	{"escaped Controller", `{"Contr\u006fller":"Market","Topic":"Depth"}`, ErrMalformed, "envelope member name spelled with an escape"},
-	{"escaped Controller after Controller", `{"Controller":"Market","Contr\u006fller":"Channel"}`, ErrMalformed, "duplicate member name"},
+	{"escaped Controller after Controller", `{"Controller":"Market","Contr\u006fller":"Channel"}`, ErrMalformed, "envelope member name spelled with an escape"},
 	{"escaped Topic", `{"\u0054opic":"Depth"}`, ErrMalformed, "envelope member name spelled with an escape"},
-	{"duplicate Controller", `{"Controller":"Zenith","Controller":"Trading"}`, ErrMalformed, "duplicate member name"},
-	{"duplicate Topic", `{"Topic":"Feeds","Topic":"Orders"}`, ErrMalformed, "duplicate member name"},
-	{"duplicate other member", `{"Topic":"Feeds","x":1,"x":2}`, ErrMalformed, "duplicate member name"},
-	{"duplicate inside Data", `{"Data":{"Account":"a","Account":"b"}}`, ErrMalformed, "duplicate member name"},
+	{"duplicate Controller", `{"Controller":"Zenith","Controller":"Trading"}`, ErrMalformed, "duplicate envelope member"},
+	{"duplicate Topic", `{"Topic":"Feeds","Topic":"Orders"}`, ErrMalformed, "duplicate envelope member"},
+	{"duplicate Topic apart", `{"Topic":"Feeds","Data":{},"Controller":"Zenith","Topic":"Orders"}`, ErrMalformed, "duplicate envelope member"},
+	{"duplicate Action", `{"Action":"Sub","Action":"Publish"}`, ErrMalformed, "duplicate envelope member"},
+	{"duplicate TransactionID", `{"TransactionID":1,"TransactionID":1}`, ErrMalformed, "duplicate envelope member"},
+	{"duplicate Confirm", `{"Confirm":true,"Confirm":true}`, ErrMalformed, "duplicate envelope member"},
+	{"duplicate Data", `{"Data":{"Account":"a"},"Data":{"Account":"b"}}`, ErrMalformed, "duplicate envelope member"},
 	{"non-ASCII name", `{"Controller":"Market","Contro\u0142ler":"x"}`, ErrMalformed, "member name not printable ASCII"},
 	{"long s name", `{"TranſactionID":1}`, ErrMalformed, "member name not printable ASCII"},
 	{"Kelvin sign name", "{\"Topic\":\"Feeds\",\"\u212aey\":1}", ErrMalformed, "member name not printable ASCII"},
@@ -250,5 +261,56 @@ func TestScanErrorEcho(t *testing.T) {
 	se, _ = errors.AsType[*ScanError](err)
 	if se == nil || se.Echo.Controller != DefaultController || se.Echo.Topic != "x" {
 		t.Errorf("echo of a truncated message: %+v", se)
+	}
+}
+
+// TestScanMemoryBound: Scan holds no more than the message, whatever the
+// message holds: hostile 1 MiB messages cost a few kilobytes of
+// allocation, not a multiple of the message (a decoder tracking every name
+// for duplicates allocates 16 MB for the first one).
+func TestScanMemoryBound(t *testing.T) {
+	names := func(prefix string) string {
+		var b strings.Builder
+		b.WriteString(prefix)
+		for i := 0; b.Len() < 1<<20; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"%x":0`, i)
+		}
+		return b.String() + strings.Repeat("}", strings.Count(prefix, "{"))
+	}
+	tests := map[string]string{
+		"many names in Data":   names(`{"Topic":"x","Data":{`),
+		"many top-level names": names(`{`),
+		"deep nesting":         `{"Data":[` + strings.Repeat(strings.Repeat(`{"a":`, 9990)+"1"+strings.Repeat("}", 9990)+",", 17) + `1]}`,
+		"escapes":              `{"Topic":"` + strings.Repeat(`\u00e9`, 170_000) + `"}`,
+	}
+	for name, msg := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := []byte(msg)
+			if _, err := Scan(b); err != nil {
+				t.Fatal(err)
+			}
+			const runs = 5
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range runs {
+				if _, err := Scan(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			perScan := (after.TotalAlloc - before.TotalAlloc) / runs
+			// The Topic of "escapes" is decoded (340 KB, from 1 MB of JSON
+			// text decoded in a scratch buffer as long).
+			limit := uint64(64 << 10)
+			if name == "escapes" {
+				limit += 340_000 + 1_020_002
+			}
+			if perScan > limit {
+				t.Errorf("Scan of %d bytes allocates %d bytes, over %d", len(b), perScan, limit)
+			}
+		})
 	}
 }

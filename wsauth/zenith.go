@@ -231,8 +231,9 @@ type AuthTokenRequest struct {
 }
 
 // ParseAuthToken reads data, an AuthToken message's raw Data, as
-// {"Provider":…,"AccessToken":…}: an object (I-JSON, as Scan checks) with
-// both members as strings, names exact, other members ignored. The
+// {"Provider":…,"AccessToken":…}: one object with both members once, as
+// strings, names exact (an escaped spelling is another member), other
+// members ignored. The
 // AccessToken is decoded by the Base-64 rule of interface.md §2.4: when it
 // is valid standard Base-64 (padded) the decoded bytes are the token,
 // otherwise the text itself is (a JWT, with its dots, never decodes).
@@ -270,11 +271,17 @@ func ParseAuthToken(data []byte, maxToken int) (AuthTokenRequest, error) {
 		}
 		switch string(name) {
 		case `"Provider"`:
+			if haveProvider {
+				return req, s.fault("duplicate member")
+			}
 			if v[0] != '"' {
 				return req, s.fault("Provider not a string")
 			}
 			req.Provider, haveProvider = s.str(v), true
 		case `"AccessToken"`:
+			if haveToken {
+				return req, s.fault("duplicate member")
+			}
 			if v[0] != '"' {
 				return req, s.fault("AccessToken not a string")
 			}
