@@ -22,12 +22,13 @@ var (
 	ErrTokenTooLarge = errors.New("access token too large")
 )
 
-// ScanError is a refused message. Reason and Offset are safe to log: they
-// are the scanner's own words and a byte position, never message content
-// (a message may carry a token). Echo holds what the caller may copy into
-// its Error reply.
+// ScanError is a refused message or AuthToken Data. Reason and Offset are
+// safe to log: they are the scanner's own words and a byte position, never
+// message content (a message may carry a token). Echo holds what the
+// caller may copy into its Error reply.
 type ScanError struct {
-	// Err is ErrMalformed or ErrInvalidUTF8.
+	// Err is ErrMalformed or ErrInvalidUTF8 (from Scan), or ErrMalformed
+	// or ErrTokenTooLarge (from ParseAuthToken).
 	Err error
 	// Reason says what was wrong, in the scanner's fixed vocabulary.
 	Reason string

@@ -27,19 +27,23 @@ const Any = "*"
 // AllowWithoutScope and Deny is set.
 type Rule struct {
 	// Controller is the controller the rule is for, matched exactly (case
-	// sensitive, as the protocol is), or "*" for every controller.
+	// sensitive, as the protocol is), or "*" for every controller, those
+	// the backend has and Gatehouse does not know included: a "*" rule
+	// that allows without scope opens that topic on all of them.
 	Controller string `json:"controller"`
 	// Topic is the topic the rule is for, matched exactly against the
 	// message's topic before any "!" argument, or "*" for every topic. It
 	// holds no "!".
 	Topic string `json:"topic"`
 	// Scopes: the message is allowed when the session holds any one of
-	// these OAuth scopes (e.g. "Service/Market").
+	// these OAuth scopes (e.g. "Service/Market"), compared exactly.
 	Scopes []string `json:"scopes,omitempty"`
-	// AllowWithoutScope allows the message to every authenticated session.
+	// AllowWithoutScope allows the message to every authenticated session,
+	// whatever its scopes. Default false.
 	AllowWithoutScope bool `json:"allow_without_scope,omitempty"`
 	// Deny refuses the message to every session; in a config that extends
-	// the default table, it takes a default row away.
+	// the default table, it takes a default row away (the search stops at
+	// it: a wildcard rule below does not apply). Default false.
 	Deny bool `json:"deny,omitempty"`
 }
 

@@ -62,7 +62,9 @@ type Profile struct {
 	// (zenith-protocol.md, "The real client"): the AuthToken reply has
 	// Topic AuthToken instead of Identify, a failure is Result
 	// "Rejected", and a success carries ExpiresIn, a TimeSpan, next to
-	// ExpiryDate. Default false: the documented form.
+	// ExpiryDate. Default false: the documented form. motif-core also
+	// stops unless a success carries AccessToken: the caller fills
+	// Identify.AccessToken for it.
 	Motif bool `json:"motif,omitempty"`
 }
 
