@@ -3,6 +3,7 @@
 // layer is pure:
 //
 //	envelope.go  Scan, the strict reader of client->backend messages
+//	decoder.go   its pooled jsontext decoder and error wording
 //	policy.go    Policy, the Controller/Topic -> scope table
 //	zenith.go    the gateway's own messages (Error, the Identify reply),
 //	             the Zenith DateTime and TimeSpan, the AuthToken request
