@@ -7,6 +7,7 @@ replace github.com/google/pprof => github.com/google/pprof v0.0.0-20250630185457
 require (
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/coreos/go-oidc/v3 v3.21.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3

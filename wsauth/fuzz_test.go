@@ -1,0 +1,289 @@
+package wsauth
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// FuzzScan: whatever Scan accepts, every reference parser below (exact,
+// case-insensitive as encoding/json, case-, '_'- and '-'-insensitive as
+// encoding/json/v2's nocase, or comparing names undecoded; each with the
+// first or the last duplicate winning) sees exactly the Controller, Topic
+// and Action Scan reported, with the Zenith defaults; and an exact parser
+// sees the same TransactionID and Data bytes. A refused message is refused
+// for invalid UTF-8 exactly when it is not UTF-8.
+func FuzzScan(f *testing.F) {
+	for _, c := range scanAccepts {
+		f.Add([]byte(c.msg))
+	}
+	for _, c := range scanRefusals {
+		f.Add([]byte(c.msg))
+	}
+	f.Add([]byte(`{"Controller":"Market","Topic":"Depth!BHP.ASX","Action":"Sub","TransactionID":3,"Confirm":false,"Data":{"Controller":"Auth"}}`))
+	f.Add([]byte(`{"Controller":"Trading","Topic":"PlaceOrder","TransactionID":1,"Data":{"Account":"1\u0000","Side":"Buy","Controller":[{"a":null}]}}`))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		env, err := Scan(msg)
+		if err != nil {
+			se, ok := errors.AsType[*ScanError](err)
+			switch {
+			case !ok:
+				t.Fatalf("untyped error %v", err)
+			case errors.Is(err, ErrInvalidUTF8) == utf8.Valid(msg):
+				t.Fatalf("error %v for a message whose UTF-8 validity is %v", err, utf8.Valid(msg))
+			case se.Echo.Data != nil || env.Present != 0:
+				t.Fatalf("a refused message gave Data %q or an envelope %+v", se.Echo.Data, env)
+			}
+			return
+		}
+		if !utf8.Valid(msg) || !json.Valid(msg) {
+			t.Fatalf("accepted a message encoding/json finds invalid")
+		}
+		var exact map[string]json.RawMessage // the plainest parser: exact names, last wins
+		if err := json.Unmarshal(msg, &exact); err != nil {
+			t.Fatalf("accepted a message that is not one JSON object: %v", err)
+		}
+		ms := topLevelMembers(t, msg)
+		for _, m := range ms {
+			for _, c := range []byte(m.name) {
+				if c < 0x20 || c > 0x7e {
+					t.Fatalf("accepted the member name %q", m.name)
+				}
+			}
+		}
+		for _, p := range refParsers {
+			for _, firstWins := range []bool{true, false} {
+				seen := p.read(t, ms, firstWins)
+				if seen.controller != env.Controller || seen.topic != env.Topic || seen.action != env.Action {
+					t.Fatalf("parser %s (first wins %v) sees %q/%q/%q, Scan reported %q/%q/%q",
+						p.name, firstWins, seen.controller, seen.topic, seen.action, env.Controller, env.Topic, env.Action)
+				}
+			}
+		}
+		for i, name := range envelopeNames {
+			raw, present := exact[name]
+			if present != (env.Present&(1<<i) != 0) {
+				t.Fatalf("%s present %v, Scan's Present %b", name, present, env.Present)
+			}
+			switch name {
+			case "TransactionID":
+				if !bytes.Equal(raw, env.TransactionIDText) {
+					t.Fatalf("TransactionID %q, Scan's text %q", raw, env.TransactionIDText)
+				}
+				if present {
+					if n, err := strconv.ParseInt(string(raw), 10, 64); err != nil || n != env.TransactionID {
+						t.Fatalf("TransactionID %q, Scan's %d (%v)", raw, env.TransactionID, err)
+					}
+				}
+			case "Data":
+				if !bytes.Equal(raw, env.Data) {
+					t.Fatalf("Data %q, Scan's %q", raw, env.Data)
+				}
+			case "Confirm":
+				var b bool
+				if present && (json.Unmarshal(raw, &b) != nil || b != env.Confirm) {
+					t.Fatalf("Confirm %s, Scan's %v", raw, env.Confirm)
+				}
+			}
+		}
+	})
+}
+
+// member is one top-level member: its name as written (quotes included),
+// the name as encoding/json decodes it, and its value.
+type member struct {
+	raw   string
+	name  string
+	value json.RawMessage
+}
+
+// topLevelMembers lists msg's top-level members in order, duplicates kept:
+// encoding/json's token stream gives the decoded names and the values; a
+// lenient jsontext decoder (duplicates allowed) gives the names as written.
+func topLevelMembers(t *testing.T, msg []byte) []member {
+	t.Helper()
+	var ms []member
+	d := json.NewDecoder(bytes.NewReader(msg))
+	d.UseNumber()
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %v %v", tok, err)
+	}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, member{name: tok.(string), value: v})
+	}
+	raw := jsontext.NewDecoder(bytes.NewReader(msg), jsontext.AllowDuplicateNames(true))
+	if _, err := raw.ReadToken(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; raw.PeekKind() != '}'; i++ {
+		name, err := raw.ReadValue()
+		if err != nil || i >= len(ms) {
+			t.Fatalf("member %d: %v", i, err)
+		}
+		ms[i].raw = string(name)
+		if err := raw.SkipValue(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.ReadToken(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ReadToken(); err != io.EOF {
+		t.Fatalf("after the object: %v", err)
+	}
+	return ms
+}
+
+// refParser is how one backend might find an envelope member.
+type refParser struct {
+	name  string
+	match func(m member, want string) bool
+}
+
+var refParsers = []refParser{
+	{"exact", func(m member, want string) bool { return m.name == want }},
+	{"case-insensitive", func(m member, want string) bool { return strings.EqualFold(m.name, want) }},
+	{"nocase (v2)", func(m member, want string) bool { return strings.EqualFold(dropDashes(m.name), want) }},
+	{"undecoded names", func(m member, want string) bool { return m.raw == `"`+want+`"` }},
+	{"undecoded, case-insensitive", func(m member, want string) bool { return strings.EqualFold(m.raw, `"`+want+`"`) }},
+}
+
+func dropDashes(s string) string {
+	return strings.NewReplacer("_", "", "-", "").Replace(s)
+}
+
+type seen struct{ controller, topic, action string }
+
+// read is what the parser sees, the Zenith defaults applied; a member it
+// takes for Controller, Topic or Action that is not a string fails the
+// test, since Scan accepted the message.
+func (p refParser) read(t *testing.T, ms []member, firstWins bool) seen {
+	t.Helper()
+	get := func(want, def string) string {
+		var found *member
+		for i := range ms {
+			if p.match(ms[i], want) && (found == nil || !firstWins) {
+				found = &ms[i]
+			}
+		}
+		if found == nil {
+			return def
+		}
+		var s string
+		if err := json.Unmarshal(found.value, &s); err != nil {
+			t.Fatalf("parser %s (first wins %v) reads %s from %s: %v", p.name, firstWins, want, found.value, err)
+		}
+		return s
+	}
+	return seen{get("Controller", DefaultController), get("Topic", ""), get("Action", DefaultAction)}
+}
+
+// FuzzPolicy: Allowed agrees with a plain search of the rule list (the
+// default table, and a config extending it): allowed implies the row that
+// governs the pair allows it, with the scope Allowed names held; denied
+// names that row's scopes. A topic with "!" arguments decides as its base.
+func FuzzPolicy(f *testing.F) {
+	configured := PolicyConfig{Rules: []Rule{
+		{Controller: "Zenith", Topic: "QueryFeeds", AllowWithoutScope: true},
+		{Controller: "Trading", Topic: "Accounts", Deny: true},
+		{Controller: "Watchlist", Topic: Any, Scopes: []string{ScopeMarket, ScopeTrading}},
+		{Controller: Any, Topic: Any, Scopes: []string{"catch-all"}},
+	}}
+	policies := []struct {
+		p     *Policy
+		rules []Rule
+	}{
+		{DefaultPolicy(), DefaultRules()},
+		{mustPolicy(f, configured), append(DefaultRules(), configured.Rules...)},
+	}
+	pool := []string{ScopeMarket, ScopeNews, ScopeTrading, ScopeOrderPad, ScopeAuthorise, "catch-all", "service/market", "Zenith/Trading"}
+	for i, r := range DefaultRules() {
+		f.Add(r.Controller, r.Topic, "", uint8(i))
+		f.Add(r.Controller, r.Topic+"!x", "BHP.ASX", uint8(1<<(i%8)))
+		f.Add(strings.ToLower(r.Controller), r.Topic, "", uint8(0xff))
+	}
+	f.Add("Market", "Markets", "x!y", uint8(0))
+	f.Add("Trading", "Accounts", "", uint8(0xff))
+	f.Add("Market", "!", "", uint8(0))
+	f.Fuzz(func(t *testing.T, controller, topic, args string, mask uint8) {
+		var scopes []string
+		for i, s := range pool {
+			if mask&(1<<i) != 0 {
+				scopes = append(scopes, s)
+			}
+		}
+		for i, pol := range policies {
+			ok, needed := pol.p.Allowed(scopes, controller, topic)
+			row := governingRow(pol.rules, controller, topic)
+			switch {
+			case ok && row == nil:
+				t.Fatalf("policy %d allows %q/%q with no row", i, controller, topic)
+			case ok && !row.AllowWithoutScope && !(slices.Contains(row.Scopes, needed) && slices.Contains(scopes, needed)):
+				t.Fatalf("policy %d allows %q/%q by %q; the row %+v, the session %q", i, controller, topic, needed, *row, scopes)
+			case ok && row.AllowWithoutScope && needed != "":
+				t.Fatalf("policy %d names %q for a row open to all", i, needed)
+			case !ok && row != nil && (row.AllowWithoutScope || slices.ContainsFunc(row.Scopes, func(s string) bool { return slices.Contains(scopes, s) })):
+				t.Fatalf("policy %d denies %q/%q that the row %+v allows to %q", i, controller, topic, *row, scopes)
+			case !ok && row != nil && needed != strings.Join(row.Scopes, " "):
+				t.Fatalf("policy %d denies %q/%q needing %q; the row %+v", i, controller, topic, needed, *row)
+			case !ok && row == nil && needed != "":
+				t.Fatalf("policy %d denies %q/%q needing %q with no row", i, controller, topic, needed)
+			}
+			base := TopicBase(topic)
+			withArgs := base + "!" + args
+			if ok2, needed2 := pol.p.Allowed(scopes, controller, withArgs); ok2 != ok || needed2 != needed {
+				t.Fatalf("policy %d: %q/%q gives %v %q, but %q gives %v %q", i, controller, topic, ok, needed, withArgs, ok2, needed2)
+			}
+		}
+	})
+}
+
+// governingRow finds, by a plain search, the last rule (a later rule for a
+// pair replaces an earlier) for the first of: exact pair, any controller,
+// any topic, any pair. nil means no rule, or a Deny rule.
+func governingRow(rules []Rule, controller, topic string) *Rule {
+	base := topic
+	if i := strings.IndexByte(topic, '!'); i >= 0 {
+		base = topic[:i]
+	}
+	for _, try := range [][2]string{{controller, base}, {"*", base}, {controller, "*"}, {"*", "*"}} {
+		var row *Rule
+		for i := range rules {
+			if rules[i].Controller == try[0] && rules[i].Topic == try[1] {
+				row = &rules[i]
+			}
+		}
+		if row != nil {
+			if row.Deny {
+				return nil
+			}
+			return row
+		}
+	}
+	return nil
+}
+
+func mustPolicy(tb testing.TB, c PolicyConfig) *Policy {
+	tb.Helper()
+	p, err := NewPolicy(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,328 @@
+package wsauth
+
+import (
+	"encoding/base64"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Error codes: the Data of an Error message (zenith-protocol.md, "Message
+// container").
+const (
+	// CodeAuthority: the session may not send this message (a policy
+	// denial, or anything but Auth before authentication).
+	CodeAuthority = "Authority"
+	// CodeDeserialise: the message could not be read (ErrMalformed).
+	CodeDeserialise = "Data.Deserialise"
+)
+
+// AppendError appends to dst the Error message answering env:
+//
+//	{"Controller":…,"Topic":…,"Action":"Error","TransactionID":…,"Data":code}
+//
+// echoing env's Controller (after its default), its Topic with any "!"
+// arguments, and the exact text of its TransactionID. Topic and
+// TransactionID are left out when the request had none. env may be a
+// ScanError's Echo.
+func AppendError(dst []byte, env *Envelope, code string) []byte {
+	dst = append(dst, `{"Controller":`...)
+	dst = appendString(dst, env.Controller)
+	if env.Present&HasTopic != 0 {
+		dst = append(dst, `,"Topic":`...)
+		dst = appendString(dst, env.Topic)
+	}
+	dst = append(dst, `,"Action":"Error"`...)
+	dst = appendTransactionID(dst, env.TransactionIDText)
+	dst = append(dst, `,"Data":`...)
+	dst = appendString(dst, code)
+	return append(dst, '}')
+}
+
+// Results of an Identify reply. Reject is the documented failure
+// (interface.md §2.5); the motif-core client spells it Rejected.
+const (
+	ResultSuccess  = "Success"
+	ResultReject   = "Reject"
+	ResultRejected = "Rejected"
+)
+
+// DefaultVendor is the <vendor> of Scope entries when a Profile names none.
+const DefaultVendor = "Gatehouse"
+
+// Profile is how the gateway spells its Auth replies for a client.
+type Profile struct {
+	// Vendor is the first part of each Scope entry of an Identify reply,
+	// "<Vendor>.Service.<Area>". Default DefaultVendor.
+	Vendor string `json:"vendor,omitempty"`
+	// Motif spells the replies as the motif-core client expects
+	// (zenith-protocol.md, "The real client"): the AuthToken reply has
+	// Topic AuthToken instead of Identify, a failure is Result
+	// "Rejected", and a success carries ExpiresIn, a TimeSpan, next to
+	// ExpiryDate. Default false: the documented form. motif-core also
+	// stops unless a success carries AccessToken: the caller fills
+	// Identify.AccessToken for it.
+	Motif bool `json:"motif,omitempty"`
+}
+
+// AuthTokenReplyTopic is the Topic of the reply to an AuthToken message:
+// Identify (interface.md §4.4), or AuthToken for motif-core.
+func (p Profile) AuthTokenReplyTopic() string {
+	if p.Motif {
+		return "AuthToken"
+	}
+	return "Identify"
+}
+
+// Identify is what an Identify reply tells the client (interface.md §2.5).
+type Identify struct {
+	// Success: the authentication was accepted. Without it the reply's
+	// Data is the failure Result alone, whatever the other fields hold.
+	Success bool
+	// AccessToken is the token itself, sent Base-64 encoded; "" leaves
+	// AccessToken out (the client's configuration does not allow it).
+	AccessToken string
+	// DisplayName is the user's friendly name; "" leaves it out.
+	DisplayName string
+	// UserID is the internal user name; "" leaves it out.
+	UserID string
+	// Expiry is when the authentication expires; zero leaves ExpiryDate
+	// (and ExpiresIn) out.
+	Expiry time.Time
+	// Scopes are the granted OAuth scopes; each Service/<Area> becomes a
+	// Scope entry <vendor>.Service.<Area>, the others are not listed.
+	Scopes []string
+}
+
+// AppendIdentifyData appends the Data of an Identify, QueryIdentify or
+// AuthToken reply, written by hand in the order of interface.md §2.5:
+//
+//	{"Result":"Success","AccessToken":…,"DisplayName":…,"UserID":…,
+//	 "ExpiryDate":"20261121T103000Z","ExpiresIn":"00:59:59.000",
+//	 "Scope":["Gatehouse.Service.Market"]}
+//
+// ExpiresIn (Motif only) is Expiry less now, never below zero.
+func AppendIdentifyData(dst []byte, id *Identify, p Profile, now time.Time) []byte {
+	if !id.Success {
+		if p.Motif {
+			return append(dst, `{"Result":"Rejected"}`...)
+		}
+		return append(dst, `{"Result":"Reject"}`...)
+	}
+	dst = append(dst, `{"Result":"Success"`...)
+	if id.AccessToken != "" {
+		dst = append(dst, `,"AccessToken":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, []byte(id.AccessToken))
+		dst = append(dst, '"')
+	}
+	if id.DisplayName != "" {
+		dst = append(dst, `,"DisplayName":`...)
+		dst = appendString(dst, id.DisplayName)
+	}
+	if id.UserID != "" {
+		dst = append(dst, `,"UserID":`...)
+		dst = appendString(dst, id.UserID)
+	}
+	if !id.Expiry.IsZero() {
+		dst = append(dst, `,"ExpiryDate":"`...)
+		dst = AppendDateTime(dst, id.Expiry)
+		dst = append(dst, '"')
+		if p.Motif {
+			dst = append(dst, `,"ExpiresIn":"`...)
+			dst = AppendTimeSpan(dst, max(id.Expiry.Sub(now), 0))
+			dst = append(dst, '"')
+		}
+	}
+	vendor := p.Vendor
+	if vendor == "" {
+		vendor = DefaultVendor
+	}
+	dst = append(dst, `,"Scope":[`...)
+	first := true
+	for _, s := range id.Scopes {
+		area, ok := strings.CutPrefix(s, "Service/")
+		if !ok || area == "" || strings.Contains(area, "/") {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, vendor+".Service."+area)
+	}
+	return append(dst, "]}"...)
+}
+
+// AppendAuthReply appends a whole Auth reply: Controller Auth, the given
+// Topic (Identify or AuthToken for an AuthToken request, see
+// Profile.AuthTokenReplyTopic; QueryIdentify for a QueryIdentify), Action
+// Publish, the request's TransactionID text (left out when nil) and Data
+// from AppendIdentifyData.
+func AppendAuthReply(dst []byte, topic string, transactionID []byte, id *Identify, p Profile, now time.Time) []byte {
+	dst = append(dst, `{"Controller":"Auth","Topic":`...)
+	dst = appendString(dst, topic)
+	dst = append(dst, `,"Action":"Publish"`...)
+	dst = appendTransactionID(dst, transactionID)
+	dst = append(dst, `,"Data":`...)
+	dst = AppendIdentifyData(dst, id, p, now)
+	return append(dst, '}')
+}
+
+func appendTransactionID(dst, text []byte) []byte {
+	if text == nil {
+		return dst
+	}
+	dst = append(dst, `,"TransactionID":`...)
+	return append(dst, text...)
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 (which no scanned
+// message holds) becomes U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst, _ = jsontext.AppendQuote(dst, s)
+	return dst
+}
+
+// AppendDateTime appends t as a Zenith DateTime: ISO 8601 basic form in
+// UTC, to the second (20261121T103000Z).
+func AppendDateTime(dst []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(dst, "20060102T150405Z")
+}
+
+// AppendTimeSpan appends d as a Zenith TimeSpan, [-][days.]hh:mm:ss.fff
+// (00:59:59.000, 1.02:03:04.005), truncated to the millisecond.
+func AppendTimeSpan(dst []byte, d time.Duration) []byte {
+	ms := d.Milliseconds()
+	neg := ms < 0
+	u := uint64(ms)
+	if neg {
+		dst = append(dst, '-')
+		u = -u
+	}
+	days, rest := u/86_400_000, u%86_400_000
+	if days > 0 {
+		dst = strconv.AppendUint(dst, days, 10)
+		dst = append(dst, '.')
+	}
+	dst = append2(dst, rest/3_600_000)
+	dst = append(dst, ':')
+	dst = append2(dst, rest/60_000%60)
+	dst = append(dst, ':')
+	dst = append2(dst, rest/1000%60)
+	dst = append(dst, '.')
+	f := rest % 1000
+	return append(dst, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+}
+
+func append2(dst []byte, n uint64) []byte {
+	return append(dst, byte('0'+n/10), byte('0'+n%10))
+}
+
+// DefaultMaxTokenBytes bounds an AuthToken request's access token.
+const DefaultMaxTokenBytes = 8 << 10
+
+// AuthTokenRequest is the Data of an AuthToken message (interface.md §2.4).
+type AuthTokenRequest struct {
+	// Provider is the provider as sent; the caller accepts only Bearer.
+	Provider string
+	// AccessToken is the token after the Base-64 rule.
+	AccessToken string
+}
+
+// ParseAuthToken reads data, an AuthToken message's raw Data, as
+// {"Provider":…,"AccessToken":…}: one object with both members once, as
+// strings, names exact (an escaped spelling is another member), other
+// members ignored. The
+// AccessToken is decoded by the Base-64 rule of interface.md §2.4: when it
+// is valid standard Base-64 (padded) the decoded bytes are the token,
+// otherwise the text itself is (a JWT, with its dots, never decodes).
+//
+// maxToken bounds the token (0 means DefaultMaxTokenBytes): its text may
+// be no longer than the Base-64 encoding of maxToken bytes and the token
+// no longer than maxToken, else the error wraps ErrTokenTooLarge. Other
+// faults wrap ErrMalformed. The error never quotes data.
+func ParseAuthToken(data []byte, maxToken int) (AuthTokenRequest, error) {
+	if maxToken <= 0 {
+		maxToken = DefaultMaxTokenBytes
+	}
+	maxText := base64.StdEncoding.EncodedLen(maxToken)
+	var req AuthTokenRequest
+	s := getScanState(data)
+	defer s.release()
+	d := &s.dec
+	tok, err := d.ReadToken()
+	if err != nil {
+		return req, s.syntaxError(err)
+	}
+	if tok.Kind() != '{' {
+		return req, s.fault("AuthToken Data not a JSON object")
+	}
+	var text []byte
+	var haveProvider, haveToken bool
+	for d.PeekKind() != '}' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return req, s.syntaxError(err)
+		}
+		v, err := d.ReadValue()
+		if err != nil {
+			return req, s.syntaxError(err)
+		}
+		switch string(name) {
+		case `"Provider"`:
+			if haveProvider {
+				return req, s.fault("duplicate member")
+			}
+			if v[0] != '"' {
+				return req, s.fault("Provider not a string")
+			}
+			req.Provider, haveProvider = s.str(v), true
+		case `"AccessToken"`:
+			if haveToken {
+				return req, s.fault("duplicate member")
+			}
+			if v[0] != '"' {
+				return req, s.fault("AccessToken not a string")
+			}
+			if len(v) > 6*maxText+2 { // over the bound even if every character were a \uXXXX escape
+				return req, tooLarge(d.InputOffset())
+			}
+			if text, err = jsontext.AppendUnquote(nil, v); err != nil {
+				return req, s.fault("AccessToken not a string")
+			}
+			haveToken = true
+		}
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return req, s.syntaxError(err)
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		if err == nil {
+			return req, s.fault("data after the object")
+		}
+		return req, s.syntaxError(err)
+	}
+	switch {
+	case !haveProvider:
+		return req, s.fault("no Provider")
+	case !haveToken || len(text) == 0:
+		return req, s.fault("no AccessToken")
+	case len(text) > maxText:
+		return req, tooLarge(d.InputOffset())
+	}
+	if raw, err := base64.StdEncoding.Strict().AppendDecode(nil, text); err == nil {
+		text = raw
+	}
+	if len(text) > maxToken {
+		return req, tooLarge(d.InputOffset())
+	}
+	req.AccessToken = string(text)
+	return req, nil
+}
+
+func tooLarge(offset int64) *ScanError {
+	return &ScanError{Err: ErrTokenTooLarge, Reason: "access token over the bound", Offset: offset}
+}
