@@ -69,6 +69,7 @@ func newMarket(seed uint64) *market {
 			step:  max(1, d.close/2000), // about 0.05% of the price
 			close: d.close, open: d.close, high: d.close, low: d.close, last: d.close,
 			bid: d.close - max(1, d.close/2000), ask: d.close + max(1, d.close/2000),
+			bidQty: 1000, askQty: 1000,
 			trend: trendNone,
 			subs:  map[*conn]struct{}{},
 		}
