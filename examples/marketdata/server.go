@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"sync"
@@ -72,12 +73,17 @@ const defaultVersion = "1.1"
 
 // ServeHTTP upgrades the request to a WebSocket and serves it until the
 // connection closes. Refusals happen before the upgrade, as HTTP errors:
-// 503 when the server is closed or full, 400 for a malformed ?version=, a
-// repeated user header, sub-protocols none of which is supported, or a
-// request that is not a WebSocket upgrade.
+// 503 when the server is closed or full; 400 for a malformed query or
+// ?version=, a repeated user header, sub-protocols none of which is
+// supported, or a request that is not a WebSocket upgrade.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	version := defaultVersion
-	if q := r.URL.Query(); q.Has("version") {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		http.Error(w, "malformed query", http.StatusBadRequest)
+		return
+	}
+	if q.Has("version") {
 		version = q.Get("version")
 		if len(q["version"]) != 1 || !versionForm.MatchString(version) {
 			http.Error(w, "malformed version parameter", http.StatusBadRequest)
