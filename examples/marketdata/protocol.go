@@ -57,8 +57,8 @@ var errMalformed = errors.New("malformed message")
 // Error reply can echo them; the defaults are applied either way.
 //
 // It streams the object with a json.Decoder rather than decoding it into
-// a map, so a message of many small members costs no more memory than the
-// largest member.
+// a map: at any time it holds the message and one member's value, never
+// every member of a message of many small ones.
 func parseRequest(msg []byte) (request, error) {
 	var req request
 	err := decodeRequest(msg, &req)
