@@ -1,7 +1,9 @@
 package marketdata
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -33,6 +35,7 @@ type security struct {
 	code, name string
 	topic      string // "Security!<code>.<market>"
 	step       Price  // the price move of one walk step
+	updateHead []byte // the update message up to its first price
 
 	close, open, high, low, last, bid, ask Price
 	bidQty, askQty, volume, trades         int64
@@ -73,6 +76,8 @@ func newMarket(seed uint64) *market {
 			trend: trendNone,
 			subs:  map[*conn]struct{}{},
 		}
+		topic, _ := json.Marshal(s.topic) // a string always marshals
+		s.updateHead = []byte(`{"Controller":"Market","Topic":` + string(topic) + `,"Action":"Sub","Data":{"High":`)
 		m.securities = append(m.securities, s)
 		m.byTopic[s.topic] = s
 	}
@@ -113,7 +118,7 @@ func (m *market) step() {
 		if len(s.subs) == 0 {
 			continue
 		}
-		msg := encode(reply{Controller: "Market", Topic: s.topic, Action: actionSub, Data: s.update()})
+		msg := s.appendUpdate(make([]byte, 0, 320))
 		for c := range s.subs {
 			c.enqueue(msg)
 		}
@@ -217,6 +222,36 @@ func (s *security) update() *securityData {
 		BestBid: s.bid, BidQuantity: s.bidQty, BestAsk: s.ask, AskQuantity: s.askQty,
 		NumberOfTrades: s.trades, Volume: s.volume, ValueTraded: s.valueTraded,
 	}
+}
+
+// appendUpdate appends s's update message to b: the bytes that
+// encode(reply{Controller: "Market", Topic: s.topic, Action: "Sub",
+// Data: s.update()}) gives, written without reflection, since every
+// subscribed symbol needs one per tick.
+func (s *security) appendUpdate(b []byte) []byte {
+	b = append(b, s.updateHead...)
+	b = s.high.appendJSON(b)
+	b = append(b, `,"Low":`...)
+	b = s.low.appendJSON(b)
+	b = append(b, `,"Last":`...)
+	b = s.last.appendJSON(b)
+	b = append(b, `,"Trend":"`...)
+	b = append(b, s.trend...) // one of the trend constants: nothing to escape
+	b = append(b, `","BestBid":`...)
+	b = s.bid.appendJSON(b)
+	b = append(b, `,"BidQuantity":`...)
+	b = strconv.AppendInt(b, s.bidQty, 10)
+	b = append(b, `,"BestAsk":`...)
+	b = s.ask.appendJSON(b)
+	b = append(b, `,"AskQuantity":`...)
+	b = strconv.AppendInt(b, s.askQty, 10)
+	b = append(b, `,"NumberOfTrades":`...)
+	b = strconv.AppendInt(b, s.trades, 10)
+	b = append(b, `,"Volume":`...)
+	b = strconv.AppendInt(b, s.volume, 10)
+	b = append(b, `,"ValueTraded":`...)
+	b = s.valueTraded.appendJSON(b)
+	return append(b, "}}"...)
 }
 
 func (s *security) snapshot() *securityData {

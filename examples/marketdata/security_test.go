@@ -232,3 +232,18 @@ func TestPriceUnmarshal(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendUpdate checks the hand-written update message against
+// encoding/json's, step after step.
+func TestAppendUpdate(t *testing.T) {
+	m := newMarket(3)
+	for range 500 {
+		m.step()
+		for _, s := range m.securities {
+			want := encode(reply{Controller: "Market", Topic: s.topic, Action: actionSub, Data: s.update()})
+			if got := s.appendUpdate(nil); !bytes.Equal(got, want) {
+				t.Fatalf("appendUpdate:\n%s\nencoding/json:\n%s", got, want)
+			}
+		}
+	}
+}
