@@ -62,25 +62,30 @@ func subscribeAll(c *client) {
 
 // TestSlowClient checks that a client that stops reading is closed (its
 // queue is bounded, its writes have a deadline) and does not hold up the
-// others.
+// others. The test steps the market itself, and the reading client reads
+// each update before the next step, so only the slow one falls behind.
 func TestSlowClient(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	cfg := testConfig()
-	cfg.TickInterval = time.Millisecond
 	cfg.SendQueue = 16
 	cfg.WriteTimeout = 200 * time.Millisecond
 	s, srv, d := startSmall(t, cfg)
 
 	reader := dial(t, srv, "")
 	reader.send(`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Sub","Confirm":true}`)
+	reader.next() // confirmation
+	reader.next() // snapshot
 	slow := dialWith(t, wsURL(srv, ""), nil, d)
 	subscribeAll(slow)
-
 	eventually(t, "the slow client is closed", func() bool {
-		reader.next() // keeps up meanwhile
+		s.market.step()
+		if m := reader.next(); m.Topic != "Security!BHP.ASX" {
+			t.Fatalf("got %s", m.raw)
+		}
 		return s.Connections() == 1
 	})
 	for range 10 {
+		s.market.step()
 		if m := reader.next(); m.Topic != "Security!BHP.ASX" {
 			t.Fatalf("got %s", m.raw)
 		}
@@ -149,8 +154,8 @@ func TestIdleClose(t *testing.T) {
 func TestKeepAlive(t *testing.T) {
 	cfg := testConfig()
 	cfg.TickInterval = fastTicks
-	cfg.PingInterval = 20 * time.Millisecond
-	cfg.IdleTimeout = 100 * time.Millisecond
+	cfg.PingInterval = 50 * time.Millisecond
+	cfg.IdleTimeout = 500 * time.Millisecond
 	_, srv := start(t, cfg)
 	c := dial(t, srv, "")
 	var pings atomic.Int32
@@ -159,7 +164,7 @@ func TestKeepAlive(t *testing.T) {
 		return c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(wait))
 	})
 	c.send(`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Sub","Confirm":true}`)
-	for pings.Load() < 20 { // 20 pings: 4 idle timeouts
+	for pings.Load() < 20 { // 20 pings: 2 idle timeouts
 		if m := c.next(); m.Action != actionSub {
 			t.Fatalf("got %s", m.raw)
 		}
