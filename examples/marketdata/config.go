@@ -3,9 +3,9 @@ package marketdata
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -143,10 +143,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.UserIDHeader == "" {
 		c.UserIDHeader = DefaultUserIDHeader
 	}
+	if !isToken(c.UserIDHeader) {
+		return c, fmt.Errorf("marketdata: bad user header name %q", c.UserIDHeader)
+	}
 	if c.Accounts == nil {
 		c.Accounts = DemoAccounts()
 	} else {
-		c.Accounts = maps.Clone(c.Accounts)
+		accounts := make(map[string][]Account, len(c.Accounts))
+		for user, list := range c.Accounts {
+			accounts[user] = slices.Clone(list)
+		}
+		c.Accounts = accounts
 	}
 	if len(c.Subprotocols) == 0 {
 		c.Subprotocols = DefaultSubprotocols
@@ -190,4 +197,17 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("marketdata: idle timeout %v must exceed the ping interval %v", c.IdleTimeout, c.PingInterval)
 	}
 	return c, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2), the form
+// of a header name.
+func isToken(s string) bool {
+	const punct = "!#$%&'*+-.^_`|~"
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !('0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || strings.IndexByte(punct, b) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -27,7 +27,7 @@
 //	Market/QueryMarkets            Publish: the market states
 //	Market/Security!<code>.<mkt>   Sub: confirmation, a snapshot, then an update per tick
 //	Trading/QueryAccounts          Publish: the accounts of the user the gateway names
-//	Unsub of any of these          stops it; confirmed (Action Unsub, Confirm true) when asked
+//	Unsub of a subscription        stops it; confirmed (Action Unsub, Confirm true) when asked
 //	anything else                  Error, echoing Controller, Topic and TransactionID
 //
 // The demo market is ASX with BHP, CBA, CSL, NAB, WBC and WES. Prices move

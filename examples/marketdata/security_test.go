@@ -131,6 +131,43 @@ func TestFanOut(t *testing.T) {
 	}
 }
 
+// TestSubscribeTwice checks that a second Sub of a symbol is confirmed
+// again with a fresh snapshot, and that the client still gets one update
+// per trade.
+func TestSubscribeTwice(t *testing.T) {
+	cfg := testConfig()
+	cfg.TickInterval = fastTicks
+	_, srv := start(t, cfg)
+	c := dial(t, srv, "")
+	for range 2 {
+		c.send(`{"Controller":"Market","Topic":"Security!WBC.ASX","Action":"Sub","Confirm":true}`)
+	}
+	confirmations, snapshots := 0, 0
+	var trades int64 = -1
+	for updates := 0; updates < 5 || confirmations < 2 || snapshots < 2; {
+		m := c.next()
+		var d securityData
+		switch {
+		case m.Confirm:
+			confirmations++
+			continue
+		case m.Data != nil:
+			m.data(t, &d)
+		default:
+			t.Fatalf("got %s", m.raw)
+		}
+		if d.Code != "" {
+			snapshots++
+		} else {
+			updates++
+			if trades >= 0 && d.NumberOfTrades != trades+1 {
+				t.Fatalf("update after trade %d is trade %d", trades, d.NumberOfTrades)
+			}
+		}
+		trades = d.NumberOfTrades
+	}
+}
+
 // TestWalkDeterministic checks that the prices depend only on the seed
 // and the number of steps, stay whole cents within 20% of the previous
 // close, and differ between seeds.

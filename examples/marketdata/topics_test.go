@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -258,6 +259,39 @@ func TestErrors(t *testing.T) {
 		c.send(`{"Controller":"Market","Topic":"Security!XYZ.ASX","Action":"Unsub","Confirm":true}`)
 		if m := c.next(); m.Action != actionUnsub || !m.Confirm || m.Topic != "Security!XYZ.ASX" {
 			t.Fatalf("got %s, want the Unsub confirmation", m.raw)
+		}
+	})
+}
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"bad header name", Config{UserIDHeader: "X User"}},
+		{"negative tick", Config{TickInterval: -time.Second}},
+		{"negative queue", Config{SendQueue: -1}},
+		{"idle within the ping interval", Config{PingInterval: time.Minute, IdleTimeout: 30 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if s, err := New(tt.cfg); err == nil {
+				_ = s.Close()
+				t.Error("accepted")
+			}
+		})
+	}
+
+	t.Run("accounts are copied", func(t *testing.T) {
+		accounts := map[string][]Account{"u": {{ID: "A-1", Name: "One", Currency: "AUD"}}}
+		s, err := New(Config{Accounts: accounts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		accounts["u"][0].ID = "changed"
+		if got := s.cfg.Accounts["u"][0].ID; got != "A-1" {
+			t.Errorf("account ID %q after the caller changed its map", got)
 		}
 	})
 }
