@@ -242,3 +242,5 @@ func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 var _ http.Hijacker = hijacker{}
+
+var _ http.Handler = (*Server)(nil)
