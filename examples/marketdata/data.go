@@ -1,0 +1,97 @@
+package marketdata
+
+import "time"
+
+// The payloads of the static topics, in the original platform's member
+// names (its open client's protocol definitions).
+
+// ServerInfo identifies the server.
+const (
+	serverName    = "gatehouse-demo-marketdata"
+	serverClass   = "Demo"
+	serverVersion = "1.0"
+)
+
+// tradingFeed is the name of the demo's trading feed: the Provider of
+// every account.
+const tradingFeed = "Motif"
+
+type serverInfoData struct {
+	Name     string `json:"Name"`
+	Class    string `json:"Class"`
+	Version  string `json:"Version"`
+	Protocol string `json:"Protocol"` // the ?version= of the upgrade
+}
+
+func (c *conn) serverInfo() serverInfoData {
+	return serverInfoData{Name: serverName, Class: serverClass, Version: serverVersion, Protocol: c.version}
+}
+
+type feedData struct {
+	Name   string `json:"Name"`
+	Class  string `json:"Class"`
+	Status string `json:"Status"`
+}
+
+func feeds() []feedData {
+	return []feedData{
+		{Name: demoMarket, Class: "Market", Status: "Active"},
+		{Name: demoMarket, Class: "News", Status: "Active"},
+		{Name: tradingFeed, Class: "Trading", Status: "Active"},
+	}
+}
+
+type marketData struct {
+	Code        string       `json:"Code"`
+	Feed        string       `json:"Feed"`
+	TradingDate string       `json:"TradingDate"` // YYYY-MM-DD
+	MarketTime  string       `json:"MarketTime"`  // Zenith DateTime
+	Status      string       `json:"Status"`
+	States      []boardState `json:"States"`
+}
+
+type boardState struct {
+	Name   string `json:"Name"`
+	Status string `json:"Status"`
+}
+
+// markets is the one demo market, open at the configured clock's time.
+func (c *conn) markets() []marketData {
+	now := c.s.cfg.Now().UTC()
+	return []marketData{{
+		Code: demoMarket, Feed: "Active",
+		TradingDate: now.Format(time.DateOnly),
+		MarketTime:  zenithDateTime(now),
+		Status:      "Open",
+		States:      []boardState{{Name: demoMarket, Status: "Open"}},
+	}}
+}
+
+// zenithDateTime formats t as a Zenith DateTime: ISO 8601 basic form in
+// UTC, e.g. 20261121T103000Z, with milliseconds when t has any.
+func zenithDateTime(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/int(time.Millisecond) != 0 {
+		return t.Format("20060102T150405.000Z")
+	}
+	return t.Format("20060102T150405Z")
+}
+
+type accountData struct {
+	ID       string `json:"ID"`
+	Name     string `json:"Name"`
+	Feed     string `json:"Feed"`
+	Provider string `json:"Provider"`
+	Currency string `json:"Currency"`
+}
+
+// accounts are the connection's user's accounts; none (an empty list)
+// for a user the configuration does not know.
+func (c *conn) accounts() []accountData {
+	list := c.s.cfg.Accounts[c.user]
+	out := make([]accountData, 0, len(list))
+	for _, a := range list {
+		out = append(out, accountData{ID: a.ID, Name: a.Name, Feed: "Active", Provider: tradingFeed, Currency: a.Currency})
+	}
+	return out
+}

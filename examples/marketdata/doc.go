@@ -1,0 +1,58 @@
+// Package marketdata is the demo's example market-data backend: the
+// service behind the gateway's message service (DESIGN.md, "The demo").
+//
+// # DEMO-ONLY: never expose it directly
+//
+// The server authenticates nobody. It checks no token and trusts the
+// identity headers of the upgrade request (Config.UserIDHeader, default
+// X-Gatehouse-User-Id) as the gateway set them: anyone who can reach it
+// can claim to be any user. It must listen on loopback only (the demo
+// puts it on 127.0.0.1:9090) and be reached only through the Gatehouse
+// gateway, which authenticates the client, authorizes every message, and
+// sets and strips those headers. Its demo data, the accounts of the demo
+// users included, is made up and public.
+//
+// # What it serves
+//
+// Server is an http.Handler: New(Config) builds it and starts its market
+// simulation, ServeHTTP upgrades each request to a WebSocket (sub-protocol
+// ServiceJson or ZenithJson, text frames) and Close ends everything.
+// Every message is one message container (spec/zenith-protocol.md,
+// "Message service"):
+//
+//	Zenith/ServerInfo              Publish: the server's name, class, version and protocol
+//	                               Sub: confirmation, then the same data
+//	Zenith/Feeds                   Sub: confirmation, then the feeds
+//	Market/Markets                 Sub: confirmation, then the market states
+//	Market/QueryMarkets            Publish: the market states
+//	Market/Security!<code>.<mkt>   Sub: confirmation, a snapshot, then an update per tick
+//	Trading/QueryAccounts          Publish: the accounts of the user the gateway names
+//	Unsub of a subscription        stops it; confirmed (Action Unsub, Confirm true) when asked
+//	anything else                  Error, echoing Controller, Topic and TransactionID
+//
+// The demo market is ASX with BHP, CBA, CSL, NAB, WBC and WES. Prices move
+// by a pseudo-random walk seeded by Config.Seed, one trade per symbol
+// every Config.TickInterval, and are written as JSON numbers of whole
+// cents (45.10, never 45.1 or 45.099999).
+//
+// # Robustness
+//
+// Each connection has one reader (the ServeHTTP goroutine) and one writer
+// goroutine. Outgoing messages wait in a bounded queue; a client that
+// falls behind it, or blocks a write past Config.WriteTimeout, is closed
+// (1008) rather than buffered. Messages are limited to Config.ReadLimit
+// (1009 beyond), text only (1003 for binary, 1007 for invalid UTF-8); a
+// malformed message gets an Error with Data "Data.Deserialise" and the
+// connection stays open. The server pings every Config.PingInterval and
+// closes (1008) a connection silent for Config.IdleTimeout. Connections
+// are bounded by Config.MaxConnections (HTTP 503 beyond). Close closes
+// every connection with 1001 and returns when every goroutine has ended.
+//
+// # Dependencies
+//
+// The package imports gorilla/websocket and zap, and must not import
+// Caddy: a demo-only Caddy module mounts it (wrapping a ServeHTTP,
+// calling Close on Cleanup). ServeHTTP hijacks through
+// http.NewResponseController when the ResponseWriter does not implement
+// http.Hijacker itself, as Caddy's does not.
+package marketdata
