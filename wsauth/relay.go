@@ -1,0 +1,166 @@
+package wsauth
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// dialBackend opens the backend leg, trying each upstream in turn, each
+// within DialTimeout, with the identity headers and the client's version
+// and sub-protocol. Client reader only. On failure code is the close code
+// for the client: 1011 when every upstream answered and refused (4xx),
+// else 1013 (try again later). Neither carries detail.
+func (s *session) dialBackend() (*websocket.Conn, int) {
+	h := http.Header{}
+	if s.cfg.BackendHeaders != nil {
+		s.cfg.BackendHeaders(h, s.id)
+	}
+	d := s.g.dialer
+	if p := s.cc.Subprotocol(); p != "" {
+		d.Subprotocols = []string{p}
+	}
+	code := websocket.CloseInternalServerErr
+	for i, u := range s.cfg.Upstreams {
+		target := u
+		if s.query != "" {
+			if strings.Contains(u, "?") {
+				target += "&" + s.query
+			} else {
+				target += "?" + s.query
+			}
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
+		bc, resp, err := d.DialContext(ctx, target, h)
+		cancel()
+		if err == nil {
+			return bc, 0
+		}
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+			_ = resp.Body.Close()
+		}
+		if status == 0 || status >= 500 {
+			code = websocket.CloseTryAgainLater
+		}
+		s.g.log.Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", status), zap.Error(err))
+	}
+	return nil, code
+}
+
+// backendLoop is the backend reader: it reads each backend message whole
+// (the one copy, from the socket into its buffer; never JSON-parsed) and
+// hands it to the client writer. It never blocks on the client: a full
+// queue closes the client (enqueue). When the backend leg ends it queues
+// the matching close behind the messages already queued.
+func (s *session) backendLoop(bc *websocket.Conn) {
+	defer s.wg.Done()
+	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
+	for {
+		typ, r, err := bc.NextReader()
+		if err != nil {
+			s.backendEnded(err)
+			return
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			s.backendEnded(err)
+			return
+		}
+		if !s.enqueue(outMsg{typ: typ, data: data, backend: true}) {
+			return
+		}
+	}
+}
+
+// backendEnded maps the backend leg's end to the client's close code: the
+// backend's own code when it sent one the client may receive (1000 for a
+// close without one), else 1011.
+func (s *session) backendEnded(err error) {
+	if s.ending.Load() || s.closing.Load() {
+		return
+	}
+	code := websocket.CloseInternalServerErr
+	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
+		switch c := ce.Code; {
+		case c == websocket.CloseNoStatusReceived:
+			code = websocket.CloseNormalClosure
+		case sendableCloseCode(c):
+			code = c
+		}
+		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.id.Subject))
+	} else {
+		s.g.log.Warn("ws backend leg failed", zap.String("user", s.id.Subject), zap.Error(err))
+	}
+	select {
+	case s.sendq <- outMsg{close: code}:
+	default:
+		s.closeClient(code)
+	}
+}
+
+// sendableCloseCode reports whether code may be sent in a close frame
+// (RFC 6455 §7.4).
+func sendableCloseCode(code int) bool {
+	switch {
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+		return true
+	case code >= 3000 && code <= 4999:
+		return true
+	}
+	return false
+}
+
+// writeLoop is the client writer: it writes queued messages, each within
+// WriteTimeout, and pings every PingInterval, until done. A write that
+// fails or times out gives the client up: a client that stops reading is
+// counted and its connection dropped, which ends the reader.
+func (s *session) writeLoop() {
+	defer s.wg.Done()
+	ping := time.NewTicker(s.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case m := <-s.sendq:
+			s.queued.Add(-int64(len(m.data)))
+			if m.close != 0 {
+				s.closeClient(m.close)
+				continue
+			}
+			if s.closing.Load() {
+				continue
+			}
+			_ = s.cc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+			if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
+				if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && !s.ending.Load() {
+					s.cfg.Metrics.SlowClient()
+					s.g.log.Info("ws session closed", zap.String("reason", "client write timeout"), zap.String("remote", s.remote))
+				}
+				s.giveUp()
+				return
+			}
+			if m.backend {
+				s.cfg.Metrics.Delivered()
+			}
+		case <-ping.C:
+			_ = s.cc.WriteControl(websocket.PingMessage, nil, deadline(s.cfg.WriteTimeout))
+		}
+	}
+}
+
+// giveUp drops the client's connection without a close handshake (its
+// writes are failing), which ends the reader.
+func (s *session) giveUp() {
+	s.closeOnce.Do(func() { s.closing.Store(true) })
+	_ = s.cc.NetConn().Close()
+}
