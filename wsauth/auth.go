@@ -141,6 +141,7 @@ func (s *session) authenticate(id Identity) bool {
 		return false
 	}
 	s.bc = bc
+	s.user = id.Subject
 	s.state = StateAuthenticated
 	s.g.unauth.Add(-1)
 	s.cfg.Metrics.Sessions(StateUnauthenticated, -1)

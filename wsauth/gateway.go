@@ -235,7 +235,7 @@ func (g *Gateway) Shutdown(code int) {
 	}
 	g.mu.Unlock()
 	for _, s := range live {
-		s.closeClient(code)
+		go s.closeClient(code) // each returns within CloseGrace
 	}
 	g.wg.Wait()
 }

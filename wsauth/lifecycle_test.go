@@ -169,7 +169,9 @@ func TestSlowClientIsClosed(t *testing.T) {
 	if n := e.metrics.get(func(m *fakeMetrics) int { return m.slow }); n != 1 {
 		t.Fatalf("slow clients counted: %d", n)
 	}
-	if got := closeCode(t, c); got != websocket.ClosePolicyViolation && got != -1 {
+	// Its connection is full: the close frame may not fit, and the
+	// connection is dropped (1006) after WriteTimeout.
+	if got := closeCode(t, c); got != websocket.ClosePolicyViolation && got != websocket.CloseAbnormalClosure && got != -1 {
 		t.Fatalf("close code %d", got)
 	}
 }

@@ -96,13 +96,11 @@ func (s *session) backendEnded(err error) {
 		case sendableCloseCode(c):
 			code = c
 		}
-		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.id.Subject))
+		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.user))
 	} else {
-		s.g.log.Warn("ws backend leg failed", zap.String("user", s.id.Subject), zap.Error(err))
+		s.g.log.Warn("ws backend leg failed", zap.String("user", s.user), zap.Error(err))
 	}
-	select {
-	case s.sendq <- outMsg{close: code}:
-	default:
+	if !s.enqueue(outMsg{close: code}) {
 		s.closeClient(code)
 	}
 }
@@ -127,32 +125,40 @@ func (s *session) writeLoop() {
 	defer s.wg.Done()
 	ping := time.NewTicker(s.cfg.PingInterval)
 	defer ping.Stop()
+	dead := false // writes failed: only drain the queue, so no producer waits
 	for {
 		select {
 		case <-s.done:
 			return
 		case m := <-s.sendq:
 			s.queued.Add(-int64(len(m.data)))
+			select {
+			case s.drained <- struct{}{}:
+			default:
+			}
 			if m.close != 0 {
 				s.closeClient(m.close)
 				continue
 			}
-			if s.closing.Load() {
+			if dead || s.closing.Load() {
 				continue
 			}
 			_ = s.cc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
 			if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
-				if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && !s.ending.Load() {
-					s.cfg.Metrics.SlowClient()
-					s.g.log.Info("ws session closed", zap.String("reason", "client write timeout"), zap.String("remote", s.remote))
+				if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+					s.countSlow("client write timeout")
 				}
 				s.giveUp()
-				return
+				dead = true
+				continue
 			}
 			if m.backend {
 				s.cfg.Metrics.Delivered()
 			}
 		case <-ping.C:
+			if dead {
+				continue
+			}
 			_ = s.cc.WriteControl(websocket.PingMessage, nil, deadline(s.cfg.WriteTimeout))
 		}
 	}

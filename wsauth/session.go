@@ -55,11 +55,14 @@ type session struct {
 
 	// Shared.
 	sendq     chan outMsg
-	queued    atomic.Int64 // bytes in sendq
+	queued    atomic.Int64  // bytes in sendq
+	drained   chan struct{} // the writer took a message (capacity 1)
+	user      string        // the subject, set once before the backend reader starts
 	closeOnce sync.Once
 	closing   atomic.Bool  // a close frame is sent or the socket is given up
 	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
 	ending    atomic.Bool  // teardown has begun: leg errors are expected
+	slowSeen  atomic.Bool  // a slow client was counted
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
 }
@@ -75,9 +78,10 @@ type outMsg struct {
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
 	s := &session{
 		g: g, cfg: &g.cfg, cc: cc, remote: r.RemoteAddr,
-		state: StateUnauthenticated,
-		sendq: make(chan outMsg, g.cfg.SendQueue),
-		done:  make(chan struct{}),
+		state:   StateUnauthenticated,
+		sendq:   make(chan outMsg, g.cfg.SendQueue),
+		drained: make(chan struct{}, 1),
+		done:    make(chan struct{}),
 	}
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape
@@ -269,26 +273,73 @@ func (s *session) reply(msg []byte) {
 	s.enqueue(outMsg{typ: websocket.TextMessage, data: msg})
 }
 
-// enqueue hands m to the client writer without blocking. A full queue (in
-// messages or bytes) means the client stopped reading: it is closed with
-// 1008 and counted.
+// enqueue hands m to the client writer. When the queue is full (in
+// messages, or in bytes: SendQueueBytes, a single larger message passing
+// when the queue is empty) it waits for the writer, at most WriteTimeout:
+// a client that cannot take messages for that long has stopped reading, is
+// closed with 1008 and counted. Only this session's legs ever wait here.
 func (s *session) enqueue(m outMsg) bool {
 	n := int64(len(m.data))
-	if s.queued.Add(n) <= s.cfg.SendQueueBytes {
+	var timer *time.Timer
+	expired := func() <-chan time.Time {
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.WriteTimeout)
+		}
+		return timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		q := s.queued.Load()
+		if q == 0 || q+n <= s.cfg.SendQueueBytes {
+			break
+		}
 		select {
-		case s.sendq <- m:
-			return true
-		default:
+		case <-s.drained:
+		case <-expired():
+			return s.slow()
+		case <-s.done:
+			return false
 		}
 	}
+	s.queued.Add(n)
+	select {
+	case s.sendq <- m:
+		return true
+	default:
+	}
+	select {
+	case s.sendq <- m:
+		return true
+	case <-expired():
+	case <-s.done:
+		s.queued.Add(-n)
+		return false
+	}
 	s.queued.Add(-n)
-	if s.closing.Load() || s.ending.Load() {
+	return s.slow()
+}
+
+// slow closes a client that stopped reading (1008) and counts it; false.
+func (s *session) slow() bool {
+	if s.countSlow("client not reading") {
+		s.closeClient(websocket.ClosePolicyViolation)
+	}
+	return false
+}
+
+// countSlow counts and logs a slow client once per session, and not once
+// the session is closing for another reason.
+func (s *session) countSlow(reason string) bool {
+	if s.closing.Load() || s.ending.Load() || !s.slowSeen.CompareAndSwap(false, true) {
 		return false
 	}
 	s.cfg.Metrics.SlowClient()
-	s.g.log.Info("ws session closed", zap.String("reason", "client not reading"), zap.String("remote", s.remote), zap.String("user", s.id.Subject))
-	s.closeClient(websocket.ClosePolicyViolation)
-	return false
+	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.user))
+	return true
 }
 
 // closeClient starts the close handshake with code, once: further reads
