@@ -319,3 +319,56 @@ func TestShutdown(t *testing.T) {
 		})
 	}
 }
+
+func TestFragmentedMessageIsForwardedWhole(t *testing.T) {
+	e := newTestEnv(t, nil)
+	// A small write buffer makes gorilla send the message in frames.
+	d := &websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}, WriteBufferSize: 256}
+	c, _, err := e.tryDial(bearer(tokDemo), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := `{"Controller":"Market","Topic":"Echo","Data":"` + strings.Repeat("x", 4000) + `"}`
+	w, err := c.NextWriter(websocket.TextMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(msg); i += 100 {
+		_, _ = w.Write([]byte(msg[i:min(i+100, len(msg))]))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readMsg(t, c); got != msg {
+		t.Fatalf("echo differs (%d bytes)", len(got))
+	}
+	if got := e.backend.received(); len(got) != 1 || got[0] != msg {
+		t.Fatal("the backend did not receive the message whole")
+	}
+}
+
+func TestReauthentication(t *testing.T) {
+	e := newTestEnv(t, nil)
+	c := e.dial(nil)
+	auth := func(tok string) string {
+		return roundTrip(t, c, `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1,"Data":{"Provider":"Bearer","AccessToken":"`+tok+`"}}`)
+	}
+	if got := auth(tokDemo); !strings.Contains(got, `"Result":"Success"`) {
+		t.Fatalf("first: %s", got)
+	}
+	if got := auth(tokDemo); !strings.Contains(got, `"Result":"Success"`) {
+		t.Fatalf("again: %s", got)
+	}
+	// Another user's token on the same socket is refused; the session
+	// keeps its identity.
+	if got := auth(tokTrader); !strings.Contains(got, `"Result":"Reject"`) {
+		t.Fatalf("other subject: %s", got)
+	}
+	if got := roundTrip(t, c, `{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":2}`); !strings.Contains(got, `"UserID":"u-demo"`) {
+		t.Fatalf("QueryIdentify: %s", got)
+	}
+	if n := e.backend.upgrades(); n != 1 {
+		t.Fatalf("backend legs opened: %d", n)
+	}
+}
