@@ -137,7 +137,7 @@ func (s *session) authenticate(id Identity) bool {
 	s.id = id
 	bc, code := s.dialBackend()
 	if bc == nil {
-		s.closeClient(code)
+		s.closeAfterQueued(code)
 		return false
 	}
 	s.bc = bc

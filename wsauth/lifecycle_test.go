@@ -372,3 +372,23 @@ func TestReauthentication(t *testing.T) {
 		t.Fatalf("backend legs opened: %d", n)
 	}
 }
+
+func TestRepliesPrecedeTheCloseFrame(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.AuthMaxMessages = 1 })
+	c := e.dial(nil)
+	// The first message gets its Error reply, the second closes the
+	// socket: the reply, queued first, must reach the client before the
+	// close frame. The client writes on after the close, unread.
+	msg := []byte(`{"Controller":"Market","Topic":"Depth","Data":"` + strings.Repeat("x", 4000) + `"}`)
+	for range 50 {
+		if c.WriteMessage(websocket.TextMessage, msg) != nil {
+			break
+		}
+	}
+	if got := readMsg(t, c); !strings.Contains(got, `"Data":"Authority"`) {
+		t.Fatalf("got %s", got)
+	}
+	if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
+		t.Fatalf("close code %d", got)
+	}
+}

@@ -167,6 +167,7 @@ func (s *session) writeLoop() {
 // giveUp drops the client's connection without a close handshake (its
 // writes are failing), which ends the reader.
 func (s *session) giveUp() {
+	s.gaveUp.Store(true)
 	s.closeOnce.Do(func() { s.closing.Store(true) })
 	_ = s.cc.NetConn().Close()
 }

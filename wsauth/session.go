@@ -49,7 +49,9 @@ type session struct {
 	id           Identity
 	authDeadline time.Time
 	unauthMsgs   int
-	clientCode   int // the close code the client sent, 0 if none
+	clientCode   int  // the close code the client sent, 0 if none
+	stopping     bool // closeAfterQueued was called: the reader only drains
+	stopCode     int  // its code
 	buf          bytes.Buffer
 	bc           *websocket.Conn // the backend leg, nil until authenticated
 
@@ -63,6 +65,7 @@ type session struct {
 	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
 	ending    atomic.Bool  // teardown has begun: leg errors are expected
 	slowSeen  atomic.Bool  // a slow client was counted
+	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
 }
@@ -125,11 +128,11 @@ func (s *session) readLoop() {
 			s.readFailed(err)
 			return
 		}
-		if s.closing.Load() {
+		if s.stopping || s.closing.Load() {
 			continue // draining; the next NextReader discards the message
 		}
 		if typ != websocket.TextMessage {
-			s.closeClient(websocket.CloseUnsupportedData)
+			s.closeAfterQueued(websocket.CloseUnsupportedData)
 			continue
 		}
 		s.buf.Reset()
@@ -144,7 +147,7 @@ func (s *session) readLoop() {
 			}
 			continue // the next NextReader reports a broken connection
 		case n > maxMsg:
-			s.closeClient(websocket.CloseMessageTooBig)
+			s.closeAfterQueued(websocket.CloseMessageTooBig)
 			continue
 		}
 		s.handle(s.buf.Bytes())
@@ -177,11 +180,11 @@ func (s *session) extend() {
 
 // readFailed handles the error that ends the read loop.
 func (s *session) readFailed(err error) {
-	if s.closing.Load() {
+	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
+		s.clientCode = ce.Code // the client's close, or its answer to ours
 		return
 	}
-	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
-		s.clientCode = ce.Code // gorilla has answered the close
+	if s.closing.Load() {
 		return
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
@@ -202,7 +205,7 @@ func (s *session) handle(msg []byte) {
 		s.unauthMsgs++
 		if s.unauthMsgs > s.cfg.AuthMaxMessages {
 			s.g.log.Info("ws session closed", zap.String("reason", "too many messages before authentication"), zap.String("remote", s.remote))
-			s.closeClient(websocket.ClosePolicyViolation)
+			s.closeAfterQueued(websocket.ClosePolicyViolation)
 			return
 		}
 	}
@@ -210,7 +213,7 @@ func (s *session) handle(msg []byte) {
 	if err != nil {
 		se, _ := errors.AsType[*ScanError](err)
 		if errors.Is(err, ErrInvalidUTF8) {
-			s.closeClient(websocket.CloseInvalidFramePayloadData)
+			s.closeAfterQueued(websocket.CloseInvalidFramePayloadData)
 			return
 		}
 		s.g.log.Debug("ws message refused", zap.String("reason", se.Reason), zap.Int64("offset", se.Offset), zap.String("remote", s.remote))
@@ -236,7 +239,7 @@ func (s *session) handle(msg []byte) {
 	_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
 	if err := s.bc.WriteMessage(websocket.TextMessage, msg); err != nil {
 		s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
-		s.closeClient(websocket.CloseInternalServerErr)
+		s.closeAfterQueued(websocket.CloseInternalServerErr)
 		return
 	}
 	s.cfg.Metrics.Relayed(controllerLabel(env.Controller))
@@ -342,6 +345,21 @@ func (s *session) countSlow(reason string) bool {
 	return true
 }
 
+// closeAfterQueued closes the client with code once the replies already
+// queued are written (the close frame must not overtake them); meanwhile
+// the reader only drains. A full queue closes at once. Client reader only.
+func (s *session) closeAfterQueued(code int) {
+	if s.stopping {
+		return
+	}
+	s.stopping, s.stopCode = true, code
+	select {
+	case s.sendq <- outMsg{close: code}:
+	default:
+		s.closeClient(code)
+	}
+}
+
 // closeClient starts the close handshake with code, once: further reads
 // only drain, for CloseGrace at most. Safe from any goroutine.
 func (s *session) closeClient(code int) {
@@ -349,9 +367,28 @@ func (s *session) closeClient(code int) {
 		by := time.Now().Add(s.cfg.CloseGrace)
 		s.closeBy.Store(by.UnixNano())
 		s.closing.Store(true)
+		s.cancel() // a verification or a dial under way stops
 		_ = s.cc.NetConn().SetReadDeadline(by)
 		_ = s.cc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(s.cfg.WriteTimeout))
 	})
+}
+
+// linger ends a connection whose close frame the client has not answered
+// (it stopped reading, or its read failed after the frame was sent): the
+// write side is shut, so the client reads the frame then EOF, and what
+// the client still sends is discarded until closeBy, instead of a reset
+// that could destroy the frame unread. Client reader only.
+func (s *session) linger() {
+	nc := s.cc.NetConn()
+	by := time.Unix(0, s.closeBy.Load())
+	if time.Until(by) <= 0 {
+		return
+	}
+	_ = nc.SetReadDeadline(by)
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(nc, s.cfg.MaxMessageBytes))
 }
 
 // teardown releases the session, on the client reader's goroutine once the
@@ -359,6 +396,9 @@ func (s *session) closeClient(code int) {
 // closed normally, else 1001), both sockets, then it waits for the writer
 // and the backend reader.
 func (s *session) teardown() {
+	if s.stopping {
+		s.closeClient(s.stopCode) // if the writer has not yet
+	}
 	s.ending.Store(true)
 	s.cancel()
 	if s.bc != nil {
@@ -368,6 +408,9 @@ func (s *session) teardown() {
 		}
 		_ = s.bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(time.Second))
 		_ = s.bc.Close()
+	}
+	if s.closing.Load() && s.clientCode == 0 && !s.gaveUp.Load() {
+		s.linger()
 	}
 	_ = s.cc.Close()
 	close(s.done)
