@@ -105,6 +105,16 @@ func TestMessageAuth(t *testing.T) {
 			if got := roundTrip(t, c, tt.msg); got != tt.want {
 				t.Fatalf("reply:\n got %s\nwant %s", got, tt.want)
 			}
+			for _, entry := range e.logs.All() {
+				for _, f := range entry.Context {
+					if strings.Contains(f.String, tokDemo) || strings.Contains(f.String, "forged") {
+						t.Errorf("log %q carries the token", entry.Message)
+					}
+				}
+			}
+			if e.logs.FilterMessage("ws authentication").Len() != 1 {
+				t.Error("no audit entry for the authentication")
+			}
 			echo := `{"Controller":"Market","Topic":"Echo","TransactionID":2}`
 			if !tt.ok {
 				if n := e.backend.upgrades(); n != 0 {
@@ -228,6 +238,11 @@ func TestPolicyDenialPerArea(t *testing.T) {
 			}
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("backend received %q, want %q", got, want)
+			}
+			relayed := e.metrics.get(func(m *fakeMetrics) int { return m.relayed[controllerLabel(tt.controller)] })
+			denied := e.metrics.get(func(m *fakeMetrics) int { return m.denied[controllerLabel(tt.controller)] })
+			if tt.allowed != (relayed >= 1 && denied == 0) {
+				t.Errorf("metrics: relayed %d, denied %d", relayed, denied)
 			}
 			audit := e.logs.FilterMessage("ws order message").Len() + e.logs.FilterMessage("ws message denied").Len()
 			wantAudit := 0

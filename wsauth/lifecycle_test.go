@@ -40,11 +40,14 @@ func TestHostileFrames(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t, nil)
 			d := &websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}, EnableCompression: tt.compress}
-			c, _, err := e.tryDial(bearer(tokDemo), d)
+			c, resp, err := e.tryDial(bearer(tokDemo), d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			if ext := resp.Header.Get("Sec-Websocket-Extensions"); tt.compress != strings.Contains(ext, "permessage-deflate") {
+				t.Fatalf("extensions %q: compression not as asked", ext)
+			}
 			typ := tt.typ
 			if typ == 0 {
 				typ = websocket.TextMessage
@@ -354,8 +357,13 @@ func TestReauthentication(t *testing.T) {
 	auth := func(tok string) string {
 		return roundTrip(t, c, `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1,"Data":{"Provider":"Bearer","AccessToken":"`+tok+`"}}`)
 	}
+	state := func(st State) int { return e.metrics.get(func(m *fakeMetrics) int { return m.sessions[st] }) }
+	eventually(t, "an unauthenticated session", func() bool { return state(StateUnauthenticated) == 1 })
 	if got := auth(tokDemo); !strings.Contains(got, `"Result":"Success"`) {
 		t.Fatalf("first: %s", got)
+	}
+	if state(StateUnauthenticated) != 0 || state(StateAuthenticated) != 1 {
+		t.Fatalf("sessions by state: %d unauthenticated, %d authenticated", state(StateUnauthenticated), state(StateAuthenticated))
 	}
 	if got := auth(tokDemo); !strings.Contains(got, `"Result":"Success"`) {
 		t.Fatalf("again: %s", got)
@@ -370,6 +378,9 @@ func TestReauthentication(t *testing.T) {
 	}
 	if n := e.backend.upgrades(); n != 1 {
 		t.Fatalf("backend legs opened: %d", n)
+	}
+	if n := e.metrics.get(func(m *fakeMetrics) int { return m.auth["auth_token/success"]*10 + m.auth["auth_token/reject"] }); n != 21 {
+		t.Fatalf("auth results counted: %d, want 2 successes and 1 reject", n)
 	}
 }
 
