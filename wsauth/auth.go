@@ -86,6 +86,8 @@ func (s *session) accept(method AuthMethod, id Identity, err error, topic string
 	case errors.Is(err, ErrRefused):
 		s.refuse(method, AuthResultNo, refusalReason(err), topic, env)
 		return
+	case err != nil && s.ctx.Err() != nil:
+		return // the session is closing: no reply, no fault
 	case err != nil:
 		s.g.log.Error("ws credential check failed", zap.String("method", string(method)), zap.Error(err))
 		s.refuse(method, AuthResultErr, "verifier fault", topic, env)

@@ -14,11 +14,12 @@
 //	             Identity, Metrics
 //	gateway.go   Gateway (New, ServeHTTP, Shutdown): upgrade checks, header
 //	             auth before the 101, the hijack adapter
-//	session.go   one socket: the client read loop, limits, deadlines, the
-//	             send queue and the close handshake
+//	session.go   one socket: its state, the client read loop, limits and
+//	             deadlines, authorization and forwarding
 //	auth.go      the Auth messages, answered by the gateway
-//	relay.go     the backend leg: dial with failover, the backend reader,
-//	             the client writer
+//	relay.go     the backend leg (dial with failover, the backend reader),
+//	             the client writer and the bounded send queue
+//	closing.go   the close handshake and the session's teardown
 //
 // Goroutines: Scan, the Append functions and ParseAuthToken keep no state
 // between calls and are safe for concurrent use; an Envelope aliases the

@@ -164,10 +164,71 @@ func (s *session) writeLoop() {
 	}
 }
 
-// giveUp drops the client's connection without a close handshake (its
-// writes are failing), which ends the reader.
-func (s *session) giveUp() {
-	s.gaveUp.Store(true)
-	s.closeOnce.Do(func() { s.closing.Store(true) })
-	_ = s.cc.NetConn().Close()
+// enqueue hands m to the client writer. When the queue is full (in
+// messages, or in bytes: SendQueueBytes, a single larger message passing
+// when the queue is empty) it waits for the writer, at most WriteTimeout:
+// a client that cannot take messages for that long has stopped reading, is
+// closed with 1008 and counted. Only this session's legs ever wait here.
+func (s *session) enqueue(m outMsg) bool {
+	n := int64(len(m.data))
+	var timer *time.Timer
+	expired := func() <-chan time.Time {
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.WriteTimeout)
+		}
+		return timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		q := s.queued.Load()
+		if q == 0 || q+n <= s.cfg.SendQueueBytes {
+			break
+		}
+		select {
+		case <-s.drained:
+		case <-expired():
+			return s.slow()
+		case <-s.done:
+			return false
+		}
+	}
+	s.queued.Add(n)
+	select {
+	case s.sendq <- m:
+		return true
+	default:
+	}
+	select {
+	case s.sendq <- m:
+		return true
+	case <-expired():
+	case <-s.done:
+		s.queued.Add(-n)
+		return false
+	}
+	s.queued.Add(-n)
+	return s.slow()
+}
+
+// slow closes a client that stopped reading (1008) and counts it; false.
+func (s *session) slow() bool {
+	if s.countSlow("client not reading") {
+		s.closeClient(websocket.ClosePolicyViolation)
+	}
+	return false
+}
+
+// countSlow counts and logs a slow client once per session, and not once
+// the session is closing for another reason.
+func (s *session) countSlow(reason string) bool {
+	if s.closing.Load() || s.ending.Load() || !s.slowSeen.CompareAndSwap(false, true) {
+		return false
+	}
+	s.cfg.Metrics.SlowClient()
+	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.user))
+	return true
 }
