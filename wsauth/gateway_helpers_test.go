@@ -97,6 +97,8 @@ type fakeBackend struct {
 	conns   []*websocket.Conn
 	refuse  int // answer upgrades with this status
 	closed  int // backend legs ended
+	// closeCodes are the codes of the close frames the gateway sent.
+	closeCodes []int
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
@@ -128,6 +130,11 @@ func newFakeBackend(t testing.TB) *fakeBackend {
 		for {
 			_, msg, err := c.ReadMessage()
 			if err != nil {
+				if ce, ok := err.(*websocket.CloseError); ok {
+					b.mu.Lock()
+					b.closeCodes = append(b.closeCodes, ce.Code)
+					b.mu.Unlock()
+				}
 				return
 			}
 			b.mu.Lock()

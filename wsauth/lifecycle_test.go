@@ -237,32 +237,6 @@ func TestBackendDown(t *testing.T) {
 	}
 }
 
-func TestBackendCloses(t *testing.T) {
-	for _, tt := range []struct{ backend, client int }{
-		{websocket.CloseNormalClosure, websocket.CloseNormalClosure},
-		{websocket.CloseGoingAway, websocket.CloseGoingAway},
-		{websocket.CloseServiceRestart, websocket.CloseServiceRestart},
-		{4000, 4000},
-	} {
-		t.Run(strconv.Itoa(tt.backend), func(t *testing.T) {
-			e := newTestEnv(t, nil)
-			c := e.dial(bearer(tokDemo))
-			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Close","Data":`+strconv.Itoa(tt.backend)+`}`))
-			// What the backend sent before closing arrives first.
-			if got := readMsg(t, c); got != `{"Controller":"Zenith","Topic":"Bye"}` {
-				t.Fatalf("got %s", got)
-			}
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			_, _, err := c.ReadMessage()
-			ce, ok := err.(*websocket.CloseError)
-			if !ok || ce.Code != tt.client || ce.Text != "" {
-				t.Fatalf("got %v, want close %d without the backend's text", err, tt.client)
-			}
-			eventually(t, "the session to end", func() bool { return e.sessions() == 0 })
-		})
-	}
-}
-
 func TestClientVanishes(t *testing.T) {
 	e := newTestEnv(t, nil)
 	// Warm up: the servers' own goroutines exist before the baseline.
@@ -291,35 +265,6 @@ func TestClientVanishes(t *testing.T) {
 	}
 	if n := e.gw.unauth.Load(); n != 0 {
 		t.Fatalf("unauthenticated count %d", n)
-	}
-}
-
-func TestShutdown(t *testing.T) {
-	for _, code := range []int{websocket.CloseGoingAway, websocket.CloseServiceRestart} {
-		t.Run(strconv.Itoa(code), func(t *testing.T) {
-			e := newTestEnv(t, nil)
-			a := e.dial(bearer(tokDemo))
-			u := e.dial(nil)
-			roundTrip(t, a, `{"Controller":"Market","Topic":"Echo"}`)
-			done := make(chan struct{})
-			go func() {
-				// The clients answer the close while Shutdown waits.
-				defer close(done)
-				for _, c := range []*websocket.Conn{a, u} {
-					if got := closeCode(t, c); got != code {
-						t.Errorf("close code %d, want %d", got, code)
-					}
-				}
-			}()
-			e.gw.Shutdown(code)
-			<-done
-			if n := e.sessions(); n != 0 {
-				t.Fatalf("%d sessions left", n)
-			}
-			if _, resp, err := e.tryDial(nil, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-				t.Fatalf("upgrade after Shutdown: %v %v", resp, err)
-			}
-		})
 	}
 }
 
@@ -381,25 +326,5 @@ func TestReauthentication(t *testing.T) {
 	}
 	if n := e.metrics.get(func(m *fakeMetrics) int { return m.auth["auth_token/success"]*10 + m.auth["auth_token/reject"] }); n != 21 {
 		t.Fatalf("auth results counted: %d, want 2 successes and 1 reject", n)
-	}
-}
-
-func TestRepliesPrecedeTheCloseFrame(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.AuthMaxMessages = 1 })
-	c := e.dial(nil)
-	// The first message gets its Error reply, the second closes the
-	// socket: the reply, queued first, must reach the client before the
-	// close frame. The client writes on after the close, unread.
-	msg := []byte(`{"Controller":"Market","Topic":"Depth","Data":"` + strings.Repeat("x", 4000) + `"}`)
-	for range 50 {
-		if c.WriteMessage(websocket.TextMessage, msg) != nil {
-			break
-		}
-	}
-	if got := readMsg(t, c); !strings.Contains(got, `"Data":"Authority"`) {
-		t.Fatalf("got %s", got)
-	}
-	if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
-		t.Fatalf("close code %d", got)
 	}
 }
