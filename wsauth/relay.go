@@ -1,12 +1,13 @@
 package wsauth
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -70,15 +71,33 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			s.backendEnded(err)
 			return
 		}
-		data, err := io.ReadAll(r)
-		if err != nil {
+		bp := msgBufs.Get().(*[]byte)
+		buf := bytes.NewBuffer((*bp)[:0])
+		if _, err := buf.ReadFrom(r); err != nil {
 			s.backendEnded(err)
 			return
 		}
-		if !s.enqueue(outMsg{typ: typ, data: data, backend: true}) {
+		*bp = buf.Bytes()
+		if !s.enqueue(outMsg{typ: typ, data: *bp, buf: bp, backend: true}) {
 			return
 		}
 	}
+}
+
+// msgBufs are the backend messages' buffers: each is read into once (the
+// one copy), written to the client, and reused; a buffer grown past 64 KiB
+// is left to the collector.
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// releaseBuf returns a written message's buffer to msgBufs. Client writer
+// only, after the write: gorilla holds no reference once WriteMessage
+// returns.
+func releaseBuf(bp *[]byte) {
+	if bp == nil || cap(*bp) > 64<<10 {
+		return
+	}
+	*bp = (*bp)[:0]
+	msgBufs.Put(bp)
 }
 
 // backendEnded maps the backend leg's end to the client's close code: the
@@ -152,6 +171,7 @@ func (s *session) writeLoop() {
 				dead = true
 				continue
 			}
+			releaseBuf(m.buf)
 			if m.backend {
 				s.cfg.Metrics.Delivered()
 			}

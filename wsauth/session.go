@@ -74,7 +74,8 @@ type session struct {
 type outMsg struct {
 	typ     int
 	data    []byte
-	backend bool // from the backend (counted as delivered)
+	backend bool    // from the backend (counted as delivered)
+	buf     *[]byte // data's pooled buffer (msgBufs), or nil
 	close   int  // non-zero: send this close code instead
 }
 
