@@ -76,7 +76,7 @@ type outMsg struct {
 	data    []byte
 	backend bool    // from the backend (counted as delivered)
 	buf     *[]byte // data's pooled buffer (msgBufs), or nil
-	close   int  // non-zero: send this close code instead
+	close   int     // non-zero: send this close code instead
 }
 
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
