@@ -1,6 +1,5 @@
 // Package wsauth is the message-service gateway's core: what sits between a
-// client's WebSocket and the backend's, without the sockets. This first
-// layer is pure:
+// client's WebSocket and the backend's. The pure layer:
 //
 //	envelope.go  Scan, the strict reader of client->backend messages
 //	decoder.go   its pooled jsontext decoder and error wording
@@ -8,14 +7,29 @@
 //	zenith.go    the gateway's own messages (Error, the Identify reply),
 //	             the Zenith DateTime and TimeSpan, the AuthToken request
 //
-// Session state and the relay come on top of it.
+// The sockets, on top of it:
+//
+//	config.go    Config, its Default* limits and Validate
+//	hooks.go     what the Caddy glue fills in: Verifier, PasswordChecker,
+//	             Identity, Metrics
+//	gateway.go   Gateway (New, ServeHTTP, Shutdown): upgrade checks, header
+//	             auth before the 101, the hijack adapter
+//	session.go   one socket: its state, the client read loop, limits and
+//	             deadlines, authorization and forwarding
+//	auth.go      the Auth messages, answered by the gateway
+//	relay.go     the backend leg (dial with failover, the backend reader),
+//	             the client writer and the bounded send queue
+//	closing.go   the close handshake and the session's teardown
 //
 // Goroutines: Scan, the Append functions and ParseAuthToken keep no state
 // between calls and are safe for concurrent use; an Envelope aliases the
 // message it was scanned from and belongs to the goroutine that scanned it
 // (the connection's reader). A Policy is immutable once built and safe for
 // concurrent use; a PolicyConfig is a value not to be changed while
-// NewPolicy reads it.
+// NewPolicy reads it. A Gateway is safe for concurrent use; each socket
+// has a client reader (the ServeHTTP goroutine, which also writes the
+// backend leg), a client writer and, once authenticated, a backend
+// reader: the session type says which owns what.
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it
 // does) nor on the identity server: it takes plain config structs, and the

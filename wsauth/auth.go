@@ -1,0 +1,211 @@
+package wsauth
+
+import (
+	"errors"
+	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
+)
+
+// handleAuth answers an Auth message; none is ever forwarded. Client
+// reader only.
+func (s *session) handleAuth(env *Envelope) {
+	if env.Action != ActionPublish {
+		s.reply(AppendError(nil, env, CodeUnknown))
+		return
+	}
+	switch env.TopicBase() {
+	case "AuthToken":
+		s.authToken(env)
+	case "QueryIdentify":
+		s.replyIdentify("QueryIdentify", env, s.state == StateAuthenticated)
+	case "AuthOwner":
+		s.authOwner(env)
+	case "AuthCode":
+		// Until the browser flows bring the code exchange.
+		s.refuse(AuthCodeMsg, AuthResultNo, "not supported", s.otherReplyTopic(env), env)
+	default:
+		s.reply(AppendError(nil, env, CodeUnknown))
+	}
+}
+
+// otherReplyTopic is the reply Topic of AuthOwner and AuthCode: Identify,
+// or the request's own topic in the motif profile.
+func (s *session) otherReplyTopic(env *Envelope) string {
+	if s.cfg.Profile.Motif {
+		return env.TopicBase()
+	}
+	return "Identify"
+}
+
+func (s *session) authToken(env *Envelope) {
+	topic := s.cfg.Profile.AuthTokenReplyTopic()
+	req, err := ParseAuthToken(env.Data, s.cfg.MaxTokenBytes)
+	switch {
+	case err != nil:
+		reason := "malformed AuthToken"
+		if errors.Is(err, ErrTokenTooLarge) {
+			reason = "token too large"
+		}
+		s.refuse(AuthTokenMsg, AuthResultNo, reason, topic, env)
+		return
+	case req.Provider != "Bearer":
+		s.refuse(AuthTokenMsg, AuthResultNo, "provider not Bearer", topic, env)
+		return
+	}
+	id, err := s.cfg.Verifier.VerifyAccessToken(s.ctx, req.AccessToken)
+	if err == nil {
+		id.Token = req.AccessToken
+	}
+	s.accept(AuthTokenMsg, id, err, topic, env)
+}
+
+func (s *session) authOwner(env *Envelope) {
+	topic := s.otherReplyTopic(env)
+	if s.cfg.Passwords == nil {
+		s.refuse(AuthOwnerMsg, AuthResultNo, "no password checker", topic, env)
+		return
+	}
+	cred, ok := parseOwner(env.Data)
+	if !ok {
+		s.refuse(AuthOwnerMsg, AuthResultNo, "malformed AuthOwner", topic, env)
+		return
+	}
+	cred.RemoteAddr = s.remote
+	id, err := s.cfg.Passwords.CheckOwner(s.ctx, cred)
+	s.accept(AuthOwnerMsg, id, err, topic, env)
+}
+
+// accept ends an authentication attempt that reached the verifier (err
+// from it). A refusal leaves the session as it was. Once authenticated, a
+// new credential must name the same subject; it then replaces the
+// identity (scopes, expiry) the policy reads.
+func (s *session) accept(method AuthMethod, id Identity, err error, topic string, env *Envelope) {
+	switch {
+	case errors.Is(err, ErrRefused):
+		s.refuse(method, AuthResultNo, refusalReason(err), topic, env)
+		return
+	case err != nil && s.ctx.Err() != nil:
+		return // the session is closing: no reply, no fault
+	case err != nil:
+		s.g.log.Error("ws credential check failed", zap.String("method", string(method)), zap.Error(err))
+		s.refuse(method, AuthResultErr, "verifier fault", topic, env)
+		return
+	case !id.Expiry.IsZero() && !id.Expiry.After(s.cfg.Now()):
+		s.refuse(method, AuthResultNo, "expired", topic, env)
+		return
+	case s.state == StateAuthenticated && id.Subject != s.id.Subject:
+		s.refuse(method, AuthResultNo, "another subject than the session's", topic, env)
+		return
+	}
+	s.cfg.Metrics.Auth(method, AuthResultOK)
+	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
+		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
+	if s.state == StateAuthenticated {
+		s.id = id
+	} else if !s.authenticate(id) {
+		return // closed: the backend is down
+	}
+	s.replyIdentify(topic, env, true)
+}
+
+// refuse answers Reject (Rejected in the motif profile), counts and logs
+// it. reason is the gateway's or the verifier's fixed wording.
+func (s *session) refuse(method AuthMethod, result, reason, topic string, env *Envelope) {
+	s.cfg.Metrics.Auth(method, result)
+	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
+		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.id.Subject))
+	s.replyIdentify(topic, env, false)
+}
+
+// replyIdentify sends the Identify data of the session's identity, or the
+// failure result.
+func (s *session) replyIdentify(topic string, env *Envelope, success bool) {
+	id := Identify{Success: success}
+	if success {
+		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.id.DisplayName, s.id.Subject, s.id.Expiry, s.id.Scopes
+		if s.cfg.ReturnAccessToken {
+			id.AccessToken = s.id.Token
+		}
+	}
+	s.reply(AppendAuthReply(nil, topic, env.TransactionIDText, &id, s.cfg.Profile, s.cfg.Now()))
+}
+
+// authenticate makes the session authenticated as id and opens the
+// backend leg; false when the leg could not be opened (the client is then
+// being closed with 1011 or 1013).
+func (s *session) authenticate(id Identity) bool {
+	s.id = id
+	bc, code := s.dialBackend()
+	if bc == nil {
+		s.closeAfterQueued(code)
+		return false
+	}
+	s.bc = bc
+	s.user = id.Subject
+	s.state = StateAuthenticated
+	s.g.unauth.Add(-1)
+	s.cfg.Metrics.Sessions(StateUnauthenticated, -1)
+	s.cfg.Metrics.Sessions(StateAuthenticated, 1)
+	s.wg.Add(1)
+	go s.backendLoop(bc)
+	return true
+}
+
+// parseOwner reads an AuthOwner message's Data: one object whose members
+// ClientID, ClientSecret, Username and Password (exact names, each at most
+// once, strings) are read and others ignored. Username and Password are
+// required.
+func parseOwner(data []byte) (OwnerCredentials, bool) {
+	var c OwnerCredentials
+	if data == nil {
+		return c, false
+	}
+	st := getScanState(data)
+	defer st.release()
+	d := &st.dec
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return c, false
+	}
+	seen := map[string]bool{}
+	for d.PeekKind() != '}' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return c, false
+		}
+		v, err := d.ReadValue()
+		if err != nil {
+			return c, false
+		}
+		var dst *string
+		switch string(name) {
+		case `"ClientID"`:
+			dst = &c.ClientID
+		case `"ClientSecret"`:
+			dst = &c.ClientSecret
+		case `"Username"`:
+			dst = &c.Username
+		case `"Password"`:
+			dst = &c.Password
+		default:
+			continue
+		}
+		if seen[string(name)] || v.Kind() != '"' {
+			return c, false
+		}
+		seen[string(name)] = true
+		text, err := jsontext.AppendUnquote(nil, v)
+		if err != nil {
+			return c, false
+		}
+		*dst = string(text)
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return c, false
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return c, false
+	}
+	return c, c.Username != "" && c.Password != ""
+}

@@ -1,0 +1,92 @@
+package wsauth
+
+import (
+	"io"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// closeAfterQueued closes the client with code once the replies already
+// queued are written (the close frame must not overtake them); meanwhile
+// the reader only drains. A full queue closes at once. Client reader only.
+func (s *session) closeAfterQueued(code int) {
+	if s.stopping {
+		return
+	}
+	s.stopping, s.stopCode = true, code
+	select {
+	case s.sendq <- outMsg{close: code}:
+	default:
+		s.closeClient(code)
+	}
+}
+
+// closeClient starts the close handshake with code, once: further reads
+// only drain, for CloseGrace at most. Safe from any goroutine.
+func (s *session) closeClient(code int) {
+	s.closeOnce.Do(func() {
+		by := time.Now().Add(s.cfg.CloseGrace)
+		s.closeBy.Store(by.UnixNano())
+		s.closing.Store(true)
+		s.cancel() // a verification or a dial under way stops
+		_ = s.cc.NetConn().SetReadDeadline(by)
+		_ = s.cc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(s.cfg.WriteTimeout))
+	})
+}
+
+// linger ends a connection whose close frame the client has not answered
+// (it stopped reading, or its read failed after the frame was sent): the
+// write side is shut, so the client reads the frame then EOF, and what
+// the client still sends is discarded until closeBy, instead of a reset
+// that could destroy the frame unread. Client reader only.
+func (s *session) linger() {
+	nc := s.cc.NetConn()
+	by := time.Unix(0, s.closeBy.Load())
+	if time.Until(by) <= 0 {
+		return
+	}
+	_ = nc.SetReadDeadline(by)
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(nc, s.cfg.MaxMessageBytes))
+}
+
+// teardown releases the session, on the client reader's goroutine once the
+// read loop has ended: the backend leg is closed (1000 when the client
+// closed normally, else 1001), both sockets, then it waits for the writer
+// and the backend reader.
+func (s *session) teardown() {
+	if s.stopping {
+		s.closeClient(s.stopCode) // if the writer has not yet
+	}
+	s.ending.Store(true)
+	s.cancel()
+	if s.bc != nil {
+		code := websocket.CloseGoingAway
+		if s.clientCode == websocket.CloseNormalClosure {
+			code = websocket.CloseNormalClosure
+		}
+		_ = s.bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(time.Second))
+		_ = s.bc.Close()
+	}
+	if s.closing.Load() && s.clientCode == 0 && !s.gaveUp.Load() {
+		s.linger()
+	}
+	_ = s.cc.Close()
+	close(s.done)
+	s.wg.Wait()
+	s.cfg.Metrics.Sessions(s.state, -1)
+	if s.state != StateAuthenticated {
+		s.g.unauth.Add(-1)
+	}
+}
+
+// giveUp drops the client's connection without a close handshake (its
+// writes are failing), which ends the reader.
+func (s *session) giveUp() {
+	s.gaveUp.Store(true)
+	s.closeOnce.Do(func() { s.closing.Store(true) })
+	_ = s.cc.NetConn().Close()
+}

@@ -1,0 +1,146 @@
+package wsauth
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+func TestRepliesPrecedeTheCloseFrame(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.AuthMaxMessages = 1 })
+	c := e.dial(nil)
+	// The first message gets its Error reply, the second closes the
+	// socket: the reply, queued first, must reach the client before the
+	// close frame. The client writes on after the close, unread.
+	msg := []byte(`{"Controller":"Market","Topic":"Depth","Data":"` + strings.Repeat("x", 4000) + `"}`)
+	for range 50 {
+		if c.WriteMessage(websocket.TextMessage, msg) != nil {
+			break
+		}
+	}
+	if got := readMsg(t, c); !strings.Contains(got, `"Data":"Authority"`) {
+		t.Fatalf("got %s", got)
+	}
+	if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
+		t.Fatalf("close code %d", got)
+	}
+}
+
+func TestClientCloseReachesTheBackend(t *testing.T) {
+	for _, tt := range []struct{ client, backend int }{
+		{websocket.CloseNormalClosure, websocket.CloseNormalClosure},
+		{websocket.CloseGoingAway, websocket.CloseGoingAway},
+	} {
+		t.Run(strconv.Itoa(tt.client), func(t *testing.T) {
+			e := newTestEnv(t, nil)
+			c := e.dial(bearer(tokDemo))
+			roundTrip(t, c, `{"Controller":"Market","Topic":"Echo"}`)
+			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(tt.client, ""), time.Now().Add(time.Second))
+			if got := closeCode(t, c); got != tt.client {
+				t.Fatalf("the gateway answered %d", got)
+			}
+			eventually(t, "the backend leg to close", func() bool {
+				e.backend.mu.Lock()
+				defer e.backend.mu.Unlock()
+				return e.backend.closed == 1
+			})
+			e.backend.mu.Lock()
+			defer e.backend.mu.Unlock()
+			if len(e.backend.closeCodes) != 1 || e.backend.closeCodes[0] != tt.backend {
+				t.Fatalf("backend close codes %v, want [%d]", e.backend.closeCodes, tt.backend)
+			}
+		})
+	}
+}
+
+func TestClientHeadersDoNotReachTheBackend(t *testing.T) {
+	e := newTestEnv(t, nil)
+	h := bearer(tokDemo)
+	h.Set("X-User-Id", "u-admin")
+	h.Set("Cookie", "session=1")
+	c := e.dial(h)
+	roundTrip(t, c, `{"Controller":"Market","Topic":"Echo"}`)
+	e.backend.mu.Lock()
+	got := e.backend.headers[0]
+	e.backend.mu.Unlock()
+	if v := got.Values("X-User-Id"); len(v) != 1 || v[0] != "u-demo" {
+		t.Fatalf("X-User-Id %q", v)
+	}
+	if got.Get("Cookie") != "" || got.Get("Authorization") != "" {
+		t.Fatal("a client header reached the backend")
+	}
+}
+
+func TestHeaderAuthBackendDown(t *testing.T) {
+	e := newTestEnv(t, nil)
+	e.backend.mu.Lock()
+	e.backend.refuse = http.StatusServiceUnavailable
+	e.backend.mu.Unlock()
+	c := e.dial(bearer(tokDemo))
+	if got := closeCode(t, c); got != websocket.CloseTryAgainLater {
+		t.Fatalf("close code %d", got)
+	}
+	eventually(t, "the session to end", func() bool { return e.sessions() == 0 })
+	if n := e.gw.unauth.Load(); n != 0 {
+		t.Fatalf("unauthenticated count %d", n)
+	}
+}
+
+func TestBackendCloses(t *testing.T) {
+	for _, tt := range []struct{ backend, client int }{
+		{websocket.CloseNormalClosure, websocket.CloseNormalClosure},
+		{websocket.CloseGoingAway, websocket.CloseGoingAway},
+		{websocket.CloseServiceRestart, websocket.CloseServiceRestart},
+		{4000, 4000},
+	} {
+		t.Run(strconv.Itoa(tt.backend), func(t *testing.T) {
+			e := newTestEnv(t, nil)
+			c := e.dial(bearer(tokDemo))
+			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Close","Data":`+strconv.Itoa(tt.backend)+`}`))
+			// What the backend sent before closing arrives first.
+			if got := readMsg(t, c); got != `{"Controller":"Zenith","Topic":"Bye"}` {
+				t.Fatalf("got %s", got)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _, err := c.ReadMessage()
+			ce, ok := err.(*websocket.CloseError)
+			if !ok || ce.Code != tt.client || ce.Text != "" {
+				t.Fatalf("got %v, want close %d without the backend's text", err, tt.client)
+			}
+			eventually(t, "the session to end", func() bool { return e.sessions() == 0 })
+		})
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	for _, code := range []int{websocket.CloseGoingAway, websocket.CloseServiceRestart} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			e := newTestEnv(t, nil)
+			a := e.dial(bearer(tokDemo))
+			u := e.dial(nil)
+			roundTrip(t, a, `{"Controller":"Market","Topic":"Echo"}`)
+			done := make(chan struct{})
+			go func() {
+				// The clients answer the close while Shutdown waits.
+				defer close(done)
+				for _, c := range []*websocket.Conn{a, u} {
+					if got := closeCode(t, c); got != code {
+						t.Errorf("close code %d, want %d", got, code)
+					}
+				}
+			}()
+			e.gw.Shutdown(code)
+			<-done
+			if n := e.sessions(); n != 0 {
+				t.Fatalf("%d sessions left", n)
+			}
+			if _, resp, err := e.tryDial(nil, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("upgrade after Shutdown: %v %v", resp, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,259 @@
+package wsauth
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults of the gateway's limits (issue 8, "Limits"; zenith-protocol.md,
+// "Transport"). A zero Config field means its default.
+const (
+	// DefaultSubprotocol is the sub-protocol negotiated when Config names
+	// none (interface.md §9).
+	DefaultSubprotocol = "ServiceJson"
+	// DefaultMaxMessageBytes bounds one client message, counted after
+	// permessage-deflate decompression.
+	DefaultMaxMessageBytes = 1 << 20
+	// DefaultMaxBackendMessageBytes bounds one backend message.
+	DefaultMaxBackendMessageBytes = 16 << 20
+	// DefaultAuthTimeout is how long an unauthenticated socket may stay
+	// open.
+	DefaultAuthTimeout = 10 * time.Second
+	// DefaultAuthMaxMessages is how many messages an unauthenticated
+	// socket may send; the next closes it.
+	DefaultAuthMaxMessages = 10
+	// DefaultMaxUnauthenticated bounds the sockets open and not yet
+	// authenticated; an upgrade over it gets HTTP 503.
+	DefaultMaxUnauthenticated = 1024
+	// DefaultPingInterval is how often the gateway pings the client.
+	DefaultPingInterval = 30 * time.Second
+	// DefaultIdleTimeout: a client silent (no message, no pong) this long
+	// is closed with 1008.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultWriteTimeout bounds one write to the client or the backend.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultSendQueue bounds the messages waiting for a client.
+	DefaultSendQueue = 256
+	// DefaultSendQueueBytes bounds the bytes waiting for a client.
+	DefaultSendQueueBytes = 4 << 20
+	// DefaultDialTimeout bounds one attempt to open the backend leg.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultCloseGrace is how long the gateway waits for the client's
+	// answer to its close frame before dropping the connection.
+	DefaultCloseGrace = 2 * time.Second
+)
+
+// Config configures a Gateway. Zero fields take their Default*; Validate
+// checks it without changing it, New fills the defaults into its own copy.
+type Config struct {
+	// Upstreams are the backend's WebSocket URLs (ws:// or wss://), tried
+	// in order until one accepts (failover). Required. The client's
+	// ?version= is added to the URL's query.
+	Upstreams []string
+	// Subprotocols are the sub-protocols the gateway accepts, in order of
+	// preference; the one negotiated is asked of the backend too. Default
+	// [DefaultSubprotocol]. A client that offers sub-protocols, none of
+	// them listed, gets HTTP 400; one that offers none is accepted.
+	Subprotocols []string
+	// AllowedOrigins are the Origin values (scheme://host[:port]) whose
+	// browsers may open a socket, compared exactly; "*" allows every
+	// origin (risk: any web page may then use a visitor's cookies-free
+	// socket, and with header auth nothing else stops it). Empty: only the
+	// request's own host. A request without Origin (not a browser) is
+	// always allowed.
+	AllowedOrigins []string
+	// DisableCompression turns off permessage-deflate on the client leg.
+	// Default false (offered).
+	DisableCompression bool
+	// MaxMessageBytes bounds one client message after decompression; a
+	// larger one closes the socket with 1009. Default
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int64
+	// MaxBackendMessageBytes bounds one backend message; a larger one
+	// closes both legs (the client gets 1011). Default
+	// DefaultMaxBackendMessageBytes.
+	MaxBackendMessageBytes int64
+	// MaxTokenBytes bounds an access token (header or AuthToken). Default
+	// DefaultMaxTokenBytes.
+	MaxTokenBytes int
+	// AuthTimeout is how long a socket may stay unauthenticated before it
+	// is closed with 1008. Default DefaultAuthTimeout.
+	AuthTimeout time.Duration
+	// AuthMaxMessages is how many messages an unauthenticated socket may
+	// send; the next one closes it with 1008. Default
+	// DefaultAuthMaxMessages.
+	AuthMaxMessages int
+	// MaxUnauthenticated bounds the sockets open without authentication.
+	// Default DefaultMaxUnauthenticated.
+	MaxUnauthenticated int
+	// PingInterval is the keep-alive ping period. Default
+	// DefaultPingInterval.
+	PingInterval time.Duration
+	// IdleTimeout closes (1008) a client that sent nothing, pongs
+	// included, for this long. Default DefaultIdleTimeout; it must exceed
+	// PingInterval.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds one write to either leg; a client write that
+	// times out closes the client (1008, counted as a slow client).
+	// Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// SendQueue and SendQueueBytes bound the messages and bytes waiting
+	// for the client; past either the client is closed with 1008 and
+	// counted as a slow client. Defaults DefaultSendQueue and
+	// DefaultSendQueueBytes.
+	SendQueue      int
+	SendQueueBytes int64
+	// DialTimeout bounds one attempt to open the backend leg. Default
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+	// CloseGrace is how long the gateway waits for the client to answer
+	// its close frame. Default DefaultCloseGrace.
+	CloseGrace time.Duration
+	// ReturnAccessToken sends the session's access token back (Base-64)
+	// in Identify replies, so a client can save it (interface.md §2.5);
+	// motif-core needs it. Default false.
+	ReturnAccessToken bool
+	// Profile is how the Auth replies are spelled.
+	Profile Profile
+	// Policy authorizes Controller/Topic pairs. Default DefaultPolicy().
+	Policy *Policy
+
+	// Verifier checks access tokens. Required.
+	Verifier Verifier
+	// Passwords answers AuthOwner; nil answers Reject.
+	Passwords PasswordChecker
+	// BackendHeaders sets the identity headers of the backend leg's
+	// upgrade request; nil sends none.
+	BackendHeaders func(h http.Header, id Identity)
+	// Metrics receives the gateway's counts; nil discards them.
+	Metrics Metrics
+	// Logger receives the audit log and the gateway's faults; nil
+	// discards them.
+	Logger *zap.Logger
+	// Now is the clock of the Auth replies (ExpiresIn) and of the expiry
+	// check; nil means time.Now. Socket deadlines use the system clock.
+	Now func() time.Time
+}
+
+// Validate checks c and changes nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Upstreams) == 0 {
+		errs = append(errs, errors.New("no upstream"))
+	}
+	for i, u := range c.Upstreams {
+		p, err := url.Parse(u)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("upstream %d: %w", i, err))
+		case p.Scheme != "ws" && p.Scheme != "wss":
+			errs = append(errs, fmt.Errorf("upstream %d (%q): scheme must be ws or wss", i, u))
+		case p.Host == "":
+			errs = append(errs, fmt.Errorf("upstream %d (%q): no host", i, u))
+		case p.User != nil:
+			errs = append(errs, fmt.Errorf("upstream %d: user info in the URL", i))
+		case p.Query().Has("version"):
+			errs = append(errs, fmt.Errorf("upstream %d (%q): the client's version is added to the query, the URL may not hold one", i, u))
+		}
+	}
+	for _, p := range c.Subprotocols {
+		if p == "" || strings.ContainsFunc(p, isSpaceOrControl) || strings.ContainsAny(p, `,;"`) {
+			errs = append(errs, fmt.Errorf("subprotocol %q is not a token", p))
+		}
+	}
+	for _, o := range c.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		p, err := url.Parse(o)
+		if err != nil || p.Scheme == "" || p.Host == "" || (p.Path != "" && p.Path != "/") || p.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("allowed origin %q is not scheme://host[:port]", o))
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{
+		{"max_message_bytes", c.MaxMessageBytes},
+		{"max_backend_message_bytes", c.MaxBackendMessageBytes},
+		{"max_token_bytes", int64(c.MaxTokenBytes)},
+		{"auth_max_messages", int64(c.AuthMaxMessages)},
+		{"max_unauthenticated", int64(c.MaxUnauthenticated)},
+		{"send_queue", int64(c.SendQueue)},
+		{"send_queue_bytes", c.SendQueueBytes},
+	} {
+		if n.v < 0 {
+			errs = append(errs, fmt.Errorf("%s is negative", n.name))
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"auth_timeout", c.AuthTimeout},
+		{"ping_interval", c.PingInterval},
+		{"idle_timeout", c.IdleTimeout},
+		{"write_timeout", c.WriteTimeout},
+		{"dial_timeout", c.DialTimeout},
+		{"close_grace", c.CloseGrace},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s is negative", d.name))
+		}
+	}
+	ping, idle := or(c.PingInterval, DefaultPingInterval), or(c.IdleTimeout, DefaultIdleTimeout)
+	if idle <= ping {
+		errs = append(errs, fmt.Errorf("idle_timeout %v must exceed ping_interval %v", idle, ping))
+	}
+	if c.Verifier == nil {
+		errs = append(errs, errors.New("no verifier"))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if len(c.Subprotocols) == 0 {
+		c.Subprotocols = []string{DefaultSubprotocol}
+	}
+	c.MaxMessageBytes = or(c.MaxMessageBytes, DefaultMaxMessageBytes)
+	c.MaxBackendMessageBytes = or(c.MaxBackendMessageBytes, DefaultMaxBackendMessageBytes)
+	c.MaxTokenBytes = or(c.MaxTokenBytes, DefaultMaxTokenBytes)
+	c.AuthTimeout = or(c.AuthTimeout, DefaultAuthTimeout)
+	c.AuthMaxMessages = or(c.AuthMaxMessages, DefaultAuthMaxMessages)
+	c.MaxUnauthenticated = or(c.MaxUnauthenticated, DefaultMaxUnauthenticated)
+	c.PingInterval = or(c.PingInterval, DefaultPingInterval)
+	c.IdleTimeout = or(c.IdleTimeout, DefaultIdleTimeout)
+	c.WriteTimeout = or(c.WriteTimeout, DefaultWriteTimeout)
+	c.SendQueue = or(c.SendQueue, DefaultSendQueue)
+	c.SendQueueBytes = or(c.SendQueueBytes, DefaultSendQueueBytes)
+	c.DialTimeout = or(c.DialTimeout, DefaultDialTimeout)
+	c.CloseGrace = or(c.CloseGrace, DefaultCloseGrace)
+	if c.Policy == nil {
+		c.Policy = DefaultPolicy()
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,253 @@
+package wsauth
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// Gateway is the message service's http.Handler: it upgrades the client's
+// request, authenticates the socket, opens the backend leg and relays
+// between the two (DESIGN.md, "How data flows": Message service). Build it
+// with New; it is safe for concurrent use.
+//
+// Goroutines: ServeHTTP runs on the server's goroutine and, after the
+// upgrade, becomes the session's client reader; each session adds a
+// client writer and, once authenticated, a backend reader (session.go
+// says what each owns). The Gateway's own state (the live sessions, the
+// closed flag) is guarded by mu; the unauthenticated count is atomic.
+type Gateway struct {
+	cfg      Config
+	log      *zap.Logger
+	upgrader websocket.Upgrader
+	dialer   websocket.Dialer
+
+	unauth atomic.Int64 // sockets open and not yet authenticated
+
+	mu       sync.Mutex
+	closed   bool                  // Shutdown was called: no new sockets
+	sessions map[*session]struct{} // live sessions
+	wg       sync.WaitGroup        // one per live session
+}
+
+// New builds the Gateway cfg configures.
+func New(cfg Config) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}}
+	g.upgrader = websocket.Upgrader{
+		HandshakeTimeout:  cfg.WriteTimeout,
+		Subprotocols:      slices.Clone(cfg.Subprotocols),
+		CheckOrigin:       g.checkOrigin,
+		EnableCompression: !cfg.DisableCompression,
+		Error: func(w http.ResponseWriter, _ *http.Request, status int, _ error) {
+			http.Error(w, http.StatusText(status), status)
+		},
+	}
+	g.dialer = websocket.Dialer{HandshakeTimeout: cfg.DialTimeout, Proxy: nil}
+	return g, nil
+}
+
+// versionForm is the form a ?version= must have (1.1, 2.0, 3).
+var versionForm = regexp.MustCompile(`^[0-9]{1,4}(\.[0-9]{1,4}){0,3}$`)
+
+// ServeHTTP upgrades r to a WebSocket and runs the session until either
+// leg ends. Before the 101 it checks, in order: that the gateway is not
+// shut down (503), the upgrade itself (400), ?version= (400), Origin
+// (403), the sub-protocol (400), an Authorization header (403 when
+// refused, 503 on a verifier fault) and, without one, the bound on
+// unauthenticated sockets (503).
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	closed := g.closed
+	if !closed {
+		g.wg.Add(1)
+	}
+	g.mu.Unlock()
+	if closed {
+		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		return
+	}
+	defer g.wg.Done()
+
+	if !websocket.IsWebSocketUpgrade(r) {
+		http.Error(w, "websocket upgrade required", http.StatusBadRequest)
+		return
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	version, hasVersion := q.Get("version"), q.Has("version")
+	if err != nil || hasVersion && (len(q["version"]) != 1 || !versionForm.MatchString(version)) {
+		http.Error(w, "bad version", http.StatusBadRequest)
+		return
+	}
+	if !g.checkOrigin(r) {
+		http.Error(w, http.StatusText(http.StatusForbidden), http.StatusForbidden)
+		return
+	}
+	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.ContainsFunc(offered, func(p string) bool {
+		return slices.Contains(g.cfg.Subprotocols, p)
+	}) {
+		http.Error(w, "unsupported sub-protocol", http.StatusBadRequest)
+		return
+	}
+
+	var id *Identity
+	if h := r.Header.Values("Authorization"); len(h) > 0 {
+		got, status := g.headerAuth(r, h)
+		if status != 0 {
+			http.Error(w, http.StatusText(status), status)
+			return
+		}
+		id = got
+	} else if g.unauth.Add(1) > int64(g.cfg.MaxUnauthenticated) {
+		g.unauth.Add(-1)
+		g.log.Warn("ws unauthenticated socket bound reached", zap.Int("max", g.cfg.MaxUnauthenticated))
+		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		return
+	}
+
+	conn, err := g.upgrader.Upgrade(hijacker{w}, r, nil)
+	if err != nil {
+		if id == nil {
+			g.unauth.Add(-1)
+		}
+		g.log.Debug("ws upgrade failed", zap.Error(err))
+		return // the Upgrader has answered
+	}
+	s := newSession(g, conn, r, version, hasVersion)
+	if !g.track(s) {
+		if id == nil {
+			g.unauth.Add(-1)
+		}
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), deadline(g.cfg.WriteTimeout))
+		_ = conn.Close()
+		return
+	}
+	defer g.untrack(s)
+	s.run(id)
+}
+
+// headerAuth verifies an upgrade's Authorization header, "<Provider>
+// <token>" with Provider Bearer (any case, RFC 7235). status is 0 when it
+// is accepted, else the HTTP status to answer.
+func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, int) {
+	m := g.cfg.Metrics
+	scheme, token, ok := strings.Cut(h[0], " ")
+	token = strings.TrimLeft(token, " ")
+	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > g.cfg.MaxTokenBytes {
+		m.Auth(AuthHeader, AuthResultNo)
+		g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
+			zap.String("reason", "malformed authorization header"), zap.String("remote", r.RemoteAddr))
+		return nil, http.StatusForbidden
+	}
+	id, err := g.cfg.Verifier.VerifyAccessToken(r.Context(), token)
+	if err != nil {
+		if errors.Is(err, ErrRefused) {
+			m.Auth(AuthHeader, AuthResultNo)
+			g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
+				zap.String("reason", refusalReason(err)), zap.String("remote", r.RemoteAddr))
+			return nil, http.StatusForbidden
+		}
+		m.Auth(AuthHeader, AuthResultErr)
+		g.log.Error("ws token verification failed", zap.Error(err))
+		return nil, http.StatusServiceUnavailable
+	}
+	if !id.Expiry.IsZero() && !id.Expiry.After(g.cfg.Now()) {
+		m.Auth(AuthHeader, AuthResultNo)
+		return nil, http.StatusForbidden
+	}
+	id.Token = token
+	m.Auth(AuthHeader, AuthResultOK)
+	g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultOK),
+		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", r.RemoteAddr))
+	return &id, 0
+}
+
+func refusalReason(err error) string {
+	if r, ok := errors.AsType[*Refusal](err); ok {
+		return r.Reason
+	}
+	return "refused"
+}
+
+// checkOrigin allows a request without Origin, and one whose Origin is in
+// AllowedOrigins ("*": any); with no list, one from the request's host.
+func (g *Gateway) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Values("Origin")
+	if len(origin) == 0 {
+		return true
+	}
+	if len(origin) > 1 {
+		return false
+	}
+	if len(g.cfg.AllowedOrigins) == 0 {
+		o := origin[0]
+		_, host, ok := strings.Cut(o, "://")
+		return ok && strings.EqualFold(host, r.Host)
+	}
+	for _, a := range g.cfg.AllowedOrigins {
+		if a == "*" || a == strings.TrimSuffix(origin[0], "/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) track(s *session) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.sessions[s] = struct{}{}
+	return true
+}
+
+func (g *Gateway) untrack(s *session) {
+	g.mu.Lock()
+	delete(g.sessions, s)
+	g.mu.Unlock()
+}
+
+// Shutdown refuses new sockets and closes every live one with code: 1001
+// (websocket.CloseGoingAway) when the process exits, 1012
+// (websocket.CloseServiceRestart) on a config reload; the Caddy glue
+// decides, and when. It returns once every session has ended, which the
+// close handshake bounds (WriteTimeout and CloseGrace).
+func (g *Gateway) Shutdown(code int) {
+	g.mu.Lock()
+	g.closed = true
+	live := make([]*session, 0, len(g.sessions))
+	for s := range g.sessions {
+		live = append(live, s)
+	}
+	g.mu.Unlock()
+	for _, s := range live {
+		go s.closeClient(code) // each returns within CloseGrace
+	}
+	g.wg.Wait()
+}
+
+// hijacker gives gorilla's Upgrader the http.Hijacker it asserts. Caddy's
+// ResponseWriter does not implement it itself (it wraps the server's), so
+// Hijack goes through http.NewResponseController, which follows Unwrap
+// (DESIGN.md, "Caddy mechanics").
+type hijacker struct{ http.ResponseWriter }
+
+func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(h.ResponseWriter).Hijack()
+}
+
+func (h hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -1,0 +1,311 @@
+package wsauth
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// Tokens the fake verifier knows.
+const (
+	tokDemo   = "demo-token"   // Service/Market, Service/News
+	tokTrader = "trader-token" // also Service/Trading, Service/OrderPad
+	tokFault  = "fault-token"  // the verifier's own failure
+)
+
+var testExpiry = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
+var testNow = testExpiry.Add(-time.Hour)
+
+type fakeVerifier struct{ calls atomic.Int64 }
+
+func (v *fakeVerifier) VerifyAccessToken(_ context.Context, token string) (Identity, error) {
+	v.calls.Add(1)
+	switch token {
+	case tokDemo:
+		return Identity{Subject: "u-demo", ClientID: "demo-app", DisplayName: "Demo User",
+			Scopes: []string{"openid", ScopeMarket, ScopeNews}, Expiry: testExpiry}, nil
+	case tokTrader:
+		return Identity{Subject: "u-trader", ClientID: "demo-app", DisplayName: "Trader",
+			Scopes: []string{ScopeMarket, ScopeNews, ScopeTrading, ScopeOrderPad}, Expiry: testExpiry}, nil
+	case tokFault:
+		return Identity{}, context.DeadlineExceeded
+	}
+	return Identity{}, &Refusal{Reason: "bad_signature"}
+}
+
+type fakePasswords struct{}
+
+func (fakePasswords) CheckOwner(_ context.Context, c OwnerCredentials) (Identity, error) {
+	if c.Username == "trader" && c.Password == "trader" && c.ClientID == "demo-app" {
+		return Identity{Subject: "u-trader", ClientID: c.ClientID, Scopes: []string{ScopeTrading}, Expiry: testExpiry}, nil
+	}
+	return Identity{}, &Refusal{Reason: "invalid_grant"}
+}
+
+// fakeMetrics counts what the gateway reports.
+type fakeMetrics struct {
+	mu       sync.Mutex
+	sessions map[State]int
+	auth     map[string]int
+	relayed  map[string]int
+	denied   map[string]int
+	slow     int
+	deliv    int
+}
+
+func newFakeMetrics() *fakeMetrics {
+	return &fakeMetrics{sessions: map[State]int{}, auth: map[string]int{}, relayed: map[string]int{}, denied: map[string]int{}}
+}
+
+func (m *fakeMetrics) Sessions(s State, d int) { m.mu.Lock(); m.sessions[s] += d; m.mu.Unlock() }
+func (m *fakeMetrics) Auth(a AuthMethod, r string) {
+	m.mu.Lock()
+	m.auth[string(a)+"/"+r]++
+	m.mu.Unlock()
+}
+func (m *fakeMetrics) Relayed(c string) { m.mu.Lock(); m.relayed[c]++; m.mu.Unlock() }
+func (m *fakeMetrics) Denied(c string)  { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
+func (m *fakeMetrics) Delivered()       { m.mu.Lock(); m.deliv++; m.mu.Unlock() }
+func (m *fakeMetrics) SlowClient()      { m.mu.Lock(); m.slow++; m.mu.Unlock() }
+func (m *fakeMetrics) get(f func(m *fakeMetrics) int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return f(m)
+}
+
+// fakeBackend is a small Zenith backend: it records the messages it gets
+// and its upgrades' headers; it answers "echo" topics by echoing, "blast"
+// by sending Data (a count) messages, "close" by closing with the code in
+// Data.
+type fakeBackend struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	got     []string
+	headers []http.Header
+	urls    []string
+	conns   []*websocket.Conn
+	refuse  int // answer upgrades with this status
+	closed  int // backend legs ended
+	// closeCodes are the codes of the close frames the gateway sent.
+	closeCodes []int
+}
+
+func newFakeBackend(t testing.TB) *fakeBackend {
+	b := &fakeBackend{}
+	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol, "ZenithJson"}}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		b.headers = append(b.headers, r.Header.Clone())
+		b.urls = append(b.urls, r.URL.String())
+		refuse := b.refuse
+		b.mu.Unlock()
+		if refuse != 0 {
+			http.Error(w, "no", refuse)
+			return
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		b.mu.Lock()
+		b.conns = append(b.conns, c)
+		b.mu.Unlock()
+		defer func() {
+			c.Close()
+			b.mu.Lock()
+			b.closed++
+			b.mu.Unlock()
+		}()
+		for {
+			_, msg, err := c.ReadMessage()
+			if err != nil {
+				if ce, ok := err.(*websocket.CloseError); ok {
+					b.mu.Lock()
+					b.closeCodes = append(b.closeCodes, ce.Code)
+					b.mu.Unlock()
+				}
+				return
+			}
+			b.mu.Lock()
+			b.got = append(b.got, string(msg))
+			b.mu.Unlock()
+			var env struct {
+				Topic string
+				Data  json.RawMessage
+			}
+			_ = json.Unmarshal(msg, &env)
+			switch env.Topic {
+			case "Echo":
+				_ = c.WriteMessage(websocket.TextMessage, msg)
+			case "Blast":
+				var n int
+				_ = json.Unmarshal(env.Data, &n)
+				payload := []byte(`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Publish","Data":{"Last":37.48,"Bid":37.47,"Ask":37.49}}`)
+				for range n {
+					if c.WriteMessage(websocket.TextMessage, payload) != nil {
+						return
+					}
+				}
+			case "Close":
+				var code int
+				_ = json.Unmarshal(env.Data, &code)
+				_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Zenith","Topic":"Bye"}`))
+				_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, "internal detail"), time.Now().Add(time.Second))
+				_, _, _ = c.ReadMessage()
+				return
+			}
+		}
+	}))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+func (b *fakeBackend) url() string { return "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/zenith" }
+
+func (b *fakeBackend) received() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.got...)
+}
+
+func (b *fakeBackend) upgrades() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.headers)
+}
+
+// env is a test gateway with its backend.
+type testEnv struct {
+	t       testing.TB
+	gw      *Gateway
+	srv     *httptest.Server
+	backend *fakeBackend
+	metrics *fakeMetrics
+	logs    *observer.ObservedLogs
+	ver     *fakeVerifier
+}
+
+func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
+	t.Helper()
+	e := &testEnv{t: t, backend: newFakeBackend(t), metrics: newFakeMetrics(), ver: &fakeVerifier{}}
+	core, logs := observer.New(zap.DebugLevel)
+	e.logs = logs
+	cfg := Config{
+		Upstreams: []string{e.backend.url()},
+		Verifier:  e.ver,
+		Metrics:   e.metrics,
+		Logger:    zap.New(core),
+		Now:       func() time.Time { return testNow },
+		BackendHeaders: func(h http.Header, id Identity) {
+			h.Set("X-User-Id", id.Subject)
+			h.Set("X-Client-Id", id.ClientID)
+			h.Set("X-Scopes", strings.Join(id.Scopes, " "))
+		},
+		CloseGrace: 500 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	gw, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw = gw
+	e.srv = httptest.NewServer(gw)
+	t.Cleanup(func() {
+		e.srv.Close()
+		gw.Shutdown(websocket.CloseGoingAway)
+	})
+	return e
+}
+
+func (e *testEnv) wsURL() string {
+	return "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/ws?version=1.1"
+}
+
+// dial opens a client socket; header is added to the upgrade.
+func (e *testEnv) dial(header http.Header) *websocket.Conn {
+	e.t.Helper()
+	c, resp, err := e.tryDial(header, nil)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		e.t.Fatalf("dial: %v (status %d)", err, status)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (e *testEnv) tryDial(header http.Header, d *websocket.Dialer) (*websocket.Conn, *http.Response, error) {
+	if d == nil {
+		d = &websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}, HandshakeTimeout: 5 * time.Second}
+	}
+	return d.Dial(e.wsURL(), header)
+}
+
+// send writes msg and reads the next message, within 5 s.
+func roundTrip(t testing.TB, c *websocket.Conn, msg string) string {
+	t.Helper()
+	if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return readMsg(t, c)
+}
+
+func readMsg(t testing.TB, c *websocket.Conn) string {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, got, err := c.ReadMessage()
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(got)
+}
+
+// closeCode reads until the socket ends, within 5 s, and returns the close
+// code (-1 for an end without a close frame).
+func closeCode(t testing.TB, c *websocket.Conn) int {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for range 100_000 {
+		_, _, err := c.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if ce, ok := err.(*websocket.CloseError); ok {
+			return ce.Code
+		}
+		return -1
+	}
+	t.Fatal("socket did not end")
+	return 0
+}
+
+// eventually polls cond every 10 ms for up to 5 s.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting: %s", what)
+}
+
+func goroutines() int { return runtime.NumGoroutine() }
+
+func bearer(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }

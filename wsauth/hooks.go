@@ -1,0 +1,145 @@
+package wsauth
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Identity is who a session speaks for, as the Verifier or the
+// PasswordChecker found it. The gateway treats it as read-only.
+type Identity struct {
+	// Subject is the user's fixed id (the token's sub): the UserID of the
+	// Identify reply.
+	Subject string
+	// ClientID is the OAuth client the token was issued to.
+	ClientID string
+	// DisplayName is the user's friendly name; "" when unknown.
+	DisplayName string
+	// Scopes are the granted OAuth scopes; the policy reads them.
+	Scopes []string
+	// Expiry is when the authentication expires; zero for never.
+	Expiry time.Time
+	// Token is the access token the identity was verified from, for an
+	// Identify reply's AccessToken (Config.ReturnAccessToken) and for a
+	// BackendHeaders hook that passes the original Authorization on. It
+	// must never be logged.
+	Token string
+}
+
+// Verifier checks an access token. The Caddy glue fills it with the
+// identity server's verifier (identity/verify).
+type Verifier interface {
+	// VerifyAccessToken returns the identity token speaks for. A token
+	// that is not accepted gets an error that errors.Is ErrRefused
+	// (best a *Refusal); any other error is the verifier's own fault
+	// (keys unavailable), answered as HTTP 503 on the upgrade and Reject
+	// on a message, and logged.
+	VerifyAccessToken(ctx context.Context, token string) (Identity, error)
+}
+
+// OwnerCredentials are the Data of an AuthOwner message.
+type OwnerCredentials struct {
+	ClientID     string
+	ClientSecret string
+	Username     string
+	Password     string
+	// RemoteAddr is the client's address, for the brute-force defence.
+	RemoteAddr string
+}
+
+// PasswordChecker answers AuthOwner messages: the identity server's
+// password grant with its brute-force defence. Errors are refusals or
+// faults as for Verifier.
+type PasswordChecker interface {
+	CheckOwner(ctx context.Context, cred OwnerCredentials) (Identity, error)
+}
+
+// ErrRefused is what a Verifier's or PasswordChecker's refusal matches.
+var ErrRefused = errors.New("credential refused")
+
+// Refusal is a refused credential. Reason is safe to log and count (the
+// verifier's fixed vocabulary); Cause is detail for the log. Neither may
+// carry the credential.
+type Refusal struct {
+	Reason string
+	Cause  error
+}
+
+func (r *Refusal) Error() string {
+	if r.Cause != nil {
+		return "credential refused: " + r.Reason + ": " + r.Cause.Error()
+	}
+	return "credential refused: " + r.Reason
+}
+
+// Is makes a Refusal match ErrRefused.
+func (r *Refusal) Is(target error) bool { return target == ErrRefused }
+
+func (r *Refusal) Unwrap() error { return r.Cause }
+
+// State is a session's state, for Metrics.
+type State string
+
+// The states of a session.
+const (
+	StateUnauthenticated State = "unauthenticated"
+	StateAuthenticated   State = "authenticated"
+)
+
+// AuthMethod is how a session tried to authenticate.
+type AuthMethod string
+
+// The ways to authenticate.
+const (
+	AuthHeader   AuthMethod = "header"     // Authorization on the upgrade
+	AuthTokenMsg AuthMethod = "auth_token" // an AuthToken message
+	AuthOwnerMsg AuthMethod = "auth_owner" // an AuthOwner message
+	AuthCodeMsg  AuthMethod = "auth_code"  // an AuthCode message (always rejected)
+)
+
+// The results Metrics.Auth counts.
+const (
+	AuthResultOK  = "success"
+	AuthResultNo  = "reject"
+	AuthResultErr = "error" // the verifier's own fault
+)
+
+// Metrics receives the gateway's counts; the Caddy glue implements it with
+// Prometheus. Controller labels are one of the protocol's controllers or
+// "other", so a client cannot grow the label set. Methods are called from
+// many goroutines at once.
+type Metrics interface {
+	// Sessions moves delta sessions into (delta 1) or out of (-1) state.
+	Sessions(state State, delta int)
+	// Auth counts an authentication attempt and its result (AuthResult*).
+	Auth(method AuthMethod, result string)
+	// Relayed counts a client message forwarded to the backend.
+	Relayed(controller string)
+	// Denied counts a client message refused by the policy or before
+	// authentication.
+	Denied(controller string)
+	// Delivered counts a backend message written to the client.
+	Delivered()
+	// SlowClient counts a client closed because it stopped reading.
+	SlowClient()
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Sessions(State, int)     {}
+func (nopMetrics) Auth(AuthMethod, string) {}
+func (nopMetrics) Relayed(string)          {}
+func (nopMetrics) Denied(string)           {}
+func (nopMetrics) Delivered()              {}
+func (nopMetrics) SlowClient()             {}
+
+// controllerLabel is c when it is one of the protocol's controllers, else
+// "other".
+func controllerLabel(c string) string {
+	switch c {
+	case "Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments":
+		return c
+	}
+	return "other"
+}

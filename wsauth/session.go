@@ -1,0 +1,280 @@
+package wsauth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// CodeUnknown answers an Auth message the gateway does not serve.
+const CodeUnknown = "Operation.Unknown"
+
+// session is one client socket and, once authenticated, its backend leg.
+//
+// Goroutines and what they own:
+//   - the client reader (the ServeHTTP goroutine, run and everything it
+//     calls: readLoop, handle, the auth handlers, openBackend, teardown)
+//     owns state, id, authDeadline, unauthMsgs, clientCode, buf and bc,
+//     reads the client socket and is the backend leg's only writer of
+//     data messages;
+//   - the client writer (writeLoop) is the client socket's only writer of
+//     data messages and pings; it owns nothing else;
+//   - the backend reader (backendLoop) reads the backend leg and hands
+//     each message, as read, to the client writer through sendq.
+//
+// Shared between them: sendq and queued (the bounded send queue), the
+// close state (closeOnce, closing, closeBy), ending and done. Close
+// frames are sent with WriteControl, which gorilla allows from any
+// goroutine.
+type session struct {
+	g      *Gateway
+	cfg    *Config
+	cc     *websocket.Conn
+	remote string
+	query  string // "version=…" for the backend, or ""
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Client reader's.
+	state        State
+	id           Identity
+	authDeadline time.Time
+	unauthMsgs   int
+	clientCode   int  // the close code the client sent, 0 if none
+	stopping     bool // closeAfterQueued was called: the reader only drains
+	stopCode     int  // its code
+	buf          bytes.Buffer
+	bc           *websocket.Conn // the backend leg, nil until authenticated
+
+	// Shared.
+	sendq     chan outMsg
+	queued    atomic.Int64  // bytes in sendq
+	drained   chan struct{} // the writer took a message (capacity 1)
+	user      string        // the subject, set once before the backend reader starts
+	closeOnce sync.Once
+	closing   atomic.Bool  // a close frame is sent or the socket is given up
+	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
+	ending    atomic.Bool  // teardown has begun: leg errors are expected
+	slowSeen  atomic.Bool  // a slow client was counted
+	gaveUp    atomic.Bool  // the client's connection was dropped
+	done      chan struct{}
+	wg        sync.WaitGroup // the writer and the backend reader
+}
+
+// outMsg is one message for the client writer: a frame, or a close.
+type outMsg struct {
+	typ     int
+	data    []byte
+	backend bool    // from the backend (counted as delivered)
+	buf     *[]byte // data's pooled buffer (msgBufs), or nil
+	close   int     // non-zero: send this close code instead
+}
+
+func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
+	s := &session{
+		g: g, cfg: &g.cfg, cc: cc, remote: r.RemoteAddr,
+		state:   StateUnauthenticated,
+		sendq:   make(chan outMsg, g.cfg.SendQueue),
+		drained: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	if hasVersion {
+		s.query = "version=" + version // its form is checked: nothing to escape
+	}
+	s.ctx, s.cancel = context.WithCancel(r.Context())
+	return s
+}
+
+// run is the session, on the client reader's goroutine: id is the
+// identity verified on the upgrade, or nil.
+func (s *session) run(id *Identity) {
+	s.wg.Add(1)
+	go s.writeLoop()
+	s.authDeadline = time.Now().Add(s.cfg.AuthTimeout)
+	s.cfg.Metrics.Sessions(StateUnauthenticated, 1)
+	if id != nil {
+		s.g.unauth.Add(1) // authenticate takes it away again
+		s.authenticate(*id)
+	}
+	s.readLoop()
+	s.teardown()
+}
+
+// readLoop reads client messages until the socket fails or closes. After
+// closeClient it only drains, until the client answers or CloseGrace ends.
+func (s *session) readLoop() {
+	cc, maxMsg := s.cc, s.cfg.MaxMessageBytes
+	// gorilla's limit counts bytes on the wire, compressed; the
+	// decompressed size is counted below.
+	cc.SetReadLimit(maxMsg + maxMsg/8 + 1024)
+	cc.SetPongHandler(func(string) error { s.extend(); return nil })
+	cc.SetPingHandler(func(data string) error {
+		s.extend()
+		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.cfg.WriteTimeout))
+		return nil
+	})
+	for {
+		s.extend()
+		typ, r, err := cc.NextReader()
+		if err != nil {
+			s.readFailed(err)
+			return
+		}
+		if s.stopping || s.closing.Load() {
+			continue // draining; the next NextReader discards the message
+		}
+		if typ != websocket.TextMessage {
+			s.closeAfterQueued(websocket.CloseUnsupportedData)
+			continue
+		}
+		s.buf.Reset()
+		n, err := s.buf.ReadFrom(io.LimitReader(r, maxMsg+1))
+		switch {
+		case errors.Is(err, websocket.ErrReadLimit):
+			s.closeClient(websocket.CloseMessageTooBig) // gorilla has sent it
+			continue
+		case err != nil:
+			if !isConnError(err) {
+				s.closeClient(websocket.CloseProtocolError) // e.g. a corrupt deflate stream
+			}
+			continue // the next NextReader reports a broken connection
+		case n > maxMsg:
+			s.closeAfterQueued(websocket.CloseMessageTooBig)
+			continue
+		}
+		s.handle(s.buf.Bytes())
+		if s.buf.Cap() > 64<<10 {
+			s.buf = bytes.Buffer{}
+		}
+	}
+}
+
+func isConnError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+// extend sets the read deadline: IdleTimeout from now, no later than the
+// auth deadline while unauthenticated; while closing, closeBy.
+func (s *session) extend() {
+	if s.closing.Load() {
+		return
+	}
+	d := time.Now().Add(s.cfg.IdleTimeout)
+	if s.state != StateAuthenticated && s.authDeadline.Before(d) {
+		d = s.authDeadline
+	}
+	_ = s.cc.NetConn().SetReadDeadline(d)
+	if s.closing.Load() { // closeClient ran meanwhile: its deadline wins
+		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.closeBy.Load()))
+	}
+}
+
+// readFailed handles the error that ends the read loop.
+func (s *session) readFailed(err error) {
+	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
+		s.clientCode = ce.Code // the client's close, or its answer to ours
+		return
+	}
+	if s.closing.Load() {
+		return
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		reason := "idle"
+		if s.state != StateAuthenticated {
+			reason = "authentication timeout"
+		}
+		s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.id.Subject))
+		s.closeClient(websocket.ClosePolicyViolation)
+		return
+	}
+	s.g.log.Debug("ws client gone", zap.String("remote", s.remote), zap.Error(err))
+}
+
+// handle answers or forwards one client message.
+func (s *session) handle(msg []byte) {
+	if s.state != StateAuthenticated {
+		s.unauthMsgs++
+		if s.unauthMsgs > s.cfg.AuthMaxMessages {
+			s.g.log.Info("ws session closed", zap.String("reason", "too many messages before authentication"), zap.String("remote", s.remote))
+			s.closeAfterQueued(websocket.ClosePolicyViolation)
+			return
+		}
+	}
+	env, err := Scan(msg)
+	if err != nil {
+		se, _ := errors.AsType[*ScanError](err)
+		if errors.Is(err, ErrInvalidUTF8) {
+			s.closeAfterQueued(websocket.CloseInvalidFramePayloadData)
+			return
+		}
+		s.g.log.Debug("ws message refused", zap.String("reason", se.Reason), zap.Int64("offset", se.Offset), zap.String("remote", s.remote))
+		s.reply(AppendError(nil, &se.Echo, CodeDeserialise))
+		return
+	}
+	if env.Controller == "Auth" {
+		s.handleAuth(&env)
+		return
+	}
+	if s.state != StateAuthenticated {
+		s.deny(&env, "unauthenticated")
+		return
+	}
+	ok, needed := s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
+	if !ok {
+		s.deny(&env, "policy")
+		return
+	}
+	if needed == ScopeOrderPad || needed == ScopeAuthorise {
+		s.g.log.Info("ws order message", s.messageFields(&env)...)
+	}
+	_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+	if err := s.bc.WriteMessage(websocket.TextMessage, msg); err != nil {
+		s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
+		s.closeAfterQueued(websocket.CloseInternalServerErr)
+		return
+	}
+	s.cfg.Metrics.Relayed(controllerLabel(env.Controller))
+}
+
+// deny answers env with Error/Authority, counts and logs it.
+func (s *session) deny(env *Envelope, why string) {
+	s.cfg.Metrics.Denied(controllerLabel(env.Controller))
+	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
+	s.reply(AppendError(nil, env, CodeAuthority))
+}
+
+// messageFields are an audit entry's fields: who, Controller, Topic (before
+// its arguments, at most 128 bytes), TransactionID; never Data.
+func (s *session) messageFields(env *Envelope) []zap.Field {
+	topic := env.TopicBase()
+	if len(topic) > 128 {
+		topic = topic[:128]
+	}
+	controller := env.Controller
+	if len(controller) > 128 {
+		controller = controller[:128]
+	}
+	f := []zap.Field{zap.String("user", s.id.Subject), zap.String("client_id", s.id.ClientID),
+		zap.String("controller", controller), zap.String("topic", topic)}
+	if env.Present&HasTransactionID != 0 {
+		f = append(f, zap.Int64("transaction_id", env.TransactionID))
+	}
+	return append(f, zap.String("remote", s.remote))
+}
+
+// reply queues one of the gateway's own messages for the client.
+func (s *session) reply(msg []byte) {
+	s.enqueue(outMsg{typ: websocket.TextMessage, data: msg})
+}
+
+func deadline(d time.Duration) time.Time { return time.Now().Add(d) }
