@@ -113,6 +113,14 @@ func TestAuthLimits(t *testing.T) {
 			t.Fatalf("close code %d", got)
 		}
 	})
+	t.Run("deadline during a hung verification", func(t *testing.T) {
+		e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 200 * time.Millisecond })
+		c := e.dial(nil)
+		_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Auth","Topic":"AuthToken","Data":{"Provider":"Bearer","AccessToken":"`+tokHang+`"}}`))
+		if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
+			t.Fatalf("close code %d", got)
+		}
+	})
 	t.Run("unauthenticated bound", func(t *testing.T) {
 		e := newTestEnv(t, func(c *Config) { c.MaxUnauthenticated = 1 })
 		c := e.dial(nil)
