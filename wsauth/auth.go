@@ -1,6 +1,7 @@
 package wsauth
 
 import (
+	"context"
 	"errors"
 	"io"
 
@@ -54,7 +55,9 @@ func (s *session) authToken(env *Envelope) {
 		s.refuse(AuthTokenMsg, AuthResultNo, "provider not Bearer", topic, env)
 		return
 	}
-	id, err := s.cfg.Verifier.VerifyAccessToken(s.ctx, req.AccessToken)
+	ctx, cancel := s.checkContext()
+	defer cancel()
+	id, err := s.cfg.Verifier.VerifyAccessToken(ctx, req.AccessToken)
 	if err == nil {
 		id.Token = req.AccessToken
 	}
@@ -73,8 +76,20 @@ func (s *session) authOwner(env *Envelope) {
 		return
 	}
 	cred.RemoteAddr = s.remote
-	id, err := s.cfg.Passwords.CheckOwner(s.ctx, cred)
+	ctx, cancel := s.checkContext()
+	defer cancel()
+	id, err := s.cfg.Passwords.CheckOwner(ctx, cred)
 	s.accept(AuthOwnerMsg, id, err, topic, env)
+}
+
+// checkContext is the context of a credential check: the session's, and
+// while unauthenticated no longer than the auth deadline, so a hung
+// verifier cannot keep an unauthenticated socket open.
+func (s *session) checkContext() (context.Context, context.CancelFunc) {
+	if s.state == StateAuthenticated {
+		return context.WithCancel(s.ctx)
+	}
+	return context.WithDeadline(s.ctx, s.authDeadline)
 }
 
 // accept ends an authentication attempt that reached the verifier (err

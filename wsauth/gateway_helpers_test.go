@@ -22,6 +22,7 @@ const (
 	tokDemo   = "demo-token"   // Service/Market, Service/News
 	tokTrader = "trader-token" // also Service/Trading, Service/OrderPad
 	tokFault  = "fault-token"  // the verifier's own failure
+	tokHang   = "hang-token"   // the verifier hangs until its context ends
 )
 
 var testExpiry = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
@@ -29,9 +30,12 @@ var testNow = testExpiry.Add(-time.Hour)
 
 type fakeVerifier struct{ calls atomic.Int64 }
 
-func (v *fakeVerifier) VerifyAccessToken(_ context.Context, token string) (Identity, error) {
+func (v *fakeVerifier) VerifyAccessToken(ctx context.Context, token string) (Identity, error) {
 	v.calls.Add(1)
 	switch token {
+	case tokHang:
+		<-ctx.Done()
+		return Identity{}, ctx.Err()
 	case tokDemo:
 		return Identity{Subject: "u-demo", ClientID: "demo-app", DisplayName: "Demo User",
 			Scopes: []string{"openid", ScopeMarket, ScopeNews}, Expiry: testExpiry}, nil

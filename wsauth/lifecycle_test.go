@@ -28,6 +28,9 @@ func TestHostileFrames(t *testing.T) {
 		{name: "not an object", msg: `[1]`, reply: deserialise},
 		{name: "controller in another case", msg: `{"controller":"Trading","Topic":"PlaceOrder"}`, reply: deserialise},
 		{name: "escaped key", msg: `{"Controller":"Market","Contr\u006fller":"Trading","Topic":"PlaceOrder"}`, reply: deserialise},
+		{name: "escaped controller value is decoded before the policy", msg: `{"Controller":"Tr\u0061ding","Topic":"Place\u004frder","TransactionID":4}`,
+			reply: `"Controller":"Trading","Topic":"PlaceOrder","Action":"Error","TransactionID":4,"Data":"Authority"}`},
+		{name: "default controller applied before the policy", msg: `{"Topic":"PlaceOrder"}`, reply: `"Data":"Authority"}`},
 		{name: "non-ASCII key", msg: `{"Controller":"Market","Topic":"Echo","ſ":1}`, reply: deserialise},
 		{name: "duplicate key", msg: `{"Controller":"Market","Topic":"Echo","Controller":"Trading"}`, reply: deserialise},
 		{name: "trailing bytes", msg: `{"Controller":"Market","Topic":"Echo"} {"Controller":"Trading"}`, reply: deserialise},
@@ -106,6 +109,14 @@ func TestAuthLimits(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 200 * time.Millisecond })
 		c := e.dial(nil)
+		if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
+			t.Fatalf("close code %d", got)
+		}
+	})
+	t.Run("deadline during a hung verification", func(t *testing.T) {
+		e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 200 * time.Millisecond })
+		c := e.dial(nil)
+		_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Auth","Topic":"AuthToken","Data":{"Provider":"Bearer","AccessToken":"`+tokHang+`"}}`))
 		if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
 			t.Fatalf("close code %d", got)
 		}

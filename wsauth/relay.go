@@ -59,9 +59,10 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 
 // backendLoop is the backend reader: it reads each backend message whole
 // (the one copy, from the socket into its buffer; never JSON-parsed) and
-// hands it to the client writer. It never blocks on the client: a full
-// queue closes the client (enqueue). When the backend leg ends it queues
-// the matching close behind the messages already queued.
+// hands it to the client writer. It waits on the client only while this
+// client's queue is full, WriteTimeout at most, after which the client is
+// closed as not reading (enqueue). When the backend leg ends it queues the
+// matching close behind the messages already queued.
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.wg.Done()
 	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
@@ -176,7 +177,7 @@ func (s *session) writeLoop() {
 				s.cfg.Metrics.Delivered()
 			}
 		case <-ping.C:
-			if dead {
+			if dead || s.closing.Load() {
 				continue
 			}
 			_ = s.cc.WriteControl(websocket.PingMessage, nil, deadline(s.cfg.WriteTimeout))
