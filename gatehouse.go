@@ -16,5 +16,7 @@ package gatehouse
 import (
 	_ "github.com/gatehouse/gatehouse/caddymodule"
 	_ "github.com/gatehouse/gatehouse/caddymodule/cli"
+	_ "github.com/gatehouse/gatehouse/caddymodule/demobackend"
 	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"
+	_ "github.com/gatehouse/gatehouse/caddymodule/wshandler"
 )

@@ -1,9 +1,12 @@
 package caddymodule_test
 
 import (
-	// The tests of package caddymodule load configurations with the default
-	// store, the gatehouse.stores.sqlite module, which this package does not
-	// import (the module's package imports this one). Importing it from
-	// this external test package registers it in the test binary.
+	// The tests of package caddymodule load configurations with modules
+	// that live in its sub-packages (the default store, the message
+	// gateway, the demo backend of Caddyfile.example), which this package
+	// does not import (their packages import this one). Importing them from
+	// this external test package registers them in the test binary.
+	_ "github.com/gatehouse/gatehouse/caddymodule/demobackend"
 	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"
+	_ "github.com/gatehouse/gatehouse/caddymodule/wshandler"
 )

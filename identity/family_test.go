@@ -188,3 +188,25 @@ func TestFailuresCountedByEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// The password grant as a Go call (the message gateway's AuthOwner): the
+// client's credentials and the grant are checked as at the token endpoint,
+// and the brute-force defence applies.
+func TestPasswordGrantCall(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	resp, perr := f.srv.PasswordGrant(ctx, "app", "", "demo", "demo-pw", "Service/Market", "192.0.2.9")
+	if perr != nil || resp.AccessToken == "" || resp.Scope != "Service/Market" {
+		t.Fatalf("%+v %v", resp, perr)
+	}
+	for name, call := range map[string][5]string{
+		"wrong password":           {"app", "", "demo", "nope", "invalid_grant"},
+		"confidential, no secret":  {"conf", "", "demo", "demo-pw", "invalid_client"},
+		"client without the grant": {"svc", "svc-secret", "demo", "demo-pw", "unauthorized_client"},
+		"unknown client":           {"nobody", "", "demo", "demo-pw", "invalid_client"},
+	} {
+		if _, perr := f.srv.PasswordGrant(ctx, call[0], call[1], call[2], call[3], "", "192.0.2.9"); perr == nil || perr.Code != call[4] {
+			t.Errorf("%s: %v, want %s", name, perr, call[4])
+		}
+	}
+}

@@ -34,6 +34,7 @@ const AuditLoggerName = "audit"
 // domain packages guard themselves.
 type Server struct {
 	cfg       Config
+	grants    *grant.Endpoint
 	store     store.Store
 	log       *zap.Logger
 	audit     *zap.Logger
@@ -154,6 +155,7 @@ func (s *Server) route() error {
 	if err != nil {
 		return err
 	}
+	s.grants = tokenEndpoint
 	prefix := issuerPath(s.cfg.Issuer)
 	s.endpoints = map[string]http.Handler{
 		prefix + PathDiscovery:     http.HandlerFunc(s.serveDiscovery),
@@ -270,6 +272,18 @@ func (s *Server) RotateKeys(ctx context.Context, immediately bool) (string, erro
 
 // Keys is the server's key source for verifiers in this process.
 func (s *Server) Keys() verify.KeySource { return s.keys.Source(s.cfg.Now) }
+
+// PasswordGrant runs the password grant as the token endpoint would, for
+// a client authenticated by id and secret (a public client sends none),
+// from source (the caller's address, for the brute-force defence): the
+// entry point of the message gateway's AuthOwner. scope may be empty.
+func (s *Server) PasswordGrant(ctx context.Context, clientID, clientSecret, username, password, scope, source string) (*tokens.Response, *oauth.Error) {
+	c, perr := s.clients.AuthenticateSecret(clientID, clientSecret)
+	if perr != nil {
+		return nil, perr
+	}
+	return s.grants.PasswordGrant(ctx, c, username, password, scope, source)
+}
 
 // Passwords is the password checker with the brute-force defence, for the
 // other front doors that take a password (the message gateway's

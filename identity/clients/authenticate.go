@@ -115,3 +115,11 @@ func (reg *Registry) AuthenticateCaller(r *http.Request, form url.Values) (Calle
 	}
 	return Caller{Client: c}, nil
 }
+
+// AuthenticateSecret authenticates a client by id and secret given apart
+// from any HTTP request (a public client sends no secret), as the other
+// front doors that take client credentials need (the message gateway's
+// AuthOwner).
+func (reg *Registry) AuthenticateSecret(id, secret string) (*Client, *oauth.Error) {
+	return reg.authenticate(credentials{id: id, secret: secret})
+}

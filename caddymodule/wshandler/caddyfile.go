@@ -1,0 +1,168 @@
+package wshandler
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
+	"github.com/gatehouse/gatehouse/wsauth"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("gatehouse_ws", parseHandler)
+	// The gateway answers its path itself: after route protection, before
+	// any proxying.
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_ws", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	handler := new(Handler)
+	err := handler.UnmarshalCaddyfile(h.Dispenser)
+	return handler, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	gatehouse_ws [<matcher>] {
+//		upstream <ws-url>...              # repeatable; tried in order
+//		subprotocols <name>...
+//		allowed_origins <origin>...
+//		compression off
+//		max_message_size <bytes>
+//		auth_timeout <duration>
+//		auth_max_messages <n>
+//		max_unauthenticated <n>
+//		ping_interval <duration>
+//		idle_timeout <duration>
+//		return_access_token
+//		vendor <name>
+//		motif                             # the original web client's replies
+//		header <Name> <template>...       # repeatable, one per name
+//		pass_authorization
+//		reload_delay <duration>
+//		policy {
+//			replace_defaults
+//			allow <Controller> <Topic>             # any authenticated session
+//			require <Controller> <Topic> <scope>... # any one of the scopes
+//			deny <Controller> <Topic>
+//		}
+//	}
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if err := cfutil.NoArgs(d); err != nil {
+		return err
+	}
+	once := cfutil.NewOnceSet("gatehouse_ws: ", "upstream", "header")
+	return cfutil.ParseBlock(d, once, func(name string) (err error) {
+		switch name {
+		case "upstream":
+			err = cfutil.AppendArgs(d, &h.Upstreams)
+		case "subprotocols":
+			h.Subprotocols, err = cfutil.ListArgs(d)
+		case "allowed_origins":
+			h.AllowedOrigins, err = cfutil.ListArgs(d)
+		case "compression":
+			var v string
+			if v, err = cfutil.OneArg(d); err == nil && v != "off" {
+				return d.Errf("compression takes only \"off\", got %q", v)
+			}
+			h.DisableCompression = true
+		case "max_message_size":
+			var n int
+			n, err = cfutil.PositiveIntArg(d)
+			h.MaxMessageSize = int64(n)
+		case "auth_timeout":
+			h.AuthTimeout, err = cfutil.DurationArg(d)
+		case "auth_max_messages":
+			h.AuthMaxMessages, err = cfutil.PositiveIntArg(d)
+		case "max_unauthenticated":
+			h.MaxUnauthenticated, err = cfutil.PositiveIntArg(d)
+		case "ping_interval":
+			h.PingInterval, err = cfutil.DurationArg(d)
+		case "idle_timeout":
+			h.IdleTimeout, err = cfutil.DurationArg(d)
+		case "return_access_token":
+			h.ReturnAccessToken, err = cfutil.Flag(d)
+		case "vendor":
+			h.Vendor, err = cfutil.OneArg(d)
+		case "motif":
+			h.Motif, err = cfutil.Flag(d)
+		case "header":
+			err = h.parseHeader(d, once)
+		case "pass_authorization":
+			h.PassAuthorization, err = cfutil.Flag(d)
+		case "reload_delay":
+			h.ReloadDelay, err = cfutil.DurationArg(d)
+		case "policy":
+			err = h.parsePolicy(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+}
+
+// parseHeader parses `header <name> <template>...`, once per name.
+func (h *Handler) parseHeader(d *caddyfile.Dispenser, once *cfutil.OnceSet) error {
+	list, err := cfutil.ListArgs(d)
+	if err != nil {
+		return err
+	}
+	if len(list) < 2 {
+		return d.ArgErr()
+	}
+	name := http.CanonicalHeaderKey(list[0])
+	if err := once.Check(d, "header "+name); err != nil {
+		return err
+	}
+	if h.Headers == nil {
+		h.Headers = map[string][]string{}
+	}
+	h.Headers[name] = list[1:]
+	return nil
+}
+
+// parsePolicy parses the policy block.
+func (h *Handler) parsePolicy(d *caddyfile.Dispenser) error {
+	if err := cfutil.NoArgs(d); err != nil {
+		return err
+	}
+	h.Policy = new(wsauth.PolicyConfig)
+	once := cfutil.NewOnceSet("gatehouse_ws: policy: ", "allow", "require", "deny")
+	return cfutil.ParseBlock(d, once, func(name string) error {
+		if name == "replace_defaults" {
+			var err error
+			h.Policy.ReplaceDefaults, err = cfutil.Flag(d)
+			return err
+		}
+		args, err := cfutil.ListArgs(d)
+		if err != nil {
+			return err
+		}
+		if len(args) < 2 {
+			return d.ArgErr()
+		}
+		rule := wsauth.Rule{Controller: args[0], Topic: args[1]}
+		switch name {
+		case "allow":
+			rule.AllowWithoutScope = len(args) == 2
+		case "require":
+			rule.Scopes = args[2:]
+		case "deny":
+			rule.Deny = len(args) == 2
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		if (name == "require") == (len(args) == 2) {
+			return d.ArgErr()
+		}
+		h.Policy.Rules = append(h.Policy.Rules, rule)
+		return nil
+	})
+}
+
+// Interface guards
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

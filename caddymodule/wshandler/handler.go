@@ -1,0 +1,316 @@
+package wshandler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/caddymodule"
+	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/verify"
+	"github.com/gatehouse/gatehouse/wsauth"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// DefaultReloadDelay is how long live sockets stay up after a reload
+// before they are closed with 1012 (restart: reconnect).
+const DefaultReloadDelay = 30 * time.Second
+
+// Handler is the message gateway (http.handlers.gatehouse_ws): it upgrades
+// requests to WebSockets, authenticates each socket with the gatehouse
+// app's verifier (an Authorization header on the upgrade, or Auth
+// messages), authorizes every message by Controller/Topic and scope, and
+// relays to the backend, which sees nothing of an unauthenticated client.
+// It needs the gatehouse app. Requests that are not WebSocket upgrades get
+// 400.
+type Handler struct {
+	// Upstreams are the backend's WebSocket URLs (ws:// or wss://), tried
+	// in order (failover). Required.
+	Upstreams []string `json:"upstreams,omitempty"`
+
+	// Subprotocols are the accepted sub-protocols, in order of preference.
+	// Default ["ServiceJson"].
+	Subprotocols []string `json:"subprotocols,omitempty"`
+
+	// AllowedOrigins are the browser origins (scheme://host[:port]) that
+	// may open a socket; "*" allows any (risky: any page a user visits
+	// could then open one). Default: only the request's own host.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+
+	// DisableCompression turns permessage-deflate off on the client leg.
+	// Default false.
+	DisableCompression bool `json:"disable_compression,omitempty"`
+
+	// MaxMessageSize bounds a client message after decompression, in
+	// bytes; a larger one closes the socket with 1009. Default 1 MiB.
+	MaxMessageSize int64 `json:"max_message_size,omitempty"`
+
+	// AuthTimeout is how long a socket may stay unauthenticated (then
+	// 1008). Default 10s.
+	AuthTimeout caddy.Duration `json:"auth_timeout,omitempty"`
+
+	// AuthMaxMessages is how many messages an unauthenticated socket may
+	// send. Default 10.
+	AuthMaxMessages int `json:"auth_max_messages,omitempty"`
+
+	// MaxUnauthenticated bounds the sockets open without authentication.
+	// Default: wsauth's.
+	MaxUnauthenticated int `json:"max_unauthenticated,omitempty"`
+
+	// PingInterval is the keep-alive ping period. Default 30s.
+	PingInterval caddy.Duration `json:"ping_interval,omitempty"`
+
+	// IdleTimeout closes (1008) a client silent this long. Default 60s.
+	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
+
+	// ReturnAccessToken sends the access token back in Identify replies
+	// (the original web client needs it). Default false.
+	ReturnAccessToken bool `json:"return_access_token,omitempty"`
+
+	// Vendor is the first part of each Scope entry of an Identify reply
+	// ("<vendor>.Service.<Area>"). Default "Gatehouse".
+	Vendor string `json:"vendor,omitempty"`
+
+	// Motif spells the Auth replies as the original web client (motif-core)
+	// expects: reply Topic AuthToken, Result "Rejected", ExpiresIn. Default
+	// false: the documented form.
+	Motif bool `json:"motif,omitempty"`
+
+	// Policy extends or replaces the Controller/Topic -> scope table.
+	// Default: the protocol's table.
+	Policy *wsauth.PolicyConfig `json:"policy,omitempty"`
+
+	// Headers are the identity headers of the backend leg's upgrade,
+	// each from templates with the placeholders {http.auth.user.id},
+	// {http.auth.user.client_id}, {http.auth.user.name},
+	// {http.auth.user.scopes} and {http.auth.user.exp}. Client-sent copies
+	// never reach the backend (the backend leg is a new request). Default
+	// X-Gatehouse-User-Id, X-Gatehouse-User-Name, X-Gatehouse-Scopes and
+	// X-Gatehouse-Client-Id. They describe the session at its start: a
+	// backend must not authorize from them (the gateway authorizes each
+	// message).
+	Headers map[string][]string `json:"headers,omitempty"`
+
+	// PassAuthorization passes the session's access token to the backend
+	// as "Authorization: Bearer <token>". Default false.
+	PassAuthorization bool `json:"pass_authorization,omitempty"`
+
+	// ReloadDelay is how long live sockets stay up after a config reload
+	// before they are closed with 1012 (the client reconnects). Default
+	// 30s.
+	ReloadDelay caddy.Duration `json:"reload_delay,omitempty"`
+
+	gw     *wsauth.Gateway
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.gatehouse_ws",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// defaultHeaders are the identity headers when none are configured.
+var defaultHeaders = map[string][]string{
+	"X-Gatehouse-User-Id":   {"{http.auth.user.id}"},
+	"X-Gatehouse-User-Name": {"{http.auth.user.name}"},
+	"X-Gatehouse-Scopes":    {"{http.auth.user.scopes}"},
+	"X-Gatehouse-Client-Id": {"{http.auth.user.client_id}"},
+}
+
+// config converts the handler's fields into the gateway's configuration,
+// without the parts only Provision has (verifier, passwords, logger).
+func (h *Handler) config() (wsauth.Config, error) {
+	cfg := wsauth.Config{
+		Upstreams: h.Upstreams, Subprotocols: h.Subprotocols, AllowedOrigins: h.AllowedOrigins,
+		DisableCompression: h.DisableCompression, MaxMessageBytes: h.MaxMessageSize,
+		AuthTimeout: time.Duration(h.AuthTimeout), AuthMaxMessages: h.AuthMaxMessages,
+		MaxUnauthenticated: h.MaxUnauthenticated, PingInterval: time.Duration(h.PingInterval),
+		IdleTimeout: time.Duration(h.IdleTimeout), ReturnAccessToken: h.ReturnAccessToken,
+		Profile: wsauth.Profile{Vendor: h.Vendor, Motif: h.Motif},
+	}
+	if h.Policy != nil {
+		if err := h.Policy.Validate(); err != nil {
+			return cfg, fmt.Errorf("gatehouse_ws: policy: %w", err)
+		}
+		p, err := wsauth.NewPolicy(*h.Policy)
+		if err != nil {
+			return cfg, fmt.Errorf("gatehouse_ws: policy: %w", err)
+		}
+		cfg.Policy = p
+	}
+	headers := h.Headers
+	if headers == nil {
+		headers = defaultHeaders
+	}
+	policy, err := verify.NewHeaderPolicy(headers, nil, false)
+	if err != nil {
+		return cfg, fmt.Errorf("gatehouse_ws: headers: %w", err)
+	}
+	pass := h.PassAuthorization
+	cfg.BackendHeaders = func(hdr http.Header, id wsauth.Identity) {
+		policy.Apply(hdr, identityExpander(id))
+		if pass && id.Token != "" {
+			hdr.Set("Authorization", "Bearer "+id.Token)
+		}
+	}
+	return cfg, nil
+}
+
+// identityExpander expands the identity placeholders of a header template.
+func identityExpander(id wsauth.Identity) func(string) string {
+	repl := caddy.NewReplacer()
+	repl.Set("http.auth.user.id", id.Subject)
+	repl.Set("http.auth.user.client_id", id.ClientID)
+	repl.Set("http.auth.user.name", id.DisplayName)
+	repl.Set("http.auth.user.scopes", strings.Join(id.Scopes, " "))
+	if !id.Expiry.IsZero() {
+		repl.Set("http.auth.user.exp", strconv.FormatInt(id.Expiry.Unix(), 10))
+	}
+	return func(template string) string { return repl.ReplaceAll(template, "") }
+}
+
+// Validate checks the configuration. It changes nothing.
+func (h *Handler) Validate() error {
+	cfg, err := h.config()
+	if err != nil {
+		return err
+	}
+	cfg.Verifier = nopVerifier{} // Provision fills the real one
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("gatehouse_ws: %w", err)
+	}
+	if h.ReloadDelay < 0 {
+		return errors.New("gatehouse_ws: reload_delay must not be negative")
+	}
+	return nil
+}
+
+// Provision builds the gateway over the gatehouse app's verifier and, when
+// the app has an identity server, its password grant for AuthOwner.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	cfg, err := h.config()
+	if err != nil {
+		return err
+	}
+	appIface, err := ctx.AppIfConfigured("gatehouse")
+	if err != nil {
+		return fmt.Errorf("gatehouse_ws needs the gatehouse app (the gatehouse global option): %w", err)
+	}
+	app := appIface.(*caddymodule.App)
+	v := app.Verifier()
+	if v == nil {
+		return errors.New("gatehouse_ws: the gatehouse app has no verifier")
+	}
+	cfg.Verifier = verifierAdapter{v: v}
+	if srv := app.Server(); srv != nil {
+		cfg.Passwords = ownerAdapter{srv: srv, v: v}
+	}
+	if err := registerMetrics(ctx); err != nil {
+		return err
+	}
+	cfg.Metrics = metrics{}
+	cfg.Logger = h.logger
+	if h.gw, err = wsauth.New(cfg); err != nil {
+		return fmt.Errorf("gatehouse_ws: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP hands the request to the gateway.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.gw.ServeHTTP(w, r)
+	return nil
+}
+
+// Cleanup closes the live sockets: at once with 1001 when the process
+// exits, after ReloadDelay with 1012 on a config reload (the new config's
+// handler takes the reconnecting clients).
+func (h *Handler) Cleanup() error {
+	if h.gw == nil {
+		return nil
+	}
+	if caddy.Exiting() {
+		h.gw.Shutdown(1001)
+		return nil
+	}
+	delay := time.Duration(h.ReloadDelay)
+	if delay == 0 {
+		delay = DefaultReloadDelay
+	}
+	gw := h.gw
+	time.AfterFunc(delay, func() { gw.Shutdown(1012) })
+	return nil
+}
+
+// verifierAdapter is the app's verifier as the gateway's Verifier.
+type verifierAdapter struct{ v *verify.Verifier }
+
+func (a verifierAdapter) VerifyAccessToken(ctx context.Context, token string) (wsauth.Identity, error) {
+	id, err := a.v.Verify(ctx, token)
+	if err != nil {
+		if ve, ok := errors.AsType[*verify.Error](err); ok && ve.Reason != verify.ReasonKeysUnavailable {
+			return wsauth.Identity{}, &wsauth.Refusal{Reason: string(ve.Reason), Cause: err}
+		}
+		return wsauth.Identity{}, err
+	}
+	name, _ := id.Claims()["name"].(string)
+	return wsauth.Identity{Subject: id.Subject, ClientID: id.ClientID, DisplayName: name,
+		Scopes: id.Scopes, Expiry: id.Expiry, Token: token}, nil
+}
+
+// ownerAdapter answers AuthOwner with the identity server's password
+// grant (client authentication, the grant check and the brute-force
+// defence included), then verifies the access token it issued.
+type ownerAdapter struct {
+	srv *identity.Server
+	v   *verify.Verifier
+}
+
+func (a ownerAdapter) CheckOwner(ctx context.Context, cred wsauth.OwnerCredentials) (wsauth.Identity, error) {
+	source := cred.RemoteAddr
+	if host, _, err := net.SplitHostPort(source); err == nil {
+		source = host
+	}
+	resp, perr := a.srv.PasswordGrant(ctx, cred.ClientID, cred.ClientSecret, cred.Username, cred.Password, "", source)
+	if perr != nil {
+		if perr.Code == "server_error" || perr.Code == "temporarily_unavailable" {
+			return wsauth.Identity{}, perr
+		}
+		return wsauth.Identity{}, &wsauth.Refusal{Reason: perr.Code}
+	}
+	return verifierAdapter{v: a.v}.VerifyAccessToken(ctx, resp.AccessToken)
+}
+
+// nopVerifier stands in for the verifier in Validate, which builds no
+// gateway.
+type nopVerifier struct{}
+
+func (nopVerifier) VerifyAccessToken(context.Context, string) (wsauth.Identity, error) {
+	return wsauth.Identity{}, wsauth.ErrRefused
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+	_ wsauth.Verifier             = verifierAdapter{}
+	_ wsauth.PasswordChecker      = ownerAdapter{}
+)

@@ -1,0 +1,82 @@
+package wshandler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gatehouse/gatehouse/wsauth"
+)
+
+// The gateway's counters live as long as the process, like the app's:
+// every configuration registers the same ones, so a reload resets none.
+// Labels are bounded: states, methods and results are the gateway's fixed
+// sets, controllers the protocol's (others count as "other").
+var (
+	sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gatehouse_ws_sessions",
+		Help: "Live message-gateway sessions, by state.",
+	}, []string{"state"})
+	authResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_ws_auth_total",
+		Help: "Message-gateway authentication attempts, by method and result.",
+	}, []string{"method", "result"})
+	relayed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_ws_messages_relayed_total",
+		Help: "Client messages forwarded to the backend, by controller.",
+	}, []string{"controller"})
+	denied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_ws_messages_denied_total",
+		Help: "Client messages refused by the policy or before authentication, by controller.",
+	}, []string{"controller"})
+	delivered = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatehouse_ws_messages_delivered_total",
+		Help: "Backend messages written to clients.",
+	})
+	slowClients = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatehouse_ws_slow_clients_total",
+		Help: "Clients closed because they stopped reading.",
+	})
+)
+
+// controllers are the controller label values counted by name.
+var controllers = []string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
+
+func registerMetrics(ctx caddy.Context) error {
+	reg := ctx.GetMetricsRegistry()
+	for _, c := range []prometheus.Collector{sessions, authResults, relayed, denied, delivered, slowClients} {
+		if err := reg.Register(c); err != nil {
+			if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok && are.ExistingCollector == c {
+				continue
+			}
+			return fmt.Errorf("registering gatehouse_ws metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// metrics implements wsauth.Metrics with the counters above.
+type metrics struct{}
+
+func controllerLabel(c string) string {
+	if slices.Contains(controllers, c) {
+		return c
+	}
+	return "other"
+}
+
+func (metrics) Sessions(state wsauth.State, delta int) {
+	sessions.WithLabelValues(string(state)).Add(float64(delta))
+}
+func (metrics) Auth(method wsauth.AuthMethod, result string) {
+	authResults.WithLabelValues(string(method), result).Inc()
+}
+func (metrics) Relayed(controller string) { relayed.WithLabelValues(controllerLabel(controller)).Inc() }
+func (metrics) Denied(controller string)  { denied.WithLabelValues(controllerLabel(controller)).Inc() }
+func (metrics) Delivered()                { delivered.Inc() }
+func (metrics) SlowClient()               { slowClients.Inc() }
+
+var _ wsauth.Metrics = metrics{}
