@@ -178,7 +178,11 @@ func TestSlowClientIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The client reads nothing: the gateway gives it up, and the
-	// backend's writes do not hold the session.
+	// backend's writes do not hold the session. (The slow-client count
+	// is the signal: the session may not be tracked yet when this runs.)
+	eventually(t, "the slow client to be counted", func() bool {
+		return e.metrics.get(func(m *fakeMetrics) int { return m.slow }) == 1
+	})
 	eventually(t, "the slow client to be closed", func() bool { return e.sessions() == 0 })
 	if n := e.metrics.get(func(m *fakeMetrics) int { return m.slow }); n != 1 {
 		t.Fatalf("slow clients counted: %d", n)
