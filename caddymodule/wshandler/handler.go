@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -204,6 +205,9 @@ func (h *Handler) Validate() error {
 // the app has an identity server, its password grant for AuthOwner.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	if err := checkNoExtendedConnect(os.Getenv("GODEBUG")); err != nil {
+		return err
+	}
 	cfg, err := h.config()
 	if err != nil {
 		return err
@@ -232,9 +236,38 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// ServeHTTP hands the request to the gateway.
+// ServeHTTP hands HTTP/1.x requests to the gateway and answers any other
+// (an HTTP/2 or HTTP/3 request, an extended CONNECT among them) with 400:
+// a WebSocket here is an HTTP/1.1 upgrade (see HTTP/2 and HTTP/3 in the
+// Handler's doc).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if r.ProtoMajor != 1 {
+		h.logger.Debug("ws request over HTTP/2 or HTTP/3 refused",
+			zap.String("proto", r.Proto), zap.Int("proto_major", r.ProtoMajor),
+			zap.String("method", r.Method), zap.String("remote", r.RemoteAddr))
+		http.Error(w, errNeedsHTTP1, http.StatusBadRequest)
+		return nil
+	}
 	h.gw.ServeHTTP(w, r)
+	return nil
+}
+
+// errNeedsHTTP1 is the body of the answer to a request over HTTP/2 or
+// HTTP/3.
+const errNeedsHTTP1 = "websocket upgrade required over HTTP/1.1 (no WebSocket over HTTP/2 or HTTP/3 here)"
+
+// checkNoExtendedConnect refuses a process whose GODEBUG turns HTTP/2
+// extended CONNECT on (http2xconnect=1, read from the environment by
+// golang.org/x/net/http2 and net/http at start-up): its sites would then
+// advertise SETTINGS_ENABLE_CONNECT_PROTOCOL, and browsers would open the
+// gateway's sockets over HTTP/2, which it refuses.
+func checkNoExtendedConnect(godebug string) error {
+	// The same test as theirs (x/net/http2/http2.go:62), so that it
+	// agrees with them on every value.
+	if strings.Contains(godebug, "http2xconnect=1") {
+		return errors.New("gatehouse_ws: GODEBUG has http2xconnect=1, which makes HTTP/2 advertise extended CONNECT (RFC 8441): " +
+			"browsers would then send WebSockets over HTTP/2, and the gateway accepts them only over HTTP/1.1; unset it")
+	}
 	return nil
 }
 
