@@ -36,6 +36,51 @@ const DefaultReloadDelay = 30 * time.Second
 // relays to the backend, which sees nothing of an unauthenticated client.
 // It needs the gatehouse app. Requests that are not WebSocket upgrades get
 // 400.
+//
+// # HTTP/2 and HTTP/3
+//
+// A socket is an HTTP/1.1 upgrade (RFC 6455): gorilla's Upgrader hijacks
+// the connection. The gateway does not accept WebSockets over extended
+// CONNECT (RFC 8441 on HTTP/2, RFC 9220 on HTTP/3); instead the site must
+// not advertise it on HTTP/2, so that browsers open the socket on its own
+// HTTP/1.1 connection. On a site with Caddy's default protocols (h1 h2 h3)
+// over TLS, with Go 1.26, Caddy v2.11.9, golang.org/x/net v0.60.0 and
+// quic-go v0.63.0:
+//
+//   - HTTP/2 does not advertise it. Caddy serves HTTP/2 with
+//     golang.org/x/net/http2 (caddyhttp/app.go:534,
+//     http2.ConfigureServer), whose server sends
+//     SETTINGS_ENABLE_CONNECT_PROTOCOL only when
+//     disableExtendedConnectProtocol is false (x/net http2/server.go:787);
+//     it is true by default (http2/http2.go:42-49, golang/go#71128) and
+//     false only when the GODEBUG environment variable contains
+//     http2xconnect=1 (http2/http2.go:62). Go 1.26's own net/http HTTP/2
+//     has the same default and switch (net/http/h2_bundle.go:3495,3508,
+//     4923), which x/net's server wraps from Go 1.27 (http2/server_wrap.go).
+//     Provision refuses to start when GODEBUG has http2xconnect=1; the TLS
+//     test reads the server's SETTINGS, so a change of default shows.
+//   - An HTTP/2 request never reaches the handler as an upgrade: a
+//     Connection or Upgrade header gets 400 from the HTTP/2 server
+//     (http2/server.go:1987, 3169), an unadvertised :protocol gets
+//     RST_STREAM PROTOCOL_ERROR (http2/server.go:2147). Were it
+//     advertised, an extended CONNECT would reach the handler as a CONNECT
+//     with the header ":protocol" (http2/server.go:2179).
+//   - HTTP/3 always advertises it: quic-go's server puts ExtendedConnect
+//     true in its SETTINGS (quic-go http3/server.go:504), and neither
+//     quic-go nor Caddy's http3.Server (caddyhttp/server.go:1085) can turn
+//     it off short of turning HTTP/3 off (the servers' protocols option,
+//     e.g. h1 h2). An extended CONNECT reaches the handler as a CONNECT
+//     whose Proto is the :protocol ("websocket", ProtoMajor 3; quic-go
+//     http3/headers.go:310); Connection and Upgrade are refused by quic-go
+//     before any handler (http3/headers.go:174).
+//
+// ServeHTTP answers every request that is not HTTP/1.x (an HTTP/2 or
+// HTTP/3 GET, an extended CONNECT) with 400, a body saying a WebSocket
+// needs HTTP/1.1: no panic, no hang, no half-open stream. A client that
+// opens WebSockets over HTTP/3 (RFC 9220) therefore fails here (it would
+// need the gateway to speak WebSocket over the stream, or HTTP/3 off); the
+// browsers we know of do not use RFC 9220, and open wss:// over HTTP/1.1,
+// or over HTTP/2 only where it is advertised.
 type Handler struct {
 	// Upstreams are the backend's WebSocket URLs (ws:// or wss://), tried
 	// in order (failover). Required.
