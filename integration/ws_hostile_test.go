@@ -3,11 +3,14 @@ package integration
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,59 +125,65 @@ func TestWSHostileFrames(t *testing.T) {
 
 	t.Run("fragmented message", func(t *testing.T) {
 		// A 16-byte write buffer: gorilla sends the message in frames
-		// of 16 bytes, a text frame and continuations.
-		c, _ := authedWS(t, g, &websocket.Dialer{WriteBufferSize: 16}, demo.AccessToken)
+		// of 16 bytes, a text frame and continuations; rec sees them.
+		rec := &recordingConn{}
+		d := &websocket.Dialer{WriteBufferSize: 16, NetDialContext: rec.dial}
+		c, _ := authedWS(t, g, d, demo.AccessToken)
 		msg := `{"Controller":"Zenith","Topic":"ServerInfo","TransactionID":7,"Data":{"pad":"` + strings.Repeat("p", 100) + `"}}`
 		if z := exchange(t, c, msg, 7); z.Action == "Error" || z.Topic != "ServerInfo" {
 			t.Fatalf("fragmented ServerInfo: %+v %s", z, z.Data)
 		}
+		frames := rec.frames(t)
+		t.Logf("%d frames sent", len(frames))
+		if len(frames) < 2 || frames[0] != 0x01 || frames[len(frames)-1] != 0x80 {
+			t.Fatalf("frames sent (FIN|opcode): %x, want a text frame without FIN, continuations, a final one", frames)
+		}
 	})
 
 	closing := []struct {
-		name string
-		d    func() *websocket.Dialer
-		send func(c *websocket.Conn) error
-		want int
+		name     string
+		compress bool
+		send     func(c *websocket.Conn) error
+		want     int
 	}{
-		{"oversized", nil, func(c *websocket.Conn) error {
+		{"oversized", false, func(c *websocket.Conn) error {
 			msg := `{"Controller":"Zenith","Topic":"ServerInfo","Data":"` + strings.Repeat("a", 1<<20) + `"}`
 			return c.WriteMessage(websocket.TextMessage, []byte(msg))
 		}, websocket.CloseMessageTooBig},
-		{"compressed bomb", func() *websocket.Dialer { return &websocket.Dialer{EnableCompression: true} }, func(c *websocket.Conn) error {
+		{"compressed bomb", true, func(c *websocket.Conn) error {
 			c.EnableWriteCompression(true)
 			if err := c.SetCompressionLevel(flate.BestCompression); err != nil {
 				return err
 			}
 			return c.WriteMessage(websocket.TextMessage, bombMessage())
 		}, websocket.CloseMessageTooBig},
-		{"invalid UTF-8", nil, func(c *websocket.Conn) error {
+		{"invalid UTF-8", false, func(c *websocket.Conn) error {
 			return c.WriteMessage(websocket.TextMessage, []byte("{\"Controller\":\"Zenith\",\"Topic\":\"Server\xffInfo\"}"))
 		}, websocket.CloseInvalidFramePayloadData},
-		{"binary frame", nil, func(c *websocket.Conn) error {
+		{"binary frame", false, func(c *websocket.Conn) error {
 			return c.WriteMessage(websocket.BinaryMessage, []byte(`{"Controller":"Zenith","Topic":"ServerInfo"}`))
 		}, websocket.CloseUnsupportedData},
 	}
 	for _, tc := range closing {
 		t.Run(tc.name, func(t *testing.T) {
-			var d *websocket.Dialer
-			if tc.d != nil {
-				d = tc.d()
-			}
+			rec := &recordingConn{}
+			d := &websocket.Dialer{EnableCompression: tc.compress, NetDialContext: rec.dial}
 			c, resp := authedWS(t, g, d, demo.AccessToken)
-			if tc.name == "compressed bomb" {
-				if ext := resp.Header.Get("Sec-WebSocket-Extensions"); !strings.Contains(ext, "permessage-deflate") {
-					t.Fatalf("permessage-deflate not negotiated: %q", ext)
-				}
-				// The bomb is small on the wire: what gorilla's read
-				// limit would count.
-				if n := compressedSize(t, bombMessage()); n > 64<<10 {
-					t.Fatalf("the bomb is %d bytes compressed, want a small frame", n)
-				}
+			ext := resp.Header.Get("Sec-WebSocket-Extensions")
+			if tc.compress != strings.Contains(ext, "permessage-deflate") {
+				t.Fatalf("Sec-WebSocket-Extensions %q, want permessage-deflate: %v", ext, tc.compress)
 			}
 			serverInfoAnswered(t, c, 1)
+			before := rec.size()
 			// The server may close before the whole frame is written: a
 			// write error is expected then; the close frame is what counts.
 			_ = tc.send(c)
+			if sent := rec.size() - before; tc.compress && sent > 64<<10 {
+				// gorilla's read limit counts these bytes.
+				t.Fatalf("the bomb took %d bytes on the wire, want a few kilobytes", sent)
+			} else if tc.compress {
+				t.Logf("the bomb took %d bytes on the wire", sent)
+			}
 			if code := readClose(t, c); code != tc.want {
 				t.Fatalf("close %d, want %d", code, tc.want)
 			}
@@ -187,15 +196,70 @@ func bombMessage() []byte {
 	return []byte(`{"Controller":"Zenith","Topic":"ServerInfo","Data":"` + strings.Repeat("a", 2<<20) + `"}`)
 }
 
-// compressedSize is the size of msg deflated at the best compression.
-func compressedSize(t *testing.T, msg []byte) int {
+// recordingConn records what a client writes on the connection it dials.
+type recordingConn struct {
+	net.Conn
+	mu      sync.Mutex
+	written []byte
+}
+
+func (r *recordingConn) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	r.Conn = c
+	return r, err
+}
+
+func (r *recordingConn) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	r.written = append(r.written, b...)
+	r.mu.Unlock()
+	return r.Conn.Write(b)
+}
+
+// size is how many bytes the client has written.
+func (r *recordingConn) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.written)
+}
+
+// frames returns the first byte (FIN bit and opcode) of each WebSocket
+// frame written after the handshake.
+func (r *recordingConn) frames(t *testing.T) []byte {
 	t.Helper()
-	var b bytes.Buffer
-	w, err := flate.NewWriter(&b, flate.BestCompression)
-	if err != nil {
-		t.Fatal(err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, b, ok := bytes.Cut(r.written, []byte("\r\n\r\n"))
+	if !ok {
+		t.Fatalf("no handshake in what the client wrote")
 	}
-	w.Write(msg)
-	w.Close()
-	return b.Len()
+	var heads []byte
+	for len(b) >= 2 {
+		head, n := b[0], int(b[1]&0x7f)
+		hdr := 2
+		switch n {
+		case 126, 127:
+			size := 2
+			if n == 127 {
+				size = 8
+			}
+			if len(b) < 2+size {
+				t.Fatalf("a truncated frame in what the client wrote")
+			}
+			n = 0
+			for _, c := range b[2 : 2+size] {
+				n = n<<8 | int(c)
+			}
+			hdr += size
+		}
+		if b[1]&0x80 != 0 {
+			hdr += 4 // the mask
+		}
+		if len(b) < hdr+n {
+			t.Fatalf("a truncated frame in what the client wrote")
+		}
+		heads = append(heads, head)
+		b = b[hdr+n:]
+	}
+	return heads
 }
