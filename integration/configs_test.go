@@ -27,6 +27,7 @@ const (
 	anchorGatehouse     = "\t\tusers_file examples/users.json\n" // a line of the gatehouse global option
 	anchorSite          = "\tbind {$GATEHOUSE_BIND:127.0.0.1}\n" // a line of the site block
 	anchorServiceClient = "client demo-service {"                // the start of the second client
+	anchorWS            = "\tgatehouse_ws /ws {\n"               // the first line of the /ws gateway
 )
 
 // configEdit inserts text after anchor, or before it when before is set.
@@ -87,6 +88,33 @@ func configWithClient(t testing.TB, clientID, secret string) string {
 	block := fmt.Sprintf("client %s {\n\t\t\tsecret_sha256 %s\n\t\t\tgrant_types client_credentials\n\t\t\tscopes Service/News\n\t\t}\n\n\t\t",
 		clientID, hex.EncodeToString(sum[:]))
 	return demoVariant(t, "with-client", configEdit{anchor: anchorServiceClient, insert: block, before: true})
+}
+
+// wsConfig is the demo with options added to the /ws gateway's block
+// (each a line, e.g. "auth_timeout 1s"). name names the config's
+// directory.
+func wsConfig(t testing.TB, name string, options ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, o := range options {
+		b.WriteString("\t\t" + o + "\n")
+	}
+	return demoVariant(t, name, configEdit{anchor: anchorWS, insert: b.String()})
+}
+
+// wsExtraConfig is the demo with one more gateway, on path, whose only
+// upstream is upstream (e.g. a loopback port nothing listens on, or
+// another gatehouse's demo backend), with options in its block (each a
+// line). name names the config's directory.
+func wsExtraConfig(t testing.TB, name, path, upstream string, options ...string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\tgatehouse_ws %s {\n\t\tupstream %s\n", path, upstream)
+	for _, o := range options {
+		b.WriteString("\t\t" + o + "\n")
+	}
+	b.WriteString("\t}\n")
+	return demoVariant(t, name, configEdit{anchor: anchorWS, insert: b.String(), before: true})
 }
 
 // guardConfig is a gatehouse that is not the demo: remote-only mode (a

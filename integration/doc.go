@@ -32,8 +32,9 @@
 //   - configs_test.go: the configurations, Caddyfile.example and its named
 //     variants.
 //   - identity_*_test.go: the tests of the identity server, one file per
-//     capability. The message and query services' tests will be
-//     ws_*_test.go and query_*_test.go.
+//     capability; ws_*_test.go, the message gateway's (gorilla/websocket,
+//     and npm's ws in node/ws.test.mjs). The query service's will be
+//     query_*_test.go.
 //
 // The Node tests need node and npm; it runs `npm ci` in node/ when
 // node_modules is missing, and fails (never skips) when either is missing.

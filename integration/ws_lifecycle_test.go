@@ -1,0 +1,78 @@
+package integration
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/gorilla/websocket"
+)
+
+// TestWSBackendDown runs a gateway, /down, whose only upstream is a
+// loopback port nothing listens on: a socket authenticated by its header
+// is opened, then closed with 1013 (or 1011) with no detail; the demo's
+// own gateway still relays.
+func TestWSBackendDown(t *testing.T) {
+	t.Parallel()
+	closed := reservePort(t) // nothing listens there
+	g := StartGatehouseWith(t, Options{Config: wsExtraConfig(t, "ws-down", "/down", "ws://127.0.0.1:"+strconv.Itoa(closed)+"/")})
+	demo := g.PasswordGrant(t, "demo", "demo")
+	// The backend leg opens after the 101: the socket opens, then closes.
+	c, resp, err := dialWS(t, g, "/down?version=1.1", "ServiceJson", demo.AccessToken)
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	code := readClose(t, c) // fails on a close with detail
+	if code != websocket.CloseTryAgainLater && code != websocket.CloseInternalServerErr {
+		t.Fatalf("backend down: close %d, want 1013 or 1011", code)
+	}
+	t.Logf("backend down: close %d", code)
+	// The demo's own gateway still relays.
+	serverInfoAnswered(t, mustAuthedWS(t, g, demo.AccessToken), 1)
+}
+
+// mustAuthedWS is authedWS with the default dialer.
+func mustAuthedWS(t *testing.T, g *Gatehouse, token string) *websocket.Conn {
+	t.Helper()
+	c, _ := authedWS(t, g, nil, token)
+	return c
+}
+
+// TestWSReloadAndExit checks the end of live sockets through the real
+// binary: a gateway on /relay with reload_delay 1s relays to the demo
+// backend of a second gatehouse, which the reload does not touch (the
+// demo's own backend is in the reloaded config: it closes its connections
+// with 1001 at once, and the gateway relays that close). After `gatehouse
+// reload` a live socket is closed with 1012 (the client reconnects, and the
+// new config serves it); when the process exits (SIGTERM) a live socket is
+// closed with 1001.
+func TestWSReloadAndExit(t *testing.T) {
+	t.Parallel()
+	backend := StartGatehouse(t)
+	upstream := "ws://127.0.0.1:" + strconv.Itoa(backend.BackendPort) + "/"
+	g := StartGatehouseWith(t, Options{Config: wsExtraConfig(t, "ws-reload", "/relay", upstream, "reload_delay 1s")})
+	backend.AlsoCheckSecretsOf(g)
+	demo := g.PasswordGrant(t, "demo", "demo")
+	dial := func() *websocket.Conn {
+		t.Helper()
+		c, resp, err := dialWS(t, g, "/relay?version=1.1", "ServiceJson", demo.AccessToken)
+		if err != nil {
+			t.Fatalf("dial /relay: %v (%v)", err, resp)
+		}
+		return c
+	}
+
+	c := dial()
+	serverInfoAnswered(t, c, 1)
+	// A config that differs (Caddy skips a reload to the same config).
+	g.Reload(wsExtraConfig(t, "ws-reload-2", "/relay", upstream, "reload_delay 1s", "auth_timeout 9s"))
+	if code := readClose(t, c); code != websocket.CloseServiceRestart {
+		t.Fatalf("live socket across a reload: close %d, want 1012", code)
+	}
+
+	c = dial()
+	serverInfoAnswered(t, c, 2)
+	g.Stop()
+	if code := readClose(t, c); code != websocket.CloseGoingAway {
+		t.Fatalf("live socket at exit: close %d, want 1001", code)
+	}
+}
