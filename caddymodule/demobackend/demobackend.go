@@ -10,6 +10,7 @@ package demobackend
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -59,11 +60,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	return nil
 }
 
-// Cleanup closes the backend's connections.
+// reloadGrace is how long the backend's connections outlive a config
+// reload: longer than the gateway's default reload_delay, so that the
+// gateway, not the backend, decides when live sockets close (1012).
+const reloadGrace = time.Minute
+
+// Cleanup closes the backend's connections: at once when the process
+// exits, after reloadGrace on a config reload.
 func (h *Handler) Cleanup() error {
-	if h.srv != nil {
+	if h.srv == nil {
+		return nil
+	}
+	if caddy.Exiting() {
 		return h.srv.Close()
 	}
+	srv := h.srv
+	time.AfterFunc(reloadGrace, func() { _ = srv.Close() })
 	return nil
 }
 
