@@ -172,11 +172,11 @@ func (s *Server) unregister(c *conn) {
 	s.mu.Unlock()
 }
 
-// Connections returns the number of live connections.
+// Connections returns the number of connections holding one of the
+// MaxConnections slots (being upgraded, live, or being torn down): a new
+// connection is accepted while it is below MaxConnections.
 func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
+	return len(s.slots)
 }
 
 // Close stops the market and closes every connection with 1001 (going
