@@ -18,8 +18,8 @@ var nodeSetup sync.Mutex
 
 // runNodeScript runs `node --test integration/node/<script>` against g,
 // then adds every token the script was issued to the secrets g's log
-// must not hold.
-func runNodeScript(t *testing.T, g *Gatehouse, script string) {
+// must not hold. It returns the script's combined output.
+func runNodeScript(t *testing.T, g *Gatehouse, script string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -53,15 +53,24 @@ func runNodeScript(t *testing.T, g *Gatehouse, script string) {
 	if err != nil || len(tokens) == 0 {
 		t.Fatalf("the script recorded no tokens (%v)", err)
 	}
+	return string(out)
 }
 
-// installNodeModules runs npmCI in dir unless node_modules is there.
+// nodeDependencies are the packages of node/package.json the scripts
+// need: a node_modules installed before one of them was added lacks it.
+var nodeDependencies = []string{"openid-client", "ws"}
+
+// installNodeModules runs npmCI in dir unless node_modules holds every
+// dependency.
 func installNodeModules(t *testing.T, dir string) {
 	t.Helper()
 	nodeSetup.Lock()
 	defer nodeSetup.Unlock() // also when npmCI fails the test
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openid-client")); err != nil {
-		npmCI(t, dir)
+	for _, dep := range nodeDependencies {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", dep)); err != nil {
+			npmCI(t, dir)
+			return
+		}
 	}
 }
 
