@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"net/http"
-
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -53,7 +51,7 @@ func (h *AuthHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "realm":
 			h.Realm, err = cfutil.OneArg(d)
 		case "header":
-			err = h.parseHeader(d, once)
+			err = cfutil.HeaderTemplates(d, once, &h.Headers)
 		case "strip_header":
 			err = cfutil.AppendArgs(d, &h.StripHeaders)
 		case "strip_authorization":
@@ -63,27 +61,6 @@ func (h *AuthHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
-}
-
-// parseHeader parses `header <name> <placeholder-template>...`, once per
-// name.
-func (h *AuthHandler) parseHeader(d *caddyfile.Dispenser, once *cfutil.OnceSet) error {
-	list, err := cfutil.ListArgs(d)
-	if err != nil {
-		return err
-	}
-	if len(list) < 2 {
-		return d.ArgErr()
-	}
-	header := http.CanonicalHeaderKey(list[0])
-	if err := once.Check(d, "header "+header); err != nil {
-		return err
-	}
-	if h.Headers == nil {
-		h.Headers = map[string][]string{}
-	}
-	h.Headers[header] = list[1:]
-	return nil
 }
 
 // Interface guards

@@ -61,7 +61,14 @@ var knownEndpoints = []string{
 
 // registerTokenMetrics registers the token counters in reg, once.
 func registerTokenMetrics(reg *prometheus.Registry) error {
-	for _, c := range []prometheus.Collector{tokensIssued, tokenFailures, requestFailures, lockouts, purged} {
+	return RegisterOnce(reg, tokensIssued, tokenFailures, requestFailures, lockouts, purged)
+}
+
+// RegisterOnce registers process-lifetime collectors in a configuration's
+// registry: every configuration registers the same ones, so a reload resets
+// no counter, and registering one a registry already holds is not an error.
+func RegisterOnce(reg *prometheus.Registry, collectors ...prometheus.Collector) error {
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok && are.ExistingCollector == c {
 				continue

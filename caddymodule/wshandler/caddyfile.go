@@ -1,8 +1,6 @@
 package wshandler
 
 import (
-	"net/http"
-
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -91,7 +89,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "motif":
 			h.Motif, err = cfutil.Flag(d)
 		case "header":
-			err = h.parseHeader(d, once)
+			err = cfutil.HeaderTemplates(d, once, &h.Headers)
 		case "pass_authorization":
 			h.PassAuthorization, err = cfutil.Flag(d)
 		case "reload_delay":
@@ -103,26 +101,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
-}
-
-// parseHeader parses `header <name> <template>...`, once per name.
-func (h *Handler) parseHeader(d *caddyfile.Dispenser, once *cfutil.OnceSet) error {
-	list, err := cfutil.ListArgs(d)
-	if err != nil {
-		return err
-	}
-	if len(list) < 2 {
-		return d.ArgErr()
-	}
-	name := http.CanonicalHeaderKey(list[0])
-	if err := once.Check(d, "header "+name); err != nil {
-		return err
-	}
-	if h.Headers == nil {
-		h.Headers = map[string][]string{}
-	}
-	h.Headers[name] = list[1:]
-	return nil
 }
 
 // parsePolicy parses the policy block.

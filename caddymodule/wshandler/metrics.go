@@ -1,13 +1,12 @@
 package wshandler
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/wsauth"
 )
 
@@ -46,16 +45,7 @@ var (
 var controllers = []string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
 
 func registerMetrics(ctx caddy.Context) error {
-	reg := ctx.GetMetricsRegistry()
-	for _, c := range []prometheus.Collector{sessions, authResults, relayed, denied, delivered, slowClients} {
-		if err := reg.Register(c); err != nil {
-			if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok && are.ExistingCollector == c {
-				continue
-			}
-			return fmt.Errorf("registering gatehouse_ws metrics: %w", err)
-		}
-	}
-	return nil
+	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), sessions, authResults, relayed, denied, delivered, slowClients)
 }
 
 // metrics implements wsauth.Metrics with the counters above.

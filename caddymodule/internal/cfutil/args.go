@@ -1,6 +1,7 @@
 package cfutil
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -125,4 +126,25 @@ func OnOff(d *caddyfile.Dispenser) (*bool, error) {
 		}
 	}
 	return &on, nil
+}
+
+// HeaderTemplates reads `header <Name> <template>...` into headers, once
+// per canonical header name (checked against once).
+func HeaderTemplates(d *caddyfile.Dispenser, once *OnceSet, headers *map[string][]string) error {
+	list, err := ListArgs(d)
+	if err != nil {
+		return err
+	}
+	if len(list) < 2 {
+		return d.ArgErr()
+	}
+	name := http.CanonicalHeaderKey(list[0])
+	if err := once.Check(d, "header "+name); err != nil {
+		return err
+	}
+	if *headers == nil {
+		*headers = map[string][]string{}
+	}
+	(*headers)[name] = list[1:]
+	return nil
 }
