@@ -1,0 +1,67 @@
+// Package sqlgen turns a checked IQL statement (package iql's AST) into SQL text and bind
+// arguments for one SQL dialect. It is pure: no I/O, no database, no Caddy.
+//
+// Values only ever travel as bind arguments; identifiers only ever come from the Catalog,
+// resolved case-insensitively and then quoted by the dialect. Text from a request is never
+// concatenated into SQL.
+package sqlgen
+
+import "strings"
+
+// Type is the type of a column as the query service reports it in a result's Columns.
+type Type string
+
+// The column types of a query result.
+const (
+	String   Type = "String"
+	Integer  Type = "Integer"
+	Decimal  Type = "Decimal"
+	Boolean  Type = "Boolean"
+	DateTime Type = "DateTime"
+	Binary   Type = "Binary"
+)
+
+// Column is one column of a table, named exactly as the engine reports it.
+type Column struct {
+	Name string
+	Type Type
+}
+
+// Table is one table of the catalog, named exactly as the engine reports it.
+type Table struct {
+	Name    string
+	Columns []Column
+}
+
+// Column finds a column by name, ignoring case (ASCII only, as the upstream's .NET router
+// does for route segments). The boolean is false when the table has no such column.
+func (t Table) Column(name string) (Column, bool) {
+	for _, c := range t.Columns {
+		if strings.EqualFold(c.Name, name) {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
+
+// Catalog is what an engine reports about its tables: the only source of identifiers that
+// may appear in generated SQL.
+type Catalog struct {
+	Tables []Table
+}
+
+// Table finds a table by name, ignoring case. The boolean is false when there is none.
+func (c Catalog) Table(name string) (Table, bool) {
+	for _, t := range c.Tables {
+		if strings.EqualFold(t.Name, name) {
+			return t, true
+		}
+	}
+	return Table{}, false
+}
+
+// Statement is SQL text with its bind arguments, ready for database/sql or pgx.
+type Statement struct {
+	SQL  string
+	Args []any
+}
