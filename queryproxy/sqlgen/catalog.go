@@ -6,8 +6,6 @@
 // concatenated into SQL.
 package sqlgen
 
-import "strings"
-
 // Type is the type of a column as the query service reports it in a result's Columns.
 type Type string
 
@@ -37,7 +35,7 @@ type Table struct {
 // does for route segments). The boolean is false when the table has no such column.
 func (t Table) Column(name string) (Column, bool) {
 	for _, c := range t.Columns {
-		if strings.EqualFold(c.Name, name) {
+		if EqualFold(c.Name, name) {
 			return c, true
 		}
 	}
@@ -53,7 +51,7 @@ type Catalog struct {
 // Table finds a table by name, ignoring case. The boolean is false when there is none.
 func (c Catalog) Table(name string) (Table, bool) {
 	for _, t := range c.Tables {
-		if strings.EqualFold(t.Name, name) {
+		if EqualFold(t.Name, name) {
 			return t, true
 		}
 	}
@@ -64,4 +62,26 @@ func (c Catalog) Table(name string) (Table, bool) {
 type Statement struct {
 	SQL  string
 	Args []any
+}
+
+// EqualFold reports whether a and b are equal ignoring ASCII case only. Unlike
+// strings.EqualFold it does not fold Unicode: "ſ" (U+017F) is not "s" and "K" (U+212A, the
+// Kelvin sign) is not "k", so a look-alike name never resolves to a catalog identifier.
+func EqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
