@@ -85,3 +85,14 @@ func EqualFold(a, b string) bool {
 	}
 	return true
 }
+
+// Dialect names the SQL dialect that a statement is generated for. Each engine reports its
+// own; sqlgen knows how each one quotes identifiers, writes placeholders and escapes
+// patterns.
+type Dialect string
+
+// The SQL dialects sqlgen generates.
+const (
+	SQLite     Dialect = "sqlite"
+	PostgreSQL Dialect = "postgresql"
+)
