@@ -140,7 +140,7 @@ func (s *session) replyIdentify(topic string, env *Envelope, success bool) {
 	id := Identify{Success: success}
 	if success {
 		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.id.DisplayName, s.id.Subject, s.id.Expiry, s.id.Scopes
-		if s.cfg.ReturnAccessToken {
+		if s.cfg.returnsToken(s.id.ClientID) {
 			id.AccessToken = s.id.Token
 		}
 	}

@@ -115,10 +115,13 @@ type Config struct {
 	// CloseGrace is how long the gateway waits for the client to answer
 	// its close frame. Default DefaultCloseGrace.
 	CloseGrace time.Duration
-	// ReturnAccessToken sends the session's access token back (Base-64)
-	// in Identify replies, so a client can save it (interface.md §2.5);
-	// motif-core needs it. Default false.
-	ReturnAccessToken bool
+	// ReturnAccessToken lists the OAuth clients whose sessions get their
+	// access token back (Base-64) in Identify replies, so the client can
+	// save it and restore the connection later (interface.md §2.5: "if
+	// permitted"); the original web client needs it. "*" permits every
+	// client. Default none: a token is a credential, and a client that
+	// did not ask for it should not be handed one more copy.
+	ReturnAccessToken []string
 	// Profile is how the Auth replies are spelled.
 	Profile Profile
 	// Policy authorizes Controller/Topic pairs. Default DefaultPolicy().
@@ -211,6 +214,11 @@ func (c *Config) Validate() error {
 	if idle <= ping {
 		errs = append(errs, fmt.Errorf("idle_timeout %v must exceed ping_interval %v", idle, ping))
 	}
+	for _, id := range c.ReturnAccessToken {
+		if id == "" {
+			errs = append(errs, errors.New("return_access_token: empty client id"))
+		}
+	}
 	if c.Verifier == nil {
 		errs = append(errs, errors.New("no verifier"))
 	}
@@ -248,6 +256,17 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// returnsToken reports whether a session of the OAuth client clientID
+// gets its access token back in Identify replies.
+func (c *Config) returnsToken(clientID string) bool {
+	for _, id := range c.ReturnAccessToken {
+		if id == "*" || id == clientID {
+			return true
+		}
+	}
+	return false
 }
 
 func or[T comparable](v, def T) T {

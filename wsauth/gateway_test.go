@@ -71,10 +71,12 @@ func TestHeaderAuth(t *testing.T) {
 	}
 }
 
+// authToken is an AuthToken message with TransactionID 1.
+func authToken(provider, tok string) string {
+	return `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1,"Data":{"Provider":"` + provider + `","AccessToken":"` + tok + `"}}`
+}
+
 func TestMessageAuth(t *testing.T) {
-	authToken := func(provider, tok string) string {
-		return `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1,"Data":{"Provider":"` + provider + `","AccessToken":"` + tok + `"}}`
-	}
 	reject := `{"Controller":"Auth","Topic":"Identify","Action":"Publish","TransactionID":1,"Data":{"Result":"Reject"}}`
 	success := `{"Controller":"Auth","Topic":"Identify","Action":"Publish","TransactionID":1,"Data":` + identifyDemo + `}`
 	tests := []struct {
@@ -98,7 +100,7 @@ func TestMessageAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t, func(c *Config) {
 				if tt.motif {
-					c.Profile.Motif, c.ReturnAccessToken = true, true
+					c.Profile.Motif, c.ReturnAccessToken = true, []string{"*"}
 				}
 			})
 			c := e.dial(nil)
@@ -365,6 +367,34 @@ func TestConfigValidate(t *testing.T) {
 			}
 			if c.MaxMessageBytes != before.MaxMessageBytes || c.Policy != before.Policy {
 				t.Fatal("Validate changed the config")
+			}
+		})
+	}
+}
+
+// TestAccessTokenReturnedOnlyToPermittedClients: the Identify reply carries
+// the token only for the OAuth clients ReturnAccessToken names.
+func TestAccessTokenReturnedOnlyToPermittedClients(t *testing.T) {
+	tokB64 := base64.StdEncoding.EncodeToString([]byte(tokDemo))
+	for _, tt := range []struct {
+		name    string
+		allowed []string
+		want    bool
+	}{
+		{"not configured", nil, false},
+		{"another client", []string{"web"}, false},
+		{"the token's client", []string{"web", "demo-app"}, true},
+		{"every client", []string{"*"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t, func(c *Config) { c.ReturnAccessToken = tt.allowed })
+			c := e.dial(nil)
+			got := roundTrip(t, c, authToken("Bearer", tokDemo))
+			if has := strings.Contains(got, `"AccessToken":"`+tokB64+`"`); has != tt.want {
+				t.Fatalf("AccessToken in the reply: %v, want %v: %s", has, tt.want, got)
+			}
+			if !strings.Contains(got, `"Result":"Success"`) {
+				t.Fatalf("reply %s", got)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		max_unauthenticated <n>
 //		ping_interval <duration>
 //		idle_timeout <duration>
-//		return_access_token
+//		return_access_token <client_id>...  # "*" for every client
 //		vendor <name>
 //		motif                             # the original web client's replies
 //		header <Name> <template>...       # repeatable, one per name
@@ -83,7 +83,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "idle_timeout":
 			h.IdleTimeout, err = cfutil.DurationArg(d)
 		case "return_access_token":
-			h.ReturnAccessToken, err = cfutil.Flag(d)
+			err = cfutil.AppendArgs(d, &h.ReturnAccessToken)
 		case "vendor":
 			h.Vendor, err = cfutil.OneArg(d)
 		case "motif":

@@ -121,9 +121,11 @@ type Handler struct {
 	// IdleTimeout closes (1008) a client silent this long. Default 60s.
 	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
 
-	// ReturnAccessToken sends the access token back in Identify replies
-	// (the original web client needs it). Default false.
-	ReturnAccessToken bool `json:"return_access_token,omitempty"`
+	// ReturnAccessToken lists the OAuth client ids whose sessions get
+	// their access token back (Base-64) in Identify replies, so the
+	// client can save it (the original web client needs it); "*" means
+	// every client. Default none.
+	ReturnAccessToken []string `json:"return_access_token,omitempty"`
 
 	// Vendor is the first part of each Scope entry of an Identify reply
 	// ("<vendor>.Service.<Area>"). Default "Gatehouse".
