@@ -82,8 +82,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.wg.Done()
 
+	if isExtendedConnect(r) {
+		w, r = extendedUpgrade(w, r)
+	}
 	if !websocket.IsWebSocketUpgrade(r) {
-		http.Error(w, "websocket upgrade required", http.StatusBadRequest)
+		msg := "websocket upgrade required"
+		if r.ProtoMajor >= 2 {
+			msg = "websocket over HTTP/2 or HTTP/3 opens with an extended CONNECT (RFC 8441, RFC 9220)"
+		}
+		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -39,48 +38,32 @@ const DefaultReloadDelay = 30 * time.Second
 //
 // # HTTP/2 and HTTP/3
 //
-// A socket is an HTTP/1.1 upgrade (RFC 6455): gorilla's Upgrader hijacks
-// the connection. The gateway does not accept WebSockets over extended
-// CONNECT (RFC 8441 on HTTP/2, RFC 9220 on HTTP/3); instead the site must
-// not advertise it on HTTP/2, so that browsers open the socket on its own
-// HTTP/1.1 connection. On a site with Caddy's default protocols (h1 h2 h3)
-// over TLS, with Go 1.26, Caddy v2.11.9, golang.org/x/net v0.60.0 and
-// quic-go v0.63.0:
+// A socket opens with an HTTP/1.1 upgrade (RFC 6455) or with an extended
+// CONNECT (RFC 8441 on HTTP/2, RFC 9220 on HTTP/3); the gateway takes
+// both, and both run the same checks and the same session (wsauth,
+// xconnect.go). On a site with Caddy's default protocols (h1 h2 h3) over
+// TLS, with Go 1.26, Caddy v2.11.9, golang.org/x/net v0.60.0 and quic-go
+// v0.63.0:
 //
-//   - HTTP/2 does not advertise it. Caddy serves HTTP/2 with
-//     golang.org/x/net/http2 (caddyhttp/app.go:534,
-//     http2.ConfigureServer), whose server sends
-//     SETTINGS_ENABLE_CONNECT_PROTOCOL only when
-//     disableExtendedConnectProtocol is false (x/net http2/server.go:787);
-//     it is true by default (http2/http2.go:42-49, golang/go#71128) and
-//     false only when the GODEBUG environment variable contains
-//     http2xconnect=1 (http2/http2.go:62). Go 1.26's own net/http HTTP/2
-//     has the same default and switch (net/http/h2_bundle.go:3495,3508,
-//     4923), which x/net's server wraps from Go 1.27 (http2/server_wrap.go).
-//     Provision refuses to start when GODEBUG has http2xconnect=1; the TLS
-//     test reads the server's SETTINGS, so a change of default shows.
-//   - An HTTP/2 request never reaches the handler as an upgrade: a
-//     Connection or Upgrade header gets 400 from the HTTP/2 server
-//     (http2/server.go:1987, 3169), an unadvertised :protocol gets
-//     RST_STREAM PROTOCOL_ERROR (http2/server.go:2147). Were it
-//     advertised, an extended CONNECT would reach the handler as a CONNECT
-//     with the header ":protocol" (http2/server.go:2179).
-//   - HTTP/3 always advertises it: quic-go's server puts ExtendedConnect
-//     true in its SETTINGS (quic-go http3/server.go:504), and neither
-//     quic-go nor Caddy's http3.Server (caddyhttp/server.go:1085) can turn
-//     it off short of turning HTTP/3 off (the servers' protocols option,
-//     e.g. h1 h2). An extended CONNECT reaches the handler as a CONNECT
-//     whose Proto is the :protocol ("websocket", ProtoMajor 3; quic-go
-//     http3/headers.go:310); Connection and Upgrade are refused by quic-go
-//     before any handler (http3/headers.go:174).
+//   - HTTP/3 always advertises extended CONNECT: quic-go's server puts
+//     ExtendedConnect true in its SETTINGS (quic-go http3/server.go:504),
+//     and neither quic-go nor Caddy's http3.Server can turn it off short of
+//     turning HTTP/3 off. An extended CONNECT reaches the handler as a
+//     CONNECT whose Proto is the :protocol ("websocket", ProtoMajor 3;
+//     http3/headers.go:310), and the gateway answers 200 and speaks
+//     WebSocket over the request stream.
+//   - HTTP/2 does not advertise it by default: Go's HTTP/2 server sends
+//     SETTINGS_ENABLE_CONNECT_PROTOCOL only when the GODEBUG environment
+//     variable has http2xconnect=1 (net/http/h2_bundle.go:3495,3508,
+//     golang/go#71128), so browsers open wss:// on HTTP/1.1. With that
+//     setting an extended CONNECT reaches the handler as a CONNECT with the
+//     header ":protocol" (h2_bundle.go:6260) and is served as on HTTP/3.
+//   - A plain HTTP/2 or HTTP/3 request gets 400 with a body naming the
+//     extended CONNECT; one with Connection or Upgrade headers is refused
+//     by the HTTP/2 or HTTP/3 server before any handler.
 //
-// ServeHTTP answers every request that is not HTTP/1.x (an HTTP/2 or
-// HTTP/3 GET, an extended CONNECT) with 400, a body saying a WebSocket
-// needs HTTP/1.1: no panic, no hang, no half-open stream. A client that
-// opens WebSockets over HTTP/3 (RFC 9220) therefore fails here (it would
-// need the gateway to speak WebSocket over the stream, or HTTP/3 off); the
-// browsers we know of do not use RFC 9220, and open wss:// over HTTP/1.1,
-// or over HTTP/2 only where it is advertised.
+// The TLS tests open sockets over all three and read each server's
+// SETTINGS, so a change of default shows.
 type Handler struct {
 	// Upstreams are the backend's WebSocket URLs (ws:// or wss://), tried
 	// in order (failover). Required.
@@ -252,9 +235,6 @@ func (h *Handler) Validate() error {
 // the app has an identity server, its password grant for AuthOwner.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	if err := checkNoExtendedConnect(os.Getenv("GODEBUG")); err != nil {
-		return err
-	}
 	cfg, err := h.config()
 	if err != nil {
 		return err
@@ -283,38 +263,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// ServeHTTP hands HTTP/1.x requests to the gateway and answers any other
-// (an HTTP/2 or HTTP/3 request, an extended CONNECT among them) with 400:
-// a WebSocket here is an HTTP/1.1 upgrade (see HTTP/2 and HTTP/3 in the
+// ServeHTTP hands every request to the gateway, which upgrades HTTP/1.1
+// upgrades and extended CONNECTs alike (see HTTP/2 and HTTP/3 in the
 // Handler's doc).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	if r.ProtoMajor != 1 {
-		h.logger.Debug("ws request over HTTP/2 or HTTP/3 refused",
-			zap.String("proto", r.Proto), zap.Int("proto_major", r.ProtoMajor),
-			zap.String("method", r.Method), zap.String("remote", r.RemoteAddr))
-		http.Error(w, errNeedsHTTP1, http.StatusBadRequest)
-		return nil
-	}
 	h.gw.ServeHTTP(w, r)
-	return nil
-}
-
-// errNeedsHTTP1 is the body of the answer to a request over HTTP/2 or
-// HTTP/3.
-const errNeedsHTTP1 = "websocket upgrade required over HTTP/1.1 (no WebSocket over HTTP/2 or HTTP/3 here)"
-
-// checkNoExtendedConnect refuses a process whose GODEBUG turns HTTP/2
-// extended CONNECT on (http2xconnect=1, read from the environment by
-// golang.org/x/net/http2 and net/http at start-up): its sites would then
-// advertise SETTINGS_ENABLE_CONNECT_PROTOCOL, and browsers would open the
-// gateway's sockets over HTTP/2, which it refuses.
-func checkNoExtendedConnect(godebug string) error {
-	// The same test as theirs (x/net/http2/http2.go:62), so that it
-	// agrees with them on every value.
-	if strings.Contains(godebug, "http2xconnect=1") {
-		return errors.New("gatehouse_ws: GODEBUG has http2xconnect=1, which makes HTTP/2 advertise extended CONNECT (RFC 8441): " +
-			"browsers would then send WebSockets over HTTP/2, and the gateway accepts them only over HTTP/1.1; unset it")
-	}
 	return nil
 }
 
