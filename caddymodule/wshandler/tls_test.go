@@ -421,7 +421,10 @@ func TestGatewayOverHTTP2ExtendedConnect(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s.checkExtendedSocket(t, ctx, &http2.Transport{TLSClientConfig: s.tlsConfig("h2")}, false, token)
+	tr := &http.Transport{TLSClientConfig: s.tlsConfig("h2"), Protocols: new(http.Protocols)}
+	tr.Protocols.SetHTTP2(true)
+	defer tr.CloseIdleConnections()
+	s.checkExtendedSocket(t, ctx, tr, false, token)
 }
 
 // h2Conn is a raw HTTP/2 connection over TLS (ALPN h2).
