@@ -169,8 +169,9 @@ func (s *session) authenticate(id Identity) bool {
 }
 
 // parseOwner reads an AuthOwner message's Data: one object whose members
-// ClientID, ClientSecret, Username and Password (exact names, each at most
-// once, strings) are read and others ignored. Username and Password are
+// ClientID, ClientSecret, Username and Password (exact names after their
+// escapes are decoded, each at most once, strings) are read and others
+// ignored. Username and Password are
 // required.
 func parseOwner(data []byte) (OwnerCredentials, bool) {
 	var c OwnerCredentials
@@ -183,33 +184,39 @@ func parseOwner(data []byte) (OwnerCredentials, bool) {
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return c, false
 	}
-	seen := map[string]bool{}
+	// Names are matched after their escapes are decoded and in exact
+	// case, as the envelope's are; the decoder refuses invalid UTF-8, and
+	// seen a second ClientID, ClientSecret, Username or Password.
+	var name []byte
+	var seen [4]bool
 	for d.PeekKind() != '}' {
-		name, err := d.ReadValue()
+		tok, err := d.ReadToken()
 		if err != nil {
 			return c, false
 		}
+		name = append(name[:0], tok.String()...)
 		v, err := d.ReadValue()
 		if err != nil {
 			return c, false
 		}
 		var dst *string
+		var i int
 		switch string(name) {
-		case `"ClientID"`:
-			dst = &c.ClientID
-		case `"ClientSecret"`:
-			dst = &c.ClientSecret
-		case `"Username"`:
-			dst = &c.Username
-		case `"Password"`:
-			dst = &c.Password
+		case "ClientID":
+			dst, i = &c.ClientID, 0
+		case "ClientSecret":
+			dst, i = &c.ClientSecret, 1
+		case "Username":
+			dst, i = &c.Username, 2
+		case "Password":
+			dst, i = &c.Password, 3
 		default:
 			continue
 		}
-		if seen[string(name)] || v.Kind() != '"' {
+		if seen[i] || v.Kind() != '"' {
 			return c, false
 		}
-		seen[string(name)] = true
+		seen[i] = true
 		text, err := jsontext.AppendUnquote(nil, v)
 		if err != nil {
 			return c, false

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -286,4 +287,80 @@ func mustPolicy(tb testing.TB, c PolicyConfig) *Policy {
 		tb.Fatal(err)
 	}
 	return p
+}
+
+// ownerSeeds are AuthOwner Data values: accepted, refused and tricky.
+var ownerSeeds = []string{
+	`{"Username":"trader","Password":"trader"}`,
+	`{"ClientID":"demo-app","ClientSecret":"s","Username":"trader","Password":"trader","Remember":true}`,
+	`{"Us\u0065rname":"trader","Password":"p\u00e4ss"}`,
+	`{"Username":"trader","Password":"trader","Username":"demo"}`,
+	`{"Username":"trader","Us\u0065rname":"demo","Password":"x"}`,
+	`{"username":"trader","Password":"x"}`,
+	`{"Username":"trader","Password":1}`,
+	`{"Username":"","Password":"x"}`,
+	`{"Username":"trader","Password":"x"} `,
+	`{"Username":"trader","Password":"x"}{}`,
+	`{"Username":"tr\ud800der","Password":"x"}`,
+	"{\"Username\":\"tr\xffder\",\"Password\":\"x\"}",
+	`{"Other":{"Username":"x"},"Username":"a","Password":"b"}`,
+	`[]`, `null`, `"x"`, ``,
+}
+
+// FuzzOwnerData checks parseOwner against a reference: encoding/json v2
+// (go-json-experiment), which matches names exactly after decoding their
+// escapes, refuses invalid UTF-8 and ignores unknown members, with
+// duplicate names allowed (parseOwner leaves other members' duplicates
+// alone), plus a count of the four names at the top level (parseOwner
+// refuses any of them twice). Whatever one accepts the other must, with
+// the same strings.
+func FuzzOwnerData(f *testing.F) {
+	for _, s := range ownerSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := parseOwner(data)
+		var want struct {
+			ClientID     string `json:"ClientID"`
+			ClientSecret string `json:"ClientSecret"`
+			Username     string `json:"Username"`
+			Password     string `json:"Password"`
+		}
+		err := jsonv2.Unmarshal(data, &want, jsontext.AllowDuplicateNames(true))
+		wantOK := err == nil && want.Username != "" && want.Password != "" && !ownerNameTwice(data)
+		if ok != wantOK {
+			t.Fatalf("parseOwner(%q) ok=%v; reference ok=%v (%v)", data, ok, wantOK, err)
+		}
+		if ok && (got.ClientID != want.ClientID || got.ClientSecret != want.ClientSecret ||
+			got.Username != want.Username || got.Password != want.Password) {
+			t.Fatalf("parseOwner(%q) = %+v; reference %+v", data, got, want)
+		}
+	})
+}
+
+// ownerNameTwice reports whether one of AuthOwner's four names appears
+// twice among the top-level members of data, a valid JSON object.
+func ownerNameTwice(data []byte) bool {
+	d := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
+	count := map[string]int{}
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return false
+		}
+		n := tok.String()
+		if d.SkipValue() != nil {
+			return false
+		}
+		switch n {
+		case "ClientID", "ClientSecret", "Username", "Password":
+			if count[n]++; count[n] > 1 {
+				return true
+			}
+		}
+	}
+	return false
 }
