@@ -144,3 +144,34 @@ func TestShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseFrameSurvivesUnreadInput: a client whose message is too big has
+// more bytes in flight when the gateway closes; it still reads the close
+// frame with 1009. (On loopback the frame is sent before the gateway
+// closes the socket, so this passes without linger too: a reset loses only
+// what was not yet sent. linger's own case is a client whose receive
+// window is full, which needs a slow network to show.)
+func TestCloseFrameSurvivesUnreadInput(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.MaxMessageBytes = 64 << 10 })
+	c := e.dial(nil)
+	nc := c.NetConn()
+	// One frame header announcing 1 MiB of text, then its payload: the
+	// gateway refuses at the header (over the limit) and the payload is
+	// still arriving.
+	hdr := []byte{0x81, 0xFF, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0}
+	if _, err := nc.Write(hdr); err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 1<<20)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_ = nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, _ = nc.Write(payload)
+	}()
+	time.Sleep(300 * time.Millisecond) // the gateway closes meanwhile
+	if got := closeCode(t, c); got != websocket.CloseMessageTooBig {
+		t.Fatalf("close code %d, want %d (1009)", got, websocket.CloseMessageTooBig)
+	}
+	<-written
+}
