@@ -1,7 +1,10 @@
 package wsauth
 
 import (
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,4 +177,39 @@ func TestCloseFrameSurvivesUnreadInput(t *testing.T) {
 		t.Fatalf("close code %d, want %d (1009)", got, websocket.CloseMessageTooBig)
 	}
 	<-written
+}
+
+// TestTeardownClosesAStubbornBackend: when the client leaves, the gateway
+// closes the backend leg's connection itself; a backend that never answers
+// the close frame (nor closes) cannot keep the session, and its backend
+// reader, alive.
+func TestTeardownClosesAStubbornBackend(t *testing.T) {
+	ended := make(chan struct{})
+	conns := make(chan net.Conn, 1)
+	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol}}
+	stubborn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		conns <- c.NetConn()
+		// Reads bytes, never frames: no close answer, no close.
+		_, _ = io.Copy(io.Discard, c.NetConn())
+		close(ended)
+	}))
+	defer stubborn.Close()
+	e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{"ws" + strings.TrimPrefix(stubborn.URL, "http") + "/"} })
+	c := e.dial(bearer(tokDemo))
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Echo"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	c.Close()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		(<-conns).Close() // lets the cleanup's Shutdown return
+		t.Fatal("the backend leg is still open after the client left")
+	}
+	eventually(t, "the session to end", func() bool { return e.metrics.get(func(m *fakeMetrics) int { return m.sessions[StateAuthenticated] }) == 0 })
 }
