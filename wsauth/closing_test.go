@@ -211,5 +211,7 @@ func TestTeardownClosesAStubbornBackend(t *testing.T) {
 		(<-conns).Close() // lets the cleanup's Shutdown return
 		t.Fatal("the backend leg is still open after the client left")
 	}
-	eventually(t, "the session to end", func() bool { return e.metrics.get(func(m *fakeMetrics) int { return m.sessions[StateAuthenticated] }) == 0 })
+	eventually(t, "the session to end", func() bool {
+		return e.metrics.get(func(m *fakeMetrics) int { return m.sessions[StateAuthenticated] }) == 0
+	})
 }
