@@ -126,7 +126,7 @@ func (l *lexer) next() (token, error) {
 func (l *lexer) unexpected(pos int) error {
 	r, _ := utf8.DecodeRuneInString(l.src[pos:])
 	switch {
-	case r >= utf8.RuneSelf && unicode.IsLetter(r):
+	case r >= utf8.RuneSelf && unicode.In(r, unicode.L, unicode.M, unicode.N):
 		return l.errorf(pos, false, "identifiers are ASCII only: found %q (U+%04X)", r, r)
 	case r == '-':
 		return l.errorf(pos, false, `unexpected "-": a minus sign must be followed by digits`)
@@ -143,8 +143,9 @@ func (l *lexer) word() (token, error) {
 		l.pos++
 	}
 	if l.pos < len(l.src) && l.src[l.pos] >= utf8.RuneSelf {
-		r, _ := utf8.DecodeRuneInString(l.src[l.pos:])
-		return token{}, l.errorf(l.pos, false, "identifiers are ASCII only: found %q (U+%04X)", r, r)
+		if r, _ := utf8.DecodeRuneInString(l.src[l.pos:]); unicode.In(r, unicode.L, unicode.M, unicode.N) {
+			return token{}, l.errorf(l.pos, false, "identifiers are ASCII only: found %q (U+%04X)", r, r)
+		}
 	}
 	if n := l.pos - start; n > l.lim.MaxIdentBytes {
 		return token{}, l.errorf(start, true, "identifier longer than %d bytes", l.lim.MaxIdentBytes)

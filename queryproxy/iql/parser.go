@@ -174,6 +174,9 @@ func (p *parser) selectStmt() *Select {
 		p.advance()
 	} else {
 		s.Columns = p.names("column name or *")
+		if !p.isKw("FROM") {
+			p.expected(`"," or FROM`)
+		}
 	}
 	p.expectKw("FROM")
 	s.Table = p.ident("table name")
