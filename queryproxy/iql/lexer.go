@@ -147,9 +147,6 @@ func (l *lexer) word() (token, error) {
 			return token{}, l.errorf(l.pos, false, "identifiers are ASCII only: found %q (U+%04X)", r, r)
 		}
 	}
-	if n := l.pos - start; n > l.lim.MaxIdentBytes {
-		return token{}, l.errorf(start, true, "identifier longer than %d bytes", l.lim.MaxIdentBytes)
-	}
 	return token{kind: tWord, pos: start, end: l.pos, text: l.src[start:l.pos]}, nil
 }
 

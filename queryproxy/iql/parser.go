@@ -120,12 +120,16 @@ func (p *parser) expect(k tokKind, what string) {
 	p.advance()
 }
 
-// ident reads a table or column name.
+// ident reads a table or column name. Its length is checked here, not in the lexer,
+// because keywords (CONTAINS) may be longer than a small MaxIdentBytes.
 func (p *parser) ident(what string) string {
 	if p.tok.kind != tWord {
 		p.expected(what)
 	}
 	name := p.tok.text
+	if len(name) > p.lim.MaxIdentBytes {
+		p.fail(p.tok.pos, true, "identifier longer than %d bytes", p.lim.MaxIdentBytes)
+	}
 	p.advance()
 	return name
 }
