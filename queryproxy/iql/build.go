@@ -101,7 +101,9 @@ func plainDecimal(s string, max int) (out, msg string, tooLarge bool) {
 		return s, "", false
 	}
 	neg := strings.HasPrefix(expText, "-")
-	expText = strings.TrimPrefix(strings.TrimPrefix(expText, "+"), "-")
+	if neg || strings.HasPrefix(expText, "+") {
+		expText = expText[1:]
+	}
 	if expText == "" || !isInteger(expText) {
 		return "", notJSON, false
 	}
