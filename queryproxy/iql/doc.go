@@ -47,14 +47,18 @@
 //     Identifiers are bare: there is no quoted form, because "..." is a string literal
 //     upstream. A non-ASCII letter in a name is an error, so a look-alike name never reaches
 //     the catalog.
-//   - A string is written in single or double quotes; the quote character is doubled to
-//     put it inside ("'it''s'", "\"say \"\"hi\"\"\""). Strings may hold any UTF-8 except
-//     NUL; there are no backslash escapes.
+//   - A string is written in single or double quotes; the quote character is written twice
+//     to put it inside (see below). Strings may hold any UTF-8 except NUL; there are no
+//     backslash escapes.
 //   - A number is an optional "-", digits, and optionally "." and digits: 42, -7, 37.480.
 //     Its text is kept exactly as written (no float conversion): 37.480 stays "37.480".
 //   - LIKE's pattern uses "*" for any run of characters (possibly empty); every other
 //     character, "%", "_", "?" and "[" included, stands for itself. There is no escape for
 //     a literal "*".
+//
+// The first two are the string it's; the third is say "hi":
+//
+//	'it''s'   "it's"   "say ""hi"""
 //
 // One known limit of contextual keywords: at the start of a predicate the word NOT is the
 // operator unless a comparison symbol (=, <>, !=, <, <=, >, >=) follows it, so a column
