@@ -10,7 +10,7 @@ import (
 // data (Security, News) and per-user trading tables (Order, Account) with an Owner column.
 var testCatalog = Catalog{Tables: []Table{
 	{Name: "Security", Columns: []Column{
-		{"Code", String}, {"Name", String}, {"Price", Decimal}, {"Volume", Integer},
+		{"Id", Integer}, {"Code", String}, {"Name", String}, {"Price", Decimal}, {"Volume", Integer},
 		{"Listed", DateTime}, {"Active", Boolean},
 	}},
 	{Name: "Order", Columns: []Column{

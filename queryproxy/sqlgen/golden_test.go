@@ -19,8 +19,8 @@ func TestGolden(t *testing.T) {
 		pArgs  []any
 	}{
 		{"star", "select * from security", Options{},
-			`SELECT "Code", "Name", "Price", "Volume", "Listed", "Active" FROM "Security"`, nil,
-			`SELECT "Code", "Name", "Price", "Volume", "Listed", "Active" FROM "Security"`, nil},
+			`SELECT "Id", "Code", "Name", "Price", "Volume", "Listed", "Active" FROM "Security"`, nil,
+			`SELECT "Id", "Code", "Name", "Price", "Volume", "Listed", "Active" FROM "Security"`, nil},
 		{"catalog spelling", "SELECT code, PRICE FROM SECURITY WHERE code = 'BHP'", Options{},
 			`SELECT "Code", "Price" FROM "Security" WHERE "Code" COLLATE BINARY = ?`, []any{"BHP"},
 			`SELECT "Code", "Price" FROM "Security" WHERE "Code" = $1`, []any{"BHP"}},
