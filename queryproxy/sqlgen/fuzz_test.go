@@ -36,6 +36,7 @@ func FuzzGenerate(f *testing.F) {
 		"update Account set Name = 'evil''; --', Balance = 12.345 where Id = 123",
 		"delete from News where Headline contains 'breaking' or Published < '2024-01-01'",
 		"select * from Account where Owner = 'someone-else'",
+		"select Code from Security where Price like '1*' or Nope = 1",
 	} {
 		f.Add(s)
 	}
