@@ -52,13 +52,13 @@
 //
 // How each engine is made to follow them, for a String column "c":
 //
-//	                   SQLite                           PostgreSQL
-//	=, <>, IN          "c" COLLATE BINARY = ?           "c" = $1
-//	<, <=, >, >=       "c" COLLATE BINARY < ?           "c" COLLATE "C" < $1
-//	BETWEEN            ("c" COLLATE BINARY BETWEEN ...) ("c" COLLATE "C" BETWEEN ...)
-//	BEGINS, CONTAINS,  "c" GLOB ?                       "c" COLLATE "C" LIKE $1 ESCAPE '\'
-//	LIKE               (value GLOB-escaped)             (value LIKE-escaped)
-//	ORDER BY           "c" COLLATE BINARY ASC NULLS LAST  "c" COLLATE "C" ASC NULLS LAST
+//	                  SQLite                               PostgreSQL
+//	=, <>, IN         "c" COLLATE BINARY = ?               "c" = $1
+//	<, <=, >, >=      "c" COLLATE BINARY < ?               "c" COLLATE "C" < $1
+//	BETWEEN           ("c" COLLATE BINARY BETWEEN ? AND ?) ("c" COLLATE "C" BETWEEN $1 AND $2)
+//	BEGINS, CONTAINS  "c" GLOB ?                           "c" COLLATE "C" LIKE $1 ESCAPE '\'
+//	and LIKE          (the value GLOB-escaped)             (the value LIKE-escaped)
+//	ORDER BY          "c" COLLATE BINARY ASC NULLS LAST    "c" COLLATE "C" ASC NULLS LAST
 //
 // SQLite: COLLATE BINARY is already SQLite's default, but a column declared with COLLATE
 // NOCASE would otherwise compare without case, so sqlgen writes it. SQLite's LIKE ignores
