@@ -34,6 +34,13 @@
 //   - a boolean: int64 1 or 0 on SQLite (which has no boolean type), bool on PostgreSQL;
 //   - NULL (INSERT and UPDATE values only): nil.
 //
+// The column's catalog Type is checked first, where engines would otherwise disagree or
+// fail inside the driver: a Boolean column takes only TRUE and FALSE (and NULL); a column of
+// any other known type takes no boolean; a number compared with or written to a String
+// column is bound as its exact text ("007" stays "007"), since SQLite would compare it as
+// text anyway and PostgreSQL cannot take a number for text. Anything else refused is a
+// *StatementError. Strings for number or time columns are left to the engine's conversion.
+//
 // # Comparison rules
 //
 // These are the query service's comparison rules, the same on every engine:

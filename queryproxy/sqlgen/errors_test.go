@@ -26,6 +26,11 @@ func TestGenerateErrors(t *testing.T) {
 		{"column of another table", "select Headline from Security", Options{}, &UnknownError{Kind: "column", Name: "Headline", Table: "Security"}, ""},
 		{"like on a number", "select * from Security where Price like '1*'", Options{}, nil, `LIKE needs a String column; "Price" is Decimal`},
 		{"begins on a time", "select * from News where Published begins '2024'", Options{}, nil, "BEGINS needs a String column"},
+		{"number for a Boolean", "select * from Security where Active = 1", Options{}, nil, `column "Active" is Boolean; it takes TRUE or FALSE, not a number`},
+		{"string for a Boolean", "select * from Security where Active in ['true']", Options{}, nil, `not a string`},
+		{"boolean for a Decimal", "select * from Security where Price between true and 2", Options{}, nil, `column "Price" is Decimal; it cannot take a boolean`},
+		{"boolean for a String in SET", "update Security set Name = true where Code = 'x'", Options{}, nil, `column "Name" is String; it cannot take a boolean`},
+		{"boolean for a DateTime in INSERT", "insert into News (Published) values (false)", Options{}, nil, "cannot take a boolean"},
 		{"owner in insert", "insert into Order (Code, owner) values ('x', 'user-2')", owner1, nil, `column "Owner" holds the row's owner`},
 		{"owner in set", "update Order set Owner = 'user-2' where Id = 1", owner1, nil, `column "Owner" holds the row's owner`},
 	}

@@ -72,7 +72,7 @@ func (g *gen) compare(x *iql.Compare) error {
 		g.b.WriteByte(' ')
 		g.b.WriteString(x.Op.String())
 		g.b.WriteByte(' ')
-		g.literal(x.Values[0])
+		return g.value(c, x.Values[0])
 	case iql.OpIn:
 		g.ident(c.Name)
 		g.collate(c, false)
@@ -81,7 +81,9 @@ func (g *gen) compare(x *iql.Compare) error {
 			if i > 0 {
 				g.b.WriteString(", ")
 			}
-			g.literal(v)
+			if err := g.value(c, v); err != nil {
+				return err
+			}
 		}
 		g.b.WriteByte(')')
 	case iql.OpBetween:
@@ -89,9 +91,13 @@ func (g *gen) compare(x *iql.Compare) error {
 		g.ident(c.Name)
 		g.collate(c, true)
 		g.b.WriteString(" BETWEEN ")
-		g.literal(x.Values[0])
+		if err := g.value(c, x.Values[0]); err != nil {
+			return err
+		}
 		g.b.WriteString(" AND ")
-		g.literal(x.Values[1])
+		if err := g.value(c, x.Values[1]); err != nil {
+			return err
+		}
 		g.b.WriteByte(')')
 	default:
 		return errInternal

@@ -3,6 +3,7 @@ package sqlgen
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
@@ -102,7 +103,7 @@ func (g *gen) column(name string) (Column, error) {
 	return c, checkCatalogName(c.Name)
 }
 
-// columns resolves a list of names that may not repeat (the select list, INSERT's columns,
+// columnList resolves a list of names that may not repeat (the select list, INSERT's columns,
 // SET), refusing two names that are the same column.
 func (g *gen) columnList(names []string) ([]Column, error) {
 	cols := make([]Column, 0, len(names))
@@ -179,7 +180,10 @@ func (g *gen) selectStmt(s *iql.Select, maxRows int) error {
 		limit, has = *s.Limit, true
 	}
 	if maxRows > 0 && (!has || limit > int64(maxRows)) {
-		limit, has = int64(maxRows)+1, true
+		limit, has = int64(maxRows), true
+		if limit < math.MaxInt64 {
+			limit++
+		}
 	}
 	if has {
 		g.b.WriteString(" LIMIT ")
@@ -220,7 +224,9 @@ func (g *gen) insertStmt(s *iql.Insert) error {
 			if j > 0 {
 				g.b.WriteString(", ")
 			}
-			g.literal(v)
+			if err := g.value(cols[j], v); err != nil {
+				return err
+			}
 		}
 		if g.owner != nil {
 			g.b.WriteString(", ")
@@ -256,7 +262,9 @@ func (g *gen) updateStmt(s *iql.Update) error {
 		}
 		g.ident(c.Name)
 		g.b.WriteString(" = ")
-		g.literal(s.Set[i].Value)
+		if err := g.value(c, s.Set[i].Value); err != nil {
+			return err
+		}
 	}
 	return g.where(s.Where)
 }

@@ -223,6 +223,34 @@ func runSemantics(t *testing.T, tdb *testDB) {
 		})
 	}
 	t.Run("owner writes", func(t *testing.T) { ownerWrites(t, tdb) })
+	t.Run("typed writes", func(t *testing.T) { typedWrites(t, tdb) })
+}
+
+// typedWrites checks that a number written to a String column is stored as written, and
+// that NULL and booleans reach their columns, on every engine.
+func typedWrites(t *testing.T, tdb *testDB) {
+	st := tdb.generate(t, "insert into News (Id, Headline, Body) values (1, 007, null), (2, -1.50, 'x')", Options{})
+	tdb.mustExec(t, st.SQL, st.Args...)
+	st = tdb.generate(t, "update Security set Active = true, Name = 2.50 where Id = 4", Options{})
+	tdb.mustExec(t, st.SQL, st.Args...)
+	var got []string
+	for _, q := range []string{
+		`SELECT "Headline" FROM "News" WHERE "Id" = 1 AND "Body" IS NULL`,
+		`SELECT "Headline" FROM "News" WHERE "Id" = 2`,
+		`SELECT "Name" FROM "Security" WHERE "Id" = 4 AND "Active"`,
+	} {
+		var s string
+		if err := tdb.db.QueryRow(q).Scan(&s); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		got = append(got, s)
+	}
+	if want := []string{"007", "-1.50", "2.50"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+	if ids := tdb.ids(t, tdb.generate(t, "select Id from News where Headline = 007 or Headline = -1.5", Options{})); !reflect.DeepEqual(ids, []int64{1}) {
+		t.Fatalf("number compared with a String column as its text: %v, want [1]", ids)
+	}
 }
 
 // ownerWrites checks that user-1 can change and delete only their rows, and that an insert

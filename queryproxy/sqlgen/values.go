@@ -1,6 +1,7 @@
 package sqlgen
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,28 @@ func (g *gen) bind(v any, cast string) {
 		g.b.WriteString(cast)
 	}
 }
+
+// value binds literal l as a value of column c: a Boolean column takes only booleans (and
+// NULL), other typed columns no booleans, and a String column takes a number as its exact
+// text, so that every engine compares and stores the same thing ("Values" in the package
+// doc). A column of unknown type takes any literal as literal binds it.
+func (g *gen) value(c Column, l iql.Literal) error {
+	switch {
+	case l.Kind == iql.KindNull:
+	case c.Type == Boolean && l.Kind != iql.KindBool:
+		return &StatementError{Msg: fmt.Sprintf("column %q is Boolean; it takes TRUE or FALSE, not a %s", c.Name, l.Kind)}
+	case l.Kind == iql.KindBool && knownTypes[c.Type] && c.Type != Boolean:
+		return &StatementError{Msg: fmt.Sprintf("column %q is %s; it cannot take a boolean", c.Name, c.Type)}
+	case c.Type == String && l.Kind == iql.KindNumber:
+		g.bind(l.Text, "")
+		return nil
+	}
+	g.literal(l)
+	return nil
+}
+
+// knownTypes are the column types that value applies its rules to.
+var knownTypes = map[Type]bool{String: true, Integer: true, Decimal: true, DateTime: true, Boolean: true, Binary: true}
 
 // literal binds a literal by the rules in the package documentation ("Values").
 func (g *gen) literal(l iql.Literal) {
