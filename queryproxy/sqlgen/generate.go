@@ -59,6 +59,9 @@ func Generate(d Dialect, cat Catalog, stmt iql.Statement, opts Options) (Stateme
 		if !ok {
 			return Statement{}, fmt.Errorf("sqlgen: owner column %q is not in table %q", opts.Owner.Column, t.Name)
 		}
+		if err := checkCatalogName(c.Name); err != nil {
+			return Statement{}, err
+		}
 		g.owner, g.ownerValue = &c, opts.Owner.Value
 	}
 	var err error
