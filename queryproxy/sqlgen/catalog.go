@@ -1,9 +1,3 @@
-// Package sqlgen turns a checked IQL statement (package iql's AST) into SQL text and bind
-// arguments for one SQL dialect. It is pure: no I/O, no database, no Caddy.
-//
-// Values only ever travel as bind arguments; identifiers only ever come from the Catalog,
-// resolved case-insensitively and then quoted by the dialect. Text from a request is never
-// concatenated into SQL.
 package sqlgen
 
 // Type is the type of a column as the query service reports it in a result's Columns.
@@ -62,6 +56,10 @@ func (c Catalog) Table(name string) (Table, bool) {
 type Statement struct {
 	SQL  string
 	Args []any
+	// Columns are, for a SELECT, the result columns in select-list order, named and typed
+	// as the catalog has them ("*" lists every column of the table in catalog order); nil
+	// for the other statements. A handler builds a result's Columns from them.
+	Columns []Column
 }
 
 // EqualFold reports whether a and b are equal ignoring ASCII case only. Unlike

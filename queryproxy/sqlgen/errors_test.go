@@ -1,0 +1,169 @@
+package sqlgen
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/queryproxy/iql"
+)
+
+func TestGenerateErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		iql     string
+		opts    Options
+		unknown *UnknownError // want this *UnknownError
+		stmtMsg string        // else want a *StatementError containing this
+	}{
+		{"unknown table", "select * from Nope", Options{}, &UnknownError{Kind: "table", Name: "Nope"}, ""},
+		{"unknown column in list", "select Code, Nope from Security", Options{}, &UnknownError{Kind: "column", Name: "Nope", Table: "Security"}, ""},
+		{"unknown column in where", "select * from security where nope = 1", Options{}, &UnknownError{Kind: "column", Name: "nope", Table: "Security"}, ""},
+		{"unknown column in order", "select * from Security order by Nope", Options{}, &UnknownError{Kind: "column", Name: "Nope", Table: "Security"}, ""},
+		{"unknown column in set", "update Security set Nope = 1 where Code = 'x'", Options{}, &UnknownError{Kind: "column", Name: "Nope", Table: "Security"}, ""},
+		{"unknown column in insert", "insert into Security (Nope) values (1)", Options{}, &UnknownError{Kind: "column", Name: "Nope", Table: "Security"}, ""},
+		{"column of another table", "select Headline from Security", Options{}, &UnknownError{Kind: "column", Name: "Headline", Table: "Security"}, ""},
+		{"like on a number", "select * from Security where Price like '1*'", Options{}, nil, `LIKE needs a String column; "Price" is Decimal`},
+		{"begins on a time", "select * from News where Published begins '2024'", Options{}, nil, "BEGINS needs a String column"},
+		{"number for a Boolean", "select * from Security where Active = 1", Options{}, nil, `column "Active" is Boolean; it takes TRUE or FALSE, not a number`},
+		{"string for a Boolean", "select * from Security where Active in ['true']", Options{}, nil, `not a string`},
+		{"boolean for a Decimal", "select * from Security where Price between true and 2", Options{}, nil, `column "Price" is Decimal; it cannot take a boolean`},
+		{"boolean for a String in SET", "update Security set Name = true where Code = 'x'", Options{}, nil, `column "Name" is String; it cannot take a boolean`},
+		{"boolean for a DateTime in INSERT", "insert into News (Published) values (false)", Options{}, nil, "cannot take a boolean"},
+		{"owner in insert", "insert into Order (Code, owner) values ('x', 'user-2')", owner1, nil, `column "Owner" holds the row's owner`},
+		{"owner in set", "update Order set Owner = 'user-2' where Id = 1", owner1, nil, `column "Owner" holds the row's owner`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stmt := mustParse(t, tt.iql)
+			for _, d := range []Dialect{SQLite, PostgreSQL} {
+				_, err := Generate(d, testCatalog, stmt, tt.opts)
+				var ue *UnknownError
+				var se *StatementError
+				switch {
+				case tt.unknown != nil:
+					if !errors.As(err, &ue) || !reflect.DeepEqual(ue, tt.unknown) {
+						t.Fatalf("%s: %v, want %#v", d, err, tt.unknown)
+					}
+				case !errors.As(err, &se) || !strings.Contains(se.Msg, tt.stmtMsg):
+					t.Fatalf("%s: %v, want a *StatementError containing %q", d, err, tt.stmtMsg)
+				}
+			}
+		})
+	}
+}
+
+func TestUnknownErrorText(t *testing.T) {
+	if got := (&UnknownError{Kind: "table", Name: "X"}).Error(); got != `unknown table "X"` {
+		t.Error(got)
+	}
+	if got := (&UnknownError{Kind: "column", Name: "c", Table: "T"}).Error(); got != `unknown column "c" in table "T"` {
+		t.Error(got)
+	}
+}
+
+// TestDuplicateColumns checks that one column cannot be named twice, whatever the case.
+func TestDuplicateColumns(t *testing.T) {
+	s := &iql.Select{Table: "Security", Columns: []string{"Code", "code"}}
+	if _, err := Generate(SQLite, testCatalog, s, Options{}); err == nil {
+		t.Fatal("duplicate select columns accepted")
+	}
+	// A catalog with two spellings of one name resolves both to the first.
+	cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{"a", String}}}}}
+	ins := &iql.Insert{Table: "T", Columns: []string{"a"}, Rows: [][]iql.Literal{{iql.NullLiteral()}}}
+	if _, err := Generate(SQLite, cat, ins, Options{Owner: &Owner{Column: "A", Value: "u"}}); err == nil {
+		t.Fatal("insert naming the owner column in another case accepted")
+	}
+}
+
+func TestGenerateCallerErrors(t *testing.T) {
+	good := mustParse(t, "select * from Order")
+	cases := map[string]func() error{
+		"unknown dialect": func() error { _, err := Generate("mysql", testCatalog, good, Options{}); return err },
+		"invalid AST": func() error {
+			_, err := Generate(SQLite, testCatalog, &iql.Select{Table: "Order", Where: &iql.And{}}, Options{})
+			return err
+		},
+		"nil statement": func() error { _, err := Generate(SQLite, testCatalog, nil, Options{}); return err },
+		"owner column missing": func() error {
+			_, err := Generate(SQLite, testCatalog, mustParse(t, "select * from Security"), owner1)
+			return err
+		},
+		"table without columns": func() error {
+			cat := Catalog{Tables: []Table{{Name: "Empty"}}}
+			_, err := Generate(SQLite, cat, mustParse(t, "select * from Empty"), Options{})
+			return err
+		},
+		"unquotable catalog name": func() error {
+			cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{"a\x00", String}}}}}
+			_, err := Generate(SQLite, cat, mustParse(t, "select * from T"), Options{})
+			return err
+		},
+	}
+	for name, f := range cases {
+		err := f()
+		var ue *UnknownError
+		var se *StatementError
+		if err == nil || errors.As(err, &ue) || errors.As(err, &se) {
+			t.Errorf("%s: %v, want a plain error (the caller's fault, not the client's)", name, err)
+		}
+	}
+}
+
+func TestTooManyArgs(t *testing.T) {
+	lim := iql.Limits{MaxRows: 20000, MaxValues: 40000}
+	var b strings.Builder
+	b.WriteString("insert into News (Id, Headline) values ")
+	for i := 0; i < 16400; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(1,'x')")
+	}
+	stmt, err := iql.Parse(b.String(), iql.Limits{MaxBytes: 1 << 20, MaxRows: lim.MaxRows, MaxValues: lim.MaxValues})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Generate(SQLite, testCatalog, stmt, Options{})
+	var se *StatementError
+	if !errors.As(err, &se) || !errors.Is(err, iql.ErrTooLarge) {
+		t.Fatalf("SQLite: %v, want a *StatementError wrapping iql.ErrTooLarge", err)
+	}
+	if _, err := Generate(PostgreSQL, testCatalog, stmt, Options{}); err != nil {
+		t.Fatalf("PostgreSQL takes 32800 arguments: %v", err)
+	}
+}
+
+func TestQuotedCatalogNames(t *testing.T) {
+	// IQL cannot write such a name (identifiers are bare), but a catalog may hold one and
+	// "*" writes it out, so it must be quoted correctly: inner " doubled.
+	cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{`co"l`, String}, {`x""`, String}}}}}
+	got, err := Generate(PostgreSQL, cat, &iql.Select{Table: "t"}, Options{})
+	if err != nil || got.SQL != `SELECT "co""l", "x""""" FROM "T"` {
+		t.Fatalf("got %q, %v", got.SQL, err)
+	}
+	if !reflect.DeepEqual(got.Columns, cat.Tables[0].Columns) {
+		t.Fatalf("Columns = %v", got.Columns)
+	}
+	g := &gen{}
+	g.ident(`we"ird`)
+	if g.b.String() != `"we""ird"` {
+		t.Fatalf("ident = %s", g.b.String())
+	}
+}
+
+func TestResultColumns(t *testing.T) {
+	got, err := Generate(SQLite, testCatalog, mustParse(t, "select price, CODE from security"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Column{{"Price", Decimal}, {"Code", String}}
+	if !reflect.DeepEqual(got.Columns, want) {
+		t.Fatalf("Columns = %v, want %v", got.Columns, want)
+	}
+	got, err = Generate(SQLite, testCatalog, mustParse(t, "delete from News where Id = 1"), Options{})
+	if err != nil || got.Columns != nil {
+		t.Fatalf("DELETE Columns = %v, %v", got.Columns, err)
+	}
+}
