@@ -2,6 +2,8 @@
 # Runs every test of Gatehouse, installing what the tests need first.
 #   ./test.sh            format, vet, staticcheck, unit tests under -race, integration tests
 # Environment: SKIP_INSTALL=1 skips the installation steps (offline reruns).
+# PostgreSQL (Debian's package, installed when missing) is started on
+# loopback for the tests that need it and stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -35,6 +37,13 @@ go vet ./...
 
 step "staticcheck"
 staticcheck ./...
+
+step "starting PostgreSQL (loopback, throwaway)"
+pgdir=$(mktemp -d /tmp/gatehouse-pg.XXXXXX)
+trap 'scripts/test-postgres.sh stop "$pgdir" >/dev/null 2>&1 || true; rm -rf "$pgdir"' EXIT
+GATEHOUSE_TEST_POSTGRES=$(scripts/test-postgres.sh start "$pgdir" 2>"$pgdir.log") || { cat "$pgdir.log"; exit 1; }
+export GATEHOUSE_TEST_POSTGRES
+rm -f "$pgdir.log"
 
 step "unit tests (-race)"
 go test -race -count=1 $(go list ./... | grep -v '/integration$')
