@@ -9,16 +9,20 @@ import (
 	"modernc.org/sqlite"
 )
 
-// Reads are kept read-only three times over, each enough alone:
+// Reads are kept read-only by three guards:
 //
-//  1. SQLite opens the file read-only (mode=ro in readerDSN): any write fails with
-//     SQLITE_READONLY, whatever the statement.
-//  2. PRAGMA query_only is on (readerDSN).
+//  1. SQLite opens the file read-only (mode=ro in readerDSN): any write to the database
+//     fails with SQLITE_READONLY, whatever the statement.
+//  2. PRAGMA query_only is on (readerDSN): the same, once more.
 //  3. An authorizer (readOnlyAuthorizer), installed on each reader connection as it opens,
-//     refuses at prepare time every action but reading: no INSERT, UPDATE, DELETE, DDL,
-//     ATTACH (which could read another database file), PRAGMA (which could turn
-//     query_only off), SAVEPOINT. The statements the engine itself reads its catalog with
-//     are allowed by name.
+//     refuses at prepare time every action but reading: INSERT, UPDATE, DELETE and DDL,
+//     but also what the first two let through, because it writes no database file:
+//     ATTACH (which opens, and creates, another file: another database could be read),
+//     CREATE TEMP TABLE, PRAGMA (query_only could be turned off), SAVEPOINT. The
+//     statements the engine reads its catalog with are allowed by name.
+//
+// Each of the first two alone keeps the database file from being written; the third alone
+// does too, and keeps a statement to reading the main database.
 
 // readOnlyConnector opens reader connections with readOnlyAuthorizer installed.
 type readOnlyConnector struct{ driver.Connector }
