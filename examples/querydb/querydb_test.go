@@ -2,14 +2,17 @@ package querydb_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gatehouse/gatehouse/examples/marketdata"
 	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
@@ -168,5 +171,47 @@ func TestOrders(t *testing.T) {
 				t.Fatalf("error %v, want ErrConstraint", err)
 			}
 		})
+	}
+}
+
+// TestMatchesTheDemo checks the owners and accounts against the rest of the demo: the
+// subjects of examples/users.json and the accounts the market-data backend reports.
+func TestMatchesTheDemo(t *testing.T) {
+	raw, err := os.ReadFile("../users.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Users []struct{ Username, Subject string } `json:"users"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	subjects := map[string]string{}
+	for _, u := range file.Users {
+		subjects[u.Username] = u.Subject
+	}
+	if subjects["demo"] != querydb.DemoSubject || subjects["trader"] != querydb.TraderSubject {
+		t.Fatalf("users.json subjects %v, want demo %s and trader %s", subjects, querydb.DemoSubject, querydb.TraderSubject)
+	}
+
+	e := open(t)
+	want := map[string]string{}
+	for owner, accounts := range marketdata.DemoAccounts() {
+		for _, a := range accounts {
+			want[a.ID] = fmt.Sprint(owner, " ", a.Name, " ", a.Currency)
+		}
+	}
+	got := map[string]string{}
+	for _, r := range query(t, e, `SELECT "AccountId", "Owner", "Name", "Currency" FROM "Account"`) {
+		got[r[0].(string)] = fmt.Sprint(r[1], " ", r[2], " ", r[3])
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("accounts\n%v\nwant (as the market-data backend has them)\n%v", got, want)
+	}
+	for _, owner := range []string{querydb.DemoSubject, querydb.TraderSubject} {
+		if n := len(query(t, e, `SELECT 1 FROM "Order" WHERE "Owner" = ?`, owner)); n < 2 {
+			t.Errorf("%s has %d orders, want a few", owner, n)
+		}
 	}
 }

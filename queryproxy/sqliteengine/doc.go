@@ -43,9 +43,9 @@
 // its values as given, and Binary would make clients decode text as base64.
 //
 // Values come back normalized (rows.go): a Boolean column's 0 and 1 (or 'true' and
-// 'false') become bool. A DateTime column's text is parsed by the driver (DATE, DATETIME
-// and TIMESTAMP; TIME stays text) and returned as a time.Time in UTC, written out as
-// RFC 3339; the demo stores ISO 8601 UTC text, "2026-11-21T10:30:00Z", which comes back
+// 'false') become bool. A DateTime column's text is parsed by the driver (for a column
+// declared exactly DATE, DATETIME or TIMESTAMP; TIME stays text) and returned as a
+// time.Time in UTC, written out as RFC 3339; the demo stores ISO 8601 UTC text, "2026-11-21T10:30:00Z", which comes back
 // unchanged; text that does not parse stays a string. A Decimal column's values are
 // float64 (or int64 for whole numbers): SQLite has no decimal type, a REAL is a double, so
 // '37.4800' is stored and returned as 37.48; the result writer prints the shortest decimal
@@ -62,6 +62,6 @@
 // asks SQLite for PRAGMA schema_version, which every schema change increments, and reads
 // the catalog again only when it changed.
 //
-// This package must not depend on Caddy or net/http; it depends on queryproxy, sqlgen, the
-// driver and zap.
+// This package must not depend on Caddy (caddymodule wires it in); it imports queryproxy,
+// sqlgen, the driver (modernc.org/sqlite) and zap.
 package sqliteengine
