@@ -118,6 +118,11 @@ const maxPooledBuffer = 1 << 20
 // *StreamError means the response was started and is now cut short; any other error means
 // nothing was written.
 func WriteResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (ResultSummary, error) {
+	s, err := writeResult(w, rows, opts)
+	return s.sum, err
+}
+
+func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultStream, error) {
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = DefaultResultBufferSize
 	}
@@ -132,12 +137,12 @@ func WriteResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (ResultSu
 
 	cols := rows.Columns()
 	if err := checkColumns(cols); err != nil {
-		return s.sum, err
+		return s, err
 	}
 	s.buf = appendHead(s.buf, cols)
 	for rows.Next() {
 		if opts.MaxRows > 0 && s.sum.Rows == opts.MaxRows {
-			return s.sum, s.fail(fmt.Errorf("%w: more than %d rows", ErrTooManyRows, opts.MaxRows))
+			return s, s.fail(fmt.Errorf("%w: more than %d rows", ErrTooManyRows, opts.MaxRows))
 		}
 		mark := len(s.buf)
 		if s.sum.Rows > 0 {
@@ -146,24 +151,24 @@ func WriteResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (ResultSu
 		var err error
 		if s.buf, err = appendRow(s.buf, rows.Values()); err != nil {
 			s.buf = s.buf[:mark]
-			return s.sum, s.fail(fmt.Errorf("encoding row %d: %w", s.sum.Rows+1, err))
+			return s, s.fail(fmt.Errorf("encoding row %d: %w", s.sum.Rows+1, err))
 		}
 		s.sum.Rows++
 		if len(s.buf) >= opts.BufferSize || opts.FlushRows > 0 && s.sum.Rows%opts.FlushRows == 0 {
 			if err := s.send(); err != nil {
-				return s.sum, err
+				return s, err
 			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return s.sum, s.fail(err)
+		return s, s.fail(err)
 	}
 	s.buf = append(s.buf, "]}"...)
 	if !s.sum.Sent {
 		// The whole result is here: send it with its length, and no trailer.
 		w.Header().Set("Content-Length", strconv.Itoa(len(s.buf)))
 	}
-	return s.sum, s.send()
+	return s, s.send()
 }
 
 // resultStream is the state of one WriteResult.

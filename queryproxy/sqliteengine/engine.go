@@ -115,6 +115,9 @@ func (e *Engine) Exec(ctx context.Context, sts []sqlgen.Statement) (int64, error
 	if e.closed.Load() {
 		return 0, fmt.Errorf("running write: %w: %w", queryproxy.ErrUnavailable, errClosed)
 	}
+	if len(sts) == 0 {
+		return 0, nil
+	}
 	xctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
 	defer cancel()
 	n, err := e.exec(xctx, sts)
