@@ -1,0 +1,25 @@
+package queryproxy
+
+import "errors"
+
+// The errors of an engine. An engine wraps its driver's error with the sentinel that
+// classifies it (fmt.Errorf("...: %w: %w", ErrTimeout, err)), so errors.Is finds both.
+// The handler maps them to statuses; their text is for the log.
+var (
+	// ErrConstraint: a write violated a constraint of the database (unique or primary key,
+	// not null, check, foreign key). The client's request conflicts with the data: 409.
+	ErrConstraint = errors.New("constraint violated")
+
+	// ErrTimeout: the statement ran into the engine's statement time limit, or into the
+	// deadline of the caller's context.
+	ErrTimeout = errors.New("statement time limit exceeded")
+
+	// ErrCanceled: the caller's context was canceled (the client went away) before the
+	// statement finished.
+	ErrCanceled = errors.New("statement canceled")
+
+	// ErrUnavailable: the engine cannot run the statement now: the database cannot be
+	// reached or opened, it stayed locked longer than the engine waits, or the engine is
+	// closed. Trying again later may succeed.
+	ErrUnavailable = errors.New("query engine unavailable")
+)

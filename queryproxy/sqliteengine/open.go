@@ -1,0 +1,210 @@
+package sqliteengine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"modernc.org/sqlite"
+)
+
+// Open opens (and, if need be, creates and initializes with cfg.Init) the database at
+// cfg.Path and reads its catalog. ctx bounds the opening only. The caller closes the
+// Engine.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite engine: %w", err)
+	}
+	abs, err := filepath.Abs(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite engine %q: %w", cfg.Path, err)
+	}
+	e := &Engine{cfg: cfg, path: abs}
+	if err := e.open(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("opening sqlite engine %q: %w", cfg.Path, err)
+	}
+	return e, nil
+}
+
+// withDefaults checks cfg and fills in its defaults.
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.Path == "" {
+		return cfg, errors.New("no database path")
+	}
+	if cfg.MaxReadConns == 0 {
+		cfg.MaxReadConns = DefaultMaxReadConns
+	}
+	if cfg.StatementTimeout == 0 {
+		cfg.StatementTimeout = DefaultStatementTimeout
+	}
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = DefaultBusyTimeout
+	}
+	if cfg.CatalogCheckInterval == 0 {
+		cfg.CatalogCheckInterval = DefaultCatalogCheckInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch {
+	case cfg.MaxReadConns < 0:
+		return cfg, fmt.Errorf("%d read connections, want at least 1", cfg.MaxReadConns)
+	case cfg.StatementTimeout < 0:
+		return cfg, fmt.Errorf("negative statement timeout %v", cfg.StatementTimeout)
+	case cfg.BusyTimeout < time.Millisecond:
+		return cfg, fmt.Errorf("busy timeout %v is shorter than 1ms", cfg.BusyTimeout)
+	case cfg.CatalogCheckInterval < 0:
+		return cfg, fmt.Errorf("negative catalog check interval %v", cfg.CatalogCheckInterval)
+	}
+	return cfg, nil
+}
+
+func (e *Engine) open(ctx context.Context) error {
+	if err := createFile(e.path); err != nil {
+		return err
+	}
+	var err error
+	if e.w, err = sql.Open("sqlite", writerDSN(e.path, e.cfg.BusyTimeout)); err != nil {
+		return err
+	}
+	// One writer connection: the writes of this process queue for it in database/sql
+	// instead of meeting SQLITE_BUSY inside SQLite.
+	e.w.SetMaxOpenConns(1)
+	e.w.SetMaxIdleConns(1)
+	e.w.SetConnMaxLifetime(0)
+	e.w.SetConnMaxIdleTime(0)
+	if err := connectWriter(ctx, e.w, e.cfg.BusyTimeout); err != nil {
+		return err
+	}
+	if err := e.initialize(ctx); err != nil {
+		return err
+	}
+
+	c, err := sqlite.NewConnector(readerDSN(e.path, e.cfg.BusyTimeout))
+	if err != nil {
+		return err
+	}
+	e.r = sql.OpenDB(readOnlyConnector{c})
+	e.r.SetMaxOpenConns(e.cfg.MaxReadConns)
+	e.r.SetMaxIdleConns(e.cfg.MaxReadConns)
+	e.r.SetConnMaxIdleTime(5 * time.Minute)
+	if _, err := e.Catalog(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// connectWriter opens the writer's connection, which switches a new file to WAL. Two
+// processes doing that to one new file at once can meet SQLITE_BUSY without SQLite's
+// busy handler ever waiting (it would deadlock), so the connection is tried again, for up
+// to busyTimeout.
+func connectWriter(ctx context.Context, w *sql.DB, busyTimeout time.Duration) error {
+	deadline := time.Now().Add(busyTimeout)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		err := w.PingContext(ctx)
+		if err == nil || sqliteCode(err)&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// initialize runs cfg.Init if the database holds no schema yet. The check and the script
+// share one BEGIN IMMEDIATE transaction, so they see no other writer in between.
+func (e *Engine) initialize(ctx context.Context) (err error) {
+	if strings.TrimSpace(e.cfg.Init) == "" {
+		return nil
+	}
+	tx, err := e.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, ignoreDone(tx.Rollback()))
+		}
+	}()
+	var objects int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		return err
+	}
+	if objects > 0 {
+		return tx.Rollback()
+	}
+	if _, err := tx.ExecContext(ctx, e.cfg.Init); err != nil {
+		return fmt.Errorf("running the init script: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	e.cfg.Logger.Info("query database initialized", zap.String("path", e.path))
+	return nil
+}
+
+// createFile creates the database file with mode 0600, and its directory with 0700, when
+// they do not exist yet. SQLite gives the -wal and -shm files the mode of the database
+// file. An existing file keeps its mode.
+func createFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// writerDSN is the driver's name for the writer connection of the database at the
+// absolute path abs: WAL, BEGIN IMMEDIATE transactions, foreign keys enforced, and every
+// commit synced to disk (an insert acknowledged to a client survives a power loss).
+func writerDSN(abs string, busy time.Duration) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
+	q.Set("_foreign_keys", "1")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_txlock", "immediate")
+	return fileURI(abs, q)
+}
+
+// readerDSN is the driver's name for a reader connection: opened read-only by SQLite
+// itself (mode=ro: every write fails with SQLITE_READONLY, and a missing file is not
+// created), and query_only besides.
+func readerDSN(abs string, busy time.Duration) string {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
+	q.Set("_query_only", "1")
+	return fileURI(abs, q)
+}
+
+// fileURI is a file: URI for abs, so that a '?' or '#' in the path is not read as a query,
+// and SQLite reads the parameters it knows (mode) as the driver reads its own.
+func fileURI(abs string, q url.Values) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter: file:///C:/...
+	}
+	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
+	return u.String()
+}

@@ -1,0 +1,39 @@
+package sqliteengine
+
+import (
+	"strings"
+
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// columnType is the result Type of a column declared with the type decl, by SQLite's
+// affinity rules and then by name (see the package documentation for the table).
+func columnType(decl string) sqlgen.Type {
+	d := strings.ToUpper(decl)
+	has := func(s ...string) bool {
+		for _, x := range s {
+			if strings.Contains(d, x) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("INT"):
+		return sqlgen.Integer
+	case has("CHAR", "CLOB", "TEXT"):
+		return sqlgen.String
+	case has("BLOB"):
+		return sqlgen.Binary
+	case has("REAL", "FLOA", "DOUB"):
+		return sqlgen.Decimal
+	case strings.TrimSpace(d) == "":
+		return sqlgen.String
+	// NUMERIC affinity from here on.
+	case has("BOOL"):
+		return sqlgen.Boolean
+	case has("DATE", "TIME"):
+		return sqlgen.DateTime
+	}
+	return sqlgen.Decimal
+}
