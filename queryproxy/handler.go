@@ -1,0 +1,313 @@
+package queryproxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/queryproxy/iql"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxBodyBytes bounds a request body: an IQL statement is
+	// bounded further by iql's statement limit (64 KiB).
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxRows bounds the rows of one result.
+	DefaultMaxRows = 10_000
+	// DefaultMaxConcurrentPerUser bounds the queries one user runs at
+	// once; the next gets 429.
+	DefaultMaxConcurrentPerUser = 4
+	// MaxRequestIDBytes bounds a client's Request-Id.
+	MaxRequestIDBytes = 128
+)
+
+// Config configures a Handler. Zero fields take their defaults.
+type Config struct {
+	// Engine runs the statements. Required.
+	Engine Engine
+	// Tables is the table policy; tables it does not name are invisible.
+	Tables []TablePolicy
+	// Authenticate returns the request's caller, or answers the request
+	// itself (401/403 with an RFC 6750 challenge) and returns false.
+	// Required.
+	Authenticate func(w http.ResponseWriter, r *http.Request) (*Caller, bool)
+	// Prefix is the path the service's routes start with: Prefix+"/query",
+	// Prefix+"/query/{table}/select", Prefix+"/query/{table}/insert".
+	// Default "" (the routes at the root).
+	Prefix string
+	// AllowedOrigins are the browser origins (scheme://host[:port]) that
+	// may call the service (CORS); "*" allows any. Default none.
+	AllowedOrigins []string
+	// MaxBodyBytes bounds a request body. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxRows bounds the rows of one result; no result is ever cut
+	// silently. Default DefaultMaxRows.
+	MaxRows int
+	// MaxConcurrentPerUser bounds the requests one user (token subject,
+	// else client) runs at once. Default DefaultMaxConcurrentPerUser.
+	MaxConcurrentPerUser int
+	// Limits bound the language: statement length, nesting, IN-list
+	// length, predicates (criteria), insert rows. Default iql's.
+	Limits iql.Limits
+	// ResultBufferSize is the part of a result held before it is sent
+	// (ResultOptions.BufferSize). Default DefaultResultBufferSize.
+	ResultBufferSize int
+	// Metrics receives a count per request; nil discards.
+	Metrics Metrics
+	// Logger receives the audit log of writes and the service's faults;
+	// never a statement, a value or a token. nil discards.
+	Logger *zap.Logger
+}
+
+// Metrics counts the service's requests. Table is a catalog table name,
+// CatalogueTable, or "unknown"; endpoint is "query", "select" or
+// "insert"; outcome "ok" or an error code.
+type Metrics interface {
+	Request(table, endpoint, outcome string, elapsed time.Duration)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Request(string, string, string, time.Duration) {}
+
+// Validate checks cfg without changing it.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.Engine == nil {
+		errs = append(errs, errors.New("no engine"))
+	}
+	if cfg.Authenticate == nil {
+		errs = append(errs, errors.New("no authenticator"))
+	}
+	if cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/")) {
+		errs = append(errs, fmt.Errorf("prefix %q must start with / and not end with one", cfg.Prefix))
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.MaxRows < 0 || cfg.MaxConcurrentPerUser < 0 || cfg.ResultBufferSize < 0 {
+		errs = append(errs, errors.New("a negative limit"))
+	}
+	for _, o := range cfg.AllowedOrigins {
+		if o != "*" && (!strings.Contains(o, "://") || strings.HasSuffix(o, "/")) {
+			errs = append(errs, fmt.Errorf("allowed origin %q is not scheme://host[:port]", o))
+		}
+	}
+	if err := ValidatePolicy(cfg.Tables); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Handler is the query service's http.Handler. Safe for concurrent use.
+type Handler struct {
+	cfg    Config
+	policy *Policy
+	log    *zap.Logger
+	users  userLimiter
+}
+
+// New builds the handler cfg configures.
+func New(cfg Config) (*Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := NewPolicy(cfg.Tables)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxRows == 0 {
+		cfg.MaxRows = DefaultMaxRows
+	}
+	if cfg.MaxConcurrentPerUser == 0 {
+		cfg.MaxConcurrentPerUser = DefaultMaxConcurrentPerUser
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = nopMetrics{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Handler{cfg: cfg, policy: p, log: cfg.Logger, users: userLimiter{max: cfg.MaxConcurrentPerUser, n: map[string]int{}}}, nil
+}
+
+// CheckCatalog checks the table policy against the engine's catalog.
+func (h *Handler) CheckCatalog(ctx context.Context) error {
+	cat, err := h.cfg.Engine.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	return h.policy.CheckCatalog(cat)
+}
+
+// request is one request's state, on its goroutine.
+type request struct {
+	id       string
+	endpoint string // query, select, insert
+	table    string // the metrics label
+	caller   *Caller
+	start    time.Time
+}
+
+// ServeHTTP routes, answers CORS preflights before authentication, then
+// authenticates and serves one endpoint. Every failure goes through fail.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := &request{start: time.Now(), table: "unknown"}
+	endpoint, table, ok := h.route(r.URL.Path)
+	req.endpoint = endpoint
+	h.cors(w, r)
+	rid, ridOK := requestID(r.Header.Values("Request-Id"))
+	req.id = rid
+	w.Header().Set("Request-Id", rid)
+	switch {
+	case !ok:
+		h.fail(w, req, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint"})
+		return
+	case r.Method == http.MethodOptions:
+		w.Header().Set("Allow", "POST, OPTIONS")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case r.Method != http.MethodPost:
+		w.Header().Set("Allow", "POST, OPTIONS")
+		h.fail(w, req, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "use POST"})
+		return
+	case !ridOK:
+		h.fail(w, req, errInvalid(fmt.Sprintf("Request-Id must be one header of 1 to %d visible ASCII characters", MaxRequestIDBytes)))
+		return
+	}
+	caller, ok := h.cfg.Authenticate(w, r)
+	if !ok {
+		h.cfg.Metrics.Request(req.table, endpoint, CodeUnauthorized, time.Since(req.start))
+		return
+	}
+	req.caller = caller
+	user := caller.Subject
+	if user == "" {
+		user = "client:" + caller.ClientID
+	}
+	if !h.users.acquire(user) {
+		h.fail(w, req, &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyRequests,
+			Message: fmt.Sprintf("at most %d queries at once per user", h.cfg.MaxConcurrentPerUser)})
+		return
+	}
+	defer h.users.release(user)
+
+	stmt, e := h.parse(r, endpoint, table)
+	if e != nil {
+		h.fail(w, req, e)
+		return
+	}
+	h.serve(w, r, req, stmt)
+}
+
+// route splits a path into its endpoint and, for the structured ones, the
+// table. Segments match ignoring ASCII case (the upstream is ASP.NET).
+func (h *Handler) route(path string) (endpoint, table string, ok bool) {
+	if len(path) < len(h.cfg.Prefix) || !sqlgen.EqualFold(path[:len(h.cfg.Prefix)], h.cfg.Prefix) {
+		return "", "", false
+	}
+	parts := strings.Split(strings.TrimPrefix(path[len(h.cfg.Prefix):], "/"), "/")
+	switch {
+	case len(parts) == 1 && sqlgen.EqualFold(parts[0], "query"):
+		return "query", "", true
+	case len(parts) == 3 && sqlgen.EqualFold(parts[0], "query") && parts[1] != "":
+		switch {
+		case sqlgen.EqualFold(parts[2], "select"):
+			return "select", parts[1], true
+		case sqlgen.EqualFold(parts[2], "insert"):
+			return "insert", parts[1], true
+		}
+	}
+	return "", "", false
+}
+
+// userLimiter bounds the requests each user runs at once. acquire checks
+// and counts under one lock, so a burst cannot pass the bound.
+type userLimiter struct {
+	mu  sync.Mutex
+	n   map[string]int
+	max int
+}
+
+func (l *userLimiter) acquire(user string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[user] >= l.max {
+		return false
+	}
+	l.n[user]++
+	return true
+}
+
+func (l *userLimiter) release(user string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[user]--; l.n[user] <= 0 {
+		delete(l.n, user)
+	}
+}
+
+// requestID is the client's Request-Id when it is one header of 1 to
+// MaxRequestIDBytes visible ASCII characters (ok false otherwise), or a
+// new random one when there is none.
+func requestID(values []string) (string, bool) {
+	if len(values) == 0 {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:]), true
+	}
+	v := values[0]
+	if len(values) != 1 || v == "" || len(v) > MaxRequestIDBytes {
+		return newRequestID(), false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return newRequestID(), false
+		}
+	}
+	return v, true
+}
+
+func newRequestID() string {
+	id, _ := requestID(nil)
+	return id
+}
+
+// cors lets an allowed Origin read the response, and on a preflight
+// (OPTIONS, answered before authentication) says which method and headers
+// it may send. An origin not allowed gets no CORS header: the browser
+// refuses.
+func (h *Handler) cors(w http.ResponseWriter, r *http.Request) {
+	origin := r.Header.Get("Origin")
+	hdr := w.Header()
+	hdr.Add("Vary", "Origin")
+	if origin == "" || !h.originAllowed(origin) {
+		return
+	}
+	hdr.Set("Access-Control-Allow-Origin", origin)
+	hdr.Set("Access-Control-Expose-Headers", "Request-Id, WWW-Authenticate")
+	if r.Method == http.MethodOptions {
+		hdr.Set("Access-Control-Allow-Methods", "POST")
+		hdr.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Request-Id")
+		hdr.Set("Access-Control-Max-Age", "600")
+	}
+}
+
+func (h *Handler) originAllowed(origin string) bool {
+	for _, o := range h.cfg.AllowedOrigins {
+		if o == "*" || o == origin {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package queryproxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/examples/querydb"
+	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/sqliteengine"
+)
+
+// demoTables is the demo's policy (Caddyfile.example).
+var demoTables = []queryproxy.TablePolicy{
+	{Table: "Security", Read: []string{"Service/Market"}},
+	{Table: "Market", Read: []string{"Service/Market"}},
+	{Table: "News", Read: []string{"Service/News"}},
+	{Table: "NewsSources", Read: []string{"Service/News"}},
+	{Table: "Account", Read: []string{"Service/Trading"}, Owner: "Owner", Hidden: []string{"InternalRef"}},
+	{Table: "Order", Read: []string{"Service/Trading"}, Write: []string{"Service/OrderPad"}, Owner: "Owner", Hidden: []string{"RoutingNote"}},
+}
+
+// callers are the test tokens: "Bearer <name>".
+var callers = map[string]*queryproxy.Caller{
+	"demo":   {Subject: querydb.DemoSubject, ClientID: "demo-app", Scopes: []string{"Service/Market", "Service/News"}},
+	"trader": {Subject: querydb.TraderSubject, ClientID: "demo-app", Scopes: []string{"Service/Market", "Service/News", "Service/Trading", "Service/OrderPad"}},
+	"viewer": {Subject: querydb.TraderSubject, ClientID: "demo-app", Scopes: []string{"Service/Trading"}},
+}
+
+// testService is the handler over a fresh demo database, with a trace of
+// every statement the engine ran.
+type testService struct {
+	srv   *httptest.Server
+	h     *queryproxy.Handler
+	mu    sync.Mutex
+	trace []string
+}
+
+func newService(t *testing.T, mod func(*queryproxy.Config)) *testService {
+	t.Helper()
+	s := &testService{}
+	eng, err := sqliteengine.Open(context.Background(), sqliteengine.Config{
+		Path: filepath.Join(t.TempDir(), "q.db"), Init: querydb.SQL,
+		Trace: func(sql string, _ []any) { s.mu.Lock(); s.trace = append(s.trace, sql); s.mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	cfg := queryproxy.Config{
+		Engine: eng, Tables: demoTables, AllowedOrigins: []string{"http://localhost:8080"},
+		Authenticate: func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
+			c, ok := callers[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gatehouse"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return nil, false
+			}
+			return c, true
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	if s.h, err = queryproxy.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.h.CheckCatalog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.srv = httptest.NewServer(s.h)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *testService) statements() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.trace...)
+}
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	body   string
+	result struct {
+		Columns map[string]struct {
+			Index int
+			Type  string
+		}
+		Rows         [][]any
+		RowsAffected *int64
+		Error        *struct{ Code, Message, RequestId string }
+	}
+}
+
+func (s *testService) do(t *testing.T, token, method, path, contentType, body string, hdr ...string) *response {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	out := &response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	if len(b) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		d := json.NewDecoder(strings.NewReader(string(b)))
+		d.UseNumber()
+		if err := d.Decode(&out.result); err != nil {
+			t.Fatalf("%s %s: body %q: %v", method, path, b, err)
+		}
+	}
+	return out
+}
+
+const textPlain = "text/plain; charset=utf-8"
+const appJSON = "application/json"
+
+func (s *testService) query(t *testing.T, token, stmt string) *response {
+	t.Helper()
+	return s.do(t, token, "POST", "/query", textPlain, stmt)
+}
+
+// column returns the values of one column of a result.
+func (r *response) column(t *testing.T, name string) []string {
+	t.Helper()
+	c, ok := r.result.Columns[name]
+	if !ok {
+		t.Fatalf("no column %s in %s", name, r.body)
+	}
+	var out []string
+	for _, row := range r.result.Rows {
+		out = append(out, toString(row[c.Index]))
+	}
+	return out
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

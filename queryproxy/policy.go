@@ -1,0 +1,276 @@
+package queryproxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gatehouse/gatehouse/queryproxy/iql"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// CatalogueTable is the table that lists the tables a caller may read
+// (zenith-protocol.md, "Query service"): columns Name (String) and
+// IsSystem (Boolean). The gateway serves it from the engine's catalog and
+// the policy; it is never a table of the engine.
+const CatalogueTable = "CatalogueTable"
+
+// DefaultOwnerClaim is the token claim an owner column is bound to when a
+// TablePolicy names none.
+const DefaultOwnerClaim = "sub"
+
+// TablePolicy says who may read and write one table. A table no
+// TablePolicy names is invisible: a statement naming it gets 404, as one
+// naming a table that does not exist.
+type TablePolicy struct {
+	// Table is the table's name, matched against the engine's catalog
+	// ignoring ASCII case. Required.
+	Table string `json:"table"`
+	// Read are the scopes that may read the table: a caller holding any
+	// one of them may. None: nobody reads it (a write-only table).
+	Read []string `json:"read,omitempty"`
+	// Write are the scopes that may write it (INSERT, and UPDATE and
+	// DELETE with a WHERE clause): a caller needs one of them and read
+	// access too (a WHERE reads). None: read-only.
+	Write []string `json:"write,omitempty"`
+	// Owner is the column holding each row's owner, for per-user tables:
+	// reads, updates and deletes see only the caller's rows, and inserts
+	// get the caller as owner. Empty: rows are shared.
+	Owner string `json:"owner,omitempty"`
+	// OwnerClaim is the access-token claim an owner column holds. Default
+	// DefaultOwnerClaim ("sub", the user's fixed id).
+	OwnerClaim string `json:"owner_claim,omitempty"`
+	// Hidden columns can be neither selected nor named in WHERE, ORDER BY,
+	// SET or an insert (a filter on a hidden column would leak its
+	// values); to the caller they do not exist. The owner column cannot be
+	// hidden (it is how a caller's own rows are found).
+	Hidden []string `json:"hidden,omitempty"`
+}
+
+// Caller is who a request speaks for: the verified access token.
+type Caller struct {
+	Subject  string
+	ClientID string
+	Scopes   []string
+	// Claim returns a string claim of the token (e.g. "sub"); false when
+	// the token has none or it is not a string. nil: only "sub" (Subject).
+	Claim func(name string) (string, bool)
+}
+
+func (c *Caller) claim(name string) (string, bool) {
+	if c.Claim != nil {
+		return c.Claim(name)
+	}
+	if name == "sub" && c.Subject != "" {
+		return c.Subject, true
+	}
+	return "", false
+}
+
+func (c *Caller) holdsAny(scopes []string) bool {
+	return slices.ContainsFunc(scopes, func(s string) bool { return slices.Contains(c.Scopes, s) })
+}
+
+// Policy is the compiled table policy. Safe for concurrent use.
+type Policy struct {
+	tables []TablePolicy
+}
+
+// ValidatePolicy checks table policies without compiling them.
+func ValidatePolicy(tables []TablePolicy) error {
+	var errs []error
+	for i, t := range tables {
+		switch {
+		case !iql.ValidIdent(t.Table):
+			errs = append(errs, fmt.Errorf("table policy %d: table %q is not an identifier", i, t.Table))
+			continue
+		case sqlgen.EqualFold(t.Table, CatalogueTable):
+			errs = append(errs, fmt.Errorf("table policy %d: %s is the gateway's own table", i, CatalogueTable))
+		case len(t.Read) == 0 && len(t.Write) == 0:
+			errs = append(errs, fmt.Errorf("table %q: no read or write scopes (leave it out to hide it)", t.Table))
+		case len(t.Write) > 0 && len(t.Read) == 0:
+			errs = append(errs, fmt.Errorf("table %q: writes need read access too: name read scopes", t.Table))
+		}
+		for j := range i {
+			if sqlgen.EqualFold(tables[j].Table, t.Table) {
+				errs = append(errs, fmt.Errorf("table %q: named twice (policies %d and %d)", t.Table, j, i))
+			}
+		}
+		for _, s := range append(slices.Clone(t.Read), t.Write...) {
+			if s == "" || strings.ContainsAny(s, " \t\"\\") {
+				errs = append(errs, fmt.Errorf("table %q: bad scope %q", t.Table, s))
+			}
+		}
+		if t.Owner != "" && !iql.ValidIdent(t.Owner) {
+			errs = append(errs, fmt.Errorf("table %q: owner column %q is not an identifier", t.Table, t.Owner))
+		}
+		if t.OwnerClaim != "" && t.Owner == "" {
+			errs = append(errs, fmt.Errorf("table %q: owner_claim without an owner column", t.Table))
+		}
+		for _, h := range t.Hidden {
+			if !iql.ValidIdent(h) {
+				errs = append(errs, fmt.Errorf("table %q: hidden column %q is not an identifier", t.Table, h))
+			}
+			if t.Owner != "" && sqlgen.EqualFold(h, t.Owner) {
+				errs = append(errs, fmt.Errorf("table %q: the owner column %q cannot be hidden", t.Table, h))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NewPolicy compiles table policies.
+func NewPolicy(tables []TablePolicy) (*Policy, error) {
+	if err := ValidatePolicy(tables); err != nil {
+		return nil, err
+	}
+	p := &Policy{tables: slices.Clone(tables)}
+	for i := range p.tables {
+		if p.tables[i].Owner != "" && p.tables[i].OwnerClaim == "" {
+			p.tables[i].OwnerClaim = DefaultOwnerClaim
+		}
+	}
+	return p, nil
+}
+
+func (p *Policy) table(name string) (*TablePolicy, bool) {
+	for i := range p.tables {
+		if sqlgen.EqualFold(p.tables[i].Table, name) {
+			return &p.tables[i], true
+		}
+	}
+	return nil, false
+}
+
+// CheckCatalog reports the policies whose table, owner column or hidden
+// columns the engine's catalog lacks: a configuration error, found at
+// start rather than on the first request.
+func (p *Policy) CheckCatalog(cat sqlgen.Catalog) error {
+	var errs []error
+	for _, tp := range p.tables {
+		t, ok := cat.Table(tp.Table)
+		if !ok {
+			errs = append(errs, fmt.Errorf("table %q: not in the database", tp.Table))
+			continue
+		}
+		if tp.Owner != "" {
+			if _, ok := t.Column(tp.Owner); !ok {
+				errs = append(errs, fmt.Errorf("table %q: owner column %q not in the table", tp.Table, tp.Owner))
+			}
+		}
+		for _, h := range tp.Hidden {
+			if _, ok := t.Column(h); !ok {
+				errs = append(errs, fmt.Errorf("table %q: hidden column %q not in the table", tp.Table, h))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readable lists the tables of cat the caller may read, in catalog order.
+func (p *Policy) readable(cat sqlgen.Catalog, c *Caller) []string {
+	var names []string
+	for _, t := range cat.Tables {
+		if tp, ok := p.table(t.Name); ok && c.holdsAny(tp.Read) {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// plan is what the policy makes of one statement: the catalog sqlgen
+// resolves names against (the one table, without hidden columns) and the
+// owner filter.
+type plan struct {
+	table   string // as the catalog spells it
+	catalog sqlgen.Catalog
+	opts    sqlgen.Options
+	write   bool
+}
+
+// authorize checks that the caller may run stmt on cat, and returns the
+// plan. Unknown and invisible tables are 404; a table the caller's scopes
+// do not open is 403 (the table names are the platform's published
+// catalogue: no secret); hidden columns are unknown columns (404, as
+// sqlgen reports them). An insert naming the owner column with the
+// caller's own value has it removed (sqlgen adds it); another value is 403.
+func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement) (*plan, *Error) {
+	name := stmt.TableName()
+	tp, named := p.table(name)
+	t, exists := cat.Table(name)
+	if !named || !exists {
+		return nil, errUnknownTable(name)
+	}
+	_, write := stmt.(*iql.Select)
+	write = !write
+	switch {
+	case !c.holdsAny(tp.Read):
+		return nil, errForbidden(fmt.Sprintf("reading table %s needs one of the scopes %s", t.Name, strings.Join(tp.Read, ", ")))
+	case write && len(tp.Write) == 0:
+		return nil, errForbidden(fmt.Sprintf("table %s is read-only", t.Name))
+	case write && !c.holdsAny(tp.Write):
+		return nil, errForbidden(fmt.Sprintf("writing table %s needs one of the scopes %s", t.Name, strings.Join(tp.Write, ", ")))
+	}
+	visible := t
+	if len(tp.Hidden) > 0 {
+		visible = sqlgen.Table{Name: t.Name}
+		for _, col := range t.Columns {
+			if !slices.ContainsFunc(tp.Hidden, func(h string) bool { return sqlgen.EqualFold(h, col.Name) }) {
+				visible.Columns = append(visible.Columns, col)
+			}
+		}
+	}
+	pl := &plan{table: t.Name, catalog: sqlgen.Catalog{Tables: []sqlgen.Table{visible}}, write: write}
+	if tp.Owner != "" {
+		owner, ok := c.claim(tp.OwnerClaim)
+		if !ok || owner == "" {
+			return nil, errForbidden(fmt.Sprintf("table %s holds per-user rows; the access token has no %s claim", t.Name, tp.OwnerClaim))
+		}
+		pl.opts.Owner = &sqlgen.Owner{Column: tp.Owner, Value: owner}
+		if ins, ok := stmt.(*iql.Insert); ok {
+			if e := dropOwnColumn(ins, tp.Owner, owner); e != nil {
+				return nil, e
+			}
+		}
+	}
+	return pl, nil
+}
+
+// dropOwnColumn removes the owner column from an insert whose every row
+// gives the caller's own value; a row with another owner is 403.
+func dropOwnColumn(ins *iql.Insert, column, owner string) *Error {
+	i := slices.IndexFunc(ins.Columns, func(c string) bool { return sqlgen.EqualFold(c, column) })
+	if i < 0 {
+		return nil
+	}
+	for _, row := range ins.Rows {
+		if v := row[i]; v.Kind != iql.KindString || v.Text != owner {
+			return errForbidden(fmt.Sprintf("column %s is the row's owner: it is filled in from the access token and cannot name another", column))
+		}
+	}
+	ins.Columns = slices.Delete(ins.Columns, i, i+1)
+	for r := range ins.Rows {
+		ins.Rows[r] = slices.Delete(ins.Rows[r], i, i+1)
+	}
+	return nil
+}
+
+// statusOf maps a generation error to its status: 404 unknown names, 400
+// (413 too large) a statement the client cannot have, else 500.
+func generateError(err error) *Error {
+	if u, ok := errors.AsType[*sqlgen.UnknownError](err); ok {
+		if u.Kind == "column" {
+			return &Error{Status: http.StatusNotFound, Code: CodeUnknownColumn, Message: u.Error()}
+		}
+		return errUnknownTable(u.Name)
+	}
+	if s, ok := errors.AsType[*sqlgen.StatementError](err); ok {
+		if errors.Is(s, iql.ErrTooLarge) {
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: s.Msg}
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: s.Msg}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}
+}
