@@ -79,12 +79,6 @@ func newService(t *testing.T, mod func(*queryproxy.Config)) *testService {
 	return s
 }
 
-func (s *testService) statements() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.trace...)
-}
-
 // response is a decoded answer.
 type response struct {
 	status int
