@@ -36,7 +36,7 @@ func TestCaddyfileAdapt(t *testing.T) {
 // TestCaddyfileExampleAdapt adapts the demo configuration at the repository
 // root, with its environment placeholders at their defaults.
 func TestCaddyfileExampleAdapt(t *testing.T) {
-	for _, v := range []string{"GATEHOUSE_HTTP_PORT", "GATEHOUSE_BIND", "GATEHOUSE_ADMIN", "GATEHOUSE_BACKEND_PORT"} {
+	for _, v := range []string{"GATEHOUSE_HTTP_PORT", "GATEHOUSE_BIND", "GATEHOUSE_ADMIN", "GATEHOUSE_BACKEND_PORT", "GATEHOUSE_QUERY_DB"} {
 		t.Setenv(v, "") // restores the variable after the test
 		os.Unsetenv(v)
 	}

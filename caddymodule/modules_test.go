@@ -7,6 +7,7 @@ import (
 	// does not import (their packages import this one). Importing them from
 	// this external test package registers them in the test binary.
 	_ "github.com/gatehouse/gatehouse/caddymodule/demobackend"
+	_ "github.com/gatehouse/gatehouse/caddymodule/queryhandler"
 	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"
 	_ "github.com/gatehouse/gatehouse/caddymodule/wshandler"
 )

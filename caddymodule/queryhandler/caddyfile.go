@@ -1,0 +1,162 @@
+package queryhandler
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
+	"github.com/gatehouse/gatehouse/queryproxy"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("gatehouse_query", parseHandler)
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_query", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	handler := new(Handler)
+	err := handler.UnmarshalCaddyfile(h.Dispenser)
+	return handler, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	gatehouse_query [<matcher>] {
+//		prefix <path>                       # routes under <path>/query
+//		engine sqlite [<path>] {            # the default engine
+//			init_file <file.sql>            # creates a new database
+//			statement_timeout <duration>
+//			max_read_conns <n>
+//			trace_statements
+//		}
+//		table <Name> {                      # repeatable; unnamed tables are invisible
+//			read <scope>...                 # any one of them reads
+//			write <scope>...                # any one of them writes (with read)
+//			owner <column> [<claim>]        # per-user rows (claim default sub)
+//			hidden <column>...
+//		}
+//		allowed_origins <origin>...
+//		max_body_size <bytes>
+//		max_rows <n>
+//		max_concurrent_per_user <n>
+//		max_statement_size <bytes>
+//		max_in_list <n>
+//		max_criteria <n>
+//		max_insert_rows <n>
+//		max_nesting <n>
+//		realm <realm>
+//	}
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if err := cfutil.NoArgs(d); err != nil {
+		return err
+	}
+	once := cfutil.NewOnceSet("gatehouse_query: ", "table")
+	return cfutil.ParseBlock(d, once, func(name string) (err error) {
+		switch name {
+		case "prefix":
+			h.Prefix, err = cfutil.OneArg(d)
+		case "engine":
+			err = h.parseEngine(d)
+		case "table":
+			err = h.parseTable(d)
+		case "allowed_origins":
+			h.AllowedOrigins, err = cfutil.ListArgs(d)
+		case "max_body_size":
+			var n int
+			n, err = cfutil.PositiveIntArg(d)
+			h.MaxBodySize = int64(n)
+		case "max_rows":
+			h.MaxRows, err = cfutil.PositiveIntArg(d)
+		case "max_concurrent_per_user":
+			h.MaxConcurrentPerUser, err = cfutil.PositiveIntArg(d)
+		case "max_statement_size":
+			h.MaxStatementSize, err = cfutil.PositiveIntArg(d)
+		case "max_in_list":
+			h.MaxInList, err = cfutil.PositiveIntArg(d)
+		case "max_criteria":
+			h.MaxCriteria, err = cfutil.PositiveIntArg(d)
+		case "max_insert_rows":
+			h.MaxInsertRows, err = cfutil.PositiveIntArg(d)
+		case "max_nesting":
+			h.MaxNesting, err = cfutil.PositiveIntArg(d)
+		case "realm":
+			h.Realm, err = cfutil.OneArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+}
+
+// parseEngine parses "engine sqlite [<path>] { ... }".
+func (h *Handler) parseEngine(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 || args[0] != "sqlite" {
+		return d.Errf("engine: expected sqlite [<path>], got %q", args)
+	}
+	e := SQLiteEngine{}
+	if len(args) == 2 {
+		e.Path = args[1]
+	}
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_query: engine: "), func(name string) (err error) {
+		switch name {
+		case "init_file":
+			e.InitFile, err = cfutil.OneArg(d)
+		case "statement_timeout":
+			e.StatementTimeout, err = cfutil.DurationArg(d)
+		case "max_read_conns":
+			e.MaxReadConns, err = cfutil.PositiveIntArg(d)
+		case "trace_statements":
+			e.TraceStatements, err = cfutil.Flag(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	h.EngineRaw = caddyconfig.JSONModuleObject(e, "engine", "sqlite", nil)
+	return nil
+}
+
+// parseTable parses "table <Name> { read ...; write ...; owner ...; hidden ... }".
+func (h *Handler) parseTable(d *caddyfile.Dispenser) error {
+	name, err := cfutil.OneArg(d)
+	if err != nil {
+		return err
+	}
+	t := queryproxy.TablePolicy{Table: name}
+	err = cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_query: table "+strconv.Quote(name)+": "), func(sub string) (err error) {
+		switch sub {
+		case "read":
+			t.Read, err = cfutil.ListArgs(d)
+		case "write":
+			t.Write, err = cfutil.ListArgs(d)
+		case "owner":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return d.ArgErr()
+			}
+			t.Owner = args[0]
+			if len(args) == 2 {
+				t.OwnerClaim = args[1]
+			}
+		case "hidden":
+			t.Hidden, err = cfutil.ListArgs(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	h.Tables = append(h.Tables, t)
+	return err
+}
+
+// Interface guards
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

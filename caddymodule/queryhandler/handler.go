@@ -1,0 +1,202 @@
+package queryhandler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/caddymodule"
+	"github.com/gatehouse/gatehouse/identity/verify"
+	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/iql"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler is the query service (http.handlers.gatehouse_query):
+// POST {prefix}/query (IQL text), POST {prefix}/query/{table}/select and
+// POST {prefix}/query/{table}/insert (structured), each authorized per
+// table by the caller's access token, run on the configured engine, and
+// answered in one JSON result shape. Requests to other paths get 404 from
+// the service. It needs the gatehouse app (its verifier).
+type Handler struct {
+	// EngineRaw is the engine guest module (gatehouse.query_engines.*),
+	// {"engine": "sqlite", ...}. Default: the embedded SQLite engine with
+	// its defaults.
+	EngineRaw json.RawMessage `json:"engine,omitempty" caddy:"namespace=gatehouse.query_engines inline_key=engine"`
+
+	// Prefix is the path the routes start with ("/api" serves
+	// /api/query...). Default "" (/query...).
+	Prefix string `json:"prefix,omitempty"`
+
+	// Tables is the table policy: which scopes read and write each table,
+	// its owner column, its hidden columns. A table not listed is
+	// invisible (404, as one that does not exist).
+	Tables []queryproxy.TablePolicy `json:"tables,omitempty"`
+
+	// AllowedOrigins are the browser origins (scheme://host[:port]) that
+	// may call the service; CORS preflights are answered before
+	// authentication. "*" allows any. Default none.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+
+	// MaxBodySize bounds a request body, in bytes. Default 1 MiB.
+	MaxBodySize int64 `json:"max_body_size,omitempty"`
+
+	// MaxRows bounds the rows of one result; a result over it fails
+	// (result_too_large) and is never cut silently. Default 10000.
+	MaxRows int `json:"max_rows,omitempty"`
+
+	// MaxConcurrentPerUser bounds the requests one user runs at once; the
+	// next gets 429. Default 4.
+	MaxConcurrentPerUser int `json:"max_concurrent_per_user,omitempty"`
+
+	// MaxStatementSize bounds an IQL statement, in bytes. Default 64 KiB.
+	MaxStatementSize int `json:"max_statement_size,omitempty"`
+
+	// MaxInList bounds the values of one IN list. Default 1000.
+	MaxInList int `json:"max_in_list,omitempty"`
+
+	// MaxCriteria bounds the predicates of a statement (structured
+	// criteria included). Default 256.
+	MaxCriteria int `json:"max_criteria,omitempty"`
+
+	// MaxInsertRows bounds the rows of one insert. Default 1000.
+	MaxInsertRows int `json:"max_insert_rows,omitempty"`
+
+	// MaxNesting bounds the nesting of parentheses and NOTs. Default 32.
+	MaxNesting int `json:"max_nesting,omitempty"`
+
+	// Realm is the realm of the WWW-Authenticate challenges. Default
+	// "gatehouse".
+	Realm string `json:"realm,omitempty"`
+
+	engine  EngineModule
+	handler *queryproxy.Handler
+	logger  *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.gatehouse_query",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+func (h *Handler) config() queryproxy.Config {
+	return queryproxy.Config{
+		Tables: h.Tables, Prefix: h.Prefix, AllowedOrigins: h.AllowedOrigins,
+		MaxBodyBytes: h.MaxBodySize, MaxRows: h.MaxRows, MaxConcurrentPerUser: h.MaxConcurrentPerUser,
+		Limits: iql.Limits{MaxBytes: h.MaxStatementSize, MaxInList: h.MaxInList, MaxPredicates: h.MaxCriteria,
+			MaxRows: h.MaxInsertRows, MaxDepth: h.MaxNesting},
+	}
+}
+
+// Validate checks the configuration. It changes nothing.
+func (h *Handler) Validate() error {
+	cfg := h.config()
+	cfg.Engine, cfg.Authenticate = nopEngine{}, func(http.ResponseWriter, *http.Request) (*queryproxy.Caller, bool) { return nil, false }
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("gatehouse_query: %w", err)
+	}
+	for _, n := range []int{h.MaxStatementSize, h.MaxInList, h.MaxCriteria, h.MaxInsertRows, h.MaxNesting} {
+		if n < 0 {
+			return errors.New("gatehouse_query: a negative limit")
+		}
+	}
+	if !verify.QuoteSafe(h.Realm) {
+		return fmt.Errorf("gatehouse_query: realm %q holds a quote, a backslash or a non-printable character", h.Realm)
+	}
+	return nil
+}
+
+// Provision opens the engine, checks the table policy against its
+// catalog, and builds the service over the gatehouse app's verifier.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	appIface, err := ctx.AppIfConfigured("gatehouse")
+	if err != nil {
+		return fmt.Errorf("gatehouse_query needs the gatehouse app (the gatehouse global option): %w", err)
+	}
+	v := appIface.(*caddymodule.App).Verifier()
+	if v == nil {
+		return errors.New("gatehouse_query: the gatehouse app has no verifier")
+	}
+	if h.EngineRaw == nil {
+		h.EngineRaw = json.RawMessage(`{"engine":"sqlite"}`)
+	}
+	mod, err := ctx.LoadModule(h, "EngineRaw")
+	if err != nil {
+		return fmt.Errorf("gatehouse_query: loading the engine: %w", err)
+	}
+	em, ok := mod.(EngineModule)
+	if !ok {
+		return fmt.Errorf("gatehouse_query: module %T is not a query engine", mod)
+	}
+	h.engine = em
+	if err := registerMetrics(ctx); err != nil {
+		return err
+	}
+	cfg := h.config()
+	cfg.Engine = em.Engine()
+	cfg.Logger = h.logger
+	cfg.Metrics = metrics{}
+	req := verify.Requirement{Realm: h.Realm}
+	cfg.Authenticate = func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
+		id, refusal := v.Authorize(r, req)
+		if refusal != nil {
+			h.logger.Debug("query request refused", zap.String("reason", string(refusal.Reason)), zap.Int("status", refusal.Status))
+			refusal.Write(w)
+			return nil, false
+		}
+		return &queryproxy.Caller{Subject: id.Subject, ClientID: id.ClientID, Scopes: id.Scopes,
+			Claim: func(name string) (string, bool) {
+				s, ok := id.Claims()[name].(string)
+				return s, ok
+			}}, true
+	}
+	if h.handler, err = queryproxy.New(cfg); err != nil {
+		return fmt.Errorf("gatehouse_query: %w", err)
+	}
+	if err := h.handler.CheckCatalog(ctx); err != nil {
+		return fmt.Errorf("gatehouse_query: the table policy does not fit the database: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP serves the service's routes and passes every other request
+// on to the next handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !h.ours(r.URL.Path) {
+		return next.ServeHTTP(w, r)
+	}
+	h.handler.ServeHTTP(w, r)
+	return nil
+}
+
+// ours reports whether path is under {prefix}/query, in any case.
+func (h *Handler) ours(path string) bool {
+	p := h.Prefix + "/query"
+	if len(path) < len(p) || !sqlgen.EqualFold(path[:len(p)], p) {
+		return false
+	}
+	return len(path) == len(p) || path[len(p)] == '/'
+}
+
+// nopEngine stands in for the engine in Validate, which builds nothing.
+type nopEngine struct{ queryproxy.Engine }
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)
