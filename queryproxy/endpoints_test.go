@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
 )
 
@@ -292,5 +296,34 @@ func TestCORS(t *testing.T) {
 	r := s.do(t, "demo", "POST", "/query", textPlain, "select Code from Market", "Origin", "http://localhost:8080")
 	if r.header.Get("Access-Control-Allow-Origin") != "http://localhost:8080" || !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "Request-Id") {
 		t.Fatalf("%v", r.header)
+	}
+}
+
+// TestWriteAudit: every write, refused or done, leaves an audit entry
+// with who, table, kind and count, and no value.
+func TestWriteAudit(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	s := newService(t, func(c *queryproxy.Config) { c.Logger = zap.New(core) })
+	s.do(t, "trader", "POST", "/query/Order/insert", appJSON, `{"AccountId":"TRD-200001","Code":"WES","Exchange":"ASX","Side":"Buy","Quantity":7,"RoutingNote2":1}`)
+	s.do(t, "trader", "POST", "/query/Order/insert", appJSON, `{"AccountId":"TRD-200001","Code":"WES","Exchange":"ASX","Side":"Buy","Quantity":7}`)
+	s.query(t, "trader", `update Order set Status = 'Held' where Code = 'WES'`)
+	s.do(t, "trader", "POST", "/query/Order/insert", appJSON, `{"AccountId":"TRD-200001","Code":"ZZZ-SECRET","Exchange":"ASX","Side":"Buy","Quantity":7}`)
+	entries := logs.FilterMessage("query write").All()
+	if len(entries) != 3 { // the first insert names an unknown column: no write was tried
+		t.Fatalf("%d audit entries", len(entries))
+	}
+	want := []struct{ kind, outcome string }{{"insert", "ok"}, {"update", "ok"}, {"insert", "constraint_violation"}}
+	for i, e := range entries {
+		f := e.ContextMap()
+		if f["kind"] != want[i].kind || f["outcome"] != want[i].outcome || f["table"] != "Order" || f["user"] != querydb.TraderSubject || f["request_id"] == "" {
+			t.Errorf("entry %d: %v", i, f)
+		}
+	}
+	for _, e := range logs.All() {
+		for k, v := range e.ContextMap() {
+			if s, ok := v.(string); ok && (strings.Contains(s, "ZZZ-SECRET") || strings.Contains(s, "Held")) {
+				t.Errorf("log %q field %s holds a value: %q", e.Message, k, s)
+			}
+		}
 	}
 }
