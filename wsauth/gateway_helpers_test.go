@@ -66,10 +66,15 @@ type fakeMetrics struct {
 	denied   map[string]int
 	slow     int
 	deliv    int
+	reauth   int
+	lapsed   map[string]int
+	limited  map[string]int
+	subs     map[string]int
 }
 
 func newFakeMetrics() *fakeMetrics {
-	return &fakeMetrics{sessions: map[State]int{}, auth: map[string]int{}, relayed: map[string]int{}, denied: map[string]int{}}
+	return &fakeMetrics{sessions: map[State]int{}, auth: map[string]int{}, relayed: map[string]int{}, denied: map[string]int{},
+		lapsed: map[string]int{}, limited: map[string]int{}, subs: map[string]int{}}
 }
 
 func (m *fakeMetrics) Sessions(s State, d int) { m.mu.Lock(); m.sessions[s] += d; m.mu.Unlock() }
@@ -82,6 +87,14 @@ func (m *fakeMetrics) Relayed(c string) { m.mu.Lock(); m.relayed[c]++; m.mu.Unlo
 func (m *fakeMetrics) Denied(c string)  { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
 func (m *fakeMetrics) Delivered()       { m.mu.Lock(); m.deliv++; m.mu.Unlock() }
 func (m *fakeMetrics) SlowClient()      { m.mu.Lock(); m.slow++; m.mu.Unlock() }
+func (m *fakeMetrics) Reauthenticated() { m.mu.Lock(); m.reauth++; m.mu.Unlock() }
+func (m *fakeMetrics) Lapsed(r string)  { m.mu.Lock(); m.lapsed[r]++; m.mu.Unlock() }
+func (m *fakeMetrics) Limited(k string) { m.mu.Lock(); m.limited[k]++; m.mu.Unlock() }
+func (m *fakeMetrics) Subscriptions(c string, d int) {
+	m.mu.Lock()
+	m.subs[c] += d
+	m.mu.Unlock()
+}
 func (m *fakeMetrics) get(f func(m *fakeMetrics) int) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

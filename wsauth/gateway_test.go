@@ -91,7 +91,7 @@ func TestMessageAuth(t *testing.T) {
 		{"no Data", `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1}`, reject, false, false},
 		{"motif profile", authToken("Bearer", tokDemo),
 			`{"Controller":"Auth","Topic":"AuthToken","Action":"Publish","TransactionID":1,"Data":{"Result":"Success","AccessToken":"` +
-				base64.StdEncoding.EncodeToString([]byte(tokDemo)) + `","DisplayName":"Demo User","UserID":"u-demo","ExpiryDate":"20261121T103000Z","ExpiresIn":"01:00:00.000","Scope":["Gatehouse.Service.Market","Gatehouse.Service.News"]}}`,
+				base64.StdEncoding.EncodeToString([]byte(tokDemo)) + `","DisplayName":"Demo User","UserID":"u-demo","ExpiryDate":"20261121T103000Z","ExpiresIn":"01:00:00.0000000","Scope":["Gatehouse.Service.Market","Gatehouse.Service.News"]}}`,
 			true, true},
 		{"motif profile refused", authToken("Bearer", "forged"),
 			`{"Controller":"Auth","Topic":"AuthToken","Action":"Publish","TransactionID":1,"Data":{"Result":"Rejected"}}`, true, false},
@@ -149,7 +149,9 @@ func TestUnauthenticatedMessageGetsErrorAndBackendSeesNothing(t *testing.T) {
 		{`{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":5}`,
 			`{"Controller":"Auth","Topic":"QueryIdentify","Action":"Publish","TransactionID":5,"Data":{"Result":"Reject"}}`},
 		{`{"Controller":"Auth","Topic":"Identify","Action":"Sub","TransactionID":6}`,
-			`{"Controller":"Auth","Topic":"Identify","Action":"Error","TransactionID":6,"Data":"Operation.Unknown"}`},
+			`{"Controller":"Auth","Topic":"Identify","Action":"Error","TransactionID":6,"Data":"Authority"}`},
+		{`{"Controller":"Auth","Topic":"Identify","Action":"Cancel","TransactionID":7}`,
+			`{"Controller":"Auth","Topic":"Identify","Action":"Error","TransactionID":7,"Data":"Operation.Unknown"}`},
 	} {
 		if got := roundTrip(t, c, tt.msg); got != tt.want {
 			t.Errorf("got %s\nwant %s", got, tt.want)
@@ -160,6 +162,9 @@ func TestUnauthenticatedMessageGetsErrorAndBackendSeesNothing(t *testing.T) {
 	}
 	if n := e.metrics.get(func(m *fakeMetrics) int { return m.denied["Market"] }); n != 1 {
 		t.Errorf("denied Market: %d", n)
+	}
+	if n := e.metrics.get(func(m *fakeMetrics) int { return m.denied["Auth"] }); n != 1 {
+		t.Errorf("denied Auth (the Identify Sub): %d", n)
 	}
 }
 
