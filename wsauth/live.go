@@ -99,8 +99,10 @@ func (s *session) lapsed(a authority, id *Identity, refusal string, err error) {
 // the client's own Sub, so the backend sends a fresh snapshot. Each one it
 // no longer allows gets, to the client, Error/Authority then a server
 // Unsub (Confirm true) and is forgotten; the backend gets an Unsub unless
-// it had one at the lapse. Then the client's Identify subscription, if
-// any, is pushed the new identity. Client reader only.
+// it had one at the lapse. The client gets the reply first, then those
+// Errors and Unsubs, then, if it subscribed to Identify, the new
+// identity; the Subs are re-sent after them, so the snapshots follow the
+// reply. Client reader only.
 func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, env *Envelope) {
 	s.adopt(&id)
 	var out [][]byte // for the client, after the reply
@@ -108,16 +110,16 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, e
 	wasLive := s.authority == authLive
 	s.id = id
 	s.gen++
+	gen := s.gen
 	s.checkedAt = time.Now()
 	s.setAuthorityLocked(authLive)
 	s.limits = s.cfg.limitsFor(&s.id)
 	var err error
-	resent, dropped := 0, 0
+	var resend []subKey
 	for _, k := range s.subKeysLocked() {
 		if ok, _ := s.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
-			if !wasLive && err == nil {
-				err = s.writeBackendLocked(s.subs[k])
-				resent++
+			if !wasLive {
+				resend = append(resend, k)
 			}
 			continue
 		}
@@ -128,15 +130,14 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, e
 			err = s.unsubBackendLocked(k)
 		}
 		s.untrackLocked(k)
-		dropped++
 	}
 	push := s.identifySub
 	s.mu.Unlock()
 
 	s.cfg.Metrics.Reauthenticated()
 	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
-		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", resent),
-		zap.Int("subscriptions_ended", dropped), zap.String("remote", s.remote))
+		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
+		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.remote))
 	s.replyIdentify(topic, env, true)
 	for _, m := range out {
 		s.reply(m)
@@ -144,10 +145,32 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, e
 	if push {
 		s.reply(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, s.identify(true), s.cfg.Profile, s.cfg.Now()))
 	}
+	if err == nil && len(resend) > 0 {
+		err = s.resubscribe(gen, resend)
+	}
 	if err != nil {
 		s.g.log.Warn("ws backend write failed", zap.String("user", id.Subject), zap.Error(err))
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 	}
+}
+
+// resubscribe re-sends the client's Sub of each of keys to the backend,
+// unless the identity of generation gen has lost its authority meanwhile
+// (its lapse then unsubscribed them all again). Client reader only.
+func (s *session) resubscribe(gen uint32, keys []subKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.gen != gen || s.authority != authLive {
+		return nil
+	}
+	for _, k := range keys {
+		if msg, ok := s.subs[k]; ok {
+			if err := s.writeBackendLocked(msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // adopt prepares an identity the session is about to take: on a
