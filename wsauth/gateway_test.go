@@ -2,6 +2,7 @@ package wsauth
 
 import (
 	"encoding/base64"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -360,6 +361,22 @@ func TestConfigValidate(t *testing.T) {
 		{"idle under ping", func(c *Config) { c.PingInterval, c.IdleTimeout = time.Minute, time.Second }},
 		{"bad origin", func(c *Config) { c.AllowedOrigins = []string{"app.example"} }},
 		{"bad sub-protocol", func(c *Config) { c.Subprotocols = []string{"a b"} }},
+		{"negative subscriptions", func(c *Config) { c.Limits.Subscriptions = -1 }},
+		{"negative rate", func(c *Config) { c.Limits.MessagesPerSecond = -1 }},
+		{"rate not a number", func(c *Config) { c.Limits.MessagesPerSecond = math.NaN() }},
+		{"negative burst", func(c *Config) { c.Limits.Burst = -1 }},
+		{"negative override", func(c *Config) {
+			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{Burst: -1}}}
+		}},
+		{"override matching nothing", func(c *Config) { c.LimitOverrides = []LimitOverride{{Limits: Limits{Burst: 1}}} }},
+		{"override by client and scope", func(c *Config) {
+			c.LimitOverrides = []LimitOverride{{ClientID: "a", Scope: ScopeMarket, Limits: Limits{Burst: 1}}}
+		}},
+		{"negative subscription bytes", func(c *Config) { c.MaxSubscriptionBytes = -1 }},
+		{"negative recheck interval", func(c *Config) { c.RecheckInterval = -time.Second }},
+		{"negative expiry grace", func(c *Config) { c.ExpiryGrace = -time.Second }},
+		{"negative supervise interval", func(c *Config) { c.SuperviseInterval = -time.Second }},
+		{"empty withheld scope", func(c *Config) { c.WithheldScopes = []string{""} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
