@@ -451,7 +451,9 @@ func churn(e *testEnv, c *websocket.Conn, subject string, rounds int) error {
 		if err := c.WriteMessage(websocket.TextMessage, []byte(authToken("Bearer", tok))); err != nil {
 			return err
 		}
-		if err := await(func(m string) bool { return strings.HasPrefix(m, `{"Controller":"Auth","Topic":"Identify","Action":"Publish","TransactionID":1,`) }, "the AuthToken reply"); err != nil {
+		if err := await(func(m string) bool {
+			return strings.HasPrefix(m, `{"Controller":"Auth","Topic":"Identify","Action":"Publish","TransactionID":1,`)
+		}, "the AuthToken reply"); err != nil {
 			return err
 		}
 		echo := `{"Controller":"Market","Topic":"Echo","TransactionID":` + strconv.Itoa(100+round) + `}`
