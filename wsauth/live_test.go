@@ -124,8 +124,10 @@ func TestExpiryGrace(t *testing.T) {
 					t.Fatalf("close code %d, want 1008", got)
 				}
 				eventually(t, "the session to end", func() bool { return e.sessions() == 0 })
-				if n := e.gauge(StateExpired) + e.gauge(StateAuthenticated) + e.gauge(StateUnauthenticated); n != 0 {
-					t.Fatalf("sessions gauge %d after the close", n)
+				for _, st := range []State{StateUnauthenticated, StateAuthenticated, StateExpired} {
+					if n := e.gauge(st); n != 0 {
+						t.Fatalf("sessions gauge %s: %d after the close", st, n)
+					}
 				}
 				if n := e.metrics.get(func(m *fakeMetrics) int { return m.subs["Market"] }); n != 0 {
 					t.Fatalf("subscriptions gauge %d after the close", n)
