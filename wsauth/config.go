@@ -201,8 +201,9 @@ type Config struct {
 	// Logger receives the audit log and the gateway's faults; nil
 	// discards them.
 	Logger *zap.Logger
-	// Now is the clock of the Auth replies (ExpiresIn) and of the expiry
-	// check; nil means time.Now. Socket deadlines use the system clock.
+	// Now is the clock of the Auth replies (ExpiresIn), of the expiry
+	// checks and of ExpiryGrace; nil means time.Now. Socket deadlines
+	// and RecheckInterval use the system clock.
 	Now func() time.Time
 }
 

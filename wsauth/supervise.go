@@ -80,19 +80,19 @@ func (s *session) inspect(now, wall time.Time) (recheck, bool) {
 	var r recheck
 	var due, closeIt bool
 	var lapseErr error
+	var id Identity // for the log, copied only when needed
 	lapsed := authNone
-	id := s.id
 	switch {
 	case s.ended || s.authority == authNone:
 	case s.authority == authLive && !s.id.Expiry.IsZero() && !s.id.Expiry.After(now):
-		lapsed = authExpired
+		lapsed, id = authExpired, s.id
 		lapseErr = s.lapseLocked(lapsed, now)
 	case s.authority == authLive:
 		if s.id.Token != "" && wall.Sub(s.checkedAt) >= s.cfg.RecheckInterval {
 			r, due = recheck{s: s, token: s.id.Token, gen: s.gen}, true
 		}
 	case !s.graceClosed && now.Sub(s.lapsedAt) > s.cfg.ExpiryGrace:
-		s.graceClosed, closeIt = true, true
+		s.graceClosed, closeIt, id = true, true, s.id
 	}
 	s.mu.Unlock()
 	if lapsed != authNone {
