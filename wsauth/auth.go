@@ -12,8 +12,10 @@ import (
 
 // handleAuth answers an Auth message; none is ever forwarded. Auth
 // messages are answered whatever the session's authority (a lapsed
-// session needs them to recover) and are not rate-limited (they have
-// their own bounds). Client reader only.
+// session needs them to recover; QueryIdentify then answers Reject) and
+// are not rate-limited by Limits. Identify Sub and Unsub are served
+// (identifySubscription); any other Action gets Operation.Unknown.
+// Client reader only.
 func (s *session) handleAuth(env *Envelope) {
 	if env.Action != ActionPublish {
 		if (env.Action == ActionSub || env.Action == ActionUnsub) && env.TopicBase() == "Identify" {

@@ -262,7 +262,9 @@ func (s *session) handle(msg []byte) {
 		return
 	}
 	if reservedTransactionID(env.TransactionIDText) {
-		s.g.log.Debug("ws reserved transaction id refused", s.messageFields(&env)...)
+		if ce := s.g.log.Check(zap.DebugLevel, "ws reserved transaction id refused"); ce != nil {
+			ce.Write(s.messageFields(&env)...)
+		}
 		s.reply(AppendError(nil, &env, CodeSession))
 		return
 	}
