@@ -57,9 +57,10 @@ func (s *session) live() bool {
 // authRevoked) at now: the backend gets an Unsub for each subscription,
 // so the client's feed stops cleanly; the subscriptions are remembered for
 // a fresh credential. On revocation the client is told with an Identify
-// push whose Result is Reject. From then on only Auth messages are
-// answered. s.mu held, the authority live; the caller calls lapsed once
-// it has released s.mu.
+// push whose Result is Reject (Rejected in the motif profile). From then
+// on the client's messages other than Auth ones are refused
+// (Error/Authority), not forwarded. s.mu held, the authority live; the
+// caller calls lapsed once it has released s.mu.
 func (s *session) lapseLocked(a authority, now time.Time) error {
 	s.setAuthorityLocked(a)
 	s.lapsedAt = now
