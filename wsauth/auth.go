@@ -4,15 +4,24 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 )
 
-// handleAuth answers an Auth message; none is ever forwarded. Client
-// reader only.
+// handleAuth answers an Auth message; none is ever forwarded. Auth
+// messages are answered whatever the session's authority (a lapsed
+// session needs them to recover; QueryIdentify then answers Reject) and
+// are not rate-limited by Limits. Identify Sub and Unsub are served
+// (identifySubscription); any other Action gets Operation.Unknown.
+// Client reader only.
 func (s *session) handleAuth(env *Envelope) {
 	if env.Action != ActionPublish {
+		if (env.Action == ActionSub || env.Action == ActionUnsub) && env.TopicBase() == "Identify" {
+			s.identifySubscription(env)
+			return
+		}
 		s.reply(AppendError(nil, env, CodeUnknown))
 		return
 	}
@@ -20,7 +29,7 @@ func (s *session) handleAuth(env *Envelope) {
 	case "AuthToken":
 		s.authToken(env)
 	case "QueryIdentify":
-		s.replyIdentify("QueryIdentify", env, s.state == StateAuthenticated)
+		s.replyIdentify("QueryIdentify", env, s.state == StateAuthenticated && s.live())
 	case "AuthOwner":
 		s.authOwner(env)
 	case "AuthCode":
@@ -93,9 +102,10 @@ func (s *session) checkContext() (context.Context, context.CancelFunc) {
 }
 
 // accept ends an authentication attempt that reached the verifier (err
-// from it). A refusal leaves the session as it was. Once authenticated, a
-// new credential must name the same subject; it then replaces the
-// identity (scopes, expiry) the policy reads.
+// from it). A refusal leaves the session as it was, lapsed or not. Once
+// authenticated, a new credential must name the same subject; it then
+// replaces the identity (scopes, expiry) the policy reads
+// (reauthenticate).
 func (s *session) accept(method AuthMethod, id Identity, err error, topic string, env *Envelope) {
 	switch {
 	case errors.Is(err, ErrRefused):
@@ -118,8 +128,10 @@ func (s *session) accept(method AuthMethod, id Identity, err error, topic string
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
 	if s.state == StateAuthenticated {
-		s.id = id
-	} else if !s.authenticate(id) {
+		s.reauthenticate(method, id, topic, env)
+		return
+	}
+	if !s.authenticate(id) {
 		return // closed: the backend is down
 	}
 	s.replyIdentify(topic, env, true)
@@ -137,32 +149,32 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *E
 // replyIdentify sends the Identify data of the session's identity, or the
 // failure result.
 func (s *session) replyIdentify(topic string, env *Envelope, success bool) {
-	id := Identify{Success: success}
-	if success {
-		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.id.DisplayName, s.id.Subject, s.id.Expiry, s.id.Scopes
-		if s.cfg.returnsToken(s.id.ClientID) {
-			id.AccessToken = s.id.Token
-		}
-	}
-	s.reply(AppendAuthReply(nil, topic, env.TransactionIDText, &id, s.cfg.Profile, s.cfg.Now()))
+	s.reply(AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Now()))
 }
 
 // authenticate makes the session authenticated as id and opens the
 // backend leg; false when the leg could not be opened (the client is then
 // being closed with 1011 or 1013).
 func (s *session) authenticate(id Identity) bool {
+	s.adopt(&id)
+	s.mu.Lock()
 	s.id = id
+	s.mu.Unlock()
 	bc, code := s.dialBackend()
 	if bc == nil {
 		s.closeAfterQueued(code)
 		return false
 	}
-	s.bc = bc
+	s.limits = s.cfg.limitsFor(&id)
 	s.user = id.Subject
 	s.state = StateAuthenticated
 	s.g.unauth.Add(-1)
-	s.cfg.Metrics.Sessions(StateUnauthenticated, -1)
-	s.cfg.Metrics.Sessions(StateAuthenticated, 1)
+	s.mu.Lock()
+	s.bc = bc
+	s.gen++
+	s.checkedAt = time.Now()
+	s.setAuthorityLocked(authLive)
+	s.mu.Unlock()
 	s.wg.Add(1)
 	go s.backendLoop(bc)
 	return true

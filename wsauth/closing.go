@@ -54,15 +54,21 @@ func (s *session) linger() {
 }
 
 // teardown releases the session, on the client reader's goroutine once the
-// read loop has ended: the backend leg is closed (1000 when the client
-// closed normally, else 1001), both sockets, then it waits for the writer
-// and the backend reader.
+// read loop has ended: the supervisor is told to leave it alone and its
+// subscriptions are forgotten, the backend leg is closed (1000 when the
+// client closed normally, else 1001), both sockets, then it waits for the
+// writer and the backend reader.
 func (s *session) teardown() {
 	if s.stopping {
 		s.closeClient(s.stopCode) // if the writer has not yet
 	}
 	s.ending.Store(true)
 	s.cancel()
+	s.mu.Lock()
+	s.ended = true // the supervisor leaves the session alone
+	gauge := s.authority.state()
+	s.dropSubsLocked()
+	s.mu.Unlock()
 	if s.bc != nil {
 		code := websocket.CloseGoingAway
 		if s.clientCode == websocket.CloseNormalClosure {
@@ -77,7 +83,7 @@ func (s *session) teardown() {
 	_ = s.cc.Close()
 	close(s.done)
 	s.wg.Wait()
-	s.cfg.Metrics.Sessions(s.state, -1)
+	s.cfg.Metrics.Sessions(gauge, -1)
 	if s.state != StateAuthenticated {
 		s.g.unauth.Add(-1)
 	}

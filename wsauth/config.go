@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +48,21 @@ const (
 	// DefaultCloseGrace is how long the gateway waits for the client's
 	// answer to its close frame before dropping the connection.
 	DefaultCloseGrace = 2 * time.Second
+	// DefaultSuperviseInterval is how often the gateway's supervisor
+	// walks the live sessions.
+	DefaultSuperviseInterval = time.Second
+	// DefaultRecheckInterval is how often a live session's access token
+	// is verified again.
+	DefaultRecheckInterval = 3 * time.Second
+	// DefaultExpiryGrace is how long a session whose authority lapsed
+	// stays open for a fresh credential.
+	DefaultExpiryGrace = 5 * time.Minute
 )
+
+// DefaultWithheldScopes are the scopes RequireTLS withholds on a
+// connection without TLS: the original platform's Trading and OrderPad
+// rights (zenith-protocol.md, "Auth controller").
+var DefaultWithheldScopes = []string{ScopeTrading, ScopeOrderPad}
 
 // Config configures a Gateway. Zero fields take their Default*; Validate
 // checks it without changing it, New fills the defaults into its own copy.
@@ -127,6 +142,53 @@ type Config struct {
 	// Policy authorizes Controller/Topic pairs. Default DefaultPolicy().
 	Policy *Policy
 
+	// SuperviseInterval is the period of the gateway's supervisor, which
+	// finds expired identities, re-verifies tokens and closes sessions
+	// past ExpiryGrace: expiry and revocation take effect within it.
+	// Default DefaultSuperviseInterval.
+	SuperviseInterval time.Duration
+	// RecheckInterval is how often a live session's access token is
+	// verified again (Verifier.VerifyAccessToken): a token the verifier
+	// now refuses (revoked, its refresh family revoked, its user
+	// disabled) ends the session's authority, as expiry does, within
+	// RecheckInterval plus SuperviseInterval (plus the verifier's own
+	// revocation refresh). A verifier fault changes nothing. Identities
+	// without a token (a PasswordChecker's that carries none) are not
+	// re-verified. Default DefaultRecheckInterval.
+	RecheckInterval time.Duration
+	// ExpiryGrace is how long a session whose authority lapsed (expiry or
+	// revocation) stays open, its subscriptions remembered, for a fresh
+	// AuthToken or AuthOwner of the same subject; after it the socket is
+	// closed with 1008. Default DefaultExpiryGrace.
+	ExpiryGrace time.Duration
+	// Limits are every session's entitlement limits; zero fields take
+	// their Default*.
+	Limits Limits
+	// LimitOverrides raise the limits of some sessions: a session's
+	// effective limits are, field by field, the largest of Limits and of
+	// every override that matches it, recomputed on each
+	// (re-)authentication. Default none.
+	LimitOverrides []LimitOverride
+	// MaxSubscriptionBytes bounds, per session, the total size of the
+	// Sub messages the gateway keeps to re-send when a lapsed session
+	// authenticates again; a Sub over it is answered Error/Limited. A
+	// session with many subscriptions and large Sub messages may need
+	// more. Default DefaultMaxSubscriptionBytes.
+	MaxSubscriptionBytes int64
+	// RequireTLS withholds WithheldScopes from every identity of a
+	// session whose connection is not secure (Secure), before the policy,
+	// the Identify replies and the backend's identity headers see them.
+	// Default false.
+	RequireTLS bool
+	// WithheldScopes are the scopes RequireTLS withholds. Default
+	// DefaultWithheldScopes (Service/Trading, Service/OrderPad).
+	WithheldScopes []string
+	// Secure reports whether the client's connection is secure; nil
+	// means r.TLS != nil. Behind a proxy that ends TLS the Caddy glue
+	// supplies one that trusts X-Forwarded-Proto only from trusted
+	// proxies.
+	Secure func(r *http.Request) bool
+
 	// Verifier checks access tokens. Required.
 	Verifier Verifier
 	// Passwords answers AuthOwner; nil answers Reject.
@@ -139,8 +201,9 @@ type Config struct {
 	// Logger receives the audit log and the gateway's faults; nil
 	// discards them.
 	Logger *zap.Logger
-	// Now is the clock of the Auth replies (ExpiresIn) and of the expiry
-	// check; nil means time.Now. Socket deadlines use the system clock.
+	// Now is the clock of the Auth replies (ExpiresIn), of the expiry
+	// checks and of ExpiryGrace; nil means time.Now. Socket deadlines
+	// and RecheckInterval use the system clock.
 	Now func() time.Time
 }
 
@@ -205,6 +268,9 @@ func (c *Config) Validate() error {
 		{"write_timeout", c.WriteTimeout},
 		{"dial_timeout", c.DialTimeout},
 		{"close_grace", c.CloseGrace},
+		{"supervise_interval", c.SuperviseInterval},
+		{"recheck_interval", c.RecheckInterval},
+		{"expiry_grace", c.ExpiryGrace},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is negative", d.name))
@@ -217,6 +283,12 @@ func (c *Config) Validate() error {
 	for _, id := range c.ReturnAccessToken {
 		if id == "" {
 			errs = append(errs, errors.New("return_access_token: empty client id"))
+		}
+	}
+	errs = append(errs, c.validateLimits()...)
+	for _, s := range c.WithheldScopes {
+		if s == "" || strings.ContainsFunc(s, isSpaceOrControl) {
+			errs = append(errs, fmt.Errorf("withheld scope %q is empty or holds a space or control character", s))
 		}
 	}
 	if c.Verifier == nil {
@@ -243,6 +315,21 @@ func (c Config) withDefaults() Config {
 	c.SendQueueBytes = or(c.SendQueueBytes, DefaultSendQueueBytes)
 	c.DialTimeout = or(c.DialTimeout, DefaultDialTimeout)
 	c.CloseGrace = or(c.CloseGrace, DefaultCloseGrace)
+	c.SuperviseInterval = or(c.SuperviseInterval, DefaultSuperviseInterval)
+	c.RecheckInterval = or(c.RecheckInterval, DefaultRecheckInterval)
+	c.ExpiryGrace = or(c.ExpiryGrace, DefaultExpiryGrace)
+	c.Limits.Subscriptions = or(c.Limits.Subscriptions, DefaultSubscriptions)
+	c.Limits.MessagesPerSecond = or(c.Limits.MessagesPerSecond, DefaultMessagesPerSecond)
+	c.Limits.Burst = or(c.Limits.Burst, DefaultBurst)
+	c.LimitOverrides = slices.Clone(c.LimitOverrides)
+	c.MaxSubscriptionBytes = or(c.MaxSubscriptionBytes, DefaultMaxSubscriptionBytes)
+	if len(c.WithheldScopes) == 0 {
+		c.WithheldScopes = DefaultWithheldScopes
+	}
+	c.WithheldScopes = slices.Clone(c.WithheldScopes)
+	if c.Secure == nil {
+		c.Secure = func(r *http.Request) bool { return r.TLS != nil }
+	}
 	if c.Policy == nil {
 		c.Policy = DefaultPolicy()
 	}

@@ -17,6 +17,15 @@
 //	session.go   one socket: its state, the client read loop, limits and
 //	             deadlines, authorization and forwarding
 //	auth.go      the Auth messages, answered by the gateway
+//	live.go      a session's authority over time: the lapse (expiry,
+//	             revocation), re-authentication (resubscribe, scope
+//	             shrink), the Identify subscription, pushes
+//	subs.go      the client's subscriptions as the gateway tracks them,
+//	             the forward under the session's lock, reserved
+//	             TransactionIDs
+//	supervise.go the gateway's supervisor: expiry, token rechecks, grace
+//	limits.go    entitlement limits (subscriptions, message rate) and
+//	             require_tls's withheld scopes
 //	relay.go     the backend leg (dial with failover, the backend reader),
 //	             the client writer and the bounded send queue
 //	closing.go   the close handshake and the session's teardown
@@ -29,7 +38,8 @@
 // NewPolicy reads it. A Gateway is safe for concurrent use; each socket
 // has a client reader (the ServeHTTP goroutine, which also writes the
 // backend leg), a client writer and, once authenticated, a backend
-// reader: the session type says which owns what.
+// reader; one supervisor per Gateway walks the authenticated sessions.
+// The session type says which owns what, and what its lock guards.
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it
 // does) nor on the identity server: it takes plain config structs, and the

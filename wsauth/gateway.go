@@ -2,6 +2,7 @@ package wsauth
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -24,8 +25,11 @@ import (
 // Goroutines: ServeHTTP runs on the server's goroutine and, after the
 // upgrade, becomes the session's client reader; each session adds a
 // client writer and, once authenticated, a backend reader (session.go
-// says what each owns). The Gateway's own state (the live sessions, the
-// closed flag) is guarded by mu; the unauthenticated count is atomic.
+// says what each owns). One supervisor per Gateway (supervise.go), started
+// with the first session and ended by Shutdown, watches the authenticated
+// sessions' expiry, revocation and grace. The Gateway's own state (the
+// live sessions, the closed flag, the supervisor's handles) is guarded by
+// mu; the unauthenticated count is atomic.
 type Gateway struct {
 	cfg      Config
 	log      *zap.Logger
@@ -38,6 +42,8 @@ type Gateway struct {
 	closed   bool                  // Shutdown was called: no new sockets
 	sessions map[*session]struct{} // live sessions
 	wg       sync.WaitGroup        // one per live session
+	stopSup  context.CancelFunc    // ends the supervisor; nil until it runs
+	supDone  chan struct{}         // closed when the supervisor has ended
 }
 
 // New builds the Gateway cfg configures.
@@ -219,6 +225,12 @@ func (g *Gateway) track(s *session) bool {
 		return false
 	}
 	g.sessions[s] = struct{}{}
+	if g.stopSup == nil {
+		var ctx context.Context
+		ctx, g.stopSup = context.WithCancel(context.Background())
+		g.supDone = make(chan struct{})
+		go g.supervise(ctx, g.supDone)
+	}
 	return true
 }
 
@@ -231,8 +243,9 @@ func (g *Gateway) untrack(s *session) {
 // Shutdown refuses new sockets and closes every live one with code: 1001
 // (websocket.CloseGoingAway) when the process exits, 1012
 // (websocket.CloseServiceRestart) on a config reload; the Caddy glue
-// decides, and when. It returns once every session has ended, which the
-// close handshake bounds (WriteTimeout and CloseGrace).
+// decides, and when. It returns once every session and the supervisor
+// have ended, which the close handshake bounds (WriteTimeout and
+// CloseGrace).
 func (g *Gateway) Shutdown(code int) {
 	g.mu.Lock()
 	g.closed = true
@@ -240,7 +253,12 @@ func (g *Gateway) Shutdown(code int) {
 	for s := range g.sessions {
 		live = append(live, s)
 	}
+	stop, supDone := g.stopSup, g.supDone
 	g.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-supDone
+	}
 	for _, s := range live {
 		go s.closeClient(code) // each returns within CloseGrace
 	}

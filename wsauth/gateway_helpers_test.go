@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,10 +29,50 @@ const (
 var testExpiry = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 var testNow = testExpiry.Add(-time.Hour)
 
-type fakeVerifier struct{ calls atomic.Int64 }
+// fakeVerifier knows the tokens above and made-up ones,
+// "id|<subject>|<scope>,<scope>|<expiry as an offset from testExpiry>[|…]"
+// (client demo-app); refuse makes it refuse a token from then on.
+type fakeVerifier struct {
+	calls   atomic.Int64
+	mu      sync.Mutex
+	refused map[string]error // token -> the refusal or fault
+}
+
+// refuse makes the verifier answer err for token (a *Refusal, or a fault).
+func (v *fakeVerifier) refuse(token string, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.refused == nil {
+		v.refused = map[string]error{}
+	}
+	v.refused[token] = err
+}
+
+// madeUpToken is a token the fake verifier accepts for subject with
+// scopes, expiring at testExpiry+offset; extra makes it distinct.
+func madeUpToken(subject string, scopes []string, offset time.Duration, extra ...string) string {
+	return strings.Join(append([]string{"id", subject, strings.Join(scopes, ","), offset.String()}, extra...), "|")
+}
 
 func (v *fakeVerifier) VerifyAccessToken(ctx context.Context, token string) (Identity, error) {
 	v.calls.Add(1)
+	v.mu.Lock()
+	err := v.refused[token]
+	v.mu.Unlock()
+	if err != nil {
+		return Identity{}, err
+	}
+	if f := strings.Split(token, "|"); len(f) >= 4 && f[0] == "id" {
+		offset, err := time.ParseDuration(f[3])
+		if err != nil {
+			return Identity{}, &Refusal{Reason: "malformed"}
+		}
+		var scopes []string
+		if f[2] != "" {
+			scopes = strings.Split(f[2], ",")
+		}
+		return Identity{Subject: f[1], ClientID: "demo-app", DisplayName: f[1], Scopes: scopes, Expiry: testExpiry.Add(offset)}, nil
+	}
 	switch token {
 	case tokHang:
 		<-ctx.Done()
@@ -66,10 +107,15 @@ type fakeMetrics struct {
 	denied   map[string]int
 	slow     int
 	deliv    int
+	reauth   int
+	lapsed   map[string]int
+	limited  map[string]int
+	subs     map[string]int
 }
 
 func newFakeMetrics() *fakeMetrics {
-	return &fakeMetrics{sessions: map[State]int{}, auth: map[string]int{}, relayed: map[string]int{}, denied: map[string]int{}}
+	return &fakeMetrics{sessions: map[State]int{}, auth: map[string]int{}, relayed: map[string]int{}, denied: map[string]int{},
+		lapsed: map[string]int{}, limited: map[string]int{}, subs: map[string]int{}}
 }
 
 func (m *fakeMetrics) Sessions(s State, d int) { m.mu.Lock(); m.sessions[s] += d; m.mu.Unlock() }
@@ -82,6 +128,14 @@ func (m *fakeMetrics) Relayed(c string) { m.mu.Lock(); m.relayed[c]++; m.mu.Unlo
 func (m *fakeMetrics) Denied(c string)  { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
 func (m *fakeMetrics) Delivered()       { m.mu.Lock(); m.deliv++; m.mu.Unlock() }
 func (m *fakeMetrics) SlowClient()      { m.mu.Lock(); m.slow++; m.mu.Unlock() }
+func (m *fakeMetrics) Reauthenticated() { m.mu.Lock(); m.reauth++; m.mu.Unlock() }
+func (m *fakeMetrics) Lapsed(r string)  { m.mu.Lock(); m.lapsed[r]++; m.mu.Unlock() }
+func (m *fakeMetrics) Limited(k string) { m.mu.Lock(); m.limited[k]++; m.mu.Unlock() }
+func (m *fakeMetrics) Subscriptions(c string, d int) {
+	m.mu.Lock()
+	m.subs[c] += d
+	m.mu.Unlock()
+}
 func (m *fakeMetrics) get(f func(m *fakeMetrics) int) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -91,7 +145,9 @@ func (m *fakeMetrics) get(f func(m *fakeMetrics) int) int {
 // fakeBackend is a small Zenith backend: it records the messages it gets
 // and its upgrades' headers; it answers "echo" topics by echoing, "blast"
 // by sending Data (a count) messages, "close" by closing with the code in
-// Data.
+// Data, "say" by sending each string of Data (an array) as a message. A
+// Sub gets a snapshot (Publish, Data "snapshot", the Sub's TransactionID
+// text as sent), an Unsub a confirmation (Unsub, Confirm true, likewise).
 type fakeBackend struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
@@ -145,11 +201,34 @@ func newFakeBackend(t testing.TB) *fakeBackend {
 			b.got = append(b.got, string(msg))
 			b.mu.Unlock()
 			var env struct {
-				Topic string
-				Data  json.RawMessage
+				Controller    string
+				Topic         string
+				Action        string
+				TransactionID json.RawMessage
+				Data          json.RawMessage
 			}
 			_ = json.Unmarshal(msg, &env)
+			if env.Action == ActionSub || env.Action == ActionUnsub {
+				tid := ""
+				if env.TransactionID != nil {
+					tid = `,"TransactionID":` + string(env.TransactionID)
+				}
+				reply := `{"Controller":` + strconv.Quote(env.Controller) + `,"Topic":` + strconv.Quote(env.Topic)
+				if env.Action == ActionSub {
+					reply += `,"Action":"Publish"` + tid + `,"Data":"snapshot"}`
+				} else {
+					reply += `,"Action":"Unsub"` + tid + `,"Confirm":true}`
+				}
+				_ = c.WriteMessage(websocket.TextMessage, []byte(reply))
+				continue
+			}
 			switch env.Topic {
+			case "Say":
+				var says []string
+				_ = json.Unmarshal(env.Data, &says)
+				for _, m := range says {
+					_ = c.WriteMessage(websocket.TextMessage, []byte(m))
+				}
 			case "Echo":
 				_ = c.WriteMessage(websocket.TextMessage, msg)
 			case "Blast":

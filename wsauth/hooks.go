@@ -85,6 +85,22 @@ type State string
 const (
 	StateUnauthenticated State = "unauthenticated"
 	StateAuthenticated   State = "authenticated"
+	// StateExpired: authenticated, and its authority lapsed (the
+	// identity expired or was revoked); it waits for a fresh credential,
+	// ExpiryGrace at most.
+	StateExpired State = "expired"
+)
+
+// The reasons Metrics.Lapsed counts.
+const (
+	LapseExpired = "expired" // the identity's expiry passed
+	LapseRevoked = "revoked" // the verifier refuses the token now
+)
+
+// The kinds of limit Metrics.Limited counts.
+const (
+	LimitSubscriptions = "subscriptions" // Limits.Subscriptions, or MaxSubscriptionBytes
+	LimitRate          = "rate"          // Limits.MessagesPerSecond and Burst
 )
 
 // AuthMethod is how a session tried to authenticate.
@@ -123,16 +139,32 @@ type Metrics interface {
 	Delivered()
 	// SlowClient counts a client closed because it stopped reading.
 	SlowClient()
+	// Reauthenticated counts a successful authentication of a session
+	// already authenticated (a fresh credential for the same subject).
+	Reauthenticated()
+	// Lapsed counts a session whose authority lapsed, by reason
+	// (LapseExpired, LapseRevoked).
+	Lapsed(reason string)
+	// Limited counts a client message refused by an entitlement limit, by
+	// kind (LimitSubscriptions, LimitRate).
+	Limited(kind string)
+	// Subscriptions moves the gauge of the subscriptions the gateway
+	// tracks (lapsed sessions' included) by delta, by controller.
+	Subscriptions(controller string, delta int)
 }
 
 type nopMetrics struct{}
 
-func (nopMetrics) Sessions(State, int)     {}
-func (nopMetrics) Auth(AuthMethod, string) {}
-func (nopMetrics) Relayed(string)          {}
-func (nopMetrics) Denied(string)           {}
-func (nopMetrics) Delivered()              {}
-func (nopMetrics) SlowClient()             {}
+func (nopMetrics) Sessions(State, int)       {}
+func (nopMetrics) Auth(AuthMethod, string)   {}
+func (nopMetrics) Relayed(string)            {}
+func (nopMetrics) Denied(string)             {}
+func (nopMetrics) Delivered()                {}
+func (nopMetrics) SlowClient()               {}
+func (nopMetrics) Reauthenticated()          {}
+func (nopMetrics) Lapsed(string)             {}
+func (nopMetrics) Limited(string)            {}
+func (nopMetrics) Subscriptions(string, int) {}
 
 // controllerLabel is c when it is one of the protocol's controllers, else
 // "other".

@@ -277,7 +277,9 @@ func TestClientVanishes(t *testing.T) {
 		return e.backend.closed == 6
 	})
 	eventually(t, "goroutines back to the baseline", func() bool { return goroutines() <= base })
-	if n := e.metrics.get(func(m *fakeMetrics) int { return m.sessions[StateAuthenticated] + m.sessions[StateUnauthenticated] }); n != 0 {
+	if n := e.metrics.get(func(m *fakeMetrics) int {
+		return m.sessions[StateAuthenticated] + m.sessions[StateUnauthenticated] + m.sessions[StateExpired]
+	}); n != 0 {
 		t.Fatalf("sessions gauge %d", n)
 	}
 	if n := e.gw.unauth.Load(); n != 0 {

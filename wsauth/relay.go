@@ -59,7 +59,9 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 
 // backendLoop is the backend reader: it reads each backend message whole
 // (the one copy, from the socket into its buffer; never JSON-parsed) and
-// hands it to the client writer. It waits on the client only while this
+// hands it to the client writer, but for the backend's answers to the
+// gateway's own messages, found by their reserved TransactionID
+// (answersGateway), which it drops. It waits on the client only while this
 // client's queue is full, WriteTimeout at most, after which the client is
 // closed as not reading (enqueue). When the backend leg ends it queues the
 // matching close behind the messages already queued.
@@ -79,6 +81,10 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			return
 		}
 		*bp = buf.Bytes()
+		if answersGateway(*bp) {
+			releaseBuf(bp) // the backend's answer to the gateway's own message
+			continue
+		}
 		if !s.enqueue(outMsg{typ: typ, data: *bp, buf: bp, backend: true}) {
 			return
 		}

@@ -15,7 +15,10 @@ import (
 // their ratio, gateway/direct (1 would be free).
 func BenchmarkRelay(b *testing.B) {
 	const batch = 2000
-	e := newTestEnv(b, func(c *Config) { c.Logger = zap.NewNop(); c.SendQueue = 1024 })
+	e := newTestEnv(b, func(c *Config) {
+		c.Logger, c.SendQueue = zap.NewNop(), 1024
+		c.Limits = Limits{MessagesPerSecond: 1e9, Burst: 1 << 30} // one Blast per batch, not a client's rate
+	})
 	gw := e.dial(bearer(tokDemo))
 	direct, _, err := (&websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}}).Dial(e.backend.url(), nil)
 	if err != nil {

@@ -23,18 +23,29 @@ const CodeUnknown = "Operation.Unknown"
 // Goroutines and what they own:
 //   - the client reader (the ServeHTTP goroutine, run and everything it
 //     calls: readLoop, handle, the auth handlers, openBackend, teardown)
-//     owns state, id, authDeadline, unauthMsgs, clientCode, buf and bc,
-//     reads the client socket and is the backend leg's only writer of
-//     data messages;
+//     owns state, authDeadline, unauthMsgs, clientCode, buf, insecure,
+//     limits and bucket, reads the client socket and writes the backend
+//     leg (under mu);
 //   - the client writer (writeLoop) is the client socket's only writer of
 //     data messages and pings; it owns nothing else;
 //   - the backend reader (backendLoop) reads the backend leg and hands
-//     each message, as read, to the client writer through sendq.
+//     each message, as read, to the client writer through sendq;
+//   - the gateway's supervisor (supervise.go), one for all sessions,
+//     inspects each authenticated session every SuperviseInterval.
 //
-// Shared between them: sendq and queued (the bounded send queue), the
-// close state (closeOnce, closing, closeBy), ending and done. Close
-// frames are sent with WriteControl, which gorilla allows from any
-// goroutine.
+// mu guards what the client reader shares with the supervisor: id, bc,
+// authority, gen, lapsedAt, checkedAt, subs, subBytes, identifySub, tidSeq,
+// ended and graceClosed, and every data write to the backend leg (gorilla
+// allows one writer; the client's forwards and the gateway's own Unsubs and
+// re-Subs must not interleave, and a forward's authority check and its
+// write are one step). The client reader writes id and bc only under mu
+// and reads them, its own, without it; the supervisor reads them under mu.
+// Nobody holding mu waits on the client: replies are queued after it is
+// released, and what is queued under it uses push, which never waits.
+//
+// Shared otherwise: sendq and queued (the bounded send queue), the close
+// state (closeOnce, closing, closeBy), ending and done. Close frames are
+// sent with WriteControl, which gorilla allows from any goroutine.
 type session struct {
 	g      *Gateway
 	cfg    *Config
@@ -46,14 +57,30 @@ type session struct {
 
 	// Client reader's.
 	state        State
-	id           Identity
 	authDeadline time.Time
 	unauthMsgs   int
 	clientCode   int  // the close code the client sent, 0 if none
 	stopping     bool // closeAfterQueued was called: the reader only drains
 	stopCode     int  // its code
 	buf          bytes.Buffer
-	bc           *websocket.Conn // the backend leg, nil until authenticated
+	insecure     bool   // RequireTLS, and the connection is not secure
+	limits       Limits // the effective limits of the identity
+	bucket       bucket // the message rate's
+
+	// Guarded by mu (written by the client reader, or the supervisor).
+	mu          sync.Mutex
+	id          Identity        // the client reader reads it without mu
+	bc          *websocket.Conn // the backend leg, nil until authenticated; likewise
+	authority   authority
+	gen         uint32    // one more at each (re-)authentication
+	lapsedAt    time.Time // when authority lapsed (Config.Now)
+	checkedAt   time.Time // the token's last verification (system clock)
+	subs        map[subKey][]byte
+	subBytes    int64  // the bytes of subs' messages
+	identifySub bool   // the client subscribed to Auth/Identify
+	tidSeq      uint32 // the next reserved TransactionID's offset
+	ended       bool   // teardown has begun: nothing more is written or pushed
+	graceClosed bool   // closed for ExpiryGrace
 
 	// Shared.
 	sendq     chan outMsg
@@ -90,6 +117,7 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape
 	}
+	s.insecure = g.cfg.RequireTLS && !g.cfg.Secure(r)
 	s.ctx, s.cancel = context.WithCancel(r.Context())
 	return s
 }
@@ -229,6 +257,17 @@ func (s *session) handle(msg []byte) {
 		s.deny(&env, "unauthenticated")
 		return
 	}
+	if !s.bucket.take(time.Now(), &s.limits) {
+		s.limited(&env, LimitRate)
+		return
+	}
+	if reservedTransactionID(env.TransactionIDText) {
+		if ce := s.g.log.Check(zap.DebugLevel, "ws reserved transaction id refused"); ce != nil {
+			ce.Write(s.messageFields(&env)...)
+		}
+		s.reply(AppendError(nil, &env, CodeSession))
+		return
+	}
 	ok, needed := s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
 	if !ok {
 		s.deny(&env, "policy")
@@ -237,13 +276,7 @@ func (s *session) handle(msg []byte) {
 	if needed == ScopeOrderPad || needed == ScopeAuthorise {
 		s.g.log.Info("ws order message", s.messageFields(&env)...)
 	}
-	_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
-	if err := s.bc.WriteMessage(websocket.TextMessage, msg); err != nil {
-		s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
-		s.closeAfterQueued(websocket.CloseInternalServerErr)
-		return
-	}
-	s.cfg.Metrics.Relayed(controllerLabel(env.Controller))
+	s.forward(msg, &env)
 }
 
 // deny answers env with Error/Authority, counts and logs it.
@@ -251,6 +284,16 @@ func (s *session) deny(env *Envelope, why string) {
 	s.cfg.Metrics.Denied(controllerLabel(env.Controller))
 	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
 	s.reply(AppendError(nil, env, CodeAuthority))
+}
+
+// limited answers env with Error/Limited and counts it; kind is
+// LimitSubscriptions or LimitRate.
+func (s *session) limited(env *Envelope, kind string) {
+	s.cfg.Metrics.Limited(kind)
+	if ce := s.g.log.Check(zap.DebugLevel, "ws message limited"); ce != nil {
+		ce.Write(append(s.messageFields(env), zap.String("limit", kind))...)
+	}
+	s.reply(AppendError(nil, env, CodeLimited))
 }
 
 // messageFields are an audit entry's fields: who, Controller, Topic (before

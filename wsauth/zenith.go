@@ -101,10 +101,11 @@ type Identify struct {
 // AuthToken reply, written by hand in the order of interface.md §2.5:
 //
 //	{"Result":"Success","AccessToken":…,"DisplayName":…,"UserID":…,
-//	 "ExpiryDate":"20261121T103000Z","ExpiresIn":"00:59:59.000",
+//	 "ExpiryDate":"20261121T103000Z","ExpiresIn":"00:59:59.0000000",
 //	 "Scope":["Gatehouse.Service.Market"]}
 //
-// ExpiresIn (Motif only) is Expiry less now, never below zero.
+// ExpiresIn (Motif only) is Expiry less now, never below zero, in the
+// original client's TimeSpan form (AppendTicksTimeSpan).
 func AppendIdentifyData(dst []byte, id *Identify, p Profile, now time.Time) []byte {
 	if !id.Success {
 		if p.Motif {
@@ -132,7 +133,7 @@ func AppendIdentifyData(dst []byte, id *Identify, p Profile, now time.Time) []by
 		dst = append(dst, '"')
 		if p.Motif {
 			dst = append(dst, `,"ExpiresIn":"`...)
-			dst = AppendTimeSpan(dst, max(id.Expiry.Sub(now), 0))
+			dst = AppendTicksTimeSpan(dst, max(id.Expiry.Sub(now), 0))
 			dst = append(dst, '"')
 		}
 	}
@@ -162,12 +163,50 @@ func AppendIdentifyData(dst []byte, id *Identify, p Profile, now time.Time) []by
 // Publish, the request's TransactionID text (left out when nil) and Data
 // from AppendIdentifyData.
 func AppendAuthReply(dst []byte, topic string, transactionID []byte, id *Identify, p Profile, now time.Time) []byte {
+	return AppendAuthMessage(dst, topic, ActionPublish, transactionID, false, id, p, now)
+}
+
+// AppendAuthMessage appends an Auth message carrying an identity:
+//
+//	{"Controller":"Auth","Topic":…,"Action":…,"TransactionID":…,"Confirm":true,"Data":…}
+//
+// with the TransactionID text left out when nil, Confirm only when
+// confirm, and Data from AppendIdentifyData. The gateway sends it as the
+// reply to an Identify Sub (Action Sub, Confirm), as the Identify push
+// after a re-authentication (Publish, no TransactionID) and, with a
+// failure Identify, when a session's token is revoked.
+func AppendAuthMessage(dst []byte, topic, action string, transactionID []byte, confirm bool, id *Identify, p Profile, now time.Time) []byte {
 	dst = append(dst, `{"Controller":"Auth","Topic":`...)
 	dst = appendString(dst, topic)
-	dst = append(dst, `,"Action":"Publish"`...)
+	dst = append(dst, `,"Action":`...)
+	dst = appendString(dst, action)
 	dst = appendTransactionID(dst, transactionID)
+	if confirm {
+		dst = append(dst, `,"Confirm":true`...)
+	}
 	dst = append(dst, `,"Data":`...)
 	dst = AppendIdentifyData(dst, id, p, now)
+	return append(dst, '}')
+}
+
+// AppendUnsub appends an Unsub of a subscription:
+//
+//	{"Controller":…,"Topic":…,"Action":"Unsub","TransactionID":…,"Confirm":true}
+//
+// with the TransactionID text left out when nil and Confirm only when
+// confirm: a server-initiated Unsub, to the client, carries Confirm true
+// (zenith-protocol.md, "Message container"); the gateway's own Unsub to
+// the backend carries none.
+func AppendUnsub(dst []byte, controller, topic string, transactionID []byte, confirm bool) []byte {
+	dst = append(dst, `{"Controller":`...)
+	dst = appendString(dst, controller)
+	dst = append(dst, `,"Topic":`...)
+	dst = appendString(dst, topic)
+	dst = append(dst, `,"Action":"Unsub"`...)
+	dst = appendTransactionID(dst, transactionID)
+	if confirm {
+		dst = append(dst, `,"Confirm":true`...)
+	}
 	return append(dst, '}')
 }
 
@@ -192,29 +231,52 @@ func AppendDateTime(dst []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(dst, "20060102T150405Z")
 }
 
-// AppendTimeSpan appends d as a Zenith TimeSpan, [-][days.]hh:mm:ss.fff
+// AppendTimeSpan appends d as a Zenith TimeSpan in its documented form
+// (zenith-protocol.md, "Data types"), [-][days.]hh:mm:ss.fff
 // (00:59:59.000, 1.02:03:04.005), truncated to the millisecond.
 func AppendTimeSpan(dst []byte, d time.Duration) []byte {
-	ms := d.Milliseconds()
-	neg := ms < 0
-	u := uint64(ms)
-	if neg {
+	return appendSpan(dst, d, time.Millisecond, 3)
+}
+
+// AppendTicksTimeSpan appends d as the original web client reads a
+// TimeSpan (.NET's TimeSpan "c" form, its fraction always written):
+// [-][days.]hh:mm:ss.fffffff (00:59:59.5000000, 1.02:03:04.0050000),
+// truncated to the .NET tick, 100 ns.
+func AppendTicksTimeSpan(dst []byte, d time.Duration) []byte {
+	return appendSpan(dst, d, 100*time.Nanosecond, 7)
+}
+
+// appendSpan appends d as [-][days.]hh:mm:ss.f…, in whole units with
+// digits fractional digits (unit is 10^-digits s).
+func appendSpan(dst []byte, d, unit time.Duration, digits int) []byte {
+	n := d / unit
+	u := uint64(n)
+	if n < 0 {
 		dst = append(dst, '-')
 		u = -u
 	}
-	days, rest := u/86_400_000, u%86_400_000
+	perSec := uint64(time.Second / unit)
+	secs, frac := u/perSec, u%perSec
+	days, rest := secs/86_400, secs%86_400
 	if days > 0 {
 		dst = strconv.AppendUint(dst, days, 10)
 		dst = append(dst, '.')
 	}
-	dst = append2(dst, rest/3_600_000)
+	dst = append2(dst, rest/3600)
 	dst = append(dst, ':')
-	dst = append2(dst, rest/60_000%60)
+	dst = append2(dst, rest/60%60)
 	dst = append(dst, ':')
-	dst = append2(dst, rest/1000%60)
+	dst = append2(dst, rest%60)
 	dst = append(dst, '.')
-	f := rest % 1000
-	return append(dst, byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+	start := len(dst)
+	for range digits {
+		dst = append(dst, '0')
+	}
+	for i := len(dst) - 1; i >= start; i-- {
+		dst[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	return dst
 }
 
 func append2(dst []byte, n uint64) []byte {

@@ -79,10 +79,10 @@ func TestAppendIdentifyData(t *testing.T) {
 				`"Scope":["Gatehouse.Service.Market","Gatehouse.Service.Trading","Gatehouse.Service.OrderPad"]}`},
 		{"motif and vendor", ok, Profile{Vendor: "Paritech", Motif: true},
 			`{"Result":"Success","AccessToken":"` + tok + `","DisplayName":"Alice \"A\" Ng","UserID":"alice","ExpiryDate":"20261121T103000Z",` +
-				`"ExpiresIn":"00:59:59.500","Scope":["Paritech.Service.Market","Paritech.Service.Trading","Paritech.Service.OrderPad"]}`},
+				`"ExpiresIn":"00:59:59.5000000","Scope":["Paritech.Service.Market","Paritech.Service.Trading","Paritech.Service.OrderPad"]}`},
 		{"minimal success", &Identify{Success: true}, Profile{}, `{"Result":"Success","Scope":[]}`},
 		{"expired, motif", &Identify{Success: true, Expiry: now.Add(-time.Hour)}, Profile{Motif: true},
-			`{"Result":"Success","ExpiryDate":"20261121T083000Z","ExpiresIn":"00:00:00.000","Scope":[]}`},
+			`{"Result":"Success","ExpiryDate":"20261121T083000Z","ExpiresIn":"00:00:00.0000000","Scope":[]}`},
 		{"reject says nothing else", &Identify{AccessToken: "t", UserID: "alice", Scopes: []string{ScopeMarket}}, Profile{},
 			`{"Result":"Reject"}`},
 		{"reject, motif", &Identify{UserID: "alice"}, Profile{Motif: true}, `{"Result":"Rejected"}`},
@@ -156,6 +156,27 @@ func TestZenithTimes(t *testing.T) {
 	for _, tt := range spans {
 		if got := string(AppendTimeSpan(nil, tt.d)); got != tt.want {
 			t.Errorf("AppendTimeSpan(%v) = %s, want %s", tt.d, got, tt.want)
+		}
+	}
+	// The original client's form: seven fractional digits, .NET ticks.
+	ticks := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "00:00:00.0000000"},
+		{time.Hour - time.Second, "00:59:59.0000000"},
+		{time.Hour - 500*time.Millisecond, "00:59:59.5000000"},
+		{time.Hour - 100*time.Nanosecond, "00:59:59.9999999"},
+		{99 * time.Nanosecond, "00:00:00.0000000"},
+		{1234567 * time.Microsecond, "00:00:01.2345670"},
+		{26*time.Hour + 3*time.Minute + 4*time.Second + 5*time.Millisecond, "1.02:03:04.0050000"},
+		{400 * 24 * time.Hour, "400.00:00:00.0000000"},
+		{-90*time.Second - 100*time.Nanosecond, "-00:01:30.0000001"},
+		{-25 * time.Hour, "-1.01:00:00.0000000"},
+	}
+	for _, tt := range ticks {
+		if got := string(AppendTicksTimeSpan(nil, tt.d)); got != tt.want {
+			t.Errorf("AppendTicksTimeSpan(%v) = %s, want %s", tt.d, got, tt.want)
 		}
 	}
 }

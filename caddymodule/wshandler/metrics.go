@@ -12,8 +12,9 @@ import (
 
 // The gateway's counters live as long as the process, like the app's:
 // every configuration registers the same ones, so a reload resets none.
-// Labels are bounded: states, methods and results are the gateway's fixed
-// sets, controllers the protocol's (others count as "other").
+// Labels are bounded: states, methods, results, lapse reasons and limit
+// kinds are the gateway's fixed sets, controllers the protocol's (others
+// count as "other").
 var (
 	sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gatehouse_ws_sessions",
@@ -39,13 +40,30 @@ var (
 		Name: "gatehouse_ws_slow_clients_total",
 		Help: "Clients closed because they stopped reading.",
 	})
+	reauthentications = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gatehouse_ws_reauthentications_total",
+		Help: "Successful re-authentications of authenticated sessions (same subject).",
+	})
+	lapses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_ws_lapses_total",
+		Help: "Sessions whose authority lapsed, by reason (expired, revoked).",
+	}, []string{"reason"})
+	limited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_ws_limited_total",
+		Help: "Client messages refused by an entitlement limit, by kind (subscriptions, rate).",
+	}, []string{"kind"})
+	subscriptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gatehouse_ws_subscriptions",
+		Help: "Client subscriptions the gateway tracks (lapsed sessions' included), by controller.",
+	}, []string{"controller"})
 )
 
 // controllers are the controller label values counted by name.
 var controllers = []string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
 
 func registerMetrics(ctx caddy.Context) error {
-	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), sessions, authResults, relayed, denied, delivered, slowClients)
+	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), sessions, authResults, relayed, denied, delivered, slowClients,
+		reauthentications, lapses, limited, subscriptions)
 }
 
 // metrics implements wsauth.Metrics with the counters above.
@@ -68,5 +86,11 @@ func (metrics) Relayed(controller string) { relayed.WithLabelValues(controllerLa
 func (metrics) Denied(controller string)  { denied.WithLabelValues(controllerLabel(controller)).Inc() }
 func (metrics) Delivered()                { delivered.Inc() }
 func (metrics) SlowClient()               { slowClients.Inc() }
+func (metrics) Reauthenticated()          { reauthentications.Inc() }
+func (metrics) Lapsed(reason string)      { lapses.WithLabelValues(reason).Inc() }
+func (metrics) Limited(kind string)       { limited.WithLabelValues(kind).Inc() }
+func (metrics) Subscriptions(controller string, delta int) {
+	subscriptions.WithLabelValues(controllerLabel(controller)).Add(float64(delta))
+}
 
 var _ wsauth.Metrics = metrics{}

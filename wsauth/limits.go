@@ -1,0 +1,141 @@
+package wsauth
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// CodeLimited answers a client message over an entitlement limit
+// (zenith-protocol.md, "Message container").
+const CodeLimited = "Limited"
+
+// Defaults of the entitlement limits (issue 10, "Entitlement limits").
+const (
+	// DefaultSubscriptions bounds a session's live subscriptions.
+	DefaultSubscriptions = 500
+	// DefaultMessagesPerSecond is the rate at which a session's client
+	// messages are forwarded, on average.
+	DefaultMessagesPerSecond = 50
+	// DefaultBurst is how many client messages a session may send at once
+	// above that rate.
+	DefaultBurst = 100
+	// DefaultMaxSubscriptionBytes bounds the copies of Sub messages a
+	// session keeps for its subscriptions, in total.
+	DefaultMaxSubscriptionBytes = 1 << 20
+)
+
+// Limits are a session's entitlement limits. A zero field is "not set":
+// in Config.Limits it takes its Default*, in a LimitOverride it leaves the
+// other limits to decide.
+type Limits struct {
+	// Subscriptions bounds the subscriptions a session holds at once
+	// (Controller and Topic with its "!" arguments, after Sub and before
+	// Unsub); a Sub for a new one over it is answered Error/Limited and
+	// not forwarded. Default DefaultSubscriptions.
+	Subscriptions int `json:"subscriptions,omitempty"`
+	// MessagesPerSecond and Burst are a token bucket over the session's
+	// client messages other than Auth ones (which have their own bounds:
+	// AuthMaxMessages, the verifier's): Burst messages at once, then
+	// MessagesPerSecond on average. A message over it is answered
+	// Error/Limited and not forwarded. Defaults DefaultMessagesPerSecond
+	// and DefaultBurst.
+	MessagesPerSecond float64 `json:"messages_per_second,omitempty"`
+	Burst             int     `json:"burst,omitempty"`
+}
+
+// LimitOverride raises the limits of the sessions it matches: those whose
+// token was issued to ClientID, or those holding Scope (after require_tls
+// withheld any). Exactly one of ClientID and Scope is set.
+type LimitOverride struct {
+	ClientID string `json:"client_id,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	Limits
+}
+
+// maxOf is, field by field, the larger of l and o.
+func (l Limits) maxOf(o Limits) Limits {
+	return Limits{
+		Subscriptions:     max(l.Subscriptions, o.Subscriptions),
+		MessagesPerSecond: max(l.MessagesPerSecond, o.MessagesPerSecond),
+		Burst:             max(l.Burst, o.Burst),
+	}
+}
+
+func (l Limits) validate(where string) []error {
+	var errs []error
+	if l.Subscriptions < 0 {
+		errs = append(errs, fmt.Errorf("%s: subscriptions is negative", where))
+	}
+	if l.MessagesPerSecond < 0 || math.IsNaN(l.MessagesPerSecond) || math.IsInf(l.MessagesPerSecond, 0) {
+		errs = append(errs, fmt.Errorf("%s: messages_per_second is negative or not finite", where))
+	}
+	if l.Burst < 0 {
+		errs = append(errs, fmt.Errorf("%s: burst is negative", where))
+	}
+	return errs
+}
+
+// validateLimits checks Limits and LimitOverrides.
+func (c *Config) validateLimits() []error {
+	errs := c.Limits.validate("limits")
+	for i, o := range c.LimitOverrides {
+		where := fmt.Sprintf("limit override %d", i)
+		errs = append(errs, o.validate(where)...)
+		if (o.ClientID == "") == (o.Scope == "") {
+			errs = append(errs, fmt.Errorf("%s: needs exactly one of client_id and scope", where))
+		}
+	}
+	if c.MaxSubscriptionBytes < 0 {
+		errs = append(errs, errors.New("max_subscription_bytes is negative"))
+	}
+	return errs
+}
+
+// limitsFor is the effective limits of a session speaking for id: the
+// largest, field by field, of the default and of every override matching
+// id. The config has its defaults.
+func (c *Config) limitsFor(id *Identity) Limits {
+	l := c.Limits
+	for _, o := range c.LimitOverrides {
+		if o.ClientID != "" && o.ClientID == id.ClientID || o.Scope != "" && slices.Contains(id.Scopes, o.Scope) {
+			l = l.maxOf(o.Limits)
+		}
+	}
+	return l
+}
+
+// bucket is a session's token bucket over its client messages (the
+// client reader's; no lock).
+type bucket struct {
+	tokens float64
+	last   time.Time // zero: full
+}
+
+// take takes one message's token at now, false when none is left.
+func (b *bucket) take(now time.Time, l *Limits) bool {
+	burst := float64(l.Burst)
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(burst, b.tokens+d.Seconds()*l.MessagesPerSecond)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// withhold removes from id's scopes those Config.WithheldScopes names,
+// into a new slice (the verifier's is left alone). Used when require_tls
+// finds the connection is not secure.
+func (c *Config) withhold(id *Identity) {
+	if !slices.ContainsFunc(id.Scopes, func(s string) bool { return slices.Contains(c.WithheldScopes, s) }) {
+		return
+	}
+	id.Scopes = slices.DeleteFunc(slices.Clone(id.Scopes), func(s string) bool { return slices.Contains(c.WithheldScopes, s) })
+}

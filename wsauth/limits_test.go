@@ -1,0 +1,300 @@
+package wsauth
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// TestReservedTransactionIDFromClient: a client message whose
+// TransactionID's digits begin with the reserved prefix is refused with
+// Error/Session and not forwarded (nor, for a Sub, tracked).
+func TestReservedTransactionIDFromClient(t *testing.T) {
+	for _, tt := range []struct {
+		tid     string
+		refused bool
+	}{
+		{"9007199254000000", true},
+		{"9007199254740990", true},
+		{"9007199254", true},
+		{"-9007199254000001", true},
+		{"900719925474099100", true},
+		{"900719925", false},
+		{"19007199254000000", false},
+		{"9007199253999999", false},
+		{"0", false},
+	} {
+		t.Run(tt.tid, func(t *testing.T) {
+			e := newTestEnv(t, nil)
+			c := e.dial(bearer(tokDemo))
+			for _, action := range []string{ActionPublish, ActionSub} {
+				msg := `{"Controller":"Market","Topic":"Echo","Action":"` + action + `","TransactionID":` + tt.tid + `}`
+				got := roundTrip(t, c, msg)
+				want := msg
+				switch {
+				case tt.refused:
+					want = `{"Controller":"Market","Topic":"Echo","Action":"Error","TransactionID":` + tt.tid + `,"Data":"Session"}`
+				case action == ActionSub:
+					want = `{"Controller":"Market","Topic":"Echo","Action":"Publish","TransactionID":` + tt.tid + `,"Data":"snapshot"}`
+				}
+				if got != want {
+					t.Fatalf("%s:\n got %s\nwant %s", action, got, want)
+				}
+				if n := e.backend.countExact(msg); tt.refused == (n != 0) {
+					t.Fatalf("%s reached the backend %d times", action, n)
+				}
+			}
+			if n := e.metrics.get(func(m *fakeMetrics) int { return m.subs["Market"] }); tt.refused == (n != 0) {
+				t.Fatalf("subscriptions tracked: %d", n)
+			}
+		})
+	}
+}
+
+// TestBackendAnswersToTheGatewayAreDropped: backend messages carrying a
+// reserved TransactionID never reach the client; others do, in order.
+func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
+	tests := []struct {
+		name, msg string
+		dropped   bool
+	}{
+		{"the gateway's Unsub confirmed", `{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Unsub","TransactionID":9007199254000001,"Confirm":true}`, true},
+		{"one space after the colon", `{"Controller":"Market","TransactionID": 9007199254000002}`, true},
+		{"first member, highest", `{"TransactionID":9007199254740990,"Controller":"Market"}`, true},
+		{"after an earlier near miss", `{"Data":9007199254,"TransactionID":9007199254000003}`, true},
+		{"the client's own", `{"Controller":"Market","TransactionID":9007199253}`, false},
+		{"the digits in a string", `{"Controller":"Market","Data":"TransactionID 9007199254000001"}`, false},
+		{"another member", `{"Controller":"Market","OrderID":9007199254000001}`, false},
+		{"negative", `{"Controller":"Market","TransactionID":-9007199254000001}`, false},
+		{"a longer prefix", `{"Controller":"Market","TransactionID":19007199254000001}`, false},
+	}
+	for _, tt := range tests {
+		if got := answersGateway([]byte(tt.msg)); got != tt.dropped {
+			t.Errorf("%s: answersGateway = %v", tt.name, got)
+		}
+	}
+	e := newTestEnv(t, nil)
+	c := e.dial(bearer(tokDemo))
+	says := make([]string, 0, len(tests)+1)
+	var want []string
+	for _, tt := range tests {
+		says = append(says, strconv.Quote(tt.msg))
+		if !tt.dropped {
+			want = append(want, tt.msg)
+		}
+	}
+	end := `{"Controller":"Zenith","Topic":"End"}`
+	says = append(says, strconv.Quote(end))
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Say","Data":[`+strings.Join(says, ",")+`]}`)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for m := readMsg(t, c); m != end; m = readMsg(t, c) {
+		got = append(got, m)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the client got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSubscriptionLimit: a Sub for a new subscription over the effective
+// limit is answered Error/Limited and not forwarded; a re-Sub of one held
+// is not limited, and an Unsub makes room.
+func TestSubscriptionLimit(t *testing.T) {
+	sub0 := len(subMsg("Market", "Security!S0", 0))
+	for _, tt := range []struct {
+		name  string
+		mod   func(*Config)
+		limit int
+	}{
+		{"config limit", func(c *Config) { c.Limits.Subscriptions = 2 }, 2},
+		{"override by client", func(c *Config) {
+			c.Limits.Subscriptions = 2
+			c.LimitOverrides = []LimitOverride{{ClientID: "demo-app", Limits: Limits{Subscriptions: 3}}}
+		}, 3},
+		{"override by scope", func(c *Config) {
+			c.Limits.Subscriptions = 2
+			c.LimitOverrides = []LimitOverride{{Scope: ScopeNews, Limits: Limits{Subscriptions: 4}}, {Scope: ScopeTrading, Limits: Limits{Subscriptions: 9}}}
+		}, 4},
+		{"override for another client", func(c *Config) {
+			c.Limits.Subscriptions = 2
+			c.LimitOverrides = []LimitOverride{{ClientID: "other-app", Limits: Limits{Subscriptions: 5}}}
+		}, 2},
+		{"bytes kept", func(c *Config) { c.MaxSubscriptionBytes = int64(3*sub0 - 1) }, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t, tt.mod)
+			c := e.dial(bearer(tokDemo))
+			for i := range tt.limit {
+				subscribe(t, c, "Market", "Security!S"+strconv.Itoa(i), i)
+			}
+			over := "Security!S" + strconv.Itoa(tt.limit)
+			if got, want := roundTrip(t, c, subMsg("Market", over, 99)), errorMsg("Market", over, 99, CodeLimited); got != want {
+				t.Fatalf("Sub over the limit:\n got %s\nwant %s", got, want)
+			}
+			if n := e.backend.countExact(subMsg("Market", over, 99)); n != 0 {
+				t.Fatal("the Sub over the limit reached the backend")
+			}
+			subscribe(t, c, "Market", "Security!S0", 0) // held: not limited
+			if got, want := roundTrip(t, c, unsubMsg("Market", "Security!S0", 0)), `{"Controller":"Market","Topic":"Security!S0","Action":"Unsub","TransactionID":0,"Confirm":true}`; got != want {
+				t.Fatalf("Unsub: %s", got)
+			}
+			subscribe(t, c, "Market", over, 99)
+			if n := e.metrics.get(func(m *fakeMetrics) int { return m.limited[LimitSubscriptions] }); n != 1 {
+				t.Fatalf("limited counted %d", n)
+			}
+			if n := e.metrics.get(func(m *fakeMetrics) int { return m.subs["Market"] }); n != tt.limit {
+				t.Fatalf("subscriptions gauge %d, want %d", n, tt.limit)
+			}
+		})
+	}
+}
+
+// TestRateLimit: past the bucket's burst, client messages are answered
+// Error/Limited and not forwarded; Auth messages are not limited.
+func TestRateLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		mod   func(*Config)
+		burst int
+	}{
+		{"config limit", func(c *Config) { c.Limits = Limits{MessagesPerSecond: 0.001, Burst: 3} }, 3},
+		{"override by scope", func(c *Config) {
+			c.Limits = Limits{MessagesPerSecond: 0.001, Burst: 3}
+			c.LimitOverrides = []LimitOverride{{Scope: ScopeMarket, Limits: Limits{Burst: 5}}}
+		}, 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t, tt.mod)
+			c := e.dial(bearer(tokDemo))
+			const over = 2
+			for i := range tt.burst + over {
+				if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Echo","TransactionID":`+strconv.Itoa(i)+`}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			echoes, limited := 0, 0
+			for _, m := range readN(t, c, tt.burst+over) {
+				switch {
+				case strings.HasSuffix(m, `"Data":"Limited"}`):
+					limited++
+				case strings.HasPrefix(m, `{"Controller":"Market","Topic":"Echo","TransactionID":`):
+					echoes++
+				default:
+					t.Fatalf("unexpected %s", m)
+				}
+			}
+			if echoes != tt.burst || limited != over {
+				t.Fatalf("%d echoed, %d limited; want %d, %d", echoes, limited, tt.burst, over)
+			}
+			if got := roundTrip(t, c, queryIdentify); !strings.Contains(got, `"Result":"Success"`) {
+				t.Fatalf("an Auth message was limited: %s", got)
+			}
+			if n := len(e.backend.received()); n != tt.burst {
+				t.Fatalf("the backend received %d messages, want %d", n, tt.burst)
+			}
+			if n := e.metrics.get(func(m *fakeMetrics) int { return m.limited[LimitRate] }); n != over {
+				t.Fatalf("limited counted %d", n)
+			}
+		})
+	}
+}
+
+// TestBucketRefills: the bucket refills at MessagesPerSecond, up to Burst.
+func TestBucketRefills(t *testing.T) {
+	l := Limits{MessagesPerSecond: 10, Burst: 2}
+	var b bucket
+	t0 := time.Unix(1000, 0)
+	for i, tt := range []struct {
+		at time.Duration
+		ok bool
+	}{
+		{0, true}, {0, true}, {0, false},
+		{50 * time.Millisecond, false}, {100 * time.Millisecond, true}, {100 * time.Millisecond, false},
+		{time.Hour, true}, {time.Hour, true}, {time.Hour, false},
+	} {
+		if got := b.take(t0.Add(tt.at), &l); got != tt.ok {
+			t.Fatalf("take %d at %v: %v", i, tt.at, got)
+		}
+	}
+}
+
+// TestRequireTLS: on a connection that is not secure, require_tls
+// withholds Trading and OrderPad from every identity the session takes,
+// before the policy, the Identify replies and the backend headers.
+func TestRequireTLS(t *testing.T) {
+	secure := func(*http.Request) bool { return true }
+	for _, tt := range []struct {
+		name     string
+		require  bool
+		secure   func(*http.Request) bool
+		auth     string // header, token, owner
+		withheld bool
+	}{
+		{"plain, header auth", true, nil, "header", true},
+		{"plain, AuthToken", true, nil, "token", true},
+		{"plain, AuthOwner", true, nil, "owner", true},
+		{"secure by the hook", true, secure, "header", false},
+		{"secure by the hook, AuthToken", true, secure, "token", false},
+		{"not required", false, nil, "header", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t, func(c *Config) {
+				c.RequireTLS, c.Secure, c.Passwords = tt.require, tt.secure, fakePasswords{}
+			})
+			var c *websocket.Conn
+			owner := `{"Controller":"Auth","Topic":"AuthOwner","TransactionID":1,"Data":{"ClientID":"demo-app","Username":"trader","Password":"trader"}}`
+			switch tt.auth {
+			case "header":
+				c = e.dial(bearer(tokTrader))
+			case "token":
+				c = dialAuthenticated(t, e, tokTrader, false)
+			case "owner":
+				c = e.dial(nil)
+				if got := roundTrip(t, c, owner); !strings.Contains(got, `"Result":"Success"`) {
+					t.Fatalf("AuthOwner: %s", got)
+				}
+			}
+			check := func(when string) {
+				t.Helper()
+				got := roundTrip(t, c, queryIdentify)
+				if has := strings.Contains(got, "Service.Trading"); has == tt.withheld {
+					t.Fatalf("%s: Trading in the identity %v: %s", when, has, got)
+				}
+				for _, topic := range []string{"QueryAccounts", "PlaceOrder"} {
+					msg := `{"Controller":"Trading","Topic":"` + topic + `","TransactionID":5}`
+					before := e.backend.countExact(msg)
+					if tt.withheld {
+						if got := roundTrip(t, c, msg); got != errorMsg("Trading", topic, 5, CodeAuthority) {
+							t.Fatalf("%s: %s: %s", when, topic, got)
+						}
+						continue
+					}
+					if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+						t.Fatal(err)
+					}
+					eventually(t, when+": "+topic+" forwarded", func() bool { return e.backend.countExact(msg) == before+1 })
+				}
+			}
+			check("first")
+			e.backend.mu.Lock()
+			scopes := e.backend.headers[0].Get("X-Scopes")
+			e.backend.mu.Unlock()
+			if has := strings.Contains(scopes, ScopeTrading) || strings.Contains(scopes, ScopeOrderPad); has == tt.withheld {
+				t.Fatalf("backend X-Scopes %q", scopes)
+			}
+			again := authToken("Bearer", tokTrader)
+			if tt.auth == "owner" {
+				again = owner
+			}
+			if got := roundTrip(t, c, again); !strings.Contains(got, `"Result":"Success"`) {
+				t.Fatalf("re-authentication: %s", got)
+			}
+			check("after a re-authentication")
+		})
+	}
+}

@@ -1,0 +1,245 @@
+package wsauth
+
+import (
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// authority is what an authenticated session's identity allows now.
+type authority uint8
+
+const (
+	authNone    authority = iota // not authenticated
+	authLive                     // the identity holds: messages are forwarded
+	authExpired                  // its expiry passed
+	authRevoked                  // the verifier refuses its token now
+)
+
+// state is the sessions gauge's state of a session with authority a.
+func (a authority) state() State {
+	switch a {
+	case authNone:
+		return StateUnauthenticated
+	case authLive:
+		return StateAuthenticated
+	}
+	return StateExpired
+}
+
+func (a authority) reason() string {
+	if a == authRevoked {
+		return LapseRevoked
+	}
+	return LapseExpired
+}
+
+// setAuthorityLocked moves the session to a, keeping the sessions gauge
+// exact. s.mu held.
+func (s *session) setAuthorityLocked(a authority) {
+	if from, to := s.authority.state(), a.state(); from != to {
+		s.cfg.Metrics.Sessions(from, -1)
+		s.cfg.Metrics.Sessions(to, 1)
+	}
+	s.authority = a
+}
+
+// live reports whether the session is authenticated and its authority
+// holds. Client reader.
+func (s *session) live() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.authority == authLive
+}
+
+// lapseLocked ends the session's authority (a is authExpired or
+// authRevoked) at now: the backend gets an Unsub for each subscription,
+// so the client's feed stops cleanly; the subscriptions are remembered for
+// a fresh credential. On revocation the client is told with an Identify
+// push whose Result is Reject (Rejected in the motif profile). From then
+// on the client's messages other than Auth ones are refused
+// (Error/Authority), not forwarded. s.mu held, the authority live; the
+// caller calls lapsed once it has released s.mu.
+func (s *session) lapseLocked(a authority, now time.Time) error {
+	s.setAuthorityLocked(a)
+	s.lapsedAt = now
+	var err error
+	for _, k := range s.subKeysLocked() {
+		if err = s.unsubBackendLocked(k); err != nil {
+			break
+		}
+	}
+	if a == authRevoked {
+		s.push(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, &Identify{}, s.cfg.Profile, now))
+	}
+	return err
+}
+
+// lapsed counts and logs (the audit entry) a lapse of id's authority,
+// with the verifier's refusal reason for a revocation, and closes the
+// session (1011) when a write to the backend failed.
+func (s *session) lapsed(a authority, id *Identity, refusal string, err error) {
+	s.cfg.Metrics.Lapsed(a.reason())
+	f := []zap.Field{zap.String("reason", a.reason()), zap.String("user", id.Subject),
+		zap.String("client_id", id.ClientID), zap.String("remote", s.remote)}
+	if refusal != "" {
+		f = append(f, zap.String("refusal", refusal))
+	}
+	s.g.log.Info("ws authority lapsed", f...)
+	if err != nil {
+		s.g.log.Warn("ws backend write failed", zap.String("user", id.Subject), zap.Error(err))
+		s.closeSoon(websocket.CloseInternalServerErr)
+	}
+}
+
+// reauthenticate replaces the identity of an authenticated session with
+// id, a fresh credential's for the same subject (accept checked it). If
+// authority had lapsed it holds again, and each remembered subscription
+// the policy still allows under id's scopes is re-sent to the backend as
+// the client's own Sub, so the backend sends a fresh snapshot. Each one it
+// no longer allows gets, to the client, Error/Authority then a server
+// Unsub (Confirm true) and is forgotten; the backend gets an Unsub unless
+// it had one at the lapse. The client gets the reply first, then those
+// Errors and Unsubs, then, if it subscribed to Identify, the new
+// identity; the Subs are re-sent after them, so the snapshots follow the
+// reply. Client reader only.
+func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, env *Envelope) {
+	s.adopt(&id)
+	var out [][]byte // for the client, after the reply
+	s.mu.Lock()
+	wasLive := s.authority == authLive
+	s.id = id
+	s.gen++
+	gen := s.gen
+	s.checkedAt = time.Now()
+	s.setAuthorityLocked(authLive)
+	s.limits = s.cfg.limitsFor(&s.id)
+	var err error
+	var resend []subKey
+	for _, k := range s.subKeysLocked() {
+		if ok, _ := s.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
+			if !wasLive {
+				resend = append(resend, k)
+			}
+			continue
+		}
+		sub, _ := Scan(s.subs[k]) // scanned once already: it reads
+		out = append(out, AppendError(nil, &sub, CodeAuthority),
+			AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true))
+		if wasLive && err == nil {
+			err = s.unsubBackendLocked(k)
+		}
+		s.untrackLocked(k)
+	}
+	push := s.identifySub
+	s.mu.Unlock()
+
+	s.cfg.Metrics.Reauthenticated()
+	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
+		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
+		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.remote))
+	s.replyIdentify(topic, env, true)
+	for _, m := range out {
+		s.reply(m)
+	}
+	if push {
+		s.reply(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, s.identify(true), s.cfg.Profile, s.cfg.Now()))
+	}
+	if err == nil && len(resend) > 0 {
+		err = s.resubscribe(gen, resend)
+	}
+	if err != nil {
+		s.g.log.Warn("ws backend write failed", zap.String("user", id.Subject), zap.Error(err))
+		s.closeAfterQueued(websocket.CloseInternalServerErr)
+	}
+}
+
+// resubscribe re-sends the client's Sub of each of keys to the backend,
+// unless the identity of generation gen has lost its authority meanwhile
+// (its lapse then unsubscribed them all again). Client reader only.
+func (s *session) resubscribe(gen uint32, keys []subKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.gen != gen || s.authority != authLive {
+		return nil
+	}
+	for _, k := range keys {
+		if msg, ok := s.subs[k]; ok {
+			if err := s.writeBackendLocked(msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// adopt prepares an identity the session is about to take: on a
+// connection require_tls finds not secure, WithheldScopes are removed.
+// Client reader only.
+func (s *session) adopt(id *Identity) {
+	if s.insecure {
+		s.cfg.withhold(id)
+	}
+}
+
+// identifySubscription answers Auth/Identify Sub (the reply carries the
+// current identity, Action Sub, Confirm true, the request's
+// TransactionID) and Unsub (no reply); while subscribed, the client is
+// pushed its identity after each re-authentication. Client reader only.
+func (s *session) identifySubscription(env *Envelope) {
+	if s.state != StateAuthenticated {
+		s.deny(env, "unauthenticated")
+		return
+	}
+	s.mu.Lock()
+	s.identifySub = env.Action == ActionSub
+	live := s.authority == authLive
+	s.mu.Unlock()
+	if env.Action == ActionSub {
+		s.reply(AppendAuthMessage(nil, "Identify", ActionSub, env.TransactionIDText, true, s.identify(live), s.cfg.Profile, s.cfg.Now()))
+	}
+}
+
+// identify is what an Identify message tells of the session's identity,
+// or the failure result. Client reader only.
+func (s *session) identify(success bool) *Identify {
+	id := &Identify{Success: success}
+	if success {
+		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.id.DisplayName, s.id.Subject, s.id.Expiry, s.id.Scopes
+		if s.cfg.returnsToken(s.id.ClientID) {
+			id.AccessToken = s.id.Token
+		}
+	}
+	return id
+}
+
+// push queues one of the gateway's own messages for the client without
+// waiting: when the queue is full the message is dropped (the client is
+// then not reading, and being closed for it). Safe from any goroutine.
+func (s *session) push(msg []byte) bool {
+	n := int64(len(msg))
+	if q := s.queued.Load(); q != 0 && q+n > s.cfg.SendQueueBytes {
+		return false
+	}
+	s.queued.Add(n)
+	select {
+	case s.sendq <- outMsg{typ: websocket.TextMessage, data: msg}:
+		return true
+	default:
+		s.queued.Add(-n)
+		return false
+	}
+}
+
+// closeSoon closes the client with code once what is queued is written,
+// without waiting: with the queue full, the close starts at once on a
+// goroutine of its own (closeClient may wait WriteTimeout on a writer
+// stuck on a slow client). Safe from any goroutine.
+func (s *session) closeSoon(code int) {
+	select {
+	case s.sendq <- outMsg{close: code}:
+	default:
+		go s.closeClient(code)
+	}
+}

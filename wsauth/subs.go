@@ -1,0 +1,173 @@
+package wsauth
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// CodeSession answers a client message the session refuses whatever its
+// rights: one using a reserved TransactionID.
+const CodeSession = "Session"
+
+// Reserved TransactionIDs. The gateway's own messages to the backend (the
+// Unsubs it sends when authority lapses or a scope is lost) carry
+// TransactionIDs whose decimal digits begin with reservedDigits:
+// reservedBase plus a per-session counter, wrapping below 2^53 - 1, so a
+// backend in JavaScript reads them exactly. A client message whose
+// TransactionID's digits (after any minus sign) begin with them is refused
+// with Error/Session; a backend message holding "TransactionID": followed
+// by them (no space, or one, after the colon) is dropped unread: it
+// answers the gateway. That test is a byte search, never a parse: backend
+// traffic is never JSON-parsed. It holds as long as the backend echoes a
+// TransactionID as it received it (a number, in decimal, as the protocol
+// has it); a nested member named TransactionID with a reserved value, in a
+// message's Data, drops that message too.
+const (
+	reservedBase = 9007199254000000
+	reservedSpan = 740991 // reservedBase+reservedSpan-1 = 2^53 - 2
+)
+
+var reservedDigits = []byte("9007199254")
+
+// reservedTransactionID reports whether a client's TransactionID (its JSON
+// text, nil for none) is in the reserved range.
+func reservedTransactionID(text []byte) bool {
+	return bytes.HasPrefix(bytes.TrimPrefix(text, []byte{'-'}), reservedDigits)
+}
+
+// answersGateway reports whether msg, a backend message, carries a
+// reserved TransactionID.
+func answersGateway(msg []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(msg[i:], reservedDigits)
+		if j < 0 {
+			return false
+		}
+		j += i
+		if p := msg[:j]; bytes.HasSuffix(p, []byte(`"TransactionID":`)) || bytes.HasSuffix(p, []byte(`"TransactionID": `)) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// nextTransactionIDLocked appends the next reserved TransactionID. s.mu
+// held.
+func (s *session) nextTransactionIDLocked(dst []byte) []byte {
+	n := reservedBase + int64(s.tidSeq)
+	s.tidSeq = (s.tidSeq + 1) % reservedSpan
+	return strconv.AppendInt(dst, n, 10)
+}
+
+// subKey is a subscription: its Controller and its Topic with the "!"
+// arguments.
+type subKey struct{ controller, topic string }
+
+// forward writes msg, a client message the policy allows, to the backend
+// leg, and tracks the subscriptions it makes and ends: a Sub adds a copy
+// of msg (re-sent when a lapsed session authenticates again), an Unsub
+// drops it. All under mu, so a lapse either precedes the authority check
+// or follows the write. While authority has lapsed nothing is forwarded
+// (Error/Authority); an Unsub then still drops its subscription, which is
+// not re-sent. A Sub for a new subscription past Limits.Subscriptions or
+// MaxSubscriptionBytes is answered Error/Limited. Client reader only.
+func (s *session) forward(msg []byte, env *Envelope) {
+	k := subKey{env.Controller, env.Topic}
+	s.mu.Lock()
+	if s.authority != authLive {
+		if env.Action == ActionUnsub {
+			s.untrackLocked(k)
+		}
+		s.mu.Unlock()
+		s.deny(env, "authority lapsed")
+		return
+	}
+	switch env.Action {
+	case ActionSub:
+		if !s.trackLocked(k, msg) {
+			s.mu.Unlock()
+			s.limited(env, LimitSubscriptions)
+			return
+		}
+	case ActionUnsub:
+		s.untrackLocked(k)
+	}
+	err := s.writeBackendLocked(msg)
+	s.mu.Unlock()
+	if err != nil {
+		s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
+		s.closeAfterQueued(websocket.CloseInternalServerErr)
+		return
+	}
+	s.cfg.Metrics.Relayed(controllerLabel(env.Controller))
+}
+
+// trackLocked records the Sub msg for k, replacing an earlier one; false
+// when a limit refuses it. s.mu held.
+func (s *session) trackLocked(k subKey, msg []byte) bool {
+	old, had := s.subs[k]
+	n := s.subBytes - int64(len(old)) + int64(len(msg))
+	if !had && len(s.subs) >= s.limits.Subscriptions || n > s.cfg.MaxSubscriptionBytes {
+		return false
+	}
+	if s.subs == nil {
+		s.subs = map[subKey][]byte{}
+	}
+	s.subs[k] = bytes.Clone(msg)
+	s.subBytes = n
+	if !had {
+		s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), 1)
+	}
+	return true
+}
+
+// untrackLocked forgets the subscription k, if tracked. s.mu held.
+func (s *session) untrackLocked(k subKey) {
+	old, had := s.subs[k]
+	if !had {
+		return
+	}
+	delete(s.subs, k)
+	s.subBytes -= int64(len(old))
+	s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), -1)
+}
+
+// dropSubsLocked forgets every subscription (teardown). s.mu held.
+func (s *session) dropSubsLocked() {
+	for k := range s.subs {
+		s.untrackLocked(k)
+	}
+	s.subs = nil
+}
+
+// subKeysLocked are the tracked subscriptions in order, so the backend
+// sees the gateway's own messages in a stable order. s.mu held.
+func (s *session) subKeysLocked() []subKey {
+	keys := make([]subKey, 0, len(s.subs))
+	for k := range s.subs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b subKey) int {
+		return cmp.Or(cmp.Compare(a.controller, b.controller), cmp.Compare(a.topic, b.topic))
+	})
+	return keys
+}
+
+// writeBackendLocked writes one data message to the backend leg, within
+// WriteTimeout. s.mu held: it is the leg's one writer.
+func (s *session) writeBackendLocked(msg []byte) error {
+	_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+	return s.bc.WriteMessage(websocket.TextMessage, msg)
+}
+
+// unsubBackendLocked sends the backend the gateway's own Unsub of k, with
+// a reserved TransactionID. s.mu held.
+func (s *session) unsubBackendLocked(k subKey) error {
+	msg := AppendUnsub(nil, k.controller, k.topic, s.nextTransactionIDLocked(nil), false)
+	return s.writeBackendLocked(msg)
+}
