@@ -101,6 +101,7 @@ const (
 const (
 	LimitSubscriptions = "subscriptions" // Limits.Subscriptions, or MaxSubscriptionBytes
 	LimitRate          = "rate"          // Limits.MessagesPerSecond and Burst
+	LimitAuth          = "auth"          // Auth messages on an authenticated session (authLimits)
 )
 
 // AuthMethod is how a session tried to authenticate.

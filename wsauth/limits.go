@@ -107,6 +107,12 @@ func (c *Config) limitsFor(id *Identity) Limits {
 	return l
 }
 
+// authLimits bound the Auth messages of an authenticated session (each
+// may cost a signature check or a password hash): a burst of 10, then one
+// every 2 seconds, far above a client that re-authenticates before each
+// expiry.
+var authLimits = Limits{MessagesPerSecond: 0.5, Burst: 10}
+
 // bucket is a session's token bucket over its client messages (the
 // client reader's; no lock).
 type bucket struct {

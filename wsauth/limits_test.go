@@ -298,3 +298,33 @@ func TestRequireTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthMessagesLimitedOnceAuthenticated: an authenticated session's Auth
+// messages have a bucket of their own: past its burst they get Limited and
+// reach no verifier, while other messages still pass.
+func TestAuthMessagesLimitedOnceAuthenticated(t *testing.T) {
+	e := newTestEnv(t, nil)
+	c := e.dial(bearer(tokDemo))
+	burst := authLimits.Burst
+	for i := range burst + 3 {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":`+strconv.Itoa(i)+`}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limited := 0
+	for _, m := range readN(t, c, burst+3) {
+		if strings.HasSuffix(m, `"Data":"Limited"}`) {
+			limited++
+		}
+	}
+	if limited != 3 {
+		t.Fatalf("%d Auth messages limited, want 3", limited)
+	}
+	echo := `{"Controller":"Market","Topic":"Echo","TransactionID":99}`
+	if got := roundTrip(t, c, echo); got != echo {
+		t.Fatalf("after the Auth burst: %s", got)
+	}
+	if n := e.metrics.get(func(m *fakeMetrics) int { return m.limited[LimitAuth] }); n != 3 {
+		t.Fatalf("limited counted %d", n)
+	}
+}

@@ -66,6 +66,7 @@ type session struct {
 	insecure     bool   // RequireTLS, and the connection is not secure
 	limits       Limits // the effective limits of the identity
 	bucket       bucket // the message rate's
+	authBucket   bucket // the Auth messages' once authenticated
 
 	// Guarded by mu (written by the client reader, or the supervisor).
 	mu          sync.Mutex
@@ -250,6 +251,12 @@ func (s *session) handle(msg []byte) {
 		return
 	}
 	if env.Controller == "Auth" {
+		// Unauthenticated, AuthMaxMessages bounds them; afterwards a bucket
+		// of their own, so a client cannot keep the verifier busy.
+		if s.state == StateAuthenticated && !s.authBucket.take(time.Now(), &authLimits) {
+			s.limited(&env, LimitAuth)
+			return
+		}
 		s.handleAuth(&env)
 		return
 	}
