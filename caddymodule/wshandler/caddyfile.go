@@ -1,6 +1,8 @@
 package wshandler
 
 import (
+	"strconv"
+
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -41,6 +43,14 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		header <Name> <template>...       # repeatable, one per name
 //		pass_authorization
 //		reload_delay <duration>
+//		recheck_interval <duration>       # revocation reaches live sessions within it
+//		expiry_grace <duration>           # lapsed sessions wait this long for a fresh AuthToken
+//		require_tls [<scope>...]          # withhold these (default Trading, OrderPad) without TLS
+//		limits [client <id> | scope <scope>] {  # repeatable with client/scope
+//			subscriptions <n>
+//			messages_per_second <rate>
+//			burst <n>
+//		}
 //		policy {
 //			replace_defaults
 //			allow <Controller> <Topic>             # any authenticated session
@@ -53,7 +63,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if err := cfutil.NoArgs(d); err != nil {
 		return err
 	}
-	once := cfutil.NewOnceSet("gatehouse_ws: ", "upstream", "header")
+	once := cfutil.NewOnceSet("gatehouse_ws: ", "upstream", "header", "limits")
 	return cfutil.ParseBlock(d, once, func(name string) (err error) {
 		switch name {
 		case "upstream":
@@ -94,6 +104,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.PassAuthorization, err = cfutil.Flag(d)
 		case "reload_delay":
 			h.ReloadDelay, err = cfutil.DurationArg(d)
+		case "recheck_interval":
+			h.RecheckInterval, err = cfutil.DurationArg(d)
+		case "expiry_grace":
+			h.ExpiryGrace, err = cfutil.DurationArg(d)
+		case "require_tls":
+			h.RequireTLS = true
+			h.WithheldScopes = d.RemainingArgs()
+		case "limits":
+			err = h.parseLimits(d)
 		case "policy":
 			err = h.parsePolicy(d)
 		default:
@@ -101,6 +120,54 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return err
 	})
+}
+
+// parseLimits parses "limits [client <id> | scope <scope>] { ... }": the
+// default limits without arguments, an override with them.
+func (h *Handler) parseLimits(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	var l wsauth.Limits
+	var o wsauth.LimitOverride
+	switch {
+	case len(args) == 0:
+		if h.Limits != nil {
+			return d.Err("limits: the default limits are set twice")
+		}
+	case len(args) == 2 && args[0] == "client":
+		o.ClientID = args[1]
+	case len(args) == 2 && args[0] == "scope":
+		o.Scope = args[1]
+	default:
+		return d.Errf("limits: expected no argument, client <id> or scope <scope>, got %q", args)
+	}
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_ws: limits: "), func(name string) (err error) {
+		switch name {
+		case "subscriptions":
+			l.Subscriptions, err = cfutil.PositiveIntArg(d)
+		case "messages_per_second":
+			var v string
+			if v, err = cfutil.OneArg(d); err == nil {
+				if l.MessagesPerSecond, err = strconv.ParseFloat(v, 64); err != nil || l.MessagesPerSecond <= 0 {
+					return d.Errf("messages_per_second: %q is not a positive number", v)
+				}
+			}
+		case "burst":
+			l.Burst, err = cfutil.PositiveIntArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		h.Limits = &l
+	} else {
+		o.Limits = l
+		h.LimitOverrides = append(h.LimitOverrides, o)
+	}
+	return nil
 }
 
 // parsePolicy parses the policy block.

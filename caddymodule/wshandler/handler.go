@@ -134,6 +134,36 @@ type Handler struct {
 	// message).
 	Headers map[string][]string `json:"headers,omitempty"`
 
+	// RecheckInterval is how often a live session's token is verified
+	// again, so that a revoked token, refresh family or user ends the
+	// session's authority within it (plus the verifier's revocation
+	// refresh, 5s). Default 3s.
+	RecheckInterval caddy.Duration `json:"recheck_interval,omitempty"`
+
+	// ExpiryGrace is how long a session whose authority lapsed (expiry,
+	// revocation) stays open for a fresh AuthToken, its subscriptions
+	// paused at the backend, before it is closed with 1008. Default 5m.
+	ExpiryGrace caddy.Duration `json:"expiry_grace,omitempty"`
+
+	// Limits are each session's entitlement limits: live subscriptions,
+	// messages per second and burst. Over a limit a message is answered
+	// Error/Limited and not forwarded. Defaults: 500 subscriptions, 50
+	// messages/s, burst 100.
+	Limits *wsauth.Limits `json:"limits,omitempty"`
+
+	// LimitOverrides raise the limits of the sessions of one OAuth client
+	// or holding one scope; a session gets the largest that apply.
+	LimitOverrides []wsauth.LimitOverride `json:"limit_overrides,omitempty"`
+
+	// RequireTLS withholds WithheldScopes (default Service/Trading and
+	// Service/OrderPad) on connections without TLS, as the original
+	// platform does. Behind a TLS-ending proxy, X-Forwarded-Proto: https
+	// counts only from the server's trusted_proxies. Default false.
+	RequireTLS bool `json:"require_tls,omitempty"`
+
+	// WithheldScopes are the scopes RequireTLS withholds.
+	WithheldScopes []string `json:"withheld_scopes,omitempty"`
+
 	// PassAuthorization passes the session's access token to the backend
 	// as "Authorization: Bearer <token>". Default false.
 	PassAuthorization bool `json:"pass_authorization,omitempty"`
@@ -172,7 +202,13 @@ func (h *Handler) config() (wsauth.Config, error) {
 		AuthTimeout: time.Duration(h.AuthTimeout), AuthMaxMessages: h.AuthMaxMessages,
 		MaxUnauthenticated: h.MaxUnauthenticated, PingInterval: time.Duration(h.PingInterval),
 		IdleTimeout: time.Duration(h.IdleTimeout), ReturnAccessToken: h.ReturnAccessToken,
-		Profile: wsauth.Profile{Vendor: h.Vendor, Motif: h.Motif},
+		Profile:         wsauth.Profile{Vendor: h.Vendor, Motif: h.Motif},
+		RecheckInterval: time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
+		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
+		Secure: secureConnection,
+	}
+	if h.Limits != nil {
+		cfg.Limits = *h.Limits
 	}
 	if h.Policy != nil {
 		if err := h.Policy.Validate(); err != nil {
@@ -200,6 +236,22 @@ func (h *Handler) config() (wsauth.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// secureConnection reports whether the client reached the site over TLS:
+// the connection itself, or a TLS-ending proxy in the server's
+// trusted_proxies that says X-Forwarded-Proto: https. The header from any
+// other client counts for nothing.
+func secureConnection(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
+	if !trusted {
+		return false
+	}
+	v := r.Header.Values("X-Forwarded-Proto")
+	return len(v) > 0 && strings.EqualFold(strings.TrimSpace(v[len(v)-1]), "https")
 }
 
 // identityExpander expands the identity placeholders of a header template.
