@@ -189,6 +189,15 @@ func TestQueryService(t *testing.T) {
 		}
 	})
 
+	t.Run("method", func(t *testing.T) {
+		req := mustRequest(t, http.MethodGet, g.Issuer+"/query", nil)
+		req.Header.Set("Authorization", "Bearer "+demo)
+		resp, body := g.Do(t, req)
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST, OPTIONS" || !strings.Contains(string(body), `"method_not_allowed"`) {
+			t.Fatalf("GET /query: %d %v %s", resp.StatusCode, resp.Header, body)
+		}
+	})
+
 	t.Run("CORS preflight", func(t *testing.T) {
 		req := mustRequest(t, http.MethodOptions, g.Issuer+"/query/Security/select", nil)
 		req.Header.Set("Origin", g.Issuer)

@@ -3,6 +3,8 @@ package queryproxy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -208,5 +210,47 @@ func TestResultCutWhileStreaming(t *testing.T) {
 	}
 	if got := resp.Trailer.Get(queryproxy.ErrorTrailer); got != queryproxy.CodeResultTooLarge {
 		t.Fatalf("trailer %q", got)
+	}
+}
+
+// failingEngine fails every Query and Exec with err.
+type failingEngine struct {
+	queryproxy.Engine
+	err error
+}
+
+func (e failingEngine) Query(context.Context, sqlgen.Statement) (queryproxy.Rows, error) {
+	return nil, e.err
+}
+
+func (e failingEngine) Exec(context.Context, []sqlgen.Statement) (int64, error) { return 0, e.err }
+
+// TestEngineFailures: the engine's error classes map to their statuses,
+// with no driver text in the body.
+func TestEngineFailures(t *testing.T) {
+	for _, tt := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("sqlite: interrupted (9): %w", queryproxy.ErrTimeout), 504, "timeout"},
+		{fmt.Errorf("sqlite: database is locked (5): %w", queryproxy.ErrUnavailable), 503, "unavailable"},
+		{fmt.Errorf("sqlite: UNIQUE constraint failed: Order.OrderId: %w", queryproxy.ErrConstraint), 409, "constraint_violation"},
+		{errors.New("sqlite: SQL logic error near \"x\""), 500, "internal_error"},
+	} {
+		t.Run(tt.code, func(t *testing.T) {
+			s := newService(t, func(c *queryproxy.Config) { c.Engine = failingEngine{c.Engine, tt.err} })
+			for _, r := range []*response{
+				s.query(t, "trader", "select Code from Security"),
+				s.do(t, "trader", "POST", "/query/Order/insert", appJSON, `{"AccountId":"TRD-200001","Code":"WES","Exchange":"ASX","Side":"Buy","Quantity":1}`),
+			} {
+				if r.status != tt.status || r.result.Error == nil || r.result.Error.Code != tt.code {
+					t.Fatalf("%d %s", r.status, r.body)
+				}
+				if strings.Contains(r.body, "sqlite") || strings.Contains(r.body, "Order.OrderId") {
+					t.Fatalf("driver text in %s", r.body)
+				}
+			}
+		})
 	}
 }
