@@ -33,8 +33,12 @@ const (
 
 // Config configures a Handler. Zero fields take their defaults.
 type Config struct {
-	// Engine runs the statements. Required.
+	// Engine runs the statements as SQL. Exactly one of Engine and
+	// Forwarder is required.
 	Engine Engine
+	// Forwarder hands the statements on, as IQL, to the platform's own
+	// query service (the iq engine).
+	Forwarder Forwarder
 	// Tables is the table policy; tables it does not name are invisible.
 	Tables []TablePolicy
 	// Authenticate returns the request's caller, or answers the request
@@ -83,8 +87,8 @@ func (nopMetrics) Request(string, string, string, time.Duration) {}
 // Validate checks cfg without changing it.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if cfg.Engine == nil {
-		errs = append(errs, errors.New("no engine"))
+	if (cfg.Engine == nil) == (cfg.Forwarder == nil) {
+		errs = append(errs, errors.New("exactly one of an engine and a forwarder is needed"))
 	}
 	if cfg.Authenticate == nil {
 		errs = append(errs, errors.New("no authenticator"))
@@ -143,7 +147,13 @@ func New(cfg Config) (*Handler, error) {
 
 // CheckCatalog checks the table policy against the engine's catalog.
 func (h *Handler) CheckCatalog(ctx context.Context) error {
-	cat, err := h.cfg.Engine.Catalog(ctx)
+	var cat sqlgen.Catalog
+	var err error
+	if h.cfg.Forwarder != nil {
+		cat, err = h.cfg.Forwarder.Catalog(ctx)
+	} else {
+		cat, err = h.cfg.Engine.Catalog(ctx)
+	}
 	if err != nil {
 		return err
 	}

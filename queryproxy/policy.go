@@ -57,6 +57,9 @@ type Caller struct {
 	// Claim returns a string claim of the token (e.g. "sub"); false when
 	// the token has none or it is not a string. nil: only "sub" (Subject).
 	Claim func(name string) (string, bool)
+	// Token is the access token itself, for a Forwarder, whose upstream
+	// knows the user from it. Never logged.
+	Token string
 }
 
 func (c *Caller) claim(name string) (string, bool) {
@@ -194,9 +197,11 @@ type plan struct {
 // plan. Unknown and invisible tables are 404; a table the caller's scopes
 // do not open is 403 (the table names are the platform's published
 // catalogue: no secret); hidden columns are unknown columns (404, as
-// sqlgen reports them). An insert naming the owner column with the
-// caller's own value has it removed (sqlgen adds it); another value is 403.
-func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement) (*plan, *Error) {
+// sqlgen reports them). With ownerRewrite (every SQL engine), a per-user
+// table gets the owner filter, and an insert naming the owner column with
+// the caller's own value has it removed (sqlgen adds it); another value is
+// 403. A Forwarder's upstream does that itself.
+func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ownerRewrite bool) (*plan, *Error) {
 	name := stmt.TableName()
 	tp, named := p.table(name)
 	t, exists := cat.Table(name)
@@ -223,7 +228,7 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement) (*
 		}
 	}
 	pl := &plan{table: t.Name, catalog: sqlgen.Catalog{Tables: []sqlgen.Table{visible}}, write: write}
-	if tp.Owner != "" {
+	if tp.Owner != "" && ownerRewrite {
 		owner, ok := c.claim(tp.OwnerClaim)
 		if !ok || owner == "" {
 			return nil, errForbidden(fmt.Sprintf("table %s holds per-user rows; the access token has no %s claim", t.Name, tp.OwnerClaim))

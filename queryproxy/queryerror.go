@@ -26,6 +26,7 @@ const (
 	CodeTooLarge            = "too_large"              // 413: a body or statement over a limit
 	CodeUnsupportedMedia    = "unsupported_media_type" // 415
 	CodeTooManyRequests     = "too_many_requests"      // 429: over the per-user concurrency bound
+	CodeBadGateway          = "bad_gateway"            // 502: the upstream query service failed (iq engine)
 	CodeServiceUnavailable  = CodeUnavailable          // 503
 	CodeGatewayTimeout      = CodeTimeout              // 504: the statement time limit
 	CodeClientClosedRequest = CodeCanceled             // the client went away (logged; nobody reads it)

@@ -17,6 +17,15 @@ import (
 // serve authorizes stmt, generates its SQL and runs it: a select streams
 // its rows, a write answers {"RowsAffected": n} and is audited.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, stmt iql.Statement) {
+	if h.cfg.Forwarder != nil {
+		if sel, ok := stmt.(*iql.Select); ok && sqlgen.EqualFold(sel.Table, CatalogueTable) {
+			req.table = CatalogueTable
+			h.catalogueInMemory(w, r, req, sel)
+			return
+		}
+		h.forward(w, r, req, stmt)
+		return
+	}
 	ctx := r.Context()
 	cat, err := h.cfg.Engine.Catalog(ctx)
 	if err != nil {
@@ -28,7 +37,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, st
 		h.catalogue(w, r, req, cat, sel)
 		return
 	}
-	pl, e := h.policy.authorize(cat, req.caller, stmt)
+	pl, e := h.policy.authorize(cat, req.caller, stmt, true)
 	if pl != nil {
 		req.table = pl.table
 	} else if t, ok := cat.Table(stmt.TableName()); ok {

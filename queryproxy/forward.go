@@ -1,0 +1,346 @@
+package queryproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/queryproxy/iql"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// Forwarder is an engine that takes IQL itself: the platform's own query
+// service (the iq engine). The handler authorizes a statement as for any
+// engine, resolves its names against the Forwarder's configured catalog,
+// re-prints it as canonical IQL (iql.Format) and hands it on with the
+// caller's token; the Forwarder checks the answer's shape.
+type Forwarder interface {
+	// Catalog is the configured catalog: the tables and columns the
+	// upstream serves.
+	Catalog(ctx context.Context) (sqlgen.Catalog, error)
+	// Forward sends one statement and returns the checked answer.
+	Forward(ctx context.Context, req ForwardRequest) (*ForwardResult, error)
+}
+
+// ForwardRequest is one statement for a Forwarder.
+type ForwardRequest struct {
+	IQL       string          // canonical IQL, every name in the catalog's spelling
+	Token     string          // the caller's access token (the upstream knows the user from it)
+	RequestID string          // the request's Request-Id
+	Write     bool            // an INSERT: the answer is {"RowsAffected": n}
+	Columns   []sqlgen.Column // a select's columns, in order: the answer may hold no others
+	MaxRows   int             // a select's row limit: an answer with more fails with ErrTooManyRows
+}
+
+// ForwardResult is a Forwarder's checked answer.
+type ForwardResult struct {
+	Body         []byte // a select's result, in the shape of DESIGN.md, checked
+	RowsAffected int64  // an insert's
+}
+
+// The errors of a Forwarder, next to the engine ones (ErrTimeout for the
+// upstream's time limit, ErrUnavailable when it cannot be reached or says
+// so, ErrTooManyRows).
+var (
+	// ErrBadGateway: the upstream answered something the service cannot
+	// pass on (a failure of its own, or an answer of the wrong shape).
+	ErrBadGateway = errors.New("the upstream query service failed")
+	// ErrUpstreamRefused: the upstream refused the request (a 4xx);
+	// UpstreamError says which.
+	ErrUpstreamRefused = errors.New("the upstream query service refused the request")
+)
+
+// UpstreamError is a refusal of the upstream: its status, and its error
+// code when its body had one.
+type UpstreamError struct {
+	Status int
+	Code   string
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("upstream answered %d %s", e.Status, e.Code)
+}
+
+func (e *UpstreamError) Unwrap() error { return ErrUpstreamRefused }
+
+// forwardable reports why stmt is outside the upstream's documented
+// grammar (zenith-protocol.md, "Query service"), or "" when it is not:
+// SELECT with a WHERE of comparisons joined by AND alone or OR alone,
+// with =, IS NULL, >, >=, <, <=, BEGINS, CONTAINS, IN, LIKE, BETWEEN;
+// INSERT of one row. ORDER BY, LIMIT, NOT, <>, IS NOT NULL, a mix of AND
+// and OR (which needs parentheses), UPDATE and DELETE are ours only.
+func forwardable(stmt iql.Statement) string {
+	switch s := stmt.(type) {
+	case *iql.Select:
+		if len(s.OrderBy) > 0 {
+			return "ORDER BY"
+		}
+		if s.Limit != nil {
+			return "LIMIT"
+		}
+		return forwardableWhere(s.Where)
+	case *iql.Insert:
+		if len(s.Rows) != 1 {
+			return "an INSERT of several rows"
+		}
+		return ""
+	case *iql.Update:
+		return "UPDATE"
+	case *iql.Delete:
+		return "DELETE"
+	}
+	return "this statement"
+}
+
+func forwardableWhere(e iql.Expr) string {
+	var terms []iql.Expr
+	switch x := e.(type) {
+	case nil:
+		return ""
+	case *iql.Compare:
+		terms = []iql.Expr{x}
+	case *iql.And:
+		terms = x.Terms
+	case *iql.Or:
+		terms = x.Terms
+	case *iql.Not:
+		return "NOT"
+	}
+	for _, t := range terms {
+		c, ok := t.(*iql.Compare)
+		if !ok {
+			if _, not := t.(*iql.Not); not {
+				return "NOT"
+			}
+			return "AND and OR together (parentheses)"
+		}
+		switch c.Op {
+		case iql.OpNe:
+			return "<>"
+		case iql.OpIsNotNull:
+			return "IS NOT NULL"
+		}
+	}
+	return ""
+}
+
+// resolve returns a copy of stmt with the table and every column in the
+// catalog's spelling, "*" expanded to the visible columns, and the
+// select's result columns; an unknown (or hidden) name is an error as
+// sqlgen reports it.
+func resolve(t sqlgen.Table, stmt iql.Statement) (iql.Statement, []sqlgen.Column, *Error) {
+	col := func(name string) (string, *Error) {
+		c, ok := t.Column(name)
+		if !ok {
+			return "", generateError(&sqlgen.UnknownError{Kind: "column", Name: name, Table: t.Name})
+		}
+		return c.Name, nil
+	}
+	var fail *Error
+	where := func(e iql.Expr) iql.Expr {
+		return mapExpr(e, func(c *iql.Compare) *iql.Compare {
+			name, e := col(c.Column)
+			if e != nil && fail == nil {
+				fail = e
+			}
+			return &iql.Compare{Column: name, Op: c.Op, Values: c.Values}
+		})
+	}
+	switch s := stmt.(type) {
+	case *iql.Select:
+		out := &iql.Select{Table: t.Name}
+		var cols []sqlgen.Column
+		if len(s.Columns) == 0 {
+			cols = t.Columns
+		} else {
+			for _, n := range s.Columns {
+				c, ok := t.Column(n)
+				if !ok {
+					return nil, nil, generateError(&sqlgen.UnknownError{Kind: "column", Name: n, Table: t.Name})
+				}
+				cols = append(cols, c)
+			}
+		}
+		for _, c := range cols {
+			out.Columns = append(out.Columns, c.Name)
+		}
+		out.Where = where(s.Where)
+		return out, cols, fail
+	case *iql.Insert:
+		out := &iql.Insert{Table: t.Name, Rows: s.Rows}
+		for _, n := range s.Columns {
+			name, e := col(n)
+			if e != nil {
+				return nil, nil, e
+			}
+			out.Columns = append(out.Columns, name)
+		}
+		return out, nil, nil
+	}
+	return nil, nil, errInvalid("this statement cannot be forwarded")
+}
+
+// mapExpr copies e with each comparison replaced by f's.
+func mapExpr(e iql.Expr, f func(*iql.Compare) *iql.Compare) iql.Expr {
+	switch x := e.(type) {
+	case *iql.Compare:
+		return f(x)
+	case *iql.And:
+		out := &iql.And{}
+		for _, t := range x.Terms {
+			out.Terms = append(out.Terms, mapExpr(t, f))
+		}
+		return out
+	case *iql.Or:
+		out := &iql.Or{}
+		for _, t := range x.Terms {
+			out.Terms = append(out.Terms, mapExpr(t, f))
+		}
+		return out
+	case *iql.Not:
+		return &iql.Not{X: mapExpr(x.X, f)}
+	}
+	return e
+}
+
+// forward serves a request with the Forwarder: the grammar check, the
+// policy (per-user rows are the upstream's: it knows the user from the
+// token, so no owner filter is added), the names resolved, the statement
+// re-printed and sent.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, stmt iql.Statement) {
+	fw := h.cfg.Forwarder
+	if what := forwardable(stmt); what != "" {
+		h.fail(w, req, &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement,
+			Message: what + " is not in the query language of this service's upstream"})
+		return
+	}
+	cat, err := fw.Catalog(r.Context())
+	if err != nil {
+		h.fail(w, req, forwardError(err))
+		return
+	}
+	pl, e := h.policy.authorize(cat, req.caller, stmt, false)
+	if e != nil {
+		h.fail(w, req, e)
+		return
+	}
+	req.table = pl.table
+	resolved, cols, e := resolve(pl.catalog.Tables[0], stmt)
+	if e != nil {
+		h.fail(w, req, e)
+		return
+	}
+	freq := ForwardRequest{IQL: iql.Format(resolved), Token: req.caller.Token, RequestID: req.id,
+		Write: pl.write, Columns: cols, MaxRows: h.cfg.MaxRows}
+	res, err := fw.Forward(r.Context(), freq)
+	if pl.write {
+		outcome := "ok"
+		if err != nil {
+			outcome = forwardError(err).Code
+		}
+		var n int64
+		if res != nil {
+			n = res.RowsAffected
+		}
+		h.log.Info("query write", zap.String("request_id", req.id), zap.String("user", req.caller.Subject),
+			zap.String("client_id", req.caller.ClientID), zap.String("table", req.table), zap.String("kind", "insert"),
+			zap.Int64("rows_affected", n), zap.String("outcome", outcome), zap.String("engine", "iq"))
+	}
+	if err != nil {
+		h.fail(w, req, forwardError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if pl.write {
+		_, _ = w.Write([]byte(`{"RowsAffected":` + strconv.FormatInt(res.RowsAffected, 10) + "}\n"))
+	} else {
+		_, _ = w.Write(res.Body)
+	}
+	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))
+}
+
+// forwardError maps a Forwarder's error: 502 a bad answer, 503 the
+// upstream unavailable, 504 its time limit, the upstream's own refusals
+// as the matching client errors.
+func forwardError(err error) *Error {
+	if ue, ok := errors.AsType[*UpstreamError](err); ok {
+		switch ue.Status {
+		case http.StatusBadRequest:
+			return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: "the upstream query service refused the statement", cause: err}
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "the upstream query service refused the request", cause: err}
+		case http.StatusNotFound:
+			return &Error{Status: http.StatusNotFound, Code: CodeUnknownTable, Message: "the upstream query service does not know the table", cause: err}
+		case http.StatusConflict:
+			return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the write conflicts with the data", cause: err}
+		case http.StatusTooManyRequests:
+			return &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyRequests, Message: "the upstream query service is over its rate", cause: err}
+		}
+		return &Error{Status: http.StatusBadGateway, Code: CodeBadGateway, Message: "the upstream query service failed", cause: err}
+	}
+	if errors.Is(err, ErrBadGateway) {
+		return &Error{Status: http.StatusBadGateway, Code: CodeBadGateway, Message: "the upstream query service failed", cause: err}
+	}
+	return engineError(err)
+}
+
+// catalogueInMemory serves CatalogueTable for a Forwarder, from its
+// configured catalog and the policy: a select list of Name and IsSystem,
+// no WHERE, ORDER BY or LIMIT (there is no SQL engine to run them).
+func (h *Handler) catalogueInMemory(w http.ResponseWriter, r *http.Request, req *request, sel *iql.Select) {
+	if sel.Where != nil || len(sel.OrderBy) > 0 || sel.Limit != nil {
+		h.fail(w, req, &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement,
+			Message: CatalogueTable + " takes no WHERE, ORDER BY or LIMIT on this service"})
+		return
+	}
+	cat, err := h.cfg.Forwarder.Catalog(r.Context())
+	if err != nil {
+		h.fail(w, req, forwardError(err))
+		return
+	}
+	table := sqlgen.Table{Name: CatalogueTable, Columns: []sqlgen.Column{{Name: "Name", Type: sqlgen.String}, {Name: "IsSystem", Type: sqlgen.Boolean}}}
+	_, cols, e := resolve(table, sel)
+	if e != nil {
+		h.fail(w, req, e)
+		return
+	}
+	var rows [][]any
+	for _, n := range append(h.policy.readable(cat, req.caller), CatalogueTable) {
+		row := make([]any, len(cols))
+		for i, c := range cols {
+			if c.Name == "Name" {
+				row[i] = n
+			} else {
+				row[i] = n == CatalogueTable
+			}
+		}
+		rows = append(rows, row)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if _, err := WriteResult(w, &memRows{cols: cols, rows: rows, i: -1}, ResultOptions{MaxRows: h.cfg.MaxRows}); err != nil {
+		w.Header().Del("Content-Type")
+		h.fail(w, req, engineError(err))
+		return
+	}
+	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))
+}
+
+// memRows is a result held in memory.
+type memRows struct {
+	cols []sqlgen.Column
+	rows [][]any
+	i    int
+}
+
+func (m *memRows) Columns() []sqlgen.Column { return m.cols }
+func (m *memRows) Next() bool               { m.i++; return m.i < len(m.rows) }
+func (m *memRows) Values() []any            { return m.rows[m.i] }
+func (m *memRows) Err() error               { return nil }
+func (m *memRows) Close() error             { return nil }
