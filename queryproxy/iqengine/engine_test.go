@@ -228,7 +228,9 @@ func TestAnswersChecked(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u.answer(tt.status, tt.body)
 			status, body := post(t, srv, "/query", iqlType, stmt)
-			var e struct{ Error struct{ Code, Message string } }
+			var e struct {
+				Error struct{ Code, Message string }
+			}
 			_ = json.Unmarshal([]byte(body), &e)
 			if status != tt.want || e.Error.Code != tt.code {
 				t.Fatalf("%d %s", status, body)
