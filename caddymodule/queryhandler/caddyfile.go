@@ -27,6 +27,11 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //
 //	gatehouse_query [<matcher>] {
 //		prefix <path>                       # routes under <path>/query
+//		engine iq <url> {                   # the platform's own query service
+//			timeout <duration>
+//			max_answer_size <bytes>
+//			table <Name> <Column>:<Type>...
+//		}
 //		engine sqlite [<path>] {            # the default engine
 //			init_file <file.sql>            # creates a new database
 //			statement_timeout <duration>
@@ -96,6 +101,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // parseEngine parses "engine sqlite [<path>] { ... }".
 func (h *Handler) parseEngine(d *caddyfile.Dispenser) error {
 	args := d.RemainingArgs()
+	if len(args) == 2 && args[0] == "iq" {
+		return h.parseIQ(d, args[1])
+	}
 	if len(args) < 1 || len(args) > 2 || args[0] != "sqlite" {
 		return d.Errf("engine: expected sqlite [<path>], got %q", args)
 	}
@@ -122,6 +130,16 @@ func (h *Handler) parseEngine(d *caddyfile.Dispenser) error {
 		return err
 	}
 	h.EngineRaw = caddyconfig.JSONModuleObject(e, "engine", "sqlite", nil)
+	return nil
+}
+
+// parseIQ parses "engine iq <url> { ... }".
+func (h *Handler) parseIQ(d *caddyfile.Dispenser, url string) error {
+	e := IQEngine{URL: url}
+	if err := e.UnmarshalCaddyfile(d); err != nil {
+		return err
+	}
+	h.EngineRaw = caddyconfig.JSONModuleObject(e, "engine", "iq", nil)
 	return nil
 }
 

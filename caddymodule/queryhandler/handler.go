@@ -78,7 +78,6 @@ type Handler struct {
 	// "gatehouse".
 	Realm string `json:"realm,omitempty"`
 
-	engine  EngineModule
 	handler *queryproxy.Handler
 	logger  *zap.Logger
 }
@@ -137,16 +136,18 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("gatehouse_query: loading the engine: %w", err)
 	}
-	em, ok := mod.(EngineModule)
-	if !ok {
+	cfg := h.config()
+	switch m := mod.(type) {
+	case EngineModule:
+		cfg.Engine = m.Engine()
+	case ForwarderModule:
+		cfg.Forwarder = m.Forwarder()
+	default:
 		return fmt.Errorf("gatehouse_query: module %T is not a query engine", mod)
 	}
-	h.engine = em
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
-	cfg := h.config()
-	cfg.Engine = em.Engine()
 	cfg.Logger = h.logger
 	cfg.Metrics = metrics{}
 	req := verify.Requirement{Realm: h.Realm}
@@ -157,7 +158,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			refusal.Write(w)
 			return nil, false
 		}
-		return &queryproxy.Caller{Subject: id.Subject, ClientID: id.ClientID, Scopes: id.Scopes,
+		token, _ := verify.BearerToken(r) // Authorize read it: well formed
+		return &queryproxy.Caller{Subject: id.Subject, ClientID: id.ClientID, Scopes: id.Scopes, Token: token,
 			Claim: func(name string) (string, bool) {
 				s, ok := id.Claims()[name].(string)
 				return s, ok
