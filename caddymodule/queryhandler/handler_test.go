@@ -85,7 +85,9 @@ func token(t *testing.T, base string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var tok struct{ AccessToken string `json:"access_token"` }
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
 	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
 		t.Fatalf("token: %s %v", resp.Status, err)
 	}
