@@ -76,6 +76,7 @@ type Engine struct {
 	w       *sql.DB // the writer: one connection
 	r       *sql.DB // the readers: read-only connections
 	catalog catalogCache
+	stmts   stmtCache // the readers' prepared statements
 	closed  atomic.Bool
 }
 
@@ -95,7 +96,15 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 		e.cfg.Trace(st.SQL, st.Args)
 	}
 	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
-	r, err := e.r.QueryContext(qctx, st.SQL, bindArgs(st.Args)...)
+	stmt, err := e.stmts.get(qctx, e.r, st.SQL)
+	var r *sql.Rows
+	switch {
+	case err == nil:
+		r, err = stmt.QueryContext(qctx, bindArgs(st.Args)...)
+	case errors.Is(err, errNotCached):
+		r, err = stmt.QueryContext(qctx, bindArgs(st.Args)...)
+		defer stmt.Close() // once the rows are read: database/sql keeps it open until then
+	}
 	if err != nil {
 		err = classify(ctx, qctx, err)
 		cancel()
@@ -170,6 +179,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	var errs []error
+	e.stmts.close()
 	if e.r != nil {
 		errs = append(errs, e.r.Close())
 	}
