@@ -83,3 +83,6 @@ func exec(t testing.TB, dsn, stmt string) {
 		t.Fatalf("%s: %v", stmt, err)
 	}
 }
+
+// ServerDSNOrEmpty returns the DSN in EnvVar, "" when it is not set.
+func ServerDSNOrEmpty() string { return os.Getenv(EnvVar) }
