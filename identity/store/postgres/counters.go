@@ -28,11 +28,11 @@ const staleCounterAge = 24 * time.Hour
 // window reset leaves an old lock as it was). Every SET expression reads
 // the row as it was before the update. A locked key returns no row.
 const admitQuery = `INSERT INTO failure_counters AS c (counter_key, failures, window_start, locked_until)
-	VALUES ($1, 1, $2, CASE WHEN 1 >= $4::integer THEN $5::timestamptz END)
+	VALUES ($1, 1, $2, CASE WHEN 1 >= $4::bigint THEN $5::timestamptz END)
 	ON CONFLICT (counter_key) DO UPDATE SET
 		failures = CASE WHEN c.window_start <= $3 THEN 1 ELSE c.failures + 1 END,
 		window_start = CASE WHEN c.window_start <= $3 THEN $2 ELSE c.window_start END,
-		locked_until = CASE WHEN (CASE WHEN c.window_start <= $3 THEN 1 ELSE c.failures + 1 END) >= $4::integer
+		locked_until = CASE WHEN (CASE WHEN c.window_start <= $3 THEN 1 ELSE c.failures + 1 END) >= $4::bigint
 			THEN $5::timestamptz ELSE c.locked_until END
 	WHERE c.locked_until IS NULL OR c.locked_until <= $2
 	RETURNING failures, window_start, locked_until`
@@ -67,7 +67,7 @@ func (s *Store) Admit(ctx context.Context, key string, now time.Time, window tim
 // count was limit or more and the lock is still the one it returned).
 func (s *Store) Refund(ctx context.Context, key string, admitted store.Counter, limit int) error {
 	_, err := s.pool.Exec(ctx, `UPDATE failure_counters SET failures = failures - 1,
-		locked_until = CASE WHEN failures - 1 < $3::integer
+		locked_until = CASE WHEN failures - 1 < $3::bigint
 			OR ($4::boolean AND locked_until IS NOT DISTINCT FROM $5::timestamptz) THEN NULL ELSE locked_until END
 		WHERE counter_key = $1 AND window_start = $2 AND failures > 0`,
 		key, ts(admitted.WindowStart), limit, admitted.Count >= limit, ts(admitted.LockedUntil))
