@@ -17,6 +17,7 @@ import (
 	_ "github.com/gatehouse/gatehouse/caddymodule"
 	_ "github.com/gatehouse/gatehouse/caddymodule/cli"
 	_ "github.com/gatehouse/gatehouse/caddymodule/demobackend"
+	_ "github.com/gatehouse/gatehouse/caddymodule/pgstore"
 	_ "github.com/gatehouse/gatehouse/caddymodule/queryhandler"
 	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"
 	_ "github.com/gatehouse/gatehouse/caddymodule/wshandler"

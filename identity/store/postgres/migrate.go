@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// migrations are the schema changes in the order they are applied: version
+// i+1 is migrations[i]. Append new ones at the end; never edit or reorder
+// one that has shipped, since databases in the field have already applied
+// it. Times are timestamptz (NULL for "not set"), lists text[], keys and
+// names text COLLATE "C" (byte order, as the SQLite backend compares).
+//
+// Version 1 is the whole schema of the SQLite backend's version 3: the
+// constant-size refresh families, and the tables of the legacy scheme
+// (a row per refresh token, a row per access token of a family) so that
+// families copied from an older database keep working until they convert.
+var migrations = [][]string{
+	// 1: secrets, signing keys, users, refresh-token families and their
+	// legacy tokens and access tokens, revocations of the three kinds,
+	// failure counters.
+	{
+		`CREATE TABLE secrets (
+			name  text COLLATE "C" NOT NULL PRIMARY KEY,
+			value bytea NOT NULL
+		)`,
+		`CREATE TABLE signing_keys (
+			id         text COLLATE "C" NOT NULL PRIMARY KEY,
+			algorithm  text NOT NULL,
+			private    bytea NOT NULL,
+			created_at timestamptz NOT NULL,
+			sign_from  timestamptz,
+			retire_at  timestamptz,
+			remove_at  timestamptz
+		)`,
+		`CREATE TABLE users (
+			username       text COLLATE "C" NOT NULL PRIMARY KEY,
+			subject        text COLLATE "C" NOT NULL UNIQUE,
+			password_hash  text NOT NULL,
+			display_name   text NOT NULL,
+			email          text NOT NULL,
+			email_verified boolean NOT NULL,
+			scopes         text[] NOT NULL,
+			roles          text[] NOT NULL,
+			disabled       boolean NOT NULL,
+			created_at     timestamptz,
+			updated_at     timestamptz
+		)`,
+		`CREATE TABLE refresh_families (
+			id                 text COLLATE "C" NOT NULL PRIMARY KEY,
+			client_id          text COLLATE "C" NOT NULL,
+			subject            text COLLATE "C" NOT NULL,
+			scopes             text[] NOT NULL,
+			auth_time          timestamptz,
+			created_at         timestamptz,
+			expires_at         timestamptz NOT NULL,
+			revoked_at         timestamptz,
+			salt               bytea,
+			generation         integer NOT NULL DEFAULT 0,
+			current_hash       bytea,
+			current_expires_at timestamptz,
+			previous_hash      bytea,
+			rotated_at         timestamptz
+		)`,
+		`CREATE INDEX refresh_families_expires_at ON refresh_families (expires_at)`,
+		`CREATE INDEX refresh_families_subject ON refresh_families (subject)`,
+		`CREATE TABLE refresh_tokens (
+			hash       bytea NOT NULL PRIMARY KEY,
+			family_id  text COLLATE "C" NOT NULL REFERENCES refresh_families (id) ON DELETE CASCADE,
+			parent     bytea,
+			issued_at  timestamptz,
+			expires_at timestamptz NOT NULL,
+			rotated_at timestamptz,
+			successor  bytea
+		)`,
+		`CREATE INDEX refresh_tokens_family_id ON refresh_tokens (family_id)`,
+		`CREATE TABLE family_access_tokens (
+			jti        text COLLATE "C" NOT NULL PRIMARY KEY,
+			family_id  text COLLATE "C" NOT NULL REFERENCES refresh_families (id) ON DELETE CASCADE,
+			expires_at timestamptz NOT NULL
+		)`,
+		`CREATE INDEX family_access_tokens_family_id ON family_access_tokens (family_id, expires_at)`,
+		`CREATE INDEX family_access_tokens_expires_at ON family_access_tokens (expires_at)`,
+		`CREATE TABLE revocations (
+			jti        text COLLATE "C" NOT NULL PRIMARY KEY,
+			expires_at timestamptz NOT NULL,
+			revoked_at timestamptz NOT NULL
+		)`,
+		`CREATE INDEX revocations_expires_at ON revocations (expires_at)`,
+		`CREATE INDEX revocations_revoked_at ON revocations (revoked_at)`,
+		`CREATE TABLE family_revocations (
+			family_id  text COLLATE "C" NOT NULL PRIMARY KEY,
+			expires_at timestamptz NOT NULL,
+			revoked_at timestamptz NOT NULL
+		)`,
+		`CREATE INDEX family_revocations_expires_at ON family_revocations (expires_at)`,
+		`CREATE INDEX family_revocations_revoked_at ON family_revocations (revoked_at)`,
+		`CREATE TABLE subject_revocations (
+			subject    text COLLATE "C" NOT NULL PRIMARY KEY,
+			not_before timestamptz NOT NULL,
+			expires_at timestamptz NOT NULL,
+			revoked_at timestamptz NOT NULL
+		)`,
+		`CREATE INDEX subject_revocations_expires_at ON subject_revocations (expires_at)`,
+		`CREATE INDEX subject_revocations_revoked_at ON subject_revocations (revoked_at)`,
+		`CREATE TABLE failure_counters (
+			counter_key  text COLLATE "C" NOT NULL PRIMARY KEY,
+			failures     integer NOT NULL,
+			window_start timestamptz NOT NULL,
+			locked_until timestamptz
+		)`,
+		`CREATE INDEX failure_counters_window_start ON failure_counters (window_start)`,
+	},
+}
+
+// migrateLockID is the key of the advisory lock that each migration's
+// transaction holds: "gatehous" in ASCII. Advisory locks are per database,
+// so stores of other databases on the same server do not wait for it.
+const migrateLockID int64 = 0x67617465686f7573
+
+// migrate brings the schema up to the last of migrations and returns the
+// version it is at. Each migration runs in a transaction of its own that
+// first takes the advisory lock migrateLockID (released when the
+// transaction ends), then reads the current version: of several instances
+// starting at once, one migrates while the others wait for the lock, and
+// then find the migration applied and skip it. schema_migrations itself is
+// created under the lock too, since two CREATE TABLE IF NOT EXISTS racing
+// each other can fail.
+func (s *Store) migrate(ctx context.Context, migrations [][]string) (int, error) {
+	version := 0
+	for i, stmts := range migrations {
+		v, err := s.applyMigration(ctx, migrations, i+1, stmts)
+		if err != nil {
+			return 0, fmt.Errorf("migrating schema to version %d: %w", i+1, err)
+		}
+		version = v
+	}
+	return version, nil
+}
+
+// applyMigration runs stmts as schema version version, unless the database
+// is at that version or later, and returns the version the database is at
+// after it.
+func (s *Store) applyMigration(ctx context.Context, migrations [][]string, version int, stmts []string) (int, error) {
+	var after, before int
+	err := pgx.BeginTxFunc(ctx, s.pool, txOptions, func(tx pgx.Tx) error {
+		var locked bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, migrateLockID).Scan(&locked); err != nil {
+			return fmt.Errorf("taking the migration lock: %w", err)
+		}
+		if !locked {
+			s.log.Info("waiting for another instance to migrate the postgres store schema",
+				zap.Int("version", version))
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockID); err != nil {
+				return fmt.Errorf("waiting for the migration lock: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer NOT NULL PRIMARY KEY,
+			applied_at timestamptz NOT NULL
+		)`); err != nil {
+			return fmt.Errorf("creating schema_migrations: %w", err)
+		}
+		var current int
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return fmt.Errorf("reading schema version: %w", err)
+		}
+		if current > len(migrations) {
+			return fmt.Errorf("database schema version %d is newer than this program's %d", current, len(migrations))
+		}
+		if current >= version {
+			before, after = current, current
+			return nil
+		}
+		for _, stmt := range stmts {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		// applied_at is bookkeeping for an operator, from the server's clock.
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())`, version); err != nil {
+			return fmt.Errorf("recording schema version: %w", err)
+		}
+		before, after = current, version
+		return nil
+	})
+	if err == nil && after == version && before < version {
+		s.log.Info("migrated postgres store schema", zap.Int("from_version", before), zap.Int("to_version", version))
+	}
+	return after, err
+}

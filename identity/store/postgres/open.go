@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// DefaultMaxConns is the size of the connection pool when Config.MaxConns
+// is zero.
+const DefaultMaxConns = 10
+
+// Config is how Open connects.
+type Config struct {
+	// DSN names the database: a URL (postgres://user:password@host:5432/
+	// gatehouse?sslmode=verify-full) or key=value settings (host=...
+	// dbname=...), as libpq takes them; libpq's environment variables
+	// (PGHOST, PGPASSWORD, ...) and ~/.pgpass fill in what it leaves out.
+	// Required. It may hold a password: it is never logged, and errors
+	// never quote it.
+	DSN string
+
+	// MaxConns bounds the connection pool: at most this many connections
+	// to PostgreSQL at once; callers beyond it wait for a free one (within
+	// their context). Default DefaultMaxConns (10). A pool_max_conns
+	// setting in the DSN is overridden. Several instances on one database
+	// together need at most the sum of theirs, below the server's
+	// max_connections.
+	MaxConns int
+
+	// Logger receives what the store has to say: where it connected (host,
+	// port, database, user) and the schema migrations it ran. Default: no
+	// logging.
+	Logger *zap.Logger
+}
+
+// Store is a store.Store kept in a PostgreSQL database. It is safe for
+// concurrent use, and any number of Stores, in one process or in several,
+// may share the same database.
+type Store struct {
+	pool   *pgxpool.Pool
+	target Target
+	log    *zap.Logger
+}
+
+// Open connects to the database cfg.DSN names and brings its schema up to
+// date (see migrate.go). The caller closes the Store. ctx bounds the
+// connecting and the migrations only.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.MaxConns < 0 {
+		return nil, fmt.Errorf("opening postgres store: max connections %d, want at least 1 (0 for the default)", cfg.MaxConns)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	pcfg, err := parseDSN(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("opening postgres store: %w", err)
+	}
+	target := targetOf(pcfg)
+	password := pcfg.ConnConfig.Password
+	pcfg.MaxConns = DefaultMaxConns
+	if cfg.MaxConns > 0 {
+		pcfg.MaxConns = int32(min(cfg.MaxConns, 1<<30))
+	}
+	pcfg.MinConns = 0
+	params := pcfg.ConnConfig.RuntimeParams
+	// Every statement and transaction runs at READ COMMITTED whatever the
+	// server's default: the compare-and-swaps rely on its re-check of a
+	// row that a concurrent transaction changed (see tx.go).
+	params["default_transaction_isolation"] = "read committed"
+	if params["application_name"] == "" {
+		params["application_name"] = "gatehouse"
+	}
+
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening postgres store %s: %w", target, scrub(err, password))
+	}
+	s := &Store{pool: pool, target: target, log: log}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("opening postgres store %s: connecting: %w", target, scrub(err, password))
+	}
+	version, err := s.migrate(ctx, migrations)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("opening postgres store %s: %w", target, scrub(err, password))
+	}
+	log.Info("postgres store opened",
+		zap.String("host", target.Host),
+		zap.Uint16("port", target.Port),
+		zap.String("database", target.Database),
+		zap.String("user", target.User),
+		zap.Int32("max_conns", pcfg.MaxConns),
+		zap.Int("schema_version", version))
+	return s, nil
+}
+
+// Target tells where the Store is connected, without the password.
+func (s *Store) Target() Target { return s.target }
+
+// Close waits for the statements in progress, then closes every
+// connection of the pool. Calls after Close fail.
+func (s *Store) Close() error {
+	if s.pool == nil {
+		return errors.New("closing postgres store: not open")
+	}
+	s.pool.Close()
+	return nil
+}
+
+var _ store.Store = (*Store)(nil)

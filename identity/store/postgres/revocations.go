@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+// RevokeAccessToken records the revocation of the access token jti that
+// expires at exp. Revoking twice is not an error and keeps the first
+// revocation.
+func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO revocations (jti, expires_at, revoked_at) VALUES ($1, $2, $3)
+		ON CONFLICT (jti) DO NOTHING`, jti, ts(exp), ts(now))
+	if err != nil {
+		return fmt.Errorf("revoking access token %q: %w", jti, err)
+	}
+	return nil
+}
+
+// RevokeSubject revokes, in one transaction, the subject's live families
+// (with their revocations, as RevokeRefreshFamily records them) and
+// records the subject's not-before time. A later revocation of the same
+// subject moves NotBefore and the expiry on, never back.
+func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE refresh_families SET revoked_at = $1
+			WHERE subject = $2 AND revoked_at IS NULL`, ts(now), subject); err != nil {
+			return err
+		}
+		if err := revokeFamiliesTx(ctx, tx, familiesBySubject, subject, now, tokensUntil); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO subject_revocations AS r (subject, not_before, expires_at, revoked_at)
+			VALUES ($1, $2, $3, $2)
+			ON CONFLICT (subject) DO UPDATE SET not_before = GREATEST(r.not_before, excluded.not_before),
+				expires_at = GREATEST(r.expires_at, excluded.expires_at), revoked_at = GREATEST(r.revoked_at, excluded.revoked_at)`,
+			subject, ts(now), ts(tokensUntil))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("revoking the sessions of subject %q: %w", subject, err)
+	}
+	return nil
+}
+
+// revocationsQuery lists the three kinds of revocation revoked at $1 or
+// later ($1 NULL: at any time) and not expired at $2, oldest revocation
+// first, then by what they revoke, byte order.
+const revocationsQuery = `SELECT jti, family_id, subject, not_before, expires_at, revoked_at FROM (
+		SELECT jti, '' AS family_id, '' AS subject, NULL::timestamptz AS not_before, expires_at, revoked_at
+			FROM revocations WHERE ($1::timestamptz IS NULL OR revoked_at >= $1) AND expires_at > $2
+		UNION ALL SELECT '', family_id, '', NULL, expires_at, revoked_at
+			FROM family_revocations WHERE ($1::timestamptz IS NULL OR revoked_at >= $1) AND expires_at > $2
+		UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at
+			FROM subject_revocations WHERE ($1::timestamptz IS NULL OR revoked_at >= $1) AND expires_at > $2
+	) r
+	ORDER BY revoked_at, jti COLLATE "C", family_id COLLATE "C", subject COLLATE "C"`
+
+// Revocations lists the revocations that have not expired at now (one
+// expiring at now has expired), oldest revocation first.
+func (s *Store) Revocations(ctx context.Context, now time.Time) ([]store.Revocation, error) {
+	return s.revocations(ctx, nil, now)
+}
+
+// RevocationsSince lists those revoked at since or later, to the
+// millisecond.
+func (s *Store) RevocationsSince(ctx context.Context, since, now time.Time) ([]store.Revocation, error) {
+	return s.revocations(ctx, ms(since), now)
+}
+
+func (s *Store) revocations(ctx context.Context, since any, now time.Time) ([]store.Revocation, error) {
+	rows, err := s.pool.Query(ctx, revocationsQuery, since, ms(now))
+	if err != nil {
+		return nil, fmt.Errorf("listing revocations: %w", err)
+	}
+	defer rows.Close()
+	var revs []store.Revocation
+	for rows.Next() {
+		var (
+			r                 store.Revocation
+			nbf, exp, revoked pgtype.Timestamptz
+		)
+		if err := rows.Scan(&r.JTI, &r.FamilyID, &r.Subject, &nbf, &exp, &revoked); err != nil {
+			return nil, fmt.Errorf("listing revocations: %w", err)
+		}
+		r.NotBefore, r.ExpiresAt, r.RevokedAt = fromTS(nbf), fromTS(exp), fromTS(revoked)
+		revs = append(revs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing revocations: %w", err)
+	}
+	return revs, nil
+}
+
+// tokenRevokedQuery tells whether an access token is revoked by its jti,
+// its family or its subject (issued at $4, before the subject's not-before
+// time).
+const tokenRevokedQuery = `SELECT EXISTS (SELECT 1 FROM revocations WHERE jti = $1)
+	OR EXISTS (SELECT 1 FROM family_revocations WHERE $2 <> '' AND family_id = $2)
+	OR EXISTS (SELECT 1 FROM subject_revocations WHERE subject = $3 AND not_before > $4)`
+
+// AccessTokenRevoked reports whether an access token is revoked and the
+// revocation still stored (DeleteExpired removes it once every token it
+// covers has expired).
+func (s *Store) AccessTokenRevoked(ctx context.Context, jti, familyID, subject string, iat time.Time) (bool, error) {
+	var revoked bool
+	if err := s.pool.QueryRow(ctx, tokenRevokedQuery, jti, familyID, subject, ms(iat)).Scan(&revoked); err != nil {
+		return false, fmt.Errorf("reading revocation of access token %q: %w", jti, err)
+	}
+	return revoked, nil
+}

@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+)
+
+const userColumns = `username, subject, password_hash, display_name, email, email_verified,
+	scopes, roles, disabled, created_at, updated_at`
+
+// CreateUser stores a new user. ErrAlreadyExists if the username or the
+// subject is taken.
+func (s *Store) CreateUser(ctx context.Context, u store.User) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO users (`+userColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+		textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated))
+	if isUnique(err) {
+		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
+	}
+	if err != nil {
+		return fmt.Errorf("creating user %q: %w", u.Username, err)
+	}
+	return nil
+}
+
+// UpdateUser replaces every field of the user with u.Username. ErrNotFound
+// if there is none; ErrAlreadyExists if u.Subject belongs to another user.
+func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET subject = $1, password_hash = $2, display_name = $3,
+		email = $4, email_verified = $5, scopes = $6, roles = $7, disabled = $8, created_at = $9, updated_at = $10
+		WHERE username = $11`,
+		u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+		textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated),
+		u.Username)
+	if isUnique(err) {
+		return fmt.Errorf("updating user %q: %w", u.Username, store.ErrAlreadyExists)
+	}
+	if err == nil {
+		err = oneRow(tag)
+	}
+	if err != nil {
+		return fmt.Errorf("updating user %q: %w", u.Username, err)
+	}
+	return nil
+}
+
+// User returns the user with this username. ErrNotFound if there is none.
+func (s *Store) User(ctx context.Context, username string) (store.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE username = $1`, username))
+	if err != nil {
+		return store.User{}, fmt.Errorf("reading user %q: %w", username, err)
+	}
+	return u, nil
+}
+
+// UserBySubject returns the user with this subject id. ErrNotFound if there
+// is none.
+func (s *Store) UserBySubject(ctx context.Context, subject string) (store.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE subject = $1`, subject))
+	if err != nil {
+		return store.User{}, fmt.Errorf("reading user with subject %q: %w", subject, err)
+	}
+	return u, nil
+}
+
+// Users lists every user, ordered by username (byte order: the column's
+// collation is "C").
+func (s *Store) Users(ctx context.Context) ([]store.User, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+userColumns+` FROM users ORDER BY username`)
+	if err != nil {
+		return nil, fmt.Errorf("listing users: %w", err)
+	}
+	defer rows.Close()
+	var users []store.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing users: %w", err)
+		}
+		users = append(users, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing users: %w", err)
+	}
+	return users, nil
+}
+
+// scanUser reads the userColumns of one row; store.ErrNotFound if there is
+// no row.
+func scanUser(row pgx.Row) (store.User, error) {
+	var (
+		u                store.User
+		created, updated pgtype.Timestamptz
+	)
+	err := row.Scan(&u.Username, &u.Subject, &u.PasswordHash, &u.DisplayName, &u.Email, &u.EmailVerified,
+		&u.Scopes, &u.Roles, &u.Disabled, &created, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.User{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.User{}, err
+	}
+	u.Scopes, u.Roles = nonEmpty(u.Scopes), nonEmpty(u.Roles)
+	u.Created, u.Updated = fromTS(created), fromTS(updated)
+	return u, nil
+}
+
+// ReplacePasswordHash is a compare-and-swap of a user's password hash in
+// one statement.
+func (s *Store) ReplacePasswordHash(ctx context.Context, username, oldHash, newHash string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET password_hash = $1, updated_at = $2
+		WHERE username = $3 AND password_hash = $4`, newHash, ts(now), username, oldHash)
+	if err == nil {
+		err = oneRow(tag)
+	}
+	if err != nil {
+		return fmt.Errorf("replacing the password hash of %q: %w", username, err)
+	}
+	return nil
+}
