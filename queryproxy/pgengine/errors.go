@@ -57,9 +57,9 @@ func sqlstateKind(code string) error {
 	case code == "57014": // query_canceled, with no context ended: statement_timeout
 		return queryproxy.ErrTimeout
 	case strings.HasPrefix(code, "08"), // connection exception
-		strings.HasPrefix(code, "53"),  // insufficient resources: too many connections, disk full
-		strings.HasPrefix(code, "57P"), // admin or crash shutdown, cannot connect now, database dropped
-		code == "55P03",                // lock_not_available
+		strings.HasPrefix(code, "53"),    // insufficient resources: too many connections, disk full
+		strings.HasPrefix(code, "57P"),   // admin or crash shutdown, cannot connect now, database dropped
+		code == "55P03",                  // lock_not_available
 		code == "40001", code == "40P01": // serialization failure, deadlock: another try may pass
 		return queryproxy.ErrUnavailable
 	}
