@@ -115,9 +115,14 @@ func poolConfig(cfg Config) (*pgxpool.Config, error) {
 }
 
 // beginQuery is the statement that opens each transaction of the engine: BEGIN with the
-// access mode, then the statement time limit and the search path, both for this
-// transaction only. It is sent as one simple query (one round trip); the numbers and
-// names in it come from the configuration, never from a request.
+// access mode, then one SELECT that sets the statement time limit and the search path,
+// both for this transaction only (set_config(..., true) is SET LOCAL). It is sent as one
+// simple query (one round trip); the numbers and names in it come from the configuration,
+// never from a request.
+//
+// Being a query, the SELECT also takes the transaction's first snapshot, after which
+// PostgreSQL refuses to make a READ ONLY transaction read-write (SET TRANSACTION READ
+// WRITE is allowed only before the first query).
 //
 // The search path is PostgreSQL's secure pattern: pg_catalog first, so that no function
 // or operator of the schema can stand in for a built-in one, and pg_temp last, so that no
@@ -126,9 +131,16 @@ func poolConfig(cfg Config) (*pgxpool.Config, error) {
 // out.)
 func beginQuery(mode string, cfg Config) string {
 	ms := (cfg.StatementTimeout + time.Millisecond - 1) / time.Millisecond
+	path := "pg_catalog, " + quoteIdent(cfg.Schema) + ", pg_temp"
 	return "BEGIN " + mode +
-		"; SET LOCAL statement_timeout = " + strconv.FormatInt(int64(ms), 10) +
-		"; SET LOCAL search_path = pg_catalog, " + quoteIdent(cfg.Schema) + ", pg_temp"
+		"; SELECT set_config('statement_timeout', '" + strconv.FormatInt(int64(ms), 10) + "', true)" +
+		", set_config('search_path', " + quoteLiteral(path) + ", true)"
+}
+
+// quoteLiteral quotes text as an SQL string literal: in single quotes, an inner one
+// doubled (standard_conforming_strings is on, as pgx requires: a backslash is itself).
+func quoteLiteral(text string) string {
+	return "'" + strings.ReplaceAll(text, "'", "''") + "'"
 }
 
 // quoteIdent quotes a name as an SQL identifier: in double quotes, an inner one doubled.
