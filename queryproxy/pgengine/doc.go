@@ -45,7 +45,8 @@
 // pass), and an engine that is closed are ErrUnavailable. A server error's text keeps its
 // SQLSTATE and the names of the table, column and constraint, but not PostgreSQL's
 // message, which can quote a value (the engine's errors are logged; values must not be):
-// only for classes 42 and 0A, whose messages name SQL and objects, is the message kept.
+// only for classes 08, 0A, 42, 53 and 57, whose messages name SQL, objects or the
+// server's state, is the message kept.
 //
 // The DSN is never logged nor put in an error, as it may hold a password: the engine names
 // its server as user@host:port/database, and replaces pgx's error for a DSN it cannot

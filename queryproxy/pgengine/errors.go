@@ -79,9 +79,8 @@ func connectionLost(err error) bool {
 // value of the statement (invalid input syntax for type bigint: "x"; Key (Code)=(x)
 // already exists): the engine's errors reach the log, and values must not. It keeps the
 // SQLSTATE, the severity and the names of the schema objects involved; for the classes
-// whose messages quote SQL and names but no value (42: syntax error or access rule
-// violation; 0A: feature not supported), the message too. errors.As still finds the
-// *pgconn.PgError.
+// whose messages name SQL, objects or the server's state but no value (messageKept), the
+// message too. errors.As still finds the *pgconn.PgError.
 type serverError struct {
 	err   error // wraps pg
 	pg    *pgconn.PgError
@@ -104,7 +103,7 @@ func (e *serverError) Error() string {
 	b.WriteString(e.pg.Severity)
 	b.WriteString(" SQLSTATE ")
 	b.WriteString(e.pg.Code)
-	if c := e.pg.Code; strings.HasPrefix(c, "42") || strings.HasPrefix(c, "0A") {
+	if messageKept(e.pg.Code) {
 		b.WriteString(": ")
 		b.WriteString(e.pg.Message)
 	}
@@ -119,3 +118,14 @@ func (e *serverError) Error() string {
 }
 
 func (e *serverError) Unwrap() error { return e.err }
+
+// messageKept reports whether the messages of a SQLSTATE's class never quote a value of
+// the statement: 08 connection exception, 0A feature not supported, 42 syntax error or
+// access rule violation, 53 insufficient resources, 57 operator intervention.
+func messageKept(code string) bool {
+	switch code[:min(2, len(code))] {
+	case "08", "0A", "42", "53", "57":
+		return true
+	}
+	return false
+}
