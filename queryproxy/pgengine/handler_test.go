@@ -228,8 +228,17 @@ func TestHandlerClientGone(t *testing.T) {
 		func(c *queryproxy.Config) { c.Tables = append(c.Tables, slowPolicy) })
 	a := admin(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan *response)
-	go func() { done <- s.doCtx(t, ctx, "demo", "/query", textPlain, `select Name from Slow`) }()
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.srv.URL+"/query", strings.NewReader(`select Name from Slow`))
+	req.Header.Set("Authorization", "Bearer demo")
+	req.Header.Set("Content-Type", textPlain)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
 	// Wait until the server runs it, then leave.
 	for deadline := time.Now().Add(slack); ; time.Sleep(10 * time.Millisecond) {
 		if _, running := backends(t, a, s.db, `"Slow"`); running > 0 {
@@ -240,7 +249,9 @@ func TestHandlerClientGone(t *testing.T) {
 		}
 	}
 	cancel()
-	<-done
+	if err := <-done; err == nil {
+		t.Fatal("the request was answered, not canceled")
+	}
 	waitStopped(t, s.db, `"Slow"`)
 	if r := s.query(t, "demo", `select Code from Market`); r.status != 200 {
 		t.Fatalf("after: %d %s", r.status, r.body)

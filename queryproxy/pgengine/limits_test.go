@@ -182,16 +182,20 @@ func TestBoundedPool(t *testing.T) {
 	a := admin(t)
 	var peak atomic.Int64
 	stop := make(chan struct{})
-	sampled := make(chan struct{})
+	sampled := make(chan error, 1)
 	go func() {
-		defer close(sampled)
 		for {
 			select {
 			case <-stop:
+				sampled <- nil
 				return
 			default:
 			}
-			conns, _ := backends(t, a, name, "")
+			conns, _, err := countBackends(a, name, "")
+			if err != nil {
+				sampled <- err
+				return
+			}
 			if int64(conns) > peak.Load() {
 				peak.Store(int64(conns))
 			}
@@ -220,7 +224,9 @@ func TestBoundedPool(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
-	<-sampled
+	if err := <-sampled; err != nil {
+		t.Fatal(err)
+	}
 	close(errs)
 	for err := range errs {
 		t.Error(err)

@@ -182,11 +182,17 @@ func count(t testing.TB, e *Engine, table string) int64 {
 // statement that contains text (none if text is empty), as pg_stat_activity shows them.
 func backends(t testing.TB, a *pgx.Conn, name, text string) (conns, running int) {
 	t.Helper()
-	err := a.QueryRow(context.Background(), `SELECT count(*),
-			count(*) FILTER (WHERE $2 <> '' AND state = 'active' AND strpos(query, $2) > 0)
-		FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, name, text).Scan(&conns, &running)
+	conns, running, err := countBackends(a, name, text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return conns, running
+}
+
+// countBackends is backends for any goroutine: it returns its error.
+func countBackends(a *pgx.Conn, name, text string) (conns, running int, err error) {
+	err = a.QueryRow(context.Background(), `SELECT count(*),
+			count(*) FILTER (WHERE $2 <> '' AND state = 'active' AND strpos(query, $2) > 0)
+		FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, name, text).Scan(&conns, &running)
+	return conns, running, err
 }
