@@ -35,8 +35,9 @@ type Config struct {
 	// variables and ~/.pgpass fill in what it leaves out. Required. It is never logged and
 	// never part of an error: the engine names the server by host, port, database and user
 	// only. default_query_exec_mode=simple_protocol is refused (values would be
-	// interpolated into the SQL text instead of bound). pool_* parameters are ignored in
-	// favor of MaxConns.
+	// interpolated into the SQL text instead of bound). pool_max_conns and pool_min_conns
+	// are overridden (by MaxConns, and no idle minimum); the other pool_* parameters of
+	// pgxpool apply.
 	DSN string
 
 	// MaxConns bounds the connections the engine holds open to the server: statements
