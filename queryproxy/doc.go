@@ -13,8 +13,9 @@
 //   - The result writer (result.go, resultjson.go): the JSON shape of a result, streamed
 //     with bounded memory, with a row limit that never truncates silently.
 //
-// Engines live in sub-packages (sqliteengine) and import this package; this package never
-// imports them. It must not depend on Caddy: caddymodule wires an engine to the handler.
+// Engines live in sub-packages (sqliteengine, pgengine) and import this package; this
+// package never imports them. It must not depend on Caddy: caddymodule wires an engine to
+// the handler.
 // It depends on sqlgen for the types the engines and sqlgen share (Catalog, Statement,
 // Dialect, Type), and on nothing that talks to a database.
 package queryproxy

@@ -11,48 +11,23 @@ import (
 
 	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/internal/querytest"
 )
 
-// TestOperators runs every operator of the language through /query.
+// TestOperators runs every operator of the language through /query: the cases shared with
+// the other engines' tests (querytest.Operators).
 func TestOperators(t *testing.T) {
 	s := newService(t, nil)
-	tests := []struct {
-		where string
-		want  []string // codes, sorted
-	}{
-		{`Code = 'BHP'`, []string{"BHP", "BHP"}},
-		{`Code = "BHP" AND Exchange = 'ASX'`, []string{"BHP"}},
-		{`Code <> 'BHP' AND Exchange = 'NYSE'`, nil},
-		{`LastPrice > 200`, []string{"CSL", "MQG"}},
-		{`LastPrice >= 214.9`, []string{"CSL", "MQG"}},
-		{`LastPrice < 0.05`, []string{"BHPX"}},
-		{`LastPrice <= 0.0725`, []string{"BHPX", "OBR"}},
-		{`Code BEGINS 'BH'`, []string{"BHP", "BHP", "BHPX"}},
-		{`Name BEGINS 'bhp'`, []string{"BHPX"}},
-		{`Name CONTAINS '%'`, []string{"PCT"}},
-		{`Name CONTAINS '_'`, []string{"USC"}},
-		{`Name CONTAINS 'case'`, nil},
-		{`Name CONTAINS 'CaSe'`, []string{"MXC"}},
-		{`Name LIKE 'W*Limited'`, []string{"WES", "WOW"}},
-		{`Name LIKE '*"Quoted"*'`, []string{"QTE"}},
-		{`Name LIKE '*''*'`, []string{"OBR"}},
-		{`Code IN ["ANZ", "CBA", "NOPE"]`, []string{"ANZ", "CBA"}},
-		{`LastPrice BETWEEN 30 AND 32`, []string{"WBC", "WOW"}},
-		{`LastPrice IS NULL`, nil},
-		{`LastPrice IS NOT NULL AND Exchange = 'NYSE'`, []string{"BHP"}},
-		{`NOT (Exchange = 'ASX') OR Code = 'XRO'`, []string{"AIR", "BHP", "FPH", "RIO", "XRO"}},
-		{`(Code = 'BHP' OR Code = 'CBA') AND Exchange = 'ASX'`, []string{"BHP", "CBA"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.where, func(t *testing.T) {
-			r := s.query(t, "demo", "select Code from Security where "+tt.where)
+	for _, tt := range querytest.Operators {
+		t.Run(tt.Where, func(t *testing.T) {
+			r := s.query(t, "demo", "select Code from Security where "+tt.Where)
 			if r.status != 200 {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
 			got := r.column(t, "Code")
 			slices.Sort(got)
-			if !slices.Equal(got, tt.want) {
-				t.Fatalf("got %v, want %v", got, tt.want)
+			if !slices.Equal(got, tt.Want) {
+				t.Fatalf("got %v, want %v", got, tt.Want)
 			}
 		})
 	}

@@ -80,25 +80,31 @@ func tooLarge(max int64) *Error {
 // ?column=a&column=b, the names in any case; none: all) and the criteria
 // body [{"ColumnName","Operator","Value"}], combined with AND.
 func (h *Handler) parseSelect(rawQuery, table string, body []byte) (iql.Statement, *Error) {
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
+	if _, err := url.ParseQuery(rawQuery); err != nil {
 		return nil, errInvalid("the query string is malformed")
 	}
+	// The parameters in the order they come (url.Values, a map, would lose it): the
+	// columns are the result's, in this order.
 	var cols []string
-	for name, values := range q {
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		name, _ := url.QueryUnescape(k) // ParseQuery accepted them
+		value, _ := url.QueryUnescape(v)
 		switch {
 		case sqlgen.EqualFold(name, "columns"):
-			for _, v := range values {
-				for c := range strings.SplitSeq(v, ",") {
-					cols = append(cols, strings.TrimSpace(c))
-				}
+			for c := range strings.SplitSeq(value, ",") {
+				cols = append(cols, strings.TrimSpace(c))
 			}
 		case sqlgen.EqualFold(name, "column"):
-			cols = append(cols, values...)
+			cols = append(cols, value)
 		default:
 			return nil, errInvalid(fmt.Sprintf("unknown parameter %q (columns, column)", truncate(name, 64)))
 		}
 	}
+	var err error
 	var criteria []iql.Criterion
 	if len(bytes.TrimSpace(body)) > 0 {
 		if criteria, err = decodeCriteria(body); err != nil {

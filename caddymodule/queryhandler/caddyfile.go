@@ -38,6 +38,13 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //			max_read_conns <n>
 //			trace_statements
 //		}
+//		engine postgres [<dsn>] {           # or PostgreSQL
+//			dsn_env <NAME>                  # the DSN from an environment variable instead
+//			max_conns <n>
+//			statement_timeout <duration>
+//			schema <schema>
+//			trace_statements
+//		}
 //		table <Name> {                      # repeatable; unnamed tables are invisible
 //			read <scope>...                 # any one of them reads
 //			write <scope>...                # any one of them writes (with read)
@@ -98,18 +105,31 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// parseEngine parses "engine sqlite [<path>] { ... }".
+// parseEngine parses "engine sqlite [<path>] { ... }" and "engine postgres [<dsn>] { ... }".
 func (h *Handler) parseEngine(d *caddyfile.Dispenser) error {
 	args := d.RemainingArgs()
-	if len(args) == 2 && args[0] == "iq" {
+	if len(args) < 1 || len(args) > 2 {
+		return d.Errf("engine: expected sqlite [<path>], postgres [<dsn>] or iq <url>, got %d arguments", len(args))
+	}
+	switch args[0] {
+	case "sqlite":
+		return h.parseSQLite(d, args[1:])
+	case "postgres":
+		return h.parsePostgres(d, args[1:])
+	case "iq":
+		if len(args) != 2 {
+			return d.Err("engine iq: expected the upstream's URL")
+		}
 		return h.parseIQ(d, args[1])
 	}
-	if len(args) < 1 || len(args) > 2 || args[0] != "sqlite" {
-		return d.Errf("engine: expected sqlite [<path>], got %q", args)
-	}
+	return d.Errf("engine: expected sqlite, postgres or iq, got %q", args[0])
+}
+
+// parseSQLite parses the rest of "engine sqlite [<path>] { ... }".
+func (h *Handler) parseSQLite(d *caddyfile.Dispenser, args []string) error {
 	e := SQLiteEngine{}
-	if len(args) == 2 {
-		e.Path = args[1]
+	if len(args) == 1 {
+		e.Path = args[0]
 	}
 	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_query: engine: "), func(name string) (err error) {
 		switch name {
@@ -140,6 +160,40 @@ func (h *Handler) parseIQ(d *caddyfile.Dispenser, url string) error {
 		return err
 	}
 	h.EngineRaw = caddyconfig.JSONModuleObject(e, "engine", "iq", nil)
+	return nil
+}
+
+// parsePostgres parses the rest of "engine postgres [<dsn>] { ... }". Its errors never
+// quote the DSN, which may hold a password.
+func (h *Handler) parsePostgres(d *caddyfile.Dispenser, args []string) error {
+	e := PostgresEngine{}
+	if len(args) == 1 {
+		e.DSN = args[0]
+	}
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_query: engine postgres: "), func(name string) (err error) {
+		switch name {
+		case "dsn_env":
+			e.DSNEnv, err = cfutil.OneArg(d)
+		case "max_conns":
+			e.MaxConns, err = cfutil.PositiveIntArg(d)
+		case "statement_timeout":
+			e.StatementTimeout, err = cfutil.DurationArg(d)
+		case "schema":
+			e.Schema, err = cfutil.OneArg(d)
+		case "trace_statements":
+			e.TraceStatements, err = cfutil.Flag(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if (e.DSN == "") == (e.DSNEnv == "") {
+		return d.Err("engine postgres: give the DSN as an argument or dsn_env, not both and not neither")
+	}
+	h.EngineRaw = caddyconfig.JSONModuleObject(e, "engine", "postgres", nil)
 	return nil
 }
 

@@ -9,5 +9,7 @@
 // The script follows spec/zenith-protocol.md ("Query service (IQ)"): Market and Security
 // (Service/Market), News and NewsSources (Service/News), Account and "Order"
 // (Service/Trading; rows per user, Owner holding the user's subject id). It is SQLite SQL,
-// run by sqliteengine as Config.Init. This package has no code to depend on.
+// run by sqliteengine as Config.Init. demo_postgres.sql (PostgresSQL) holds the same
+// tables and rows for PostgreSQL (pgengine), which its tests load. This package has no
+// code to depend on.
 package querydb

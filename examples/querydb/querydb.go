@@ -8,6 +8,14 @@ import _ "embed"
 //go:embed demo.sql
 var SQL string
 
+// PostgresSQL is the same database for PostgreSQL (demo_postgres.sql): the same tables
+// and rows, with PostgreSQL's types (numeric keeps its digits: '152.3000' stays 152.3000)
+// and every identifier quoted. Several statements, for one transaction, in an empty
+// database or schema.
+//
+//go:embed demo_postgres.sql
+var PostgresSQL string
+
 // Subjects of the demo users, the Owner of their accounts and orders.
 const (
 	DemoSubject   = "5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10" // "demo"

@@ -1,0 +1,145 @@
+package pgengine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// catalogCache holds the last catalog read and the digest it was read at.
+type catalogCache struct {
+	cur     atomic.Pointer[catalogSnapshot]
+	refresh sync.Mutex // held by the one goroutine that checks the digest
+}
+
+type catalogSnapshot struct {
+	catalog sqlgen.Catalog
+	digest  string    // catalogDigest when read
+	checked time.Time // when the digest was last checked
+}
+
+// catalogColumns lists the columns of the schema's relations: tables, partitioned tables,
+// views, materialized views and foreign tables (not the partitions of a partitioned
+// table, which are read through it), each column with the OID of its type, a domain
+// resolved to its base type (as PostgreSQL reports it in a result). Relations named like
+// one of pg_catalog are left out: pg_catalog comes first on the engine's search path, so
+// a statement naming them would read PostgreSQL's own.
+const catalogColumns = `WITH RECURSIVE col AS (
+	SELECT c.relname AS tbl, a.attnum AS num, a.attname AS name, a.atttypid AS typ
+	FROM pg_catalog.pg_class c
+	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+	WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+		AND a.attnum > 0 AND NOT a.attisdropped
+		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class s
+			WHERE s.relnamespace = 'pg_catalog'::pg_catalog.regnamespace AND s.relname = c.relname)
+), base AS (
+	SELECT tbl, num, name, typ FROM col
+	UNION ALL
+	SELECT b.tbl, b.num, b.name, t.typbasetype FROM base b
+	JOIN pg_catalog.pg_type t ON t.oid = b.typ WHERE t.typtype = 'd'
+), cat AS (
+	SELECT b.tbl, b.num, b.name, b.typ FROM base b
+	JOIN pg_catalog.pg_type t ON t.oid = b.typ WHERE t.typtype <> 'd'
+) `
+
+// catalogQuery reads the catalog, ordered by table name (byte-wise) and column position.
+const catalogQuery = catalogColumns + `SELECT tbl, name, typ FROM cat ORDER BY tbl COLLATE "C", num`
+
+// catalogDigest is a digest of what catalogQuery would read: one row, to check cheaply
+// whether the catalog changed.
+const catalogDigest = catalogColumns +
+	`SELECT count(*) || ':' || coalesce(encode(sha256(convert_to(
+		string_agg(format('%I.%I:%s', tbl, name, typ), ',' ORDER BY tbl COLLATE "C", num), 'UTF8')), 'hex'), '') FROM cat`
+
+// Catalog reports the tables and columns of the schema. It is served from a cache, which
+// is checked against the server's catalog digest at most once per
+// Config.CatalogCheckInterval, and read again only when the digest changed. The Catalog
+// returned is shared: callers must not modify it. If a check fails, the catalog read last
+// is served, and the next call checks again.
+func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) {
+	if s := e.catalog.cur.Load(); s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval {
+		return s.catalog, nil
+	}
+	if e.closed.Load() {
+		return sqlgen.Catalog{}, fmt.Errorf("reading catalog: %w: %w", queryproxy.ErrUnavailable, errClosed)
+	}
+	s := e.catalog.cur.Load()
+	if s != nil {
+		// One goroutine checks; the others keep using the catalog they have meanwhile.
+		if !e.catalog.refresh.TryLock() {
+			return s.catalog, nil
+		}
+	} else {
+		e.catalog.refresh.Lock()
+	}
+	defer e.catalog.refresh.Unlock()
+	// Another goroutine may have checked since s was loaded.
+	s = e.catalog.cur.Load()
+	if s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval {
+		return s.catalog, nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
+	defer cancel()
+	next, err := e.readCatalog(qctx, s)
+	if err != nil {
+		err = classify(ctx, qctx, err)
+		if s == nil {
+			return sqlgen.Catalog{}, fmt.Errorf("reading catalog: %w", err)
+		}
+		// The schema rarely changes: keep serving the catalog read last, and check again
+		// at the next call.
+		e.cfg.Logger.Warn("query catalog check failed", zap.Error(err))
+		return s.catalog, nil
+	}
+	if s == nil || next.digest != s.digest {
+		e.cfg.Logger.Debug("query catalog read", zap.String("schema", e.cfg.Schema),
+			zap.Int("tables", len(next.catalog.Tables)))
+	}
+	e.catalog.cur.Store(next)
+	return next.catalog, nil
+}
+
+// readCatalog reads the digest and, if it is not that of prev (nil for none), the catalog.
+// The digest is read first: should the schema change in between, the catalog stored is
+// newer than its digest, and the next check reads it again.
+func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (*catalogSnapshot, error) {
+	next := &catalogSnapshot{checked: e.cfg.Now()}
+	if err := e.pool.QueryRow(ctx, catalogDigest, e.cfg.Schema).Scan(&next.digest); err != nil {
+		return nil, err
+	}
+	if prev != nil && prev.digest == next.digest {
+		next.catalog = prev.catalog
+		return next, nil
+	}
+	rows, err := e.pool.Query(ctx, catalogQuery, e.cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cat sqlgen.Catalog
+	for rows.Next() {
+		var table, column string
+		var typ uint32
+		if err := rows.Scan(&table, &column, &typ); err != nil {
+			return nil, err
+		}
+		if n := len(cat.Tables); n == 0 || cat.Tables[n-1].Name != table {
+			cat.Tables = append(cat.Tables, sqlgen.Table{Name: table})
+		}
+		t := &cat.Tables[len(cat.Tables)-1]
+		t.Columns = append(t.Columns, sqlgen.Column{Name: column, Type: columnType(typ)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	next.catalog = cat
+	return next, nil
+}

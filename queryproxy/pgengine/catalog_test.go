@@ -1,0 +1,164 @@
+package pgengine
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+func TestColumnType(t *testing.T) {
+	tests := map[uint32]sqlgen.Type{
+		pgtype.TextOID: sqlgen.String, pgtype.VarcharOID: sqlgen.String, pgtype.BPCharOID: sqlgen.String,
+		pgtype.NameOID: sqlgen.String, pgtype.QCharOID: sqlgen.String,
+		pgtype.Int2OID: sqlgen.Integer, pgtype.Int4OID: sqlgen.Integer, pgtype.Int8OID: sqlgen.Integer,
+		pgtype.NumericOID: sqlgen.Decimal, pgtype.Float4OID: sqlgen.Decimal, pgtype.Float8OID: sqlgen.Decimal,
+		pgtype.BoolOID:      sqlgen.Boolean,
+		pgtype.TimestampOID: sqlgen.DateTime, pgtype.TimestamptzOID: sqlgen.DateTime, pgtype.DateOID: sqlgen.DateTime,
+		pgtype.TimeOID: sqlgen.DateTime, pgtype.TimetzOID: sqlgen.DateTime,
+		pgtype.ByteaOID: sqlgen.Binary,
+		// Everything else is its text.
+		pgtype.UUIDOID: sqlgen.String, pgtype.JSONBOID: sqlgen.String, pgtype.TextArrayOID: sqlgen.String,
+		pgtype.IntervalOID: sqlgen.String, pgtype.OIDOID: sqlgen.String, 790 /* money */ : sqlgen.String,
+		99999: sqlgen.String, // an enum or another type of the database
+	}
+	for oid, want := range tests {
+		if got := columnType(oid); got != want {
+			t.Errorf("columnType(%d) = %s, want %s", oid, got, want)
+		}
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	e, _ := openTest(t, Config{}, testSchema+`
+		CREATE TABLE "Order" ("OrderId" bigint GENERATED ALWAYS AS IDENTITY, "Price" numeric,
+			"Total" numeric GENERATED ALWAYS AS ("Price" * 2) STORED, "Gone" text);
+		ALTER TABLE "Order" DROP COLUMN "Gone";
+		CREATE MATERIALIZED VIEW "Dear" AS SELECT "Code", "LastPrice" FROM "Security" WHERE "LastPrice" > 100;
+		CREATE TABLE "Tick" ("At" timestamptz NOT NULL, "Px" numeric) PARTITION BY RANGE ("At");
+		CREATE TABLE "Tick2026" PARTITION OF "Tick" FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+		CREATE TABLE pg_class ("Shadowed" text);
+		CREATE TABLE "lower" ("a" text);
+		CREATE SCHEMA other;
+		CREATE TABLE other."Elsewhere" ("x" text);`)
+	cat, err := e.Catalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tb := range cat.Tables {
+		names = append(names, tb.Name)
+	}
+	// Sorted byte-wise; views and materialized views, a partitioned table but not its
+	// partition; not a table named like one of pg_catalog; not another schema's.
+	if got := strings.Join(names, ","); got != "Cheap,Dear,Item,Order,Security,Tick,lower" {
+		t.Fatalf("tables %s", got)
+	}
+	order, _ := cat.Table("order")
+	want := []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer}, {Name: "Price", Type: sqlgen.Decimal}, {Name: "Total", Type: sqlgen.Decimal}}
+	if !equal(order.Columns, want) {
+		t.Fatalf("Order columns %v, want %v", order.Columns, want)
+	}
+	if dear, _ := cat.Table("Dear"); !equal(dear.Columns, []sqlgen.Column{{Name: "Code", Type: sqlgen.String}, {Name: "LastPrice", Type: sqlgen.Decimal}}) {
+		t.Fatalf("Dear columns %v", dear.Columns)
+	}
+}
+
+// TestCatalogSchema: another schema's catalog, and statements find its tables (the
+// search path), not those of public with the same name.
+func TestCatalogSchema(t *testing.T) {
+	dsn, _ := newDatabase(t, testSchema+`
+		CREATE SCHEMA "Market Data";
+		CREATE TABLE "Market Data"."Security" ("Code" text, "Venue" text);
+		INSERT INTO "Market Data"."Security" VALUES ('ZZZ', 'CXA');`)
+	e := openEngine(t, Config{DSN: dsn, Schema: "Market Data"})
+	cat, err := e.Catalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Tables) != 1 || cat.Tables[0].Name != "Security" || len(cat.Tables[0].Columns) != 2 {
+		t.Fatalf("catalog %v", cat)
+	}
+	_, rows, err := queryAll(t, e, `SELECT "Code", "Venue" FROM "Security"`)
+	if err != nil || len(rows) != 1 || rows[0][1] != "CXA" {
+		t.Fatalf("rows %v, %v", rows, err)
+	}
+	if _, err := Open(context.Background(), Config{DSN: dsn, Schema: "nope"}); err == nil || !strings.Contains(err.Error(), `schema "nope" does not exist`) {
+		t.Fatalf("a missing schema: %v", err)
+	}
+}
+
+// fakeClock is a Now that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestCatalogCache: the catalog is served from the cache within the check interval, kept
+// (not read again) when the schema did not change, and read again when it did.
+func TestCatalogCache(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	dsn, _ := newDatabase(t, testSchema)
+	e := openEngine(t, Config{DSN: dsn, Now: clock.Now, CatalogCheckInterval: time.Minute})
+	ctx := context.Background()
+	first, err := e.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b sqlgen.Catalog) bool { return &a.Tables[0] == &b.Tables[0] }
+
+	// No schema change: after the interval, checked but not read again.
+	clock.Add(2 * time.Minute)
+	if c, _ := e.Catalog(ctx); !same(c, first) {
+		t.Fatal("catalog read again without a schema change")
+	}
+	exec(t, dsn, `INSERT INTO "Item" ("Name", "Qty") VALUES ('two', 2)`)
+	clock.Add(2 * time.Minute)
+	if c, _ := e.Catalog(ctx); !same(c, first) {
+		t.Fatal("catalog read again after a change of data only")
+	}
+
+	// A schema change: not seen within the interval, seen after it.
+	exec(t, dsn, `ALTER TABLE "Item" ADD COLUMN "Colour" text`)
+	clock.Add(30 * time.Second)
+	if c, _ := e.Catalog(ctx); !same(c, first) {
+		t.Fatal("catalog checked within the check interval")
+	}
+	clock.Add(31 * time.Second)
+	c, err := e.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, _ := c.Table("Item")
+	if same(c, first) || len(item.Columns) != 5 || item.Columns[4] != (sqlgen.Column{Name: "Colour", Type: sqlgen.String}) {
+		t.Fatalf("after ALTER TABLE: Item columns %v", item.Columns)
+	}
+
+	// A change of a column's type, and a renamed table, are changes too.
+	for _, ddl := range []string{
+		`ALTER TABLE "Item" ALTER COLUMN "Colour" TYPE integer USING 0`,
+		`ALTER TABLE "Item" RENAME TO "Thing"`,
+	} {
+		prev := c
+		exec(t, dsn, ddl)
+		clock.Add(2 * time.Minute)
+		if c, _ = e.Catalog(ctx); same(c, prev) {
+			t.Fatalf("after %s: catalog not read again", ddl)
+		}
+	}
+	if thing, ok := c.Table("Thing"); !ok || thing.Columns[4].Type != sqlgen.Integer {
+		t.Fatalf("catalog %v", c)
+	}
+}

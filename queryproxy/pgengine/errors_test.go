@@ -1,0 +1,129 @@
+package pgengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+func TestClassify(t *testing.T) {
+	live := context.Background()
+	canceled, cancel := context.WithCancel(live)
+	cancel()
+	expired, cancel2 := context.WithTimeout(live, -time.Second)
+	defer cancel2()
+	limitedOut, cancel3 := context.WithTimeout(live, -time.Second) // the statement's limit, under a live parent
+	defer cancel3()
+	pg := func(code string) error { return &pgconn.PgError{Severity: "ERROR", Code: code, Message: "m"} }
+	tests := []struct {
+		name            string
+		parent, limited context.Context
+		err             error
+		want            error // nil: no sentinel
+	}{
+		{"unique", live, live, pg("23505"), queryproxy.ErrConstraint},
+		{"check", live, live, pg("23514"), queryproxy.ErrConstraint},
+		{"foreign key", live, live, pg("23503"), queryproxy.ErrConstraint},
+		{"not null", live, live, pg("23502"), queryproxy.ErrConstraint},
+		{"wrapped", live, live, fmt.Errorf("statement 2 of 3: %w", pg("23505")), queryproxy.ErrConstraint},
+		{"server statement_timeout", live, live, pg("57014"), queryproxy.ErrTimeout},
+		{"engine's time limit", live, limitedOut, pg("57014"), queryproxy.ErrTimeout},
+		{"client gone", canceled, canceled, pg("57014"), queryproxy.ErrCanceled},
+		{"client gone, any error", canceled, canceled, io.ErrUnexpectedEOF, queryproxy.ErrCanceled},
+		{"caller's deadline", expired, expired, pg("57014"), queryproxy.ErrTimeout},
+		{"deadline error", live, live, fmt.Errorf("x: %w", context.DeadlineExceeded), queryproxy.ErrTimeout},
+		{"connection exception", live, live, pg("08006"), queryproxy.ErrUnavailable},
+		{"too many connections", live, live, pg("53300"), queryproxy.ErrUnavailable},
+		{"admin shutdown", live, live, pg("57P01"), queryproxy.ErrUnavailable},
+		{"cannot connect now", live, live, pg("57P03"), queryproxy.ErrUnavailable},
+		{"lock not available", live, live, pg("55P03"), queryproxy.ErrUnavailable},
+		{"deadlock", live, live, pg("40P01"), queryproxy.ErrUnavailable},
+		{"serialization", live, live, pg("40001"), queryproxy.ErrUnavailable},
+		{"connect error", live, live, &pgconn.ConnectError{Config: &pgconn.Config{}}, queryproxy.ErrUnavailable},
+		{"eof", live, live, io.ErrUnexpectedEOF, queryproxy.ErrUnavailable},
+		{"closed pool", live, live, puddle.ErrClosedPool, queryproxy.ErrUnavailable},
+		{"closed engine", live, live, errClosed, queryproxy.ErrUnavailable},
+		{"undefined table", live, live, pg("42P01"), nil},
+		{"syntax", live, live, pg("42601"), nil},
+		{"invalid text", live, live, pg("22P02"), nil},
+		{"read-only transaction", live, live, pg("25006"), nil},
+		{"other", live, live, errors.New("x"), nil},
+	}
+	sentinels := []error{queryproxy.ErrConstraint, queryproxy.ErrTimeout, queryproxy.ErrCanceled, queryproxy.ErrUnavailable}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := classify(tt.parent, tt.limited, tt.err)
+			for _, s := range sentinels {
+				if errors.Is(got, s) != (s == tt.want) {
+					t.Fatalf("classify = %v: is %v %v, want %v", got, s, errors.Is(got, s), tt.want)
+				}
+			}
+			var pg *pgconn.PgError
+			if _, isPG := tt.err.(*pgconn.PgError); isPG && !errors.As(got, &pg) || !isPG && !errors.Is(got, tt.err) {
+				t.Fatalf("classify = %v lost the cause", got)
+			}
+		})
+	}
+}
+
+// TestErrorsQuoteNoValue: PostgreSQL's messages can quote a value of the statement; the
+// engine's errors, which are logged, do not. The SQLSTATE and the names stay, and the
+// server's error is still there for errors.As.
+func TestErrorsQuoteNoValue(t *testing.T) {
+	e, _ := openTest(t, Config{}, "")
+	const secret = "Zq7-secret-value"
+	_, _, err := queryAll(t, e, `SELECT "Code" FROM "Security" WHERE "Volume" = $1`, secret)
+	var pg *pgconn.PgError
+	if err == nil || !errors.As(err, &pg) || pg.Code != "22P02" || !strings.Contains(pg.Message, secret) {
+		t.Fatalf("a number column compared with text: %v", err)
+	}
+	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "SQLSTATE 22P02") {
+		t.Fatalf("error text %q", err)
+	}
+	_, err = e.Exec(context.Background(), []sqlgen.Statement{{SQL: `INSERT INTO "Item" ("Id", "Name", "Qty") VALUES (7, $1, 1), (8, $1, 2)`, Args: []any{secret}}})
+	if !errors.As(err, &pg) || !strings.Contains(pg.Detail, secret) {
+		t.Fatalf("a duplicate key: %v", err)
+	}
+	if s := err.Error(); strings.Contains(s, secret) || !strings.Contains(s, `SQLSTATE 23505 (table "Item") (constraint "Item_Name_key")`) ||
+		!strings.HasPrefix(s, "running write: constraint violated: statement 1 of 1: ") {
+		t.Fatalf("error text %q", s)
+	}
+	// A syntax error keeps its message: it names SQL, not values.
+	_, _, err = queryAll(t, e, `SELEC 1`)
+	if err == nil || !strings.Contains(err.Error(), `syntax error at or near "SELEC"`) {
+		t.Fatalf("syntax error %v", err)
+	}
+}
+
+// TestConnectionLost: when the server ends the engine's connections (a restart, an
+// administrator), the next statement fails with ErrUnavailable or succeeds on a new
+// connection; the one after it succeeds.
+func TestConnectionLost(t *testing.T) {
+	e, name := openTest(t, Config{MaxConns: 1}, "")
+	if n := count(t, e, "Security"); n != 3 {
+		t.Fatal(n)
+	}
+	a := admin(t)
+	if _, err := a.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, _, err := queryAll(t, e, `SELECT 1`); err != nil && !errors.Is(err, queryproxy.ErrUnavailable) {
+		t.Fatalf("after the server ended the connection: %v, want ErrUnavailable", err)
+	} else {
+		t.Logf("after the server ended the connection: %v", err)
+	}
+	if n := count(t, e, "Security"); n != 3 {
+		t.Fatal(n)
+	}
+}

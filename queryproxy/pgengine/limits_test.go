@@ -1,0 +1,240 @@
+package pgengine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// slack is how late a test may see a time limit act on a loaded machine.
+const slack = 3 * time.Second
+
+// sleep is a statement that runs for 10 s on the server, unless stopped; the marker
+// lets pg_stat_activity find it.
+const sleep = `SELECT 'pgengine sleeper' AS marker, pg_sleep(10)`
+
+// waitStopped waits, up to slack, until no backend of database name runs a statement
+// containing marker; it fails the test if one still does.
+func waitStopped(t *testing.T, name, marker string) {
+	t.Helper()
+	a := admin(t)
+	deadline := time.Now().Add(slack)
+	for {
+		_, running := backends(t, a, name, marker)
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends still run the statement on the server %v after its context ended", running, slack)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestQueryTimeLimit(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	e, name := openTest(t, Config{StatementTimeout: limit, MaxConns: 2}, "")
+	start := time.Now()
+	_, _, err := queryAll(t, e, sleep)
+	elapsed := time.Since(start)
+	if !errors.Is(err, queryproxy.ErrTimeout) {
+		t.Fatalf("error %v, want ErrTimeout", err)
+	}
+	if elapsed < limit || elapsed > limit+slack {
+		t.Fatalf("stopped after %v, want about %v", elapsed, limit)
+	}
+	waitStopped(t, name, "pgengine sleeper")
+	// The connections serve the next queries.
+	for range 4 {
+		if n := count(t, e, "Security"); n != 3 {
+			t.Fatalf("%d rows", n)
+		}
+	}
+}
+
+// TestServerStatementTimeout checks the server's half of the time limit alone: with the
+// engine's own limit far away, the server's statement_timeout (set by the engine for each
+// transaction) stops the statement, and that is ErrTimeout too.
+func TestServerStatementTimeout(t *testing.T) {
+	e, _ := openTest(t, Config{StatementTimeout: 400 * time.Millisecond}, "")
+	// Give the engine's context 10 s more than the server's limit, so only the server's
+	// statement_timeout can stop the sleep within the test's bound.
+	e.cfg.StatementTimeout = 10 * time.Second
+	start := time.Now()
+	_, _, err := queryAll(t, e, sleep)
+	if !errors.Is(err, queryproxy.ErrTimeout) || time.Since(start) > slack {
+		t.Fatalf("error %v after %v, want ErrTimeout after about 400ms", err, time.Since(start))
+	}
+}
+
+// TestQueryTimeLimitBetweenRows: once rows are flowing, the limit is checked before each
+// row, so a slow reader gets no row after it.
+func TestQueryTimeLimitBetweenRows(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	e, _ := openTest(t, Config{StatementTimeout: limit}, "")
+	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT "Code" FROM "Security"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		t.Fatal(rows.Err())
+	}
+	time.Sleep(limit + 50*time.Millisecond)
+	start := time.Now()
+	if rows.Next() {
+		t.Fatalf("row %v read after the time limit", rows.Values())
+	}
+	if err := rows.Err(); !errors.Is(err, queryproxy.ErrTimeout) {
+		t.Fatalf("error %v, want ErrTimeout", err)
+	}
+	if elapsed := time.Since(start); elapsed > slack {
+		t.Fatalf("Next took %v", elapsed)
+	}
+}
+
+// TestQueryCanceled: when the caller's context is canceled (the client went away), Query
+// returns ErrCanceled at once, and the statement stops on the server (a cancel request,
+// not a connection that is merely dropped: pg_stat_activity shows no backend still
+// running it).
+func TestQueryCanceled(t *testing.T) {
+	e, name := openTest(t, Config{StatementTimeout: 30 * time.Second, MaxConns: 2}, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	_, _, err := queryCtx(ctx, e, sleep)
+	if !errors.Is(err, queryproxy.ErrCanceled) || errors.Is(err, queryproxy.ErrTimeout) {
+		t.Fatalf("error %v, want ErrCanceled", err)
+	}
+	if elapsed := time.Since(start); elapsed > slack {
+		t.Fatalf("returned after %v", elapsed)
+	}
+	waitStopped(t, name, "pgengine sleeper")
+
+	// The connection was kept: the engine still holds its connections, and they work.
+	a := admin(t)
+	if conns, _ := backends(t, a, name, ""); conns == 0 || conns > 2 {
+		t.Errorf("%d connections after the cancel, want 1 or 2", conns)
+	}
+	if n := count(t, e, "Security"); n != 3 {
+		t.Fatalf("%d rows", n)
+	}
+
+	// Canceled while the rows are read (each row large enough for the server to send it at
+	// once): the statement stops on the server too.
+	ctx, cancel = context.WithCancel(context.Background())
+	rows, err := e.Query(ctx, sqlgen.Statement{SQL: `SELECT 'pgengine streamer' AS marker, x, repeat('x', 10000), pg_sleep(0.01) FROM generate_series(1, 100000) x`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows.Next() {
+		t.Fatal(rows.Err())
+	}
+	cancel()
+	for rows.Next() {
+	}
+	if err := rows.Err(); !errors.Is(err, queryproxy.ErrCanceled) {
+		t.Fatalf("error %v, want ErrCanceled", err)
+	}
+	rows.Close()
+	waitStopped(t, name, "pgengine streamer")
+
+	// The caller's own deadline is a timeout.
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, _, err := queryCtx(ctx, e, sleep); !errors.Is(err, queryproxy.ErrTimeout) {
+		t.Fatalf("error %v, want ErrTimeout", err)
+	}
+	waitStopped(t, name, "pgengine sleeper")
+}
+
+func TestExecTimeLimit(t *testing.T) {
+	e, name := openTest(t, Config{StatementTimeout: 300 * time.Millisecond}, "")
+	start := time.Now()
+	_, err := e.Exec(context.Background(), []sqlgen.Statement{
+		{SQL: `INSERT INTO "Item" ("Name", "Qty") VALUES ('two', 2)`},
+		{SQL: `INSERT INTO "Item" ("Name", "Qty") SELECT 'pgengine sleeper', 1 FROM pg_sleep(10)`},
+	})
+	if !errors.Is(err, queryproxy.ErrTimeout) {
+		t.Fatalf("error %v, want ErrTimeout", err)
+	}
+	if elapsed := time.Since(start); elapsed > slack {
+		t.Fatalf("stopped after %v", elapsed)
+	}
+	waitStopped(t, name, "pgengine sleeper")
+	if n := count(t, e, "Item"); n != 1 {
+		t.Fatalf("Item has %d rows, want 1: the first insert was kept", n)
+	}
+}
+
+// TestBoundedPool: a burst of parallel statements, some canceled on the way, never opens
+// more than MaxConns connections on the server (pg_stat_activity, sampled throughout),
+// and the others all succeed.
+func TestBoundedPool(t *testing.T) {
+	const maxConns = 3
+	e, name := openTest(t, Config{MaxConns: maxConns, StatementTimeout: 20 * time.Second}, "")
+	a := admin(t)
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				sampled <- nil
+				return
+			default:
+			}
+			conns, _, err := countBackends(a, name, "")
+			if err != nil {
+				sampled <- err
+				return
+			}
+			if int64(conns) > peak.Load() {
+				peak.Store(int64(conns))
+			}
+		}
+	}()
+	const burst = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, burst)
+	for i := range burst {
+		wg.Go(func() {
+			ctx := context.Background()
+			if i%3 == 0 { // canceled while it runs, or while it waits for a connection
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				time.AfterFunc(time.Duration(50+10*i)*time.Millisecond, cancel)
+			}
+			_, rows, err := queryCtx(ctx, e, `SELECT count(*) FROM "Security", pg_sleep(0.2)`)
+			switch {
+			case i%3 == 0 && errors.Is(err, queryproxy.ErrCanceled), i%3 == 0 && err == nil:
+			case err != nil:
+				errs <- err
+			case rows[0][0] != int64(3):
+				errs <- errors.New("wrong count")
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-sampled; err != nil {
+		t.Fatal(err)
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if p := peak.Load(); p > maxConns || p == 0 {
+		t.Fatalf("peak of %d connections on the server, want 1 to %d", p, maxConns)
+	}
+	if st := e.pool.Stat(); st.TotalConns() > maxConns {
+		t.Fatalf("the pool holds %d connections", st.TotalConns())
+	}
+}

@@ -1,0 +1,65 @@
+package pgengine
+
+import (
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// columnType is the result Type of a column of the PostgreSQL type oid (a domain's base
+// type; see the package documentation for the table).
+func columnType(oid uint32) sqlgen.Type {
+	switch oid {
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID, pgtype.QCharOID:
+		return sqlgen.String
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
+		return sqlgen.Integer
+	case pgtype.NumericOID, pgtype.Float4OID, pgtype.Float8OID:
+		return sqlgen.Decimal
+	case pgtype.BoolOID:
+		return sqlgen.Boolean
+	case pgtype.TimestampOID, pgtype.TimestamptzOID, pgtype.DateOID, pgtype.TimeOID, pgtype.TimetzOID:
+		return sqlgen.DateTime
+	case pgtype.ByteaOID:
+		return sqlgen.Binary
+	}
+	return sqlgen.String
+}
+
+// resultFormats asks the server for the binary format of the types whose binary form pgx
+// decodes exactly and cheaply; every type not listed comes in the text format, as
+// PostgreSQL prints it: numeric with all its digits ("37.4800"), float4 as the shortest
+// decimal that reads back as the same float4, time, and every type the engine reports as
+// String (uuid, json, arrays, enums, intervals...).
+var resultFormats = pgx.QueryResultFormatsByOID{
+	pgtype.Int2OID:        pgx.BinaryFormatCode,
+	pgtype.Int4OID:        pgx.BinaryFormatCode,
+	pgtype.Int8OID:        pgx.BinaryFormatCode,
+	pgtype.Float8OID:      pgx.BinaryFormatCode,
+	pgtype.BoolOID:        pgx.BinaryFormatCode,
+	pgtype.TimestampOID:   pgx.BinaryFormatCode,
+	pgtype.TimestamptzOID: pgx.BinaryFormatCode,
+	pgtype.DateOID:        pgx.BinaryFormatCode,
+	pgtype.ByteaOID:       pgx.BinaryFormatCode,
+}
+
+// bindArgs converts the arguments of a statement to what pgx binds: a queryproxy.Decimal
+// as its text (sqlgen casts a number's placeholder to numeric, and PostgreSQL converts
+// text for a numeric column exactly). Other values (string, int64, bool, nil, time.Time)
+// are bound as they are. The caller's slice is not changed.
+func bindArgs(args []any) []any {
+	out, copied := args, false
+	for i, a := range args {
+		d, ok := a.(queryproxy.Decimal)
+		if !ok {
+			continue
+		}
+		if !copied {
+			out, copied = append([]any(nil), args...), true
+		}
+		out[i] = string(d)
+	}
+	return out
+}
