@@ -18,6 +18,11 @@ var (
 	// statement finished.
 	ErrCanceled = errors.New("statement canceled")
 
+	// ErrInvalidValue: a value of the statement does not fit its column's
+	// type (a word compared to a number column, an impossible date) and the
+	// database refused it. The client's statement is at fault: 400.
+	ErrInvalidValue = errors.New("a value does not fit its column's type")
+
 	// ErrUnavailable: the engine cannot run the statement now: the database cannot be
 	// reached or opened, it stayed locked longer than the engine waits, or the engine is
 	// closed. Trying again later may succeed.

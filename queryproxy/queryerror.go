@@ -82,6 +82,8 @@ func engineError(err error) *Error {
 	case errors.Is(err, ErrTooManyRows):
 		return &Error{Status: http.StatusUnprocessableEntity, Code: CodeResultTooLarge,
 			Message: "the result has more rows than allowed: narrow the WHERE clause or add a LIMIT", cause: err}
+	case errors.Is(err, ErrInvalidValue):
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: "a value does not fit its column's type", cause: err}
 	case errors.Is(err, ErrConstraint):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the write conflicts with the data (a key, not-null or check constraint)", cause: err}
 	case errors.Is(err, ErrTimeout):

@@ -54,6 +54,8 @@ func sqlstateKind(code string) error {
 	switch {
 	case strings.HasPrefix(code, "23"): // integrity constraint violation
 		return queryproxy.ErrConstraint
+	case strings.HasPrefix(code, "22"): // data exception: a bound value the column's type refuses
+		return queryproxy.ErrInvalidValue
 	case code == "57014": // query_canceled, with no context ended: statement_timeout
 		return queryproxy.ErrTimeout
 	case strings.HasPrefix(code, "08"), // connection exception

@@ -55,11 +55,12 @@ func TestClassify(t *testing.T) {
 		{"closed engine", live, live, errClosed, queryproxy.ErrUnavailable},
 		{"undefined table", live, live, pg("42P01"), nil},
 		{"syntax", live, live, pg("42601"), nil},
-		{"invalid text", live, live, pg("22P02"), nil},
+		{"invalid text", live, live, pg("22P02"), queryproxy.ErrInvalidValue},
+		{"bad datetime", live, live, pg("22007"), queryproxy.ErrInvalidValue},
 		{"read-only transaction", live, live, pg("25006"), nil},
 		{"other", live, live, errors.New("x"), nil},
 	}
-	sentinels := []error{queryproxy.ErrConstraint, queryproxy.ErrTimeout, queryproxy.ErrCanceled, queryproxy.ErrUnavailable}
+	sentinels := []error{queryproxy.ErrConstraint, queryproxy.ErrTimeout, queryproxy.ErrCanceled, queryproxy.ErrUnavailable, queryproxy.ErrInvalidValue}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := classify(tt.parent, tt.limited, tt.err)

@@ -379,3 +379,18 @@ func readAll(t *testing.T, e queryproxy.Engine, cols []sqlgen.Column, sql string
 	slices.SortFunc(all, func(a, b []any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 	return all
 }
+
+// TestHandlerInvalidValue: a value the column's type refuses is the
+// client's error (400), not the server's.
+func TestHandlerInvalidValue(t *testing.T) {
+	s := newService(t, Config{}, nil)
+	for _, stmt := range []string{
+		`select Code from Security where Volume = 'abc'`,
+		`select Code from Security where Updated > 'not a date'`,
+	} {
+		r := s.query(t, "demo", stmt)
+		if r.status != http.StatusBadRequest || r.result.Error.Code != "invalid_statement" || strings.Contains(r.body, "abc") {
+			t.Fatalf("%s: %d %s", stmt, r.status, r.body)
+		}
+	}
+}
