@@ -13,7 +13,7 @@
 //
 // Run it on demand, not in CI:
 //
-//	go run ./bench/querybench [-d 10s] [-c 8] [-rows 1000000]
+//	go run ./bench/querybench [-d 10s] [-c 8] [-rows 1000000] [-pg postgres://...]
 package main
 
 import (
@@ -31,6 +31,7 @@ func main() {
 	d := flag.Duration("d", 10*time.Second, "how long each request-rate figure is measured")
 	c := flag.Int("c", 8, "concurrent HTTP clients, each with one keep-alive connection")
 	rows := flag.Int("rows", 1_000_000, "rows of the streamed result")
+	pg := flag.String("pg", os.Getenv("GATEHOUSE_TEST_POSTGRES"), "a PostgreSQL `dsn` (a database is created there and dropped) for the PostgreSQL figures; default $GATEHOUSE_TEST_POSTGRES; none: SQLite only")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gatehouse point-select phase to this `file`")
 	flag.Parse()
 	if *d <= 0 || *c <= 0 || *rows <= 0 {
@@ -38,7 +39,7 @@ func main() {
 		os.Exit(2)
 	}
 	profile = *cpuprofile
-	if err := run(context.Background(), *d, *c, *rows); err != nil {
+	if err := run(context.Background(), *d, *c, *rows, *pg); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		os.Exit(1)
 	}

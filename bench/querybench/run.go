@@ -39,7 +39,7 @@ import (
 
 type obj = map[string]any
 
-func run(ctx context.Context, d time.Duration, c, nrows int) error {
+func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string) error {
 	dir, err := os.MkdirTemp("", "querybench-")
 	if err != nil {
 		return err
@@ -49,7 +49,15 @@ func run(ctx context.Context, d time.Duration, c, nrows int) error {
 	if err := createDatabase(dbPath, nrows); err != nil {
 		return err
 	}
-	gh, err := startGatehouse(dir, dbPath, nrows)
+	var pgDB string
+	if pgDSN != "" {
+		var drop func()
+		if pgDB, drop, err = createPostgres(ctx, pgDSN); err != nil {
+			return err
+		}
+		defer drop()
+	}
+	gh, err := startGatehouse(dir, dbPath, nrows, pgDB)
 	if err != nil {
 		return err
 	}
@@ -66,25 +74,7 @@ func run(ctx context.Context, d time.Duration, c, nrows int) error {
 
 	codes := []string{"BHP", "CBA", "CSL", "NAB", "WBC", "WES", "ANZ", "MQG"}
 	point := func(base string, auth bool) func(client *http.Client, i int) error {
-		return func(client *http.Client, i int) error {
-			code := codes[i%len(codes)]
-			body := `[{"ColumnName":"Code","Operator":"=","Value":"` + code + `"},{"ColumnName":"Exchange","Operator":"=","Value":"ASX"}]`
-			req, _ := http.NewRequest(http.MethodPost, base+"/query/Security/select?columns=Code,LastPrice,Volume", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			if auth {
-				req.Header.Set("Authorization", "Bearer "+tok)
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return err
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || !strings.Contains(string(b), `"`+code+`"`) {
-				return fmt.Errorf("%d %.200s", resp.StatusCode, b)
-			}
-			return nil
-		}
+		return pointAt(base, "/query", tok, codes, auth)
 	}
 	fmt.Printf("querybench: %d clients, %v per figure, GOMAXPROCS %d\n\n", c, d, runtime.GOMAXPROCS(0))
 	base, err := measure(c, d, point(direct, false))
@@ -112,12 +102,62 @@ func run(ctx context.Context, d time.Duration, c, nrows int) error {
 	ratio := ours.rate() / mean
 	fmt.Printf("ratio gatehouse / direct: %.2f (goal >= 0.80: %s)\n\n", ratio, verdict(ratio >= 0.8))
 
+	if pgDB != "" {
+		directPG, stopPG, err := startDirectPostgres(ctx, pgDB)
+		if err != nil {
+			return err
+		}
+		defer stopPG()
+		pb, err := measure(c, d, pointAt(directPG, "/query", "", codes, false))
+		if err != nil {
+			return fmt.Errorf("direct pgx: %w", err)
+		}
+		po, err := measure(c, d, pointAt(gh.base, "/pg/query", tok, codes, true))
+		if err != nil {
+			return fmt.Errorf("gatehouse postgres: %w", err)
+		}
+		pb2, err := measure(c, d, pointAt(directPG, "/query", "", codes, false))
+		if err != nil {
+			return fmt.Errorf("direct pgx: %w", err)
+		}
+		fmt.Printf("%-36s %12s %10s %10s\n", "point select (PostgreSQL)", "req/s", "p50", "p99")
+		fmt.Printf("%-36s %12.0f %10v %10v\n", "net/http + pgx (before)", pb.rate(), pb.p(0.5), pb.p(0.99))
+		fmt.Printf("%-36s %12.0f %10v %10v\n", "gatehouse_query", po.rate(), po.p(0.5), po.p(0.99))
+		fmt.Printf("%-36s %12.0f %10v %10v\n", "net/http + pgx (after)", pb2.rate(), pb2.p(0.5), pb2.p(0.99))
+		r := po.rate() / ((pb.rate() + pb2.rate()) / 2)
+		fmt.Printf("ratio gatehouse / direct: %.2f (goal >= 0.80: %s)\n\n", r, verdict(r >= 0.8))
+	}
 	if err := stream(gh.base, tok, nrows); err != nil {
 		return err
 	}
 	fmt.Println()
 	parseGen()
 	return nil
+}
+
+// pointAt is one point select at base+path: the structured select of a
+// security's code, price and volume.
+func pointAt(base, path, tok string, codes []string, auth bool) func(*http.Client, int) error {
+	return func(client *http.Client, i int) error {
+		code := codes[i%len(codes)]
+		body := `[{"ColumnName":"Code","Operator":"=","Value":"` + code + `"},{"ColumnName":"Exchange","Operator":"=","Value":"ASX"}]`
+		target := base + strings.TrimSuffix(path, "/query") + "/query/Security/select?columns=Code,LastPrice,Volume"
+		req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"`+code+`"`) {
+			return fmt.Errorf("%d %.200s", resp.StatusCode, b)
+		}
+		return nil
+	}
 }
 
 func verdict(ok bool) string {
@@ -163,13 +203,22 @@ type gatehouse struct {
 
 // startGatehouse loads Caddy in-process: the gatehouse app with a
 // client_credentials client, and gatehouse_query over the database.
-func startGatehouse(dir, dbPath string, nrows int) (*gatehouse, error) {
+func startGatehouse(dir, dbPath string, nrows int, pgDSN string) (*gatehouse, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	g := &gatehouse{base: fmt.Sprintf("http://127.0.0.1:%d", port), secret: randomHex(32)}
 	sum := sha256.Sum256([]byte(g.secret))
+	handlers := []obj{
+		{"handler": "gatehouse_identity"},
+		{"handler": "gatehouse_query", "max_rows": nrows + 1,
+			"engine": obj{"engine": "sqlite", "path": dbPath, "max_read_conns": runtime.GOMAXPROCS(0) * 2, "statement_timeout": int64(10 * time.Minute)},
+			"tables": []obj{{"table": "Security", "read": []string{"Service/Market"}}, {"table": "Ticks", "read": []string{"Service/Market"}}}},
+	}
+	if pgDSN != "" {
+		handlers = append(handlers[:1], append([]obj{pgRoute(pgDSN)}, handlers[1:]...)...)
+	}
 	cfg := obj{
 		"admin":   obj{"disabled": true, "config": obj{"persist": false}},
 		"storage": obj{"module": "file_system", "root": filepath.Join(dir, "caddy")},
@@ -182,13 +231,8 @@ func startGatehouse(dir, dbPath string, nrows int) (*gatehouse, error) {
 					"grant_types": []string{"client_credentials"}, "scopes": []string{"Service/Market"}}},
 			},
 			"http": obj{"servers": obj{"bench": obj{
-				"listen": []string{fmt.Sprintf("127.0.0.1:%d", port)},
-				"routes": []obj{{"handle": []obj{
-					{"handler": "gatehouse_identity"},
-					{"handler": "gatehouse_query", "max_rows": nrows + 1,
-						"engine": obj{"engine": "sqlite", "path": dbPath, "max_read_conns": runtime.GOMAXPROCS(0) * 2, "statement_timeout": int64(10 * time.Minute)},
-						"tables": []obj{{"table": "Security", "read": []string{"Service/Market"}}, {"table": "Ticks", "read": []string{"Service/Market"}}}},
-				}}},
+				"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
+				"routes":          []obj{{"handle": handlers}},
 				"automatic_https": obj{"disable": true},
 			}}},
 		},
