@@ -1,0 +1,161 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Parameters of the memory figure.
+const (
+	warmConns       = 16               // opened and closed before the idle RSS
+	warmPause       = time.Second      // after them
+	dialConcurrency = 32               // dials in flight while opening N
+	legsLimit       = 60 * time.Second // for every backend leg to be open
+	settleIdle      = 2 * time.Second  // after the last leg opened, before the settled RSS
+)
+
+// fdReserve is the file descriptors a process needs besides its sockets
+// to clients and backend (listeners, the store, logs).
+const fdReserve = 128
+
+// memSample is the memory figure of one path.
+type memSample struct {
+	want, n     int           // connections asked for, and open with both legs
+	open        time.Duration // to open them
+	proxy, back rss           // the proxy's (none for direct) and the backend's
+	err         error         // why fewer than want were opened
+}
+
+// rss is a process's resident set: idle before the connections, its peak
+// (VmHWM) while they were opened, and settled once they were idle.
+type rss struct{ idle, peak, settled int64 }
+
+// perConn is (v - idle) / n: bytes per connection.
+func (r rss) perConn(v int64, n int) float64 {
+	if n == 0 || r.idle == 0 {
+		return 0
+	}
+	return float64(v-r.idle) / float64(n)
+}
+
+// memoryTrial opens n idle connections through p (authenticated on the
+// gateway) and reads the resident sets of the proxy and the backend, which
+// were started for this figure alone (so VmHWM is this figure's peak).
+func memoryTrial(ctx context.Context, p *path, n int) (memSample, error) {
+	m := memSample{want: n}
+	var mu sync.Mutex
+	var conns []*websocket.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+
+	// Warm-up: the code paths' one-time allocations belong to the idle
+	// figure, not to the connections.
+	for range warmConns {
+		c, err := p.dial(ctx, nil)
+		if err != nil {
+			return m, err
+		}
+		c.Close()
+	}
+	if err := sleepUntil(ctx, time.Now().Add(warmPause)); err != nil {
+		return m, err
+	}
+	var err error
+	if p.proxy != nil {
+		if m.proxy.idle, _, err = p.proxy.memory(); err != nil {
+			return m, err
+		}
+	}
+	if m.back.idle, _, err = p.backend.memory(); err != nil {
+		return m, err
+	}
+
+	// Open n, each with a reader that answers the proxy's pings, so no
+	// connection goes idle-timed-out however long the opening takes.
+	start := time.Now()
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan struct{})
+	var wg sync.WaitGroup
+	for range dialConcurrency {
+		wg.Go(func() {
+			for range next {
+				c, err := p.dial(dctx, nil)
+				mu.Lock()
+				if err != nil {
+					if m.err == nil && dctx.Err() == nil {
+						m.err = err
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				}
+				conns = append(conns, c)
+				mu.Unlock()
+				go func() {
+					for {
+						if _, _, err := c.NextReader(); err != nil {
+							return
+						}
+					}
+				}()
+			}
+		})
+	}
+	for range n {
+		if dctx.Err() != nil {
+			break
+		}
+		next <- struct{}{}
+	}
+	close(next)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return m, ctx.Err()
+	}
+	mu.Lock()
+	opened := len(conns)
+	mu.Unlock()
+
+	// Every backend leg open: the gateway opens its leg after the 101.
+	deadline := time.Now().Add(legsLimit)
+	for {
+		legs, err := p.backend.openConns()
+		if err != nil {
+			return m, err
+		}
+		if legs >= opened {
+			break
+		}
+		if time.Now().After(deadline) {
+			m.err = fmt.Errorf("only %d of %d backend legs open after %v", legs, opened, legsLimit)
+			opened = legs
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m.n, m.open = opened, time.Since(start)
+	if err := sleepUntil(ctx, time.Now().Add(settleIdle)); err != nil {
+		return m, err
+	}
+	if p.proxy != nil {
+		if m.proxy.settled, m.proxy.peak, err = p.proxy.memory(); err != nil {
+			return m, err
+		}
+	}
+	if m.back.settled, m.back.peak, err = p.backend.memory(); err != nil {
+		return m, err
+	}
+	return m, nil
+}
