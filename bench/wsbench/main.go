@@ -37,6 +37,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -44,16 +46,20 @@ import (
 // options are the command's flags.
 type options struct {
 	trialOptions
-	rounds      int
-	n           int
-	rate256     float64
-	rate8k      float64
-	load        float64
-	cpuprofile  string
-	compression bool
-	keep        bool
-	quick       bool
+	mem        memOptions
+	rounds     int
+	rate256    float64
+	rate8k     float64
+	load       float64
+	cpuprofile string
+	only       map[string]bool // the parts to run (figure slugs, memory, compression)
+	keep       bool
+	quick      bool
 }
+
+// parts are the names -only takes: a throughput figure's slug, "memory"
+// or "compression".
+var parts = []string{"b2c-256", "b2c-8k", "c2b-256", "c2b-8k", "compression", "memory"}
 
 func main() {
 	var o options
@@ -61,26 +67,37 @@ func main() {
 	flag.DurationVar(&o.warm, "warm", 500*time.Millisecond, "warm-up before each window")
 	flag.IntVar(&o.conns, "conns", 4, "connections per throughput trial, sharing its load")
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds of every throughput trial (the order of the paths rotates)")
-	flag.IntVar(&o.n, "n", 10000, "idle connections of the memory figure")
+	flag.IntVar(&o.mem.n, "n", 10000, "idle connections of the memory figure")
 	flag.Float64Var(&o.rate256, "rate256", 0, "offered rate (msg/s, all connections) of the 256 B CPU and latency figures; 0: auto")
 	flag.Float64Var(&o.rate8k, "rate8k", 0, "offered rate (msg/s) of the 8 KiB figures; 0: auto")
 	flag.Float64Var(&o.load, "load", 0.5, "auto offered rate: this share of the lowest max rate of the three paths")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of gatehouse at the offered rate to `prefix`-<figure>.pprof")
-	flag.BoolVar(&o.compression, "compression", true, "also measure the gateway with permessage-deflate on")
+	only := flag.String("only", strings.Join(parts, ","), "the parts to run, comma-separated: "+strings.Join(parts, ", "))
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, Caddyfiles, logs)")
-	flag.BoolVar(&o.quick, "quick", false, "a smoke run of about 30 s: -d 500ms -warm 200ms -rounds 1 -n 500, fewer compression figures")
+	flag.BoolVar(&o.quick, "quick", false, "a smoke run of about 30 s after the build: -d 300ms -warm 100ms -rounds 1 -n 300,\n"+
+		"shorter pauses, compression for backend->client 256 B only")
 	flag.Parse()
+	o.settle, o.mem.pause, o.mem.idle = 200*time.Millisecond, time.Second, 2*time.Second
 	if o.quick {
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range map[string]string{"d": "500ms", "warm": "200ms", "rounds": "1", "n": "500"} {
+		for name, v := range map[string]string{"d": "300ms", "warm": "100ms", "rounds": "1", "n": "300"} {
 			if !set[name] {
 				_ = flag.Set(name, v)
 			}
 		}
+		o.settle, o.mem.pause, o.mem.idle = 50*time.Millisecond, 300*time.Millisecond, 500*time.Millisecond
+	}
+	o.only = map[string]bool{}
+	for _, p := range strings.Split(*only, ",") {
+		if p = strings.TrimSpace(p); !slices.Contains(parts, p) {
+			fmt.Fprintf(os.Stderr, "wsbench: -only: unknown part %q (known: %s)\n", p, strings.Join(parts, ", "))
+			os.Exit(2)
+		}
+		o.only[p] = true
 	}
 	if o.d < 100*time.Millisecond || o.warm < 0 || o.conns < 1 || o.conns > 256 || o.rounds < 1 || o.rounds > 10 ||
-		o.n < 1 || o.rate256 < 0 || o.rate8k < 0 || o.load <= 0 || o.load > 1 {
+		o.mem.n < 1 || o.rate256 < 0 || o.rate8k < 0 || o.load <= 0 || o.load > 1 {
 		fmt.Fprintln(os.Stderr, "wsbench: bad flags: -d >= 100ms, -warm >= 0, 1 <= -conns <= 256, 1 <= -rounds <= 10, -n >= 1, rates >= 0, 0 < -load <= 1")
 		os.Exit(2)
 	}
@@ -158,11 +175,12 @@ type figureResult struct {
 }
 
 // compressResult is one figure on the gateway with compression on, next to
-// the same figure with it off.
+// the same figure with it off: the max rate with it on, then both at a rate
+// both sustain.
 type compressResult struct {
-	f        figure
-	offered  float64
-	max, fix sample
+	f            figure
+	offered      float64
+	max, off, on sample
 }
 
 // run builds, starts the servers, measures every figure and prints them.
@@ -173,10 +191,10 @@ func run(dir string, o *options) error {
 		return err
 	}
 	// A proxy holds two sockets per connection.
-	if maxN := (int(r.fdLimit) - fdReserve) / 2; o.n > maxN {
+	if maxN := (int(r.fdLimit) - fdReserve) / 2; o.mem.n > maxN {
 		r.nNote = fmt.Sprintf("asked for %d; the file-descriptor hard limit is %d and a proxy holds two sockets per connection",
-			o.n, r.fdLimit)
-		o.n = maxN
+			o.mem.n, r.fdLimit)
+		o.mem.n = maxN
 	}
 	progress("building gatehouse and the backend into %s", dir)
 	bins, err := build(dir)
@@ -188,7 +206,10 @@ func run(dir string, o *options) error {
 		return err
 	}
 	for _, name := range pathNames {
-		m, err := memoryFigure(dir, bins, name, o.n)
+		if !o.only["memory"] {
+			break
+		}
+		m, err := memoryFigure(dir, bins, name, o.mem)
 		if err != nil {
 			return err
 		}
@@ -207,7 +228,7 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		return err
 	}
 	defer be.stop()
-	gh, err := startGateway(dir, "gatehouse", bins, be, o.compression)
+	gh, err := startGateway(dir, "gatehouse", bins, be, o.only["compression"])
 	if err != nil {
 		return err
 	}
@@ -236,6 +257,9 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 	}
 
 	for _, f := range figures {
+		if !o.only[figureSlug(f)] {
+			continue
+		}
 		fr := figureResult{f: f, max: map[string][]sample{}, fixed: map[string][]sample{}}
 		for round := range o.rounds {
 			for _, p := range ordered(round) {
@@ -267,7 +291,7 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		r.through = append(r.through, fr)
 	}
 
-	if !o.compression {
+	if !o.only["compression"] {
 		return nil
 	}
 	z := &path{name: pathGatehouse + "+deflate", url: wsURL(gh.port, wszPath), header: auth, proxy: gh, backend: be, compress: true}
@@ -275,15 +299,19 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		if o.quick && fr.f != figures[0] {
 			continue
 		}
-		c := compressResult{f: fr.f, offered: fr.offered}
+		c := compressResult{f: fr.f}
 		if c.max, err = trial(ctx, z, fr.f, 0, o.trialOptions, ""); err != nil {
 			return fmt.Errorf("%v with compression, max rate: %w", fr.f, err)
 		}
-		if c.fix, err = trial(ctx, z, fr.f, fr.offered, o.trialOptions, ""); err != nil {
-			return fmt.Errorf("%v with compression at %.0f msg/s: %w", fr.f, fr.offered, err)
+		c.offered = twoDigits(o.load * min(c.max.rate(), bestRate(fr.max[pathGatehouse])))
+		if c.off, err = trial(ctx, paths[pathGatehouse], fr.f, c.offered, o.trialOptions, ""); err != nil {
+			return fmt.Errorf("%v at %.0f msg/s: %w", fr.f, c.offered, err)
 		}
-		progress("%-22v compression on: max %.0f msg/s, proxy %s/msg at %.0f/s", fr.f, c.max.rate(),
-			us(c.fix.perMsg(c.fix.proxyCPU)), fr.offered)
+		if c.on, err = trial(ctx, z, fr.f, c.offered, o.trialOptions, ""); err != nil {
+			return fmt.Errorf("%v with compression at %.0f msg/s: %w", fr.f, c.offered, err)
+		}
+		progress("%-22v compression on: max %.0f msg/s; at %.0f/s proxy %s/msg (off: %s/msg)", fr.f, c.max.rate(),
+			c.offered, us(c.on.perMsg(c.on.proxyCPU)), us(c.off.perMsg(c.off.proxyCPU)))
 		r.compress = append(r.compress, c)
 	}
 	return nil
@@ -310,7 +338,7 @@ func offeredRate(f figure, fr figureResult, o *options) float64 {
 
 // memoryFigure measures the memory per idle connection on one path, with
 // a backend and a proxy started for it alone.
-func memoryFigure(dir string, bins binaries, name string, n int) (memSample, error) {
+func memoryFigure(dir string, bins binaries, name string, o memOptions) (memSample, error) {
 	be, err := startBackend(dir, "mem-backend-"+name, bins)
 	if err != nil {
 		return memSample{}, err
@@ -337,8 +365,8 @@ func memoryFigure(dir string, bins binaries, name string, n int) (memSample, err
 		defer rp.stop()
 		p.url, p.proxy = wsURL(rp.port, "/ws"), rp
 	}
-	progress("memory: opening %d idle connections through %s", n, name)
-	m, err := memoryTrial(context.Background(), p, n)
+	progress("memory: opening %d idle connections through %s", o.n, name)
+	m, err := memoryTrial(context.Background(), p, o)
 	if err != nil {
 		return m, fmt.Errorf("memory through %s: %w", name, err)
 	}

@@ -14,11 +14,16 @@ import (
 // Parameters of the memory figure.
 const (
 	warmConns       = 16               // opened and closed before the idle RSS
-	warmPause       = time.Second      // after them
 	dialConcurrency = 32               // dials in flight while opening N
 	legsLimit       = 60 * time.Second // for every backend leg to be open
-	settleIdle      = 2 * time.Second  // after the last leg opened, before the settled RSS
 )
+
+// memOptions are the memory figure's knobs.
+type memOptions struct {
+	n     int
+	pause time.Duration // after the warm-up connections, before the idle RSS
+	idle  time.Duration // after the last leg opened, before the settled RSS
+}
 
 // fdReserve is the file descriptors a process needs besides its sockets
 // to clients and backend (listeners, the store, logs).
@@ -44,11 +49,11 @@ func (r rss) perConn(v int64, n int) float64 {
 	return float64(v-r.idle) / float64(n)
 }
 
-// memoryTrial opens n idle connections through p (authenticated on the
+// memoryTrial opens o.n idle connections through p (authenticated on the
 // gateway) and reads the resident sets of the proxy and the backend, which
 // were started for this figure alone (so VmHWM is this figure's peak).
-func memoryTrial(ctx context.Context, p *path, n int) (memSample, error) {
-	m := memSample{want: n}
+func memoryTrial(ctx context.Context, p *path, o memOptions) (memSample, error) {
+	m := memSample{want: o.n}
 	var mu sync.Mutex
 	var conns []*websocket.Conn
 	defer func() {
@@ -68,7 +73,7 @@ func memoryTrial(ctx context.Context, p *path, n int) (memSample, error) {
 		}
 		c.Close()
 	}
-	if err := sleepUntil(ctx, time.Now().Add(warmPause)); err != nil {
+	if err := sleepUntil(ctx, time.Now().Add(o.pause)); err != nil {
 		return m, err
 	}
 	var err error
@@ -113,7 +118,7 @@ func memoryTrial(ctx context.Context, p *path, n int) (memSample, error) {
 			}
 		})
 	}
-	for range n {
+	for range o.n {
 		if dctx.Err() != nil {
 			break
 		}
@@ -146,7 +151,7 @@ func memoryTrial(ctx context.Context, p *path, n int) (memSample, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	m.n, m.open = opened, time.Since(start)
-	if err := sleepUntil(ctx, time.Now().Add(settleIdle)); err != nil {
+	if err := sleepUntil(ctx, time.Now().Add(o.idle)); err != nil {
 		return m, err
 	}
 	if p.proxy != nil {

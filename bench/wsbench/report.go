@@ -35,7 +35,9 @@ func report(w io.Writer, r *results, o *options) {
 	for _, fr := range r.through {
 		printFigure(w, fr)
 	}
-	printMemory(w, r)
+	if len(r.memory) > 0 {
+		printMemory(w, r)
+	}
 	printCompression(w, r)
 	printGoals(w, r)
 	if len(r.profiles) > 0 {
@@ -130,6 +132,7 @@ func printCompression(w io.Writer, r *results) {
 	}
 	fmt.Fprintln(w, "\ncompression on (permessage-deflate, the gateway's default) vs off, gatehouse only, one round")
 	rows := [][]string{{"", "off", "on", "on/off"}}
+	var notes []string
 	for _, c := range r.compress {
 		var fr figureResult
 		for _, t := range r.through {
@@ -137,19 +140,26 @@ func printCompression(w io.Writer, r *results) {
 				fr = t
 			}
 		}
-		offMax, offFix := bestSample(fr.max[pathGatehouse]), leastCPU(fr.fixed[pathGatehouse])
 		add := func(label string, off, on float64, format func(float64) string) {
 			rows = append(rows, []string{label, format(off), format(on), ratio(on, off)})
 		}
 		rows = append(rows, []string{c.f.String()})
-		add("  max rate (msg/s)", offMax.rate(), c.max.rate(), count)
+		add("  max rate (msg/s)", bestRate(fr.max[pathGatehouse]), c.max.rate(), count)
 		add(fmt.Sprintf("  proxy CPU/msg at %s/s", count(c.offered)),
-			micros(offFix.perMsg(offFix.proxyCPU)), micros(c.fix.perMsg(c.fix.proxyCPU)), usf)
-		add("  client-leg bytes/msg", float64(offFix.wire)/float64(max(offFix.msgs, 1)), float64(c.fix.wire)/float64(max(c.fix.msgs, 1)), count)
-		add("  latency p50", micros(offFix.percentile(0.5)), micros(c.fix.percentile(0.5)), usf)
-		add("  latency p99", micros(offFix.percentile(0.99)), micros(c.fix.percentile(0.99)), usf)
+			micros(c.off.perMsg(c.off.proxyCPU)), micros(c.on.perMsg(c.on.proxyCPU)), usf)
+		add("  client-leg bytes/msg", float64(c.off.wire)/float64(max(c.off.msgs, 1)), float64(c.on.wire)/float64(max(c.on.msgs, 1)), count)
+		add("  latency p50", micros(c.off.percentile(0.5)), micros(c.on.percentile(0.5)), usf)
+		add("  latency p99", micros(c.off.percentile(0.99)), micros(c.on.percentile(0.99)), usf)
+		for _, s := range []sample{c.off, c.on} {
+			if s.rate() < sustained*c.offered {
+				notes = append(notes, fmt.Sprintf("  NOTE: %v delivered %s of the %s msg/s offered", c.f, count(s.rate()), count(c.offered)))
+			}
+		}
 	}
 	printRows(w, rows)
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
 }
 
 func printGoals(w io.Writer, r *results) {
@@ -174,7 +184,10 @@ func printGoals(w io.Writer, r *results) {
 				verdict(cpu <= goalC2BCPU), fr.f, cpu, goalC2BCPU)
 		}
 	}
-	m := r.memory[pathGatehouse]
+	m, ok := r.memory[pathGatehouse]
+	if !ok {
+		return
+	}
 	per := m.proxy.perConn(m.proxy.peak, m.n)
 	fmt.Fprintf(w, "  %s  memory per idle connection at most 64 KiB: %s (peak RSS, N=%d)\n",
 		verdict(per <= goalMemory && m.n > 0), kibf(per), m.n)
@@ -260,10 +273,14 @@ func twoDigits(v float64) float64 {
 	return math.Floor(v/p) * p
 }
 
+// figureSlug names f in -only and in profile names: b2c-256, c2b-8k.
 func figureSlug(f figure) string {
 	d := "b2c"
 	if f.dir == clientToBackend {
 		d = "c2b"
+	}
+	if f.size%1024 == 0 {
+		return fmt.Sprintf("%s-%dk", d, f.size/1024)
 	}
 	return fmt.Sprintf("%s-%d", d, f.size)
 }

@@ -38,7 +38,7 @@ type binaries struct {
 	gatehouse, backend string
 }
 
-// build builds cmd/gatehouse and the backend into dir, from the module
+// build builds cmd/gatehouse and the backend into dir/bin, from the module
 // root; the go command's output goes to dir/build.log.
 func build(dir string) (binaries, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
@@ -50,7 +50,11 @@ func build(dir string) (binaries, error) {
 		return binaries{}, errors.New("run wsbench from inside the gatehouse module (go run ./bench/wsbench)")
 	}
 	root := filepath.Dir(gomod)
-	b := binaries{gatehouse: filepath.Join(dir, "gatehouse"), backend: filepath.Join(dir, "backend")}
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		return binaries{}, err
+	}
+	b := binaries{gatehouse: filepath.Join(bin, "gatehouse"), backend: filepath.Join(bin, "backend")}
 	logPath := filepath.Join(dir, "build.log")
 	log, err := os.Create(logPath)
 	if err != nil {

@@ -22,7 +22,6 @@ const (
 	setupMargin = 50 * time.Millisecond  // from the start signal to the warm-up
 	tailMargin  = 100 * time.Millisecond // the load goes on past the window
 	drainLimit  = 30 * time.Second       // for the last queued messages to arrive
-	settle      = 200 * time.Millisecond // after closing, before the next trial
 )
 
 // direction is which way the messages of a figure go.
@@ -88,6 +87,7 @@ func (s sample) percentile(q float64) time.Duration {
 type trialOptions struct {
 	conns   int
 	warm, d time.Duration
+	settle  time.Duration // after closing, before the next trial
 }
 
 // usage is a snapshot of the CPU the processes of a trial used so far, and
@@ -123,7 +123,7 @@ func trial(ctx context.Context, p *path, f figure, rate float64, o trialOptions,
 		for _, c := range conns {
 			c.Close()
 		}
-		time.Sleep(settle)
+		time.Sleep(o.settle)
 	}()
 	for range o.conns {
 		c, err := p.dial(ctx, &wire)
