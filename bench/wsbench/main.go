@@ -71,7 +71,8 @@ func main() {
 	flag.Float64Var(&o.rate256, "rate256", 0, "offered rate (msg/s, all connections) of the 256 B CPU and latency figures; 0: auto")
 	flag.Float64Var(&o.rate8k, "rate8k", 0, "offered rate (msg/s) of the 8 KiB figures; 0: auto")
 	flag.Float64Var(&o.load, "load", 0.5, "auto offered rate: this share of the lowest max rate of the three paths")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of gatehouse at the offered rate to `prefix`-<figure>.pprof")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "profile gatehouse at each offered rate in an extra trial: CPU into `prefix`-<figure>.pprof,\n"+
+		"allocations into prefix-<figure>.allocs.pprof")
 	only := flag.String("only", strings.Join(parts, ","), "the parts to run, comma-separated: "+strings.Join(parts, ", "))
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, Caddyfiles, logs)")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run of about 30 s after the build: -d 300ms -warm 100ms -rounds 1 -n 300,\n"+
@@ -274,12 +275,7 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		fr.offered = offeredRate(f, fr, o)
 		for round := range o.rounds {
 			for _, p := range ordered(round) {
-				prof := ""
-				if o.cpuprofile != "" && p.name == pathGatehouse && round == 0 {
-					prof = fmt.Sprintf("%s-%s.pprof", o.cpuprofile, figureSlug(f))
-					r.profiles = append(r.profiles, prof)
-				}
-				s, err := trial(ctx, p, f, fr.offered, o.trialOptions, prof)
+				s, err := trial(ctx, p, f, fr.offered, o.trialOptions, "")
 				if err != nil {
 					return fmt.Errorf("%v at %.0f msg/s: %w", f, fr.offered, err)
 				}
@@ -287,6 +283,14 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 					us(s.perMsg(s.proxyCPU)), us(s.percentile(0.50)), us(s.percentile(0.99)))
 				fr.fixed[p.name] = append(fr.fixed[p.name], s)
 			}
+		}
+		if o.cpuprofile != "" {
+			// A trial of its own, so the profiler's cost is in no figure.
+			prof := fmt.Sprintf("%s-%s", o.cpuprofile, figureSlug(f))
+			if _, err := trial(ctx, paths[pathGatehouse], f, fr.offered, o.trialOptions, prof); err != nil {
+				return fmt.Errorf("%v, profile: %w", f, err)
+			}
+			r.profiles = append(r.profiles, prof+".pprof", prof+".allocs.pprof")
 		}
 		r.through = append(r.through, fr)
 	}

@@ -41,8 +41,8 @@ func report(w io.Writer, r *results, o *options) {
 	printCompression(w, r)
 	printGoals(w, r)
 	if len(r.profiles) > 0 {
-		fmt.Fprintf(w, "\nCPU profiles of gatehouse at the offered rates: %s\n  go tool pprof -top %s\n",
-			strings.Join(r.profiles, " "), r.profiles[0])
+		fmt.Fprintf(w, "\nprofiles of gatehouse at the offered rates (extra trials): %s\n  go tool pprof -top %s\n"+
+			"  go tool pprof -sample_index=alloc_space -top %s\n", strings.Join(r.profiles, " "), r.profiles[0], r.profiles[1])
 	}
 }
 

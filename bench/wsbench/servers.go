@@ -245,17 +245,28 @@ func (p *proxy) token() (string, error) {
 	return tr.AccessToken, nil
 }
 
-// profile fetches a CPU profile of seconds from the proxy's admin
-// endpoint into path.
-func (p *proxy) profile(path string, seconds int) error {
-	resp, err := (&http.Client{Timeout: time.Duration(seconds+30) * time.Second}).Get(
-		fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", p.admin, seconds))
+// profile fetches, over the same seconds, a CPU profile and an
+// allocation profile (a delta) of the proxy from its admin endpoint into
+// prefix.pprof and prefix.allocs.pprof.
+func (p *proxy) profile(prefix string, seconds int) error {
+	errs := make(chan error, 2)
+	for _, kind := range []struct{ name, file string }{{"profile", prefix + ".pprof"}, {"allocs", prefix + ".allocs.pprof"}} {
+		go func() {
+			errs <- fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s?seconds=%d", p.admin, kind.name, seconds),
+				kind.file, seconds)
+		}()
+	}
+	return errors.Join(<-errs, <-errs)
+}
+
+func fetchProfile(u, path string, seconds int) error {
+	resp, err := (&http.Client{Timeout: time.Duration(seconds+30) * time.Second}).Get(u)
 	if err != nil {
-		return fmt.Errorf("cpu profile: %w", err)
+		return fmt.Errorf("profile: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("cpu profile: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("profile %s: HTTP %d", u, resp.StatusCode)
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -114,8 +114,8 @@ func snapshot(p *path, wire *atomic.Int64) (usage, error) {
 
 // trial runs one figure through p for a window of o.d after a warm-up of
 // o.warm, with o.conns connections sharing rate (0: each as fast as it
-// goes). A profile path, if set, gets a CPU profile of the proxy over the
-// window.
+// goes). A profile prefix, if set, gets a CPU and an allocation profile of
+// the proxy over the window (the profiler's cost is then in the figures).
 func trial(ctx context.Context, p *path, f figure, rate float64, o trialOptions, profile string) (sample, error) {
 	var wire atomic.Int64
 	conns := make([]*websocket.Conn, 0, o.conns)
