@@ -210,11 +210,16 @@ func run(dir string, o *options) error {
 		if !o.only["memory"] {
 			break
 		}
-		m, err := memoryFigure(dir, bins, name, o.mem)
+		mo := o.mem
+		mo.profile = o.cpuprofile
+		m, err := memoryFigure(dir, bins, name, mo)
 		if err != nil {
 			return err
 		}
 		r.memory[name] = m
+		if m.heap != "" {
+			r.profiles = append(r.profiles, m.heap)
+		}
 	}
 	report(os.Stdout, r, o)
 	return nil
@@ -370,7 +375,11 @@ func memoryFigure(dir string, bins binaries, name string, o memOptions) (memSamp
 		p.url, p.proxy = wsURL(rp.port, "/ws"), rp
 	}
 	progress("memory: opening %d idle connections through %s", o.n, name)
-	m, err := memoryTrial(context.Background(), p, o)
+	heap := ""
+	if o.profile != "" && p.proxy != nil {
+		heap = fmt.Sprintf("%s-memory-%s.heap.pprof", o.profile, name)
+	}
+	m, err := memoryTrial(context.Background(), p, o, heap)
 	if err != nil {
 		return m, fmt.Errorf("memory through %s: %w", name, err)
 	}

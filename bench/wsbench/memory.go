@@ -23,6 +23,9 @@ type memOptions struct {
 	n     int
 	pause time.Duration // after the warm-up connections, before the idle RSS
 	idle  time.Duration // after the last leg opened, before the settled RSS
+	// profile, if set, is the prefix of the heap profiles of the proxies
+	// with the N connections open.
+	profile string
 }
 
 // fdReserve is the file descriptors a process needs besides its sockets
@@ -35,6 +38,7 @@ type memSample struct {
 	open        time.Duration // to open them
 	proxy, back rss           // the proxy's (none for direct) and the backend's
 	err         error         // why fewer than want were opened
+	heap        string        // the proxy's heap profile, if taken
 }
 
 // rss is a process's resident set: idle before the connections, its peak
@@ -52,7 +56,8 @@ func (r rss) perConn(v int64, n int) float64 {
 // memoryTrial opens o.n idle connections through p (authenticated on the
 // gateway) and reads the resident sets of the proxy and the backend, which
 // were started for this figure alone (so VmHWM is this figure's peak).
-func memoryTrial(ctx context.Context, p *path, o memOptions) (memSample, error) {
+// With heap set, the proxy's heap profile is written there at the end.
+func memoryTrial(ctx context.Context, p *path, o memOptions, heap string) (memSample, error) {
 	m := memSample{want: o.n}
 	var mu sync.Mutex
 	var conns []*websocket.Conn
@@ -161,6 +166,13 @@ func memoryTrial(ctx context.Context, p *path, o memOptions) (memSample, error) 
 	}
 	if m.back.settled, m.back.peak, err = p.backend.memory(); err != nil {
 		return m, err
+	}
+	if heap != "" {
+		u := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", p.proxy.admin)
+		if err := fetchProfile(u, heap, 0); err != nil {
+			return m, err
+		}
+		m.heap = heap
 	}
 	return m, nil
 }

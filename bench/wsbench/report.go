@@ -41,8 +41,12 @@ func report(w io.Writer, r *results, o *options) {
 	printCompression(w, r)
 	printGoals(w, r)
 	if len(r.profiles) > 0 {
-		fmt.Fprintf(w, "\nprofiles of gatehouse at the offered rates (extra trials): %s\n  go tool pprof -top %s\n"+
-			"  go tool pprof -sample_index=alloc_space -top %s\n", strings.Join(r.profiles, " "), r.profiles[0], r.profiles[1])
+		fmt.Fprintln(w, "\nprofiles (CPU and allocations: gatehouse at the offered rates, in extra trials; heap: each proxy at N connections):")
+		for _, p := range r.profiles {
+			fmt.Fprintln(w, "  "+p)
+		}
+		fmt.Fprintln(w, "  go tool pprof -top <x>.pprof; go tool pprof -sample_index=alloc_space -top <x>.allocs.pprof;")
+		fmt.Fprintln(w, "  go tool pprof -sample_index=inuse_space -top <x>.heap.pprof")
 	}
 }
 
@@ -77,8 +81,12 @@ func printFigure(w io.Writer, fr figureResult) {
 	fmt.Fprintln(w)
 	printRows(w, rows)
 	for _, name := range pathNames {
-		if s := fixed[name]; s.rate() < sustained*fr.offered {
+		switch s := fixed[name]; {
+		case s.rate() < sustained*fr.offered:
 			fmt.Fprintf(w, "  NOTE: %s delivered %s of the %s msg/s offered: its CPU and latency figures are not at a sustained rate\n",
+				name, count(s.rate()), count(fr.offered))
+		case s.rate() > fr.offered/sustained:
+			fmt.Fprintf(w, "  NOTE: %s delivered %s msg/s, more than the %s offered: a backlog from the warm-up drained in the window\n",
 				name, count(s.rate()), count(fr.offered))
 		}
 	}
