@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,55 @@ type memSample struct {
 	proxy, back rss           // the proxy's (none for direct) and the backend's
 	err         error         // why fewer than want were opened
 	heap        string        // the proxy's heap profile, if taken
+	// The proxy's Go runtime at idle and with the connections open (from
+	// its admin endpoint's /metrics).
+	goIdle, goOpen goStats
+}
+
+// goStats are a Go process's heap in use, goroutine stacks and goroutines.
+type goStats struct{ heap, stacks, goroutines float64 }
+
+// readGoStats reads goStats from the /metrics of a Caddy admin endpoint.
+func readGoStats(admin int) (goStats, error) {
+	body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", admin))
+	if err != nil {
+		return goStats{}, err
+	}
+	var g goStats
+	for line := range strings.Lines(string(body)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		var dst *float64
+		switch name {
+		case "go_memstats_heap_inuse_bytes":
+			dst = &g.heap
+		case "go_memstats_stack_inuse_bytes":
+			dst = &g.stacks
+		case "go_goroutines":
+			dst = &g.goroutines
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
+			return g, fmt.Errorf("metrics: %s: %w", name, err)
+		}
+	}
+	return g, nil
+}
+
+// goPerConn is (open - idle) / n, field by field.
+func (m memSample) goPerConn() goStats {
+	if m.n == 0 {
+		return goStats{}
+	}
+	n := float64(m.n)
+	return goStats{
+		heap:       (m.goOpen.heap - m.goIdle.heap) / n,
+		stacks:     (m.goOpen.stacks - m.goIdle.stacks) / n,
+		goroutines: (m.goOpen.goroutines - m.goIdle.goroutines) / n,
+	}
 }
 
 // rss is a process's resident set: idle before the connections, its peak
@@ -84,6 +135,9 @@ func memoryTrial(ctx context.Context, p *path, o memOptions, heap string) (memSa
 	var err error
 	if p.proxy != nil {
 		if m.proxy.idle, _, err = p.proxy.memory(); err != nil {
+			return m, err
+		}
+		if m.goIdle, err = readGoStats(p.proxy.admin); err != nil {
 			return m, err
 		}
 	}
@@ -161,6 +215,9 @@ func memoryTrial(ctx context.Context, p *path, o memOptions, heap string) (memSa
 	}
 	if p.proxy != nil {
 		if m.proxy.settled, m.proxy.peak, err = p.proxy.memory(); err != nil {
+			return m, err
+		}
+		if m.goOpen, err = readGoStats(p.proxy.admin); err != nil {
 			return m, err
 		}
 	}

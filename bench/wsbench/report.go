@@ -114,18 +114,26 @@ func printMemory(w io.Writer, r *results) {
 	}
 	row("proxy RSS/conn, peak (VmHWM)", func(m memSample) float64 { return m.proxy.perConn(m.proxy.peak, m.n) }, true)
 	row("proxy RSS/conn, settled (VmRSS)", func(m memSample) float64 { return m.proxy.perConn(m.proxy.settled, m.n) }, true)
+	row("proxy Go heap in use/conn", func(m memSample) float64 { return m.goPerConn().heap }, true)
+	row("proxy goroutine stacks/conn", func(m memSample) float64 { return m.goPerConn().stacks }, true)
 	row("backend RSS/conn, peak", func(m memSample) float64 { return m.back.perConn(m.back.peak, m.n) }, false)
 	row("proxy+backend RSS/conn, peak", func(m memSample) float64 {
 		return m.proxy.perConn(m.proxy.peak, m.n) + m.back.perConn(m.back.peak, m.n)
 	}, true)
+	gor := []string{"proxy goroutines/conn"}
 	idle := []string{"proxy idle RSS (MiB)"}
 	open := []string{"connections open / time"}
 	for _, name := range pathNames {
 		m := r.memory[name]
+		g := "-"
+		if m.goOpen.goroutines > 0 {
+			g = fmt.Sprintf("%.2f", m.goPerConn().goroutines)
+		}
+		gor = append(gor, g)
 		idle = append(idle, mib(m.proxy.idle))
 		open = append(open, fmt.Sprintf("%d / %v", m.n, m.open.Round(100*time.Millisecond)))
 	}
-	rows = append(rows, idle, open)
+	rows = append(rows, gor, idle, open)
 	printRows(w, rows)
 	for _, name := range pathNames {
 		if m := r.memory[name]; m.err != nil || m.n < m.want {
