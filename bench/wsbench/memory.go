@@ -44,10 +44,11 @@ type memSample struct {
 	// The proxy's Go runtime at idle and with the connections open (from
 	// its admin endpoint's /metrics).
 	goIdle, goOpen goStats
+	goLive         float64 // the heap in use after a forced collection
 }
 
 // goStats are a Go process's heap in use, goroutine stacks and goroutines.
-type goStats struct{ heap, stacks, goroutines float64 }
+type goStats struct{ heap, live, stacks, goroutines float64 }
 
 // readGoStats reads goStats from the /metrics of a Caddy admin endpoint.
 func readGoStats(admin int) (goStats, error) {
@@ -87,6 +88,7 @@ func (m memSample) goPerConn() goStats {
 	n := float64(m.n)
 	return goStats{
 		heap:       (m.goOpen.heap - m.goIdle.heap) / n,
+		live:       (m.goLive - m.goIdle.heap) / n,
 		stacks:     (m.goOpen.stacks - m.goIdle.stacks) / n,
 		goroutines: (m.goOpen.goroutines - m.goIdle.goroutines) / n,
 	}
@@ -220,6 +222,18 @@ func memoryTrial(ctx context.Context, p *path, o memOptions, heap string) (memSa
 		if m.goOpen, err = readGoStats(p.proxy.admin); err != nil {
 			return m, err
 		}
+	}
+	if p.proxy != nil {
+		// The live heap: a heap profile with gc=1 collects first. After
+		// the RSS figures, so that they are the process's own.
+		if _, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", p.proxy.admin)); err != nil {
+			return m, err
+		}
+		g, err := readGoStats(p.proxy.admin)
+		if err != nil {
+			return m, err
+		}
+		m.goLive = g.heap
 	}
 	if m.back.settled, m.back.peak, err = p.backend.memory(); err != nil {
 		return m, err

@@ -115,6 +115,7 @@ func printMemory(w io.Writer, r *results) {
 	row("proxy RSS/conn, peak (VmHWM)", func(m memSample) float64 { return m.proxy.perConn(m.proxy.peak, m.n) }, true)
 	row("proxy RSS/conn, settled (VmRSS)", func(m memSample) float64 { return m.proxy.perConn(m.proxy.settled, m.n) }, true)
 	row("proxy Go heap in use/conn", func(m memSample) float64 { return m.goPerConn().heap }, true)
+	row("proxy Go heap live/conn (after a GC)", func(m memSample) float64 { return m.goPerConn().live }, true)
 	row("proxy goroutine stacks/conn", func(m memSample) float64 { return m.goPerConn().stacks }, true)
 	row("backend RSS/conn, peak", func(m memSample) float64 { return m.back.perConn(m.back.peak, m.n) }, false)
 	row("proxy+backend RSS/conn, peak", func(m memSample) float64 {
