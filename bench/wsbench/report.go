@@ -132,7 +132,7 @@ func printMemory(w io.Writer, r *results) {
 		}
 		gor = append(gor, g)
 		idle = append(idle, mib(m.proxy.idle))
-		open = append(open, fmt.Sprintf("%d / %v", m.n, m.open.Round(100*time.Millisecond)))
+		open = append(open, fmt.Sprintf("%d / %v", m.n, m.open.Round(10*time.Millisecond)))
 	}
 	rows = append(rows, gor, idle, open)
 	printRows(w, rows)

@@ -138,7 +138,8 @@ func trial(ctx context.Context, p *path, f figure, rate float64, o trialOptions,
 	perConn := rate / float64(o.conns)
 
 	// Start the load: the blasts, or the senders.
-	errs := make([]error, o.conns)
+	errs := make([]error, o.conns)       // the senders'
+	refused := make(chan error, o.conns) // a path's answer to a BenchIn
 	got := make([]received, o.conns)
 	var wg sync.WaitGroup
 	if f.dir == backendToClient {
@@ -153,12 +154,12 @@ func trial(ctx context.Context, p *path, f figure, rate float64, o trialOptions,
 			return sample{}, err
 		}
 		for i, c := range conns {
-			go func() { errs[i] = expectSilence(c) }()
-			wg.Go(func() {
-				if _, err := send(c, f.size, perConn, until); err != nil && errs[i] == nil {
-					errs[i] = err
+			go func() {
+				if err := expectSilence(c); err != nil {
+					refused <- err
 				}
-			})
+			}()
+			wg.Go(func() { _, errs[i] = send(c, f.size, perConn, until) })
 		}
 	}
 
@@ -209,6 +210,11 @@ func trial(ctx context.Context, p *path, f figure, rate float64, o trialOptions,
 		}
 		// A refusal arrives before the close; give the readers a moment.
 		time.Sleep(20 * time.Millisecond)
+		select {
+		case err := <-refused:
+			errs = append(errs, err)
+		default:
+		}
 		if err := errors.Join(errs...); err != nil {
 			return s, fmt.Errorf("%s: %w", p.name, err)
 		}
