@@ -1,0 +1,233 @@
+package integration
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The live sessions of the message gateway (issue 10) through the real
+// binary, the demo config or a variant of it, and gorilla/websocket:
+// re-authentication, a reserved TransactionID and require_tls here;
+// expiry, scope shrink, revocation and the limits in ws_live_*_test.go.
+// The original web client's profile is in ws_motif_test.go.
+
+// liveSession opens the demo's /ws (ServiceJson, version 1.1) and
+// authenticates it with an AuthToken message carrying token
+// (TransactionID 1).
+func liveSession(t *testing.T, g *Gatehouse, name, token string) *liveConn {
+	t.Helper()
+	c, resp, err := dialWS(t, g, "/ws?version=1.1", "ServiceJson", "")
+	if err != nil {
+		t.Fatalf("%s: dial: %v (%v)", name, err, resp)
+	}
+	l := watch(t, name, c)
+	if m := l.request(authTokenMsg("1", token), "1"); identify(t, m).Result != "Success" {
+		t.Fatalf("%s: AuthToken: %s", name, m)
+	}
+	return l
+}
+
+// subscribeSecurity subscribes l to topic (Market, Security!<code>.ASX)
+// with TransactionID tid and waits for the confirmation and the snapshot.
+func subscribeSecurity(t *testing.T, l *liveConn, topic, tid string) {
+	t.Helper()
+	if m := l.request(msg("Market", topic, "Sub", tid), tid); m.Action != "Sub" || !m.Confirm {
+		t.Fatalf("%s: Sub %s: %s, want its confirmation", l.name, topic, m)
+	}
+	l.next("the snapshot of "+topic, wsTimeout, func(m *liveMsg) bool { return m.update(topic) })
+}
+
+// refreshWithScope refreshes through demo-app asking for scope (RFC 6749
+// §6: at most the original grant's) and requires success.
+func refreshWithScope(t *testing.T, g *Gatehouse, refreshToken, scope string) tokenResponse {
+	t.Helper()
+	resp, body := g.PostToken(t, url.Values{
+		"grant_type":    {"refresh_token"},
+		"refresh_token": {refreshToken},
+		"client_id":     {publicClient},
+		"scope":         {scope},
+	}, "", "")
+	return decodeToken(t, resp, body)
+}
+
+// index is the position in ms of the first message with TransactionID
+// tid, or -1.
+func index(ms []*liveMsg, match func(*liveMsg) bool) int {
+	return slices.IndexFunc(ms, match)
+}
+
+// TestLiveReauthentication re-authenticates a live session of the demo's
+// /ws: a refreshed token of the same user (narrowed to Service/Market)
+// replaces the expiry and the scopes (the reply and QueryIdentify show the
+// new ExpiryDate; a News message forwarded before is refused after), the
+// Identify subscriber gets a push after the reply, and the Market
+// subscription goes on without being sent again; then the trader's token
+// on the demo user's session is refused (Reject, no push) and the session
+// is as it was. The re-authentication is counted and audited.
+func TestLiveReauthentication(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	demoID := subjectOf(t, "demo")
+	first := g.PasswordGrant(t, "demo", "demo")
+	trader := g.PasswordGrant(t, "trader", "trader")
+	const bhp = "Security!BHP.ASX"
+
+	c := liveSession(t, g, "demo", first.AccessToken)
+	sub := c.request(`{"Controller":"Auth","Topic":"Identify","Action":"Sub","TransactionID":2}`, "2")
+	if d := identify(t, sub); sub.Action != "Sub" || !sub.Confirm || d.Result != "Success" || d.UserID != demoID {
+		t.Fatalf("Identify Sub: %s, want Action Sub, Confirm true, demo's identity", sub)
+	}
+	subscribeSecurity(t, c, bhp, "3")
+	// demo's first token holds Service/News: the backend answers (it
+	// serves no News topic), not the gateway.
+	if m := c.request(msg("News", "QueryNews", "Publish", "4"), "4"); m.errorCode() != "Operation.Unknown" {
+		t.Fatalf("QueryNews with Service/News: %s, want the backend's Operation.Unknown", m)
+	}
+
+	// exp has whole seconds: refresh in a later second than the first
+	// grant, so that the new token expires later.
+	_, claims := decodeJWT(t, first.AccessToken)
+	time.Sleep(time.Until(time.Unix(int64(claims["iat"].(float64))+1, 0)))
+	second := refreshWithScope(t, g, first.RefreshToken, "openid offline_access Service/Market")
+	newExpiry := zenithDateTime(tokenExpiry(t, second.AccessToken))
+	if old := zenithDateTime(tokenExpiry(t, first.AccessToken)); old >= newExpiry {
+		t.Fatalf("the refreshed token expires %s, the first %s: want later", newExpiry, old)
+	}
+
+	c.send(authTokenMsg("5", second.AccessToken))
+	taken := c.until("the Identify push after the re-authentication", wsTimeout, (*liveMsg).identifyPush)
+	at := index(taken, func(m *liveMsg) bool { return m.tid() == "5" })
+	if at < 0 {
+		t.Fatalf("the Identify push came before the reply to AuthToken: %s", taken[len(taken)-1])
+	}
+	reply, push := taken[at], taken[len(taken)-1]
+	for what, m := range map[string]*liveMsg{"reply": reply, "push": push} {
+		d := identify(t, m)
+		if m.Topic != "Identify" || d.Result != "Success" || d.UserID != demoID || d.ExpiryDate != newExpiry ||
+			!d.hasScope("Market") || d.hasScope("News") {
+			t.Errorf("the re-authentication's %s: %s, want Success, ExpiryDate %s, Market and not News", what, m, newExpiry)
+		}
+	}
+	q := c.request(`{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":6}`, "6")
+	if d := identify(t, q); d.Result != "Success" || d.ExpiryDate != newExpiry || d.hasScope("News") {
+		t.Fatalf("QueryIdentify after the re-authentication: %s, want ExpiryDate %s without News", q, newExpiry)
+	}
+	if m := c.request(msg("News", "QueryNews", "Publish", "7"), "7"); !m.isError("7", "Authority") {
+		t.Fatalf("QueryNews without Service/News: %s, want Error Authority", m)
+	}
+	// The subscription holds: updates go on, and the backend was not sent
+	// the Sub again (it would have confirmed it, TransactionID 3).
+	taken = append(taken, c.until("an update after the re-authentication", wsTimeout, func(m *liveMsg) bool { return m.update(bhp) })...)
+	if i := index(taken, func(m *liveMsg) bool { return m.tid() == "3" }); i >= 0 {
+		t.Fatalf("the Sub was confirmed again after a re-authentication of a live session: %s", taken[i])
+	}
+
+	// Another user's token: refused, and the session is demo's still.
+	if m := c.request(authTokenMsg("8", trader.AccessToken), "8"); m.Topic != "Identify" || identify(t, m).Result != "Reject" || identify(t, m).UserID != "" {
+		t.Fatalf("the trader's token on demo's session: %s, want Identify Reject", m)
+	}
+	c.send(`{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":9}`)
+	taken = c.until("the answer to QueryIdentify", wsTimeout, func(m *liveMsg) bool { return m.tid() == "9" })
+	if i := index(taken, (*liveMsg).identifyPush); i >= 0 {
+		t.Fatalf("an Identify push after a refused re-authentication: %s", taken[i])
+	}
+	if d := identify(t, taken[len(taken)-1]); d.Result != "Success" || d.UserID != demoID || d.ExpiryDate != newExpiry || d.hasScope("Trading") {
+		t.Fatalf("QueryIdentify after the refused token: %s, want demo's identity as it was", taken[len(taken)-1])
+	}
+	if m := c.request(msg("Trading", "QueryAccounts", "Publish", "10"), "10"); !m.isError("10", "Authority") {
+		t.Fatalf("QueryAccounts after the trader's token was refused: %s, want Error Authority", m)
+	}
+	if m := c.request(msg("Market", "QueryMarkets", "Publish", "11"), "11"); m.Action == "Error" {
+		t.Fatalf("QueryMarkets after the refused token: %s", m)
+	}
+	c.next("an update after the refused token", wsTimeout, func(m *liveMsg) bool { return m.update(bhp) })
+
+	metrics := scrapeMetrics(t, g)
+	for series, want := range map[string]float64{
+		"gatehouse_ws_reauthentications_total":                          1,
+		`gatehouse_ws_auth_total{method="auth_token",result="success"}`: 2,
+		`gatehouse_ws_auth_total{method="auth_token",result="reject"}`:  1,
+		`gatehouse_ws_subscriptions{controller="Market"}`:               1,
+		`gatehouse_ws_sessions{state="authenticated"}`:                  1,
+		`gatehouse_ws_messages_denied_total{controller="Trading"}`:      1,
+		`gatehouse_ws_messages_relayed_total{controller="News"}`:        1,
+		`gatehouse_ws_messages_denied_total{controller="News"}`:         1,
+	} {
+		if got := metricValue(metrics, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	if n := countEntries(logEntries(t, g, "ws reauthentication"), map[string]any{"user": demoID, "client_id": publicClient, "was_lapsed": false}); n != 1 {
+		t.Errorf("%d audit entries \"ws reauthentication\" for demo, want 1", n)
+	}
+	if n := countEntries(logEntries(t, g, "ws authentication"), map[string]any{"result": "reject", "reason": "another subject than the session's", "session_user": demoID}); n != 1 {
+		t.Errorf("%d audit entries for the refused token of another user, want 1", n)
+	}
+}
+
+// TestLiveReservedTransactionID: a client message whose TransactionID
+// begins with the gateway's reserved digits (9007199254, negative too) is
+// refused with Error Session and not forwarded, on the demo's /ws; one
+// just below the range is forwarded.
+func TestLiveReservedTransactionID(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	c := liveSession(t, g, "demo", g.PasswordGrant(t, "demo", "demo").AccessToken)
+	for _, tid := range []string{"9007199254000000", "9007199254740991", "9007199254999999999", "-9007199254000001"} {
+		if m := c.request(msg("Zenith", "ServerInfo", "Publish", tid), tid); !m.isError(tid, "Session") || m.Controller != "Zenith" || m.Topic != "ServerInfo" {
+			t.Errorf("ServerInfo with TransactionID %s: %s, want Error Session", tid, m)
+		}
+		// Not forwarded: the backend would answer a Sub with its
+		// confirmation and a snapshot before the next answer.
+		c.send(msg("Market", "Security!CBA.ASX", "Sub", tid))
+		c.send(msg("Market", "QueryMarkets", "Publish", "2"))
+		taken := c.until("the answer to QueryMarkets", wsTimeout, func(m *liveMsg) bool { return m.tid() == "2" })
+		if len(taken) != 2 || !taken[0].isError(tid, "Session") || taken[1].Action == "Error" {
+			t.Errorf("Sub with TransactionID %s, then QueryMarkets: %q, want Error Session, then the answer to QueryMarkets", tid, taken)
+		}
+	}
+	if m := c.request(msg("Zenith", "ServerInfo", "Publish", "9007199253999999"), "9007199253999999"); m.Action == "Error" {
+		t.Fatalf("ServerInfo with TransactionID 9007199253999999 (below the range): %s", m)
+	}
+}
+
+// TestLiveRequireTLS runs the demo with require_tls on /ws, whose
+// connections are plain HTTP: the trader's identity there lacks Trading
+// and OrderPad and their messages are refused, while the demo's /Zenith
+// (no require_tls) still grants them. The TLS side (a connection over TLS
+// keeps them) is TestGatewayRequireTLS in caddymodule/wshandler, whose
+// site runs in-process over real TLS.
+func TestLiveRequireTLS(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouseWith(t, Options{Config: wsConfig(t, "ws-require-tls", "require_tls")})
+	trader := g.PasswordGrant(t, "trader", "trader")
+
+	c := liveSession(t, g, "trader on /ws", trader.AccessToken)
+	q := c.request(`{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":2}`, "2")
+	if d := identify(t, q); d.Result != "Success" || !d.hasScope("Market") || !d.hasScope("News") || d.hasScope("Trading") || d.hasScope("OrderPad") {
+		t.Fatalf("QueryIdentify without TLS: %s, want Market and News but neither Trading nor OrderPad", q)
+	}
+	for i, topic := range []string{"QueryAccounts", "PlaceOrder"} {
+		tid := strconv.Itoa(3 + i)
+		if m := c.request(msg("Trading", topic, "Publish", tid), tid); !m.isError(tid, "Authority") {
+			t.Errorf("Trading %s without TLS: %s, want Error Authority", topic, m)
+		}
+	}
+	if m := c.request(msg("Market", "QueryMarkets", "Publish", "5"), "5"); m.Action == "Error" {
+		t.Fatalf("QueryMarkets without TLS: %s", m)
+	}
+
+	// The same token on the gateway without require_tls.
+	zc, resp, err := dialWS(t, g, "/Zenith?version=2.0", "ZenithJson", trader.AccessToken)
+	if err != nil {
+		t.Fatalf("dial /Zenith: %v (%v)", err, resp)
+	}
+	z := watch(t, "trader on /Zenith", zc)
+	if m := z.request(msg("Trading", "QueryAccounts", "Publish", "6"), "6"); m.Action == "Error" || !strings.Contains(string(m.Data), `"ID":`) {
+		t.Fatalf("QueryAccounts on /Zenith: %s, want the trader's accounts", m)
+	}
+}
