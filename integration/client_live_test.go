@@ -226,11 +226,9 @@ func (l *liveConn) request(msg, tid string) *liveMsg {
 	return l.reply(tid)
 }
 
-// drain takes every message that arrives within d and returns them.
-func (l *liveConn) drain(d time.Duration) []*liveMsg {
+// pending takes the messages that have arrived, without waiting.
+func (l *liveConn) pending() []*liveMsg {
 	l.t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
 	var taken []*liveMsg
 	for {
 		select {
@@ -240,7 +238,7 @@ func (l *liveConn) drain(d time.Duration) []*liveMsg {
 			}
 			l.remember(m)
 			taken = append(taken, m)
-		case <-timer.C:
+		default:
 			return taken
 		}
 	}
