@@ -200,7 +200,7 @@ func (l *liveConn) until(what string, timeout time.Duration, match func(*liveMsg
 				return taken
 			}
 		case <-timer.C:
-			l.t.Fatalf("%s: no %s within %v; last messages:\n%s", l.name, what, timeout, l.recentText())
+			l.t.Fatalf("%s: %s did not come within %v; last messages:\n%s", l.name, what, timeout, l.recentText())
 		}
 	}
 }
