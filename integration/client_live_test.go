@@ -361,14 +361,26 @@ func countEntries(entries []map[string]any, want map[string]any) int {
 // returns its value.
 func waitForMetric(t testing.TB, g *Gatehouse, series string, want float64) float64 {
 	t.Helper()
+	return pollMetric(t, g, series, fmt.Sprintf("at least %v", want), func(v float64) bool { return v >= want })
+}
+
+// metricBecomes polls g's metrics until series equals want (a gauge that a
+// closing session of an earlier subtest may still hold up).
+func metricBecomes(t testing.TB, g *Gatehouse, series string, want float64) {
+	t.Helper()
+	pollMetric(t, g, series, fmt.Sprint(want), func(v float64) bool { return v == want })
+}
+
+func pollMetric(t testing.TB, g *Gatehouse, series, want string, ok func(float64) bool) float64 {
+	t.Helper()
 	deadline := time.Now().Add(liveTimeout)
 	for {
 		v := metricValue(scrapeMetrics(t, g), series)
-		if v >= want {
+		if ok(v) {
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("metric %s = %v after %v, want at least %v", series, v, liveTimeout, want)
+			t.Fatalf("metric %s = %v after %v, want %s", series, v, liveTimeout, want)
 		}
 		time.Sleep(pollInterval)
 	}

@@ -231,3 +231,170 @@ func TestLiveRequireTLS(t *testing.T) {
 		t.Fatalf("QueryAccounts on /Zenith: %s, want the trader's accounts", m)
 	}
 }
+
+// TestLiveScopeShrink re-authenticates the trader's live session of the
+// demo's /ws with a token of narrower scope (Service/Market without
+// Trading), got by a refresh asking for less and by a password grant
+// asking for less, while it holds a Trading and a Market subscription. The
+// client gets the reply, then Error Authority for the Trading
+// subscription and a server Unsub of it with Confirm true, both with the
+// Sub's TransactionID; the Market feed goes on. The gateway's own Unsub
+// reaches the backend, whose answer (it serves no Trading subscription:
+// Operation.Unknown, with the gateway's reserved TransactionID) never
+// reaches the client.
+func TestLiveScopeShrink(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	traderID := subjectOf(t, "trader")
+	const bhp = "Security!BHP.ASX"
+	narrowScope := "openid offline_access Service/Market"
+	for _, tc := range []struct {
+		name   string
+		narrow func(t *testing.T, tok tokenResponse) tokenResponse
+	}{
+		{"refresh asking for less", func(t *testing.T, tok tokenResponse) tokenResponse {
+			return refreshWithScope(t, g, tok.RefreshToken, narrowScope)
+		}},
+		{"password grant asking for less", func(t *testing.T, _ tokenResponse) tokenResponse {
+			resp, body := g.PostToken(t, url.Values{
+				"grant_type": {"password"}, "username": {"trader"}, "password": {"trader"},
+				"client_id": {publicClient}, "scope": {narrowScope},
+			}, "", "")
+			return decodeToken(t, resp, body)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := g.PasswordGrant(t, "trader", "trader")
+			c := liveSession(t, g, tc.name, tok.AccessToken)
+			// Forwarded and tracked: the demo backend serves no Trading
+			// subscription and answers it with Operation.Unknown.
+			if m := c.request(msg("Trading", "Orders", "Sub", "2"), "2"); m.errorCode() != "Operation.Unknown" {
+				t.Fatalf("Trading Orders Sub: %s, want the backend's answer", m)
+			}
+			subscribeSecurity(t, c, bhp, "3")
+			metricBecomes(t, g, `gatehouse_ws_subscriptions{controller="Trading"}`, 1)
+
+			narrow := tc.narrow(t, tok)
+			if !sameScopes(narrow.Scope, strings.Fields(narrowScope)) {
+				t.Fatalf("the narrower token's scope: %q, want %q", narrow.Scope, narrowScope)
+			}
+			c.send(authTokenMsg("4", narrow.AccessToken))
+			orders := func(m *liveMsg) bool { return m.Controller == "Trading" && m.Topic == "Orders" }
+			taken := c.until("the server Unsub of Trading Orders", wsTimeout, func(m *liveMsg) bool { return orders(m) && m.Action == "Unsub" })
+			reply := index(taken, func(m *liveMsg) bool { return m.tid() == "4" })
+			denial := index(taken, func(m *liveMsg) bool { return orders(m) && m.isError("2", "Authority") })
+			unsub := taken[len(taken)-1]
+			if reply < 0 || denial < reply || !unsub.Confirm || unsub.tid() != "2" {
+				t.Fatalf("after the narrower token: %q, want the reply, Error Authority, then Unsub with Confirm true, both TransactionID 2", taken)
+			}
+			if d := identify(t, taken[reply]); d.Result != "Success" || d.UserID != traderID || d.hasScope("Trading") || !d.hasScope("Market") {
+				t.Fatalf("the reply to the narrower token: %s", taken[reply])
+			}
+			if m := c.request(msg("Trading", "QueryAccounts", "Publish", "5"), "5"); !m.isError("5", "Authority") {
+				t.Fatalf("QueryAccounts after the scope shrink: %s, want Error Authority", m)
+			}
+			// Forwarded after the gateway's Unsub: the backend answers in
+			// order, so its answer to that Unsub came before this one.
+			if m := c.request(msg("Market", "QueryMarkets", "Publish", "6"), "6"); m.Action == "Error" {
+				t.Fatalf("QueryMarkets after the scope shrink: %s", m)
+			}
+			taken = append(taken, c.until("an update after the scope shrink", wsTimeout, func(m *liveMsg) bool { return m.update(bhp) })...)
+			if i := index(taken, func(m *liveMsg) bool { return m.Controller == "Market" && (m.Action == "Unsub" || m.Action == "Error") }); i >= 0 {
+				t.Fatalf("the Market subscription was touched by the scope shrink: %s", taken[i])
+			}
+			if n := c.reservedSeen(); n != 0 {
+				t.Fatalf("%d messages with a reserved TransactionID reached the client", n)
+			}
+			metricBecomes(t, g, `gatehouse_ws_subscriptions{controller="Trading"}`, 0)
+			metricBecomes(t, g, `gatehouse_ws_subscriptions{controller="Market"}`, 1)
+		})
+	}
+	if n := countEntries(logEntries(t, g, "ws reauthentication"), map[string]any{"user": traderID, "subscriptions_ended": 1.0}); n != 2 {
+		t.Errorf("%d audit entries of a re-authentication ending a subscription, want 2", n)
+	}
+}
+
+// TestLiveLimits runs the demo with limits { subscriptions 2;
+// messages_per_second 5; burst 5 } on /ws: a third subscription gets
+// Error Limited and is not forwarded (an Unsub makes room again), and a
+// burst over the rate gets Error Limited for what is over it, none of it
+// forwarded; both counted by kind.
+func TestLiveLimits(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouseWith(t, Options{Config: wsConfig(t, "ws-limits",
+		"limits {", "\tsubscriptions 2", "\tmessages_per_second 5", "\tburst 5", "}")})
+	tok := g.PasswordGrant(t, "demo", "demo")
+
+	t.Run("subscriptions", func(t *testing.T) {
+		c := liveSession(t, g, "subscriptions", tok.AccessToken)
+		subscribeSecurity(t, c, "Security!BHP.ASX", "2")
+		subscribeSecurity(t, c, "Security!CBA.ASX", "3")
+		// Had the third Sub been forwarded, the backend would have
+		// confirmed it before answering QueryMarkets.
+		c.send(msg("Market", "Security!CSL.ASX", "Sub", "4"))
+		c.send(msg("Market", "QueryMarkets", "Publish", "5"))
+		taken := c.until("the answer to QueryMarkets", wsTimeout, func(m *liveMsg) bool { return m.tid() == "5" })
+		csl := func(m *liveMsg) bool { return m.Topic == "Security!CSL.ASX" }
+		if i := index(taken, csl); i < 0 || !taken[i].isError("4", "Limited") || index(taken[i+1:], csl) >= 0 || taken[len(taken)-1].Action == "Error" {
+			t.Fatalf("a third Sub, then QueryMarkets: %q, want Error Limited for the Sub alone, then the answer", taken)
+		}
+		metricBecomes(t, g, `gatehouse_ws_subscriptions{controller="Market"}`, 2)
+		// Four messages of the burst of five are spent: wait for the
+		// bucket to refill (5 per second) before the next ones.
+		time.Sleep(time.Second)
+		if m := c.request(`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Unsub","TransactionID":6,"Confirm":true}`, "6"); m.Action != "Unsub" || !m.Confirm {
+			t.Fatalf("Unsub: %s, want its confirmation", m)
+		}
+		subscribeSecurity(t, c, "Security!CSL.ASX", "7")
+	})
+
+	t.Run("rate", func(t *testing.T) {
+		c := liveSession(t, g, "rate", tok.AccessToken)
+		const n = 15
+		for i := 1; i <= n; i++ {
+			c.send(msg("Zenith", "ServerInfo", "Publish", strconv.Itoa(i)))
+		}
+		answers := map[string]*liveMsg{}
+		c.until("the answers to the burst", wsTimeout, func(m *liveMsg) bool {
+			if old, ok := answers[m.tid()]; ok {
+				t.Fatalf("TransactionID %s answered twice: %s and %s", m.tid(), old, m)
+			}
+			answers[m.tid()] = m
+			return len(answers) == n
+		})
+		limited := 0
+		for i := 1; i <= n; i++ {
+			tid := strconv.Itoa(i)
+			switch m := answers[tid]; {
+			case m == nil:
+				t.Fatalf("no answer to TransactionID %s", tid)
+			case m.isError(tid, "Limited"):
+				limited++
+				if i <= 5 {
+					t.Errorf("message %d of a burst of 5 limited: %s", i, m)
+				}
+			case m.Action == "Error" || m.Topic != "ServerInfo":
+				t.Errorf("message %d: %s, want the backend's ServerInfo or Error Limited", i, m)
+			}
+		}
+		if limited < 5 {
+			t.Fatalf("%d of %d messages sent at once limited, want at least 5 over the burst of 5", limited, n)
+		}
+		// None of the limited ones was forwarded: after the bucket
+		// refills, the next answer is the only one.
+		time.Sleep(time.Second)
+		c.send(msg("Zenith", "ServerInfo", "Publish", "100"))
+		if taken := c.until("the answer after the burst", wsTimeout, func(m *liveMsg) bool { return m.tid() == "100" }); len(taken) != 1 || taken[0].Action == "Error" {
+			t.Fatalf("after the burst: %q, want only the answer to ServerInfo", taken)
+		}
+		metrics := scrapeMetrics(t, g)
+		for series, want := range map[string]float64{
+			`gatehouse_ws_limited_total{kind="rate"}`:          float64(limited),
+			`gatehouse_ws_limited_total{kind="subscriptions"}`: 1,
+		} {
+			if got := metricValue(metrics, series); got != want {
+				t.Errorf("%s = %v, want %v", series, got, want)
+			}
+		}
+	})
+}
