@@ -11,9 +11,10 @@ import (
 
 // The live sessions of the message gateway (issue 10) through the real
 // binary, the demo config or a variant of it, and gorilla/websocket:
-// re-authentication, a reserved TransactionID and require_tls here;
-// expiry, scope shrink, revocation and the limits in ws_live_*_test.go.
-// The original web client's profile is in ws_motif_test.go.
+// re-authentication, scope shrink, the limits, a reserved TransactionID
+// and require_tls here; expiry and revocation in ws_live_lapse_test.go;
+// the original web client's profile in ws_motif_test.go. The sockets are
+// read as client_live_test.go has it.
 
 // liveSession opens the demo's /ws (ServiceJson, version 1.1) and
 // authenticates it with an AuthToken message carrying token
