@@ -133,7 +133,8 @@ type liveConn struct {
 	err      error     // why the connection ended; read after in is closed
 	endedAt  time.Time // likewise
 	reserved atomic.Int32
-	recent   []string // the last messages taken, for failure messages
+	taken    []*liveMsg // every message taken, in order
+	recent   []string   // the last messages taken, for failure messages
 }
 
 // watch starts reading c; name tells the socket apart in failures. The
@@ -276,7 +277,15 @@ func (l *liveConn) closed(timeout time.Duration) (int, time.Time) {
 // reached the client.
 func (l *liveConn) reservedSeen() int { return int(l.reserved.Load()) }
 
+// mark is a position in the messages taken, for since.
+func (l *liveConn) mark() int { return len(l.taken) }
+
+// since returns the messages taken after mark, those next, until and
+// request dropped included.
+func (l *liveConn) since(mark int) []*liveMsg { return l.taken[mark:] }
+
 func (l *liveConn) remember(m *liveMsg) {
+	l.taken = append(l.taken, m)
 	const keep = 12
 	if len(l.recent) == keep {
 		l.recent = append(l.recent[:0], l.recent[1:]...)
