@@ -162,3 +162,22 @@ func writeConfig(t testing.TB, name, config string) string {
 	}
 	return path
 }
+
+// liveConfig is the demo with appOptions in the gatehouse global option
+// and wsOptions in the /ws gateway's block (each a line, e.g.
+// "access_token_lifetime 4s", "expiry_grace 10s"). name names the
+// config's directory.
+func liveConfig(t testing.TB, name string, appOptions []string, wsOptions ...string) string {
+	t.Helper()
+	lines := func(indent string, options []string) string {
+		var b strings.Builder
+		for _, o := range options {
+			b.WriteString(indent + o + "\n")
+		}
+		return b.String()
+	}
+	return demoVariant(t, name,
+		configEdit{anchor: anchorGatehouse, insert: lines("\t\t", appOptions)},
+		configEdit{anchor: anchorWS, insert: lines("\t\t", wsOptions)},
+	)
+}
