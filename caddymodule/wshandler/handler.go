@@ -137,7 +137,10 @@ type Handler struct {
 	// RecheckInterval is how often a live session's token is verified
 	// again, so that a revoked token, refresh family or user ends the
 	// session's authority within it (plus the verifier's revocation
-	// refresh, 5s). Default 3s.
+	// refresh, 5s). Besides, every live session is verified again as soon
+	// as the verifier reads a new revocation: at once for one made on this
+	// instance or, on a PostgreSQL store with notices, on any other.
+	// Default 3s.
 	RecheckInterval caddy.Duration `json:"recheck_interval,omitempty"`
 
 	// ExpiryGrace is how long a session whose authority lapsed (expiry,
@@ -301,6 +304,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return errors.New("gatehouse_ws: the gatehouse app has no verifier")
 	}
 	cfg.Verifier = verifierAdapter{v: v}
+	// A revocation read by the verifier (at its poll, or at once on a
+	// notice from a shared store) has the live sessions checked again.
+	cfg.RevocationsChanged = v.RevocationsChanged
 	if srv := app.Server(); srv != nil {
 		cfg.Passwords = ownerAdapter{srv: srv, v: v}
 	}
