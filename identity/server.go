@@ -82,12 +82,16 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
 	}
-	s.tokens, err = tokens.NewService(tokens.Config{
+	tcfg := tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
 		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime),
 		FamilyRevoked:     func(ctx context.Context) error { return s.verifier.RefreshRevocations(ctx) },
-	})
+	}
+	if o, ok := st.(store.Outages); ok {
+		tcfg.Outages = o // a shared database's outages do not use up a grace window
+	}
+	s.tokens, err = tokens.NewService(tcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +213,8 @@ func (s *Server) countFailed(endpoint, code string) {
 
 // failer is the failure path of the endpoint called name.
 func (s *Server) failer(name string) *oauth.Failer {
-	return &oauth.Failer{Endpoint: name, Log: s.log, Count: s.countFailed, Uniform: s.cfg.UniformErrorStatus}
+	return &oauth.Failer{Endpoint: name, Log: s.log, Count: s.countFailed, Uniform: s.cfg.UniformErrorStatus,
+		Unavailable: grant.StoreUnavailable}
 }
 
 // runPurge purges the store every PurgeInterval until ctx ends.

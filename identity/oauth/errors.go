@@ -81,6 +81,14 @@ func ServerError(cause error) *Error {
 	return &Error{Code: ErrServerError, Description: "the server could not complete the request", Status: http.StatusInternalServerError, Cause: cause}
 }
 
+// TemporarilyUnavailable is the answer while a dependency is down (RFC
+// 6749 §4.1.2.1's temporarily_unavailable, with HTTP 503): the client may
+// try the same request again later; the log gets cause.
+func TemporarilyUnavailable(cause error) *Error {
+	return &Error{Code: ErrTemporarilyUnavail, Description: "the server cannot complete the request now, try again later",
+		Status: http.StatusServiceUnavailable, Cause: cause}
+}
+
 // ErrorBody is the JSON body of an error (RFC 6749 §5.2).
 type ErrorBody struct {
 	Error            string `json:"error"`

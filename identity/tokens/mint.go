@@ -46,6 +46,13 @@ type Config struct {
 	// family, so that this instance's verifiers refuse its access tokens
 	// at once (RFC 9700 §4.14.2), as an explicit revocation does.
 	FamilyRevoked func(ctx context.Context) error
+	// Outages, if set, says when the store's database was unreachable
+	// from this process (store.Outages, the PostgreSQL store): that time
+	// does not count against a refresh token's grace window, so a refresh
+	// whose answer an outage swallowed (its rotation committed, the client
+	// told 503) can be sent again when the database is back, however long
+	// it was away. Default: the grace window runs on the clock alone.
+	Outages store.Outages
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
