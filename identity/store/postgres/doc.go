@@ -37,7 +37,8 @@
 // Times are timestamptz, truncated to the millisecond before they are
 // stored (as the SQLite backend stores Unix milliseconds), NULL for the zero
 // time, and returned in UTC; lists of strings are text[]; identifiers and
-// keys are text COLLATE "C", so that they order and compare byte by byte.
+// keys are text COLLATE "C", so that they order and compare byte by byte,
+// except failure-counter keys, which are bytea (they hold a NUL).
 //
 // The DSN's password never reaches a log or an error: Open logs the host,
 // port, database and user only, and errors of parsing or connecting are

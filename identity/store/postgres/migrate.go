@@ -114,6 +114,13 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX failure_counters_window_start ON failure_counters (window_start)`,
 	},
+	// 2: failure counters keyed by bytes, not text: the password
+	// checker's pair keys hold a NUL (and a user name from a form may not
+	// be UTF-8), which a text column refuses. The keys stored so far are
+	// UTF-8 text, whose bytes they become.
+	{
+		`ALTER TABLE failure_counters ALTER COLUMN counter_key TYPE bytea USING convert_to(counter_key, 'UTF8')`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -67,6 +67,11 @@ type Store struct {
 // date (see migrate.go). The caller closes the Store. ctx bounds the
 // connecting and the migrations only.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, migrations)
+}
+
+// open is Open bringing the schema to the last of migs.
+func open(ctx context.Context, cfg Config, migs [][]string) (*Store, error) {
 	if cfg.MaxConns < 0 {
 		return nil, fmt.Errorf("opening postgres store: max connections %d, want at least 1 (0 for the default)", cfg.MaxConns)
 	}
@@ -107,7 +112,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("opening postgres store %s: connecting: %w", target, scrub(err, password))
 	}
-	version, err := s.migrate(ctx, migrations)
+	version, err := s.migrate(ctx, migs)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening postgres store %s: %w", target, scrub(err, password))
