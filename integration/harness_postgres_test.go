@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +85,79 @@ func startPair(t *testing.T, config, dsn string) (a, b *Gatehouse) {
 	a.AlsoCheckSecretsOf(b)
 	b.AlsoCheckSecretsOf(a)
 	return a, b
+}
+
+// scriptTimeout bounds one run of scripts/test-postgres.sh (initdb and a
+// start, or a stop).
+const scriptTimeout = 3 * time.Minute
+
+// cluster is a PostgreSQL cluster of one test's own, run with
+// scripts/test-postgres.sh, which the test may stop and start again (a
+// fault test must not stop the server the other tests share). The
+// script picks a free port at each start.
+type cluster struct {
+	t   testing.TB
+	dir string
+	URL string // postgres://postgres@127.0.0.1:<port>/postgres?sslmode=disable
+}
+
+// startCluster starts a cluster in a new directory and stops and removes
+// it when t ends. It skips t when GATEHOUSE_TEST_POSTGRES is unset: the
+// test command then has not made sure PostgreSQL is installed.
+func startCluster(t testing.TB) *cluster {
+	t.Helper()
+	postgresServer(t)
+	// Under /tmp itself: the cluster runs as the postgres user, which
+	// cannot enter the test's own temporary directories.
+	dir, err := os.MkdirTemp("", "gatehouse-pg-fault-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, dir: dir}
+	t.Cleanup(func() {
+		c.script("stop")
+		os.RemoveAll(dir)
+	})
+	c.Start()
+	return c
+}
+
+// Start starts the cluster (again) and returns its URL, which names a new
+// port.
+func (c *cluster) Start() string {
+	c.t.Helper()
+	c.URL = strings.TrimSpace(c.script("start"))
+	if _, err := url.Parse(c.URL); err != nil || !strings.HasPrefix(c.URL, "postgres://") {
+		c.t.Fatalf("scripts/test-postgres.sh start printed %q, not a URL", c.URL)
+	}
+	return c.URL
+}
+
+// Stop stops the cluster (pg_ctl -m fast: sessions are ended, open
+// transactions rolled back).
+func (c *cluster) Stop() {
+	c.t.Helper()
+	c.script("stop")
+}
+
+// HostPort is the host:port of the cluster's URL.
+func (c *cluster) HostPort() string {
+	u, _ := url.Parse(c.URL)
+	return u.Host
+}
+
+// script runs scripts/test-postgres.sh cmd on the cluster's directory and
+// returns its standard output.
+func (c *cluster) script(cmd string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
+	defer cancel()
+	run := exec.CommandContext(ctx, filepath.Join(repoRoot, "scripts", "test-postgres.sh"), cmd, c.dir)
+	var stderr bytes.Buffer
+	run.Stderr = &stderr
+	out, err := run.Output()
+	if err != nil {
+		c.t.Fatalf("scripts/test-postgres.sh %s: %v\n%s", cmd, err, stderr.Bytes())
+	}
+	return string(out)
 }
