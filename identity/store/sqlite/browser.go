@@ -37,9 +37,9 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
 // Session returns the session whose cookie secret hashes to hash.
 func (s *Store) Session(ctx context.Context, hash []byte) (store.Session, error) {
 	var (
-		ss                                      store.Session
+		ss                                     store.Session
 		authTime, created, seen, exp, absolute sql.NullInt64
-		clients                                 string
+		clients                                string
 	)
 	err := s.r.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE hash = ?`, hash).
 		Scan(&ss.Hash, &ss.ID, &ss.Subject, &authTime, &created, &seen, &exp, &absolute, &clients)
