@@ -25,6 +25,8 @@ var allowedImports = map[string][]string{
 	"identity/keys":              {"identity/store", "identity/verify"},
 	"identity/tokens":            {"identity/keys", "identity/clients", "identity/store", "identity/oauth"},
 	"identity/grant":             {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store"},
+	"identity/web":               {},
+	"identity/session":           {"identity/store"},
 	"identity": {"identity/oauth", "identity/clients", "identity/users", "identity/keys", "identity/tokens",
 		"identity/grant", "identity/store", "identity/verify"},
 }
