@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // sessionCookie is the browser's session cookie, if it has one.
