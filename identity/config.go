@@ -116,7 +116,8 @@ type Metrics interface {
 	// TokenIssued counts a token response by grant type and client.
 	TokenIssued(grant, clientID string)
 	// RequestFailed counts a failed request by endpoint ("token",
-	// "introspection", "revocation", "userinfo") and error code.
+	// "introspection", "revocation", "userinfo", "authorization",
+	// "login", "consent") and error code.
 	RequestFailed(endpoint, code string)
 	// Lockout counts a (user, source) pair locked out.
 	Lockout()
