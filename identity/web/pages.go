@@ -185,12 +185,17 @@ func csp(nonce, formSelf string, formActions []string, script bool) string {
 	return b.String()
 }
 
-// Origin is the origin (scheme://host[:port]) of an absolute URL, or "" if
-// it has none (a custom scheme without a host).
+// Origin is the CSP source of an absolute URL: its origin
+// (scheme://host[:port]), or for a URI without a host (a native app's
+// private scheme, "com.example.app:/cb") its scheme ("com.example.app:").
+// "" for anything else.
 func Origin(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
+	switch {
+	case err != nil || u.Scheme == "":
 		return ""
+	case u.Host == "":
+		return u.Scheme + ":"
 	}
 	return u.Scheme + "://" + u.Host
 }

@@ -99,7 +99,7 @@ func TestNoncesDiffer(t *testing.T) {
 func TestOrigin(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://app.example:8443/cb?x=1": "https://app.example:8443",
-		"com.example.app:/callback":       "",
+		"com.example.app:/callback":       "com.example.app:",
 		"::":                              "",
 	} {
 		if got := Origin(in); got != want {
