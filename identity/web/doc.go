@@ -5,7 +5,7 @@
 // html/template.
 //
 // Every page is sent with the headers of a page that handles credentials:
-// no caching, no referrer, no framing (CSP frame-ancestors 'none' and
+// no caching, no referrer to another origin, no framing (CSP frame-ancestors 'none' and
 // X-Frame-Options DENY), no MIME sniffing, and a Content-Security-Policy
 // that allows only the page's own inline style and, on the form_post page,
 // its one inline script, by a nonce drawn per response.

@@ -146,12 +146,15 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name,
 }
 
 // PageHeaders sets the headers every page shares (besides its CSP): no
-// caching, no referrer (a code in the URL never leaks through one), no
-// framing, no sniffing.
+// caching, no framing, no sniffing, and no referrer to another origin (the
+// relying party never learns the URL of a page of ours). The policy is
+// same-origin rather than no-referrer: under no-referrer a browser sends
+// the forms' posts to ourselves with "Origin: null", which the cross-site
+// check must refuse.
 func PageHeaders(h http.Header, hsts string) {
 	h.Set("Cache-Control", "no-store, no-cache, max-age=0")
 	h.Set("Pragma", "no-cache")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	if hsts != "" {

@@ -62,7 +62,7 @@ func TestPagesHeadersAndEscaping(t *testing.T) {
 			if strings.Contains(csp, "script-src") != tc.script {
 				t.Errorf("CSP %q: script-src present %t, want %t", csp, !tc.script, tc.script)
 			}
-			if h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") != "no-referrer" ||
+			if h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") != "same-origin" ||
 				!strings.Contains(h.Get("Cache-Control"), "no-store") || h.Get("X-Content-Type-Options") != "nosniff" {
 				t.Errorf("headers %v", h)
 			}
