@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,11 +54,9 @@ func chromium(t *testing.T) context.Context {
 // relyingParty is a callback on another site than the identity server
 // (127.0.0.1), recording the query of each request.
 type relyingParty struct {
-	url  string
-	mu   sync.Mutex
-	got  chan url.Values
-	srv  *http.Server
-	once sync.Once
+	url string
+	got chan url.Values
+	srv *http.Server
 }
 
 func newRelyingParty(t *testing.T) *relyingParty {

@@ -134,7 +134,9 @@ func TestAuthorizeHostileExchanges(t *testing.T) {
 		"another redirect": func() (int, map[string]any) {
 			return exchangeCode(t, g, publicClient, "", code, "http://127.0.0.1:40001/callback", verifier)
 		},
-		"another client": func() (int, map[string]any) { return exchangeCode(t, g, webClient, webSecret, code, redirect, verifier) },
+		"another client": func() (int, map[string]any) {
+			return exchangeCode(t, g, webClient, webSecret, code, redirect, verifier)
+		},
 	} {
 		if status, body := try(); status != http.StatusBadRequest || body["error"] != "invalid_grant" {
 			t.Errorf("%s: %d %v", name, status, body)
