@@ -300,6 +300,21 @@ func (s *Server) PasswordGrant(ctx context.Context, clientID, clientSecret, user
 	return s.grants.PasswordGrant(ctx, c, username, password, scope, source)
 }
 
+// CodeGrant exchanges an authorization code as the token endpoint would,
+// for a client authenticated by id and secret (a public client sends
+// none): the entry point of the message gateway's AuthCode. The code rules
+// are the token endpoint's: client, redirect URI, PKCE verifier, one use.
+func (s *Server) CodeGrant(ctx context.Context, clientID, clientSecret, code, redirectURI, verifier string) (*tokens.Response, *oauth.Error) {
+	c, perr := s.clients.AuthenticateSecret(clientID, clientSecret)
+	if perr != nil {
+		return nil, perr
+	}
+	if !s.tokens.CodesEnabled() {
+		return nil, oauth.NewError(oauth.ErrUnsupportedGrantType, "unsupported grant_type")
+	}
+	return s.grants.CodeGrant(ctx, c, code, redirectURI, verifier)
+}
+
 // Passwords is the password checker with the brute-force defence, for the
 // other front doors that take a password (the message gateway's
 // AuthOwner, the login page).
