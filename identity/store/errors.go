@@ -12,4 +12,7 @@ var (
 	ErrAlreadyRotated = errors.New("store: refresh token already rotated")
 	// ErrFamilyRevoked: the refresh-token family has been revoked.
 	ErrFamilyRevoked = errors.New("store: refresh token family revoked")
+	// ErrCodeUsed: an authorization code was used before (a replay, or
+	// the loser of a race).
+	ErrCodeUsed = errors.New("store: authorization code already used")
 )
