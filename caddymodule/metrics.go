@@ -58,7 +58,7 @@ const metricsOther = "other"
 // knownEndpoints are the endpoint label values counted by name.
 var knownEndpoints = []string{
 	"token", "introspection", "revocation", "userinfo", "jwks",
-	"authorization", "end-session", "check-session", "device-authorization",
+	"authorization", "login", "consent", "end-session", "check-session", "device-authorization",
 }
 
 // registerTokenMetrics registers the token counters in reg, once.

@@ -202,6 +202,8 @@ type Config struct {
 	Verifier Verifier
 	// Passwords answers AuthOwner; nil answers Reject.
 	Passwords PasswordChecker
+	// Codes answers AuthCode; nil answers Reject.
+	Codes CodeExchanger
 	// BackendHeaders sets the identity headers of the backend leg's
 	// upgrade request; nil sends none.
 	BackendHeaders func(h http.Header, id Identity)

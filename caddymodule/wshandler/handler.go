@@ -287,7 +287,8 @@ func (h *Handler) Validate() error {
 }
 
 // Provision builds the gateway over the gatehouse app's verifier and, when
-// the app has an identity server, its password grant for AuthOwner.
+// the app has an identity server, its password grant for AuthOwner and its
+// code exchange for AuthCode.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	cfg, err := h.config()
@@ -309,6 +310,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	cfg.RevocationsChanged = v.RevocationsChanged
 	if srv := app.Server(); srv != nil {
 		cfg.Passwords = ownerAdapter{srv: srv, v: v}
+		cfg.Codes = codeAdapter{srv: srv, v: v}
 	}
 	if err := registerMetrics(ctx); err != nil {
 		return err
@@ -388,6 +390,25 @@ func (a ownerAdapter) CheckOwner(ctx context.Context, cred wsauth.OwnerCredentia
 	return verifierAdapter{v: a.v}.VerifyAccessToken(ctx, resp.AccessToken)
 }
 
+// codeAdapter answers AuthCode with the identity server's code exchange
+// (client authentication, the grant check, redirect URI, PKCE, one use),
+// then verifies the access token it issued.
+type codeAdapter struct {
+	srv *identity.Server
+	v   *verify.Verifier
+}
+
+func (a codeAdapter) ExchangeCode(ctx context.Context, cred wsauth.CodeCredentials) (wsauth.Identity, error) {
+	resp, perr := a.srv.CodeGrant(ctx, cred.ClientID, cred.ClientSecret, cred.Code, cred.RedirectURI, cred.CodeVerifier)
+	if perr != nil {
+		if perr.Code == "server_error" || perr.Code == "temporarily_unavailable" {
+			return wsauth.Identity{}, perr
+		}
+		return wsauth.Identity{}, &wsauth.Refusal{Reason: perr.Code}
+	}
+	return verifierAdapter{v: a.v}.VerifyAccessToken(ctx, resp.AccessToken)
+}
+
 // nopVerifier stands in for the verifier in Validate, which builds no
 // gateway.
 type nopVerifier struct{}
@@ -404,4 +425,5 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 	_ wsauth.Verifier             = verifierAdapter{}
 	_ wsauth.PasswordChecker      = ownerAdapter{}
+	_ wsauth.CodeExchanger        = codeAdapter{}
 )

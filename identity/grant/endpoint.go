@@ -73,6 +73,9 @@ func New(cfg Config) (*Endpoint, error) {
 		oauth.GrantRefreshToken:      e.refresh,
 		oauth.GrantClientCredentials: e.clientCredentials,
 	}
+	if cfg.Tokens.CodesEnabled() {
+		e.grants[oauth.GrantAuthorizationCode] = e.authorizationCode
+	}
 	return e, nil
 }
 

@@ -1,7 +1,8 @@
 // Package store defines what the identity server keeps between requests and
 // across restarts: signing keys, server secrets, users, refresh-token families,
-// access-token revocations, failure counters and, in later issues,
-// authorization codes, device codes and sessions.
+// access-token revocations, failure counters (Store), and the browser
+// flows' login sessions, authorization codes and consents (BrowserStore, a
+// separate interface a backend may implement); device codes come later.
 //
 // A backend implements Store; every backend runs the conformance suite in
 // package storetest. Operations where a race matters are single atomic

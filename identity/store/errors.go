@@ -18,4 +18,7 @@ var (
 	// was lost); trying it again later is the remedy, and an endpoint
 	// answers 503 temporarily_unavailable.
 	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrCodeUsed: an authorization code was used before (a replay, or
+	// the loser of a race).
+	ErrCodeUsed = errors.New("store: authorization code already used")
 )

@@ -434,7 +434,7 @@ func (s *Service) refreshed(g Grant, successor string, now time.Time, grace bool
 		AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer",
 		RefreshToken: successor, Scope: strings.Join(g.Scopes, " "),
 	}
-	if resp.IDToken, perr = s.mintID(g, at, now); perr != nil {
+	if resp.IDToken, perr = s.mintID(g, &at, "", now); perr != nil {
 		return nil, perr
 	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantRefreshToken), zap.String("client_id", g.Client.ID),
