@@ -23,7 +23,7 @@ func init() {
 //			issuer <url>
 //			audience <name>
 //			store sqlite [<path>]          # or a block: store sqlite { path <p> }
-//			store postgres <dsn>           # or a block: store postgres { dsn_env <variable>; max_conns <n> }
+//			store postgres <dsn>           # or a block: store postgres { dsn_env <variable>; max_conns <n>; revocation_notify on|off }
 //			users_file <path>
 //			access_token_lifetime <duration>
 //			id_token_lifetime <duration>

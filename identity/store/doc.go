@@ -7,7 +7,9 @@
 // A backend implements Store; every backend runs the conformance suite in
 // package storetest. Operations where a race matters are single atomic
 // operations here (a refresh-token rotation is a compare-and-swap), never a
-// read followed by a write in the caller.
+// read followed by a write in the caller. A backend that several instances
+// share may also offer what shared.go defines: revocation notices
+// (RevocationNotifier) and a record of its outages (Outages).
 //
 // This package must not depend on Caddy, on net/http, or on any backend.
 package store
