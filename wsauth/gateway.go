@@ -40,6 +40,7 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	closed   bool                  // Shutdown was called: no new sockets
+	closeAs  int                   // the close code Shutdown was given
 	sessions map[*session]struct{} // live sessions
 	wg       sync.WaitGroup        // one per live session
 	stopSup  context.CancelFunc    // ends the supervisor; nil until it runs
@@ -140,11 +141,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the Upgrader has answered
 	}
 	s := newSession(g, conn, r, version, hasVersion)
-	if !g.track(s) {
+	if ok, code := g.track(s); !ok {
+		// Upgraded while Shutdown ran: closed as the live ones are.
 		if id == nil {
 			g.unauth.Add(-1)
 		}
-		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), deadline(g.cfg.WriteTimeout))
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.WriteTimeout))
 		_ = conn.Close()
 		return
 	}
@@ -218,11 +220,13 @@ func (g *Gateway) checkOrigin(r *http.Request) bool {
 	return false
 }
 
-func (g *Gateway) track(s *session) bool {
+// track adds s to the live sessions; false, with the code to close it
+// with, once Shutdown was called.
+func (g *Gateway) track(s *session) (bool, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return false
+		return false, g.closeAs
 	}
 	g.sessions[s] = struct{}{}
 	if g.stopSup == nil {
@@ -231,7 +235,7 @@ func (g *Gateway) track(s *session) bool {
 		g.supDone = make(chan struct{})
 		go g.supervise(ctx, g.supDone)
 	}
-	return true
+	return true, 0
 }
 
 func (g *Gateway) untrack(s *session) {
@@ -248,7 +252,7 @@ func (g *Gateway) untrack(s *session) {
 // CloseGrace).
 func (g *Gateway) Shutdown(code int) {
 	g.mu.Lock()
-	g.closed = true
+	g.closed, g.closeAs = true, code
 	live := make([]*session, 0, len(g.sessions))
 	for s := range g.sessions {
 		live = append(live, s)
