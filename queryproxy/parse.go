@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -51,7 +52,7 @@ func (h *Handler) readBody(r *http.Request, endpoint string) ([]byte, *Error) {
 	if endpoint == "query" {
 		want = "text/plain"
 	}
-	if ct != "" || endpoint != "select" || r.ContentLength > 0 {
+	if (ct != "" || endpoint != "select" || r.ContentLength > 0) && !plainMediaType(ct, want) {
 		mt, params, err := mime.ParseMediaType(ct)
 		charset, hasCharset := params["charset"]
 		if err != nil || mt != want || hasCharset && !strings.EqualFold(charset, "utf-8") {
@@ -61,6 +62,15 @@ func (h *Handler) readBody(r *http.Request, endpoint string) ([]byte, *Error) {
 	}
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return nil, tooLarge(h.cfg.MaxBodyBytes)
+	}
+	if r.ContentLength >= 0 {
+		// The length is known and within the bound (net/http's body
+		// reader stops at it): one read into a buffer of that size.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, errInvalid("the request body could not be read")
+		}
+		return body, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.cfg.MaxBodyBytes+1))
 	if err != nil {
@@ -72,6 +82,20 @@ func (h *Handler) readBody(r *http.Request, endpoint string) ([]byte, *Error) {
 	return body, nil
 }
 
+// plainMediaType reports whether ct is want itself, or want with
+// "; charset=utf-8", spelled as clients send them (ASCII case ignored):
+// the common Content-Types, accepted without parsing them.
+func plainMediaType(ct, want string) bool {
+	const charset = "; charset=utf-8"
+	switch len(ct) {
+	case len(want):
+		return sqlgen.EqualFold(ct, want)
+	case len(want) + len(charset):
+		return sqlgen.EqualFold(ct[:len(want)], want) && sqlgen.EqualFold(ct[len(want):], charset)
+	}
+	return false
+}
+
 func tooLarge(max int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: fmt.Sprintf("the request body is over %d bytes", max)}
 }
@@ -80,19 +104,20 @@ func tooLarge(max int64) *Error {
 // ?column=a&column=b, the names in any case; none: all) and the criteria
 // body [{"ColumnName","Operator","Value"}], combined with AND.
 func (h *Handler) parseSelect(rawQuery, table string, body []byte) (iql.Statement, *Error) {
-	if _, err := url.ParseQuery(rawQuery); err != nil {
-		return nil, errInvalid("the query string is malformed")
-	}
 	// The parameters in the order they come (url.Values, a map, would lose it): the
-	// columns are the result's, in this order.
+	// columns are the result's, in this order. Malformed as url.ParseQuery has it: a
+	// semicolon, a bad escape.
 	var cols []string
 	for pair := range strings.SplitSeq(rawQuery, "&") {
 		if pair == "" {
 			continue
 		}
 		k, v, _ := strings.Cut(pair, "=")
-		name, _ := url.QueryUnescape(k) // ParseQuery accepted them
-		value, _ := url.QueryUnescape(v)
+		name, err1 := url.QueryUnescape(k)
+		value, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil || strings.Contains(pair, ";") {
+			return nil, errInvalid("the query string is malformed")
+		}
 		switch {
 		case sqlgen.EqualFold(name, "columns"):
 			for c := range strings.SplitSeq(value, ",") {
@@ -126,7 +151,8 @@ func (h *Handler) parseSelect(rawQuery, table string, body []byte) (iql.Statemen
 // in any case (the upstream is ASP.NET), each once; numbers kept as their
 // exact text.
 func decodeCriteria(body []byte) ([]iql.Criterion, error) {
-	d := jsontext.NewDecoder(bytes.NewReader(body))
+	d := getDecoder(body)
+	defer putDecoder(d)
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, errors.New("not a JSON array of {ColumnName, Operator, Value}")
 	}
@@ -164,8 +190,11 @@ func decodeCriteria(body []byte) ([]iql.Criterion, error) {
 			seen[i] = true
 			switch i {
 			case 0, 1:
-				var s string
-				if v.Kind() != '"' || json.Unmarshal(v, &s) != nil {
+				if v.Kind() != '"' {
+					return nil, fmt.Errorf("element %d: %s must be a string", len(out), name)
+				}
+				s, err := unquote(v)
+				if err != nil {
 					return nil, fmt.Errorf("element %d: %s must be a string", len(out), name)
 				}
 				if i == 0 {
@@ -202,11 +231,7 @@ func decodeCriteria(body []byte) ([]iql.Criterion, error) {
 func jsonValue(v jsontext.Value, arrays bool) (any, error) {
 	switch v.Kind() {
 	case '"':
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, err
-		}
-		return s, nil
+		return unquote(v)
 	case '0':
 		return json.Number(v), nil
 	case 't', 'f':
@@ -234,6 +259,43 @@ func jsonValue(v jsontext.Value, arrays bool) (any, error) {
 		return out, nil
 	}
 	return nil, errors.New("an object is not a value")
+}
+
+// unquote is the string a JSON string value holds (the decoder has
+// validated it): its bytes between the quotes when it has no escape.
+func unquote(v jsontext.Value) (string, error) {
+	if len(v) >= 2 && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), nil
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	return string(b), err
+}
+
+// decoder is a pooled JSON decoder over a byte slice.
+type decoder struct {
+	*jsontext.Decoder
+	r bytes.Reader
+}
+
+var decoders = sync.Pool{New: func() any {
+	d := &decoder{}
+	d.Decoder = jsontext.NewDecoder(&d.r)
+	return d
+}}
+
+// getDecoder is a decoder of body, from the pool; putDecoder gives it
+// back, holding nothing of body.
+func getDecoder(body []byte) *decoder {
+	d := decoders.Get().(*decoder)
+	d.r.Reset(body)
+	d.Reset(&d.r)
+	return d
+}
+
+func putDecoder(d *decoder) {
+	d.r.Reset(nil)
+	d.Reset(&d.r)
+	decoders.Put(d)
 }
 
 // parseInsert builds inserts from a JSON object column -> value, or an

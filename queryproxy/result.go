@@ -127,7 +127,7 @@ func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultS
 		opts.BufferSize = DefaultResultBufferSize
 	}
 	bp := bufPool.Get().(*[]byte)
-	s := &resultStream{w: w, rc: http.NewResponseController(w), buf: (*bp)[:0]}
+	s := &resultStream{w: w, buf: (*bp)[:0]}
 	defer func() {
 		if cap(s.buf) <= maxPooledBuffer {
 			*bp = s.buf[:0]
@@ -165,8 +165,11 @@ func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultS
 	}
 	s.buf = append(s.buf, "]}"...)
 	if !s.sum.Sent {
-		// The whole result is here: send it with its length, and no trailer.
+		// The whole result is here: send it with its length, and no trailer,
+		// unflushed (the server sends it with the headers when the handler
+		// returns: one write).
 		w.Header().Set("Content-Length", strconv.Itoa(len(s.buf)))
+		s.last = true
 	}
 	return s, s.send()
 }
@@ -174,12 +177,15 @@ func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultS
 // resultStream is the state of one WriteResult.
 type resultStream struct {
 	w   http.ResponseWriter
-	rc  *http.ResponseController
+	rc  *http.ResponseController // made at the first flush
 	buf []byte
 	sum ResultSummary
+	// last: the buffer is the whole response, written without a flush.
+	last bool
 }
 
-// send writes the buffer to the client and flushes it, starting the response (status
+// send writes the buffer to the client and flushes it (unless it is the whole response,
+// s.last), starting the response (status
 // 200, Content-Type, the trailer declared) if it has not started yet. A write error is a
 // *StreamError: the client stopped reading.
 func (s *resultStream) send() error {
@@ -196,7 +202,10 @@ func (s *resultStream) send() error {
 	n, err := s.w.Write(s.buf)
 	s.sum.Bytes += int64(n)
 	s.buf = s.buf[:0]
-	if err == nil {
+	if err == nil && !s.last {
+		if s.rc == nil {
+			s.rc = http.NewResponseController(s.w)
+		}
 		err = s.rc.Flush()
 		if errors.Is(err, http.ErrNotSupported) {
 			err = nil
