@@ -5,12 +5,16 @@
 // # Connections and transactions
 //
 // The pool holds at most Config.MaxConns connections; a statement beyond them waits for
-// one, under its time limit. Every statement runs in a transaction of its own, opened by
-// one simple query that sets, for that transaction only, the statement time limit and the
-// search path (pg_catalog, the schema, pg_temp: built-in functions and operators cannot be
-// shadowed by the schema's, nor the schema's tables by temporary ones):
+// one, under its time limit. Every statement runs in a transaction of its own, which sets,
+// for that transaction only, the statement time limit and the search path (pg_catalog, the
+// schema, pg_temp: built-in functions and operators cannot be shadowed by the schema's,
+// nor the schema's tables by temporary ones):
 //
 //	BEGIN READ ONLY; SET LOCAL statement_timeout = 5000; SET LOCAL search_path = ...
+//
+// A read is one round trip: BEGIN, the settings, the statement and ROLLBACK go in one
+// pipeline, as statements prepared once per connection (read.go). A write's transaction
+// is opened by one simple query, then its statements, then COMMIT.
 //
 // Reads (Query) run in a READ ONLY transaction, which PostgreSQL keeps from writing
 // anything: INSERT, UPDATE, DELETE, DDL, nextval, SELECT ... FOR UPDATE all fail. It is

@@ -82,7 +82,7 @@ type Engine struct {
 	cfg        Config
 	server     string // user@host:port/database, for errors and logs
 	pool       *pgxpool.Pool
-	beginRead  pgx.TxOptions
+	limitsSQL  string // the SELECT that sets a read's time limit and search path (read.go)
 	beginWrite pgx.TxOptions
 	catalog    catalogCache
 	closed     atomic.Bool
@@ -109,22 +109,13 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 		e.cfg.Trace(st.SQL, st.Args)
 	}
 	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
-	tx, err := e.pool.BeginTx(qctx, e.beginRead)
+	rd, err := e.startRead(qctx, st)
 	if err != nil {
 		err = classify(ctx, qctx, err)
 		cancel()
 		return nil, fmt.Errorf("running query: %w", err)
 	}
-	// The result formats come first: pgx reads them as an option, not as an argument.
-	args := append([]any{resultFormats}, bindArgs(st.Args)...)
-	r, err := tx.Query(qctx, st.SQL, args...)
-	if err != nil {
-		err = classify(ctx, qctx, err)
-		rollback(ctx, tx)
-		cancel()
-		return nil, fmt.Errorf("running query: %w", err)
-	}
-	return newRows(ctx, qctx, cancel, tx, r), nil
+	return newRows(ctx, qctx, cancel, rd.conn.Conn().TypeMap(), rd), nil
 }
 
 // Exec runs sts in one read-write transaction, under the statement time limit, and

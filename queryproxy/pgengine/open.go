@@ -30,7 +30,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:        cfg,
 		server:     fmt.Sprintf("%s@%s:%d/%s", cc.User, cc.Host, cc.Port, cc.Database),
-		beginRead:  pgx.TxOptions{BeginQuery: beginQuery("READ ONLY", cfg)},
+		limitsSQL:  limitsQuery(cfg),
 		beginWrite: pgx.TxOptions{BeginQuery: beginQuery("READ WRITE", cfg)},
 	}
 	if e.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
@@ -130,10 +130,15 @@ func poolConfig(cfg Config) (*pgxpool.Config, error) {
 // like a relation of pg_catalog would be shadowed by it: the catalog leaves such tables
 // out.)
 func beginQuery(mode string, cfg Config) string {
+	return "BEGIN " + mode + "; " + limitsQuery(cfg)
+}
+
+// limitsQuery is the SELECT of beginQuery: the statement time limit and the search path,
+// for the transaction only.
+func limitsQuery(cfg Config) string {
 	ms := (cfg.StatementTimeout + time.Millisecond - 1) / time.Millisecond
 	path := "pg_catalog, " + quoteIdent(cfg.Schema) + ", pg_temp"
-	return "BEGIN " + mode +
-		"; SELECT set_config('statement_timeout', '" + strconv.FormatInt(int64(ms), 10) + "', true)" +
+	return "SELECT set_config('statement_timeout', '" + strconv.FormatInt(int64(ms), 10) + "', true)" +
 		", set_config('search_path', " + quoteLiteral(path) + ", true)"
 }
 

@@ -14,12 +14,12 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
-// rows is the queryproxy.Rows of a Query: pgx's rows, read raw and decoded per column
-// into the values the result reports, inside the read-only transaction tx, which Close
-// ends.
+// rows is the queryproxy.Rows of a Query: the statement's result in the pipeline of a
+// read (read.go), its values read raw and decoded per column into the values the result
+// reports. Close (or the last Next) reads the rest of the pipeline and frees the
+// connection.
 type rows struct {
-	tx      pgx.Tx
-	r       pgx.Rows
+	rd      *reading
 	parent  context.Context // the caller's context
 	limited context.Context // parent with the statement time limit
 	cancel  context.CancelFunc
@@ -30,10 +30,9 @@ type rows struct {
 	closed  bool
 }
 
-func newRows(parent, limited context.Context, cancel context.CancelFunc, tx pgx.Tx, r pgx.Rows) *rows {
-	fds := r.FieldDescriptions()
-	m := tx.Conn().TypeMap()
-	rs := &rows{tx: tx, r: r, parent: parent, limited: limited, cancel: cancel,
+func newRows(parent, limited context.Context, cancel context.CancelFunc, m *pgtype.Map, rd *reading) *rows {
+	fds := rd.rr.FieldDescriptions()
+	rs := &rows{rd: rd, parent: parent, limited: limited, cancel: cancel,
 		cols: make([]sqlgen.Column, len(fds)), dec: make([]decoder, len(fds)), vals: make([]any, len(fds))}
 	for i, fd := range fds {
 		rs.cols[i] = sqlgen.Column{Name: fd.Name, Type: columnType(fd.DataTypeOID)}
@@ -50,24 +49,22 @@ func (rs *rows) Next() bool {
 	if rs.err != nil || rs.closed {
 		return false
 	}
-	// pgx notices the end of the context only when it reads from the connection, not
+	// pgconn notices the end of the context only when it reads from the connection, not
 	// between rows it has already received; checking here stops at once. (The cancel
 	// request went to the server when the context ended.)
 	if err := rs.limited.Err(); err != nil {
 		rs.fail(err)
 		return false
 	}
-	if !rs.r.Next() {
-		if err := rs.r.Err(); err != nil {
+	if !rs.rd.rr.NextRow() {
+		// The rows are read to the end: the rest of the pipeline (the command tag, which
+		// must be a SELECT's, the ROLLBACK, the Sync) says whether all went well.
+		if err := rs.rd.finish(rs.parent); err != nil {
 			rs.fail(err)
-		} else if rs.tx.Conn().PgConn().TxStatus() != 'T' {
-			// The rows are read to the end, so the server's ReadyForQuery has come: the
-			// connection must still be in the engine's transaction.
-			rs.fail(errEndedTx)
 		}
 		return false
 	}
-	raw := rs.r.RawValues()
+	raw := rs.rd.rr.Values()
 	for i, d := range rs.dec {
 		if raw[i] == nil {
 			rs.vals[i] = nil
@@ -88,18 +85,16 @@ func (rs *rows) fail(err error) {
 }
 
 // Close ends the query and its read-only transaction (rolled back: it wrote nothing, and
-// a setting a statement may have changed is undone), and frees the connection.
+// a setting a statement may have changed is undone), and frees the connection. Rows not
+// read are dropped; when the context has ended, the statement was canceled on the server.
 func (rs *rows) Close() error {
 	if rs.closed {
 		return nil
 	}
 	rs.closed = true
-	rs.r.Close()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(rs.parent), cancelGrace)
-	err := rs.tx.Rollback(ctx)
-	cancel()
+	err := rs.rd.finish(rs.parent)
 	rs.cancel()
-	if err != nil {
+	if err != nil && rs.err == nil {
 		return fmt.Errorf("closing rows: %w", err)
 	}
 	return nil
