@@ -93,6 +93,12 @@ type Config struct {
 	// CodeLifetime is how long an authorization code may be exchanged.
 	// Default 60s (tokens.DefaultCodeLifetime).
 	CodeLifetime time.Duration
+	// DeviceCodeLifetime is how long a device code and its user code may
+	// be used (RFC 8628 expires_in). Default 10 minutes.
+	DeviceCodeLifetime time.Duration
+	// DevicePollInterval is the least time between two polls of a device
+	// code (RFC 8628 interval). Default 5 seconds.
+	DevicePollInterval time.Duration
 	// SessionIdleTimeout is how long a browser's login session lasts
 	// unused. Default 10h.
 	SessionIdleTimeout time.Duration
@@ -133,7 +139,8 @@ func (cfg *Config) Validate() error {
 	if err := validateIssuer(cfg.Issuer); err != nil {
 		return err
 	}
-	if cfg.AccessTokenLifetime < 0 || cfg.IDTokenLifetime < 0 || cfg.CodeLifetime < 0 {
+	if cfg.AccessTokenLifetime < 0 || cfg.IDTokenLifetime < 0 || cfg.CodeLifetime < 0 ||
+		cfg.DeviceCodeLifetime < 0 || cfg.DevicePollInterval < 0 {
 		return errors.New("token and code lifetimes must not be negative")
 	}
 	if cfg.SessionIdleTimeout < 0 || cfg.SessionLifetime < 0 {
