@@ -342,6 +342,13 @@ func TestDeviceUserCodeEntry(t *testing.T) {
 	if confirm.status != http.StatusOK || !strings.Contains(confirm.body, uc) || !strings.Contains(confirm.body, `value="decide"`) {
 		t.Fatalf("typed %q: %d %s", typed, confirm.status, confirm.body)
 	}
+	// A good code is not counted against the limit (10): the user may
+	// open the page again and again.
+	for i := range 12 {
+		if again := b.post(PathDeviceVerification, v); again.status != http.StatusOK {
+			t.Fatalf("good code, entry %d: %d", i+2, again.status)
+		}
+	}
 	v.Set("user_code", "AEIO-U123")
 	if bad := b.post(PathDeviceVerification, v); bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "such as") {
 		t.Errorf("malformed code: %d %s", bad.status, bad.body)
