@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/device"
 	"github.com/gatehouse/gatehouse/identity/keys"
 	"github.com/gatehouse/gatehouse/identity/users"
 )
@@ -99,6 +100,10 @@ type Config struct {
 	// DevicePollInterval is the least time between two polls of a device
 	// code (RFC 8628 interval). Default 5 seconds.
 	DevicePollInterval time.Duration
+	// DeviceEntryLimits bound wrong user codes on the device verification
+	// page (per address, per session, server-wide). Default
+	// device.DefaultLimits.
+	DeviceEntryLimits device.Limits
 	// SessionIdleTimeout is how long a browser's login session lasts
 	// unused. Default 10h.
 	SessionIdleTimeout time.Duration

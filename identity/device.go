@@ -40,7 +40,7 @@ func (s *Server) routeDevice(prefix string, secret []byte, sessions *session.Man
 		Issuer: s.cfg.Issuer, VerificationPath: prefix + PathDeviceVerification, Clients: s.clients,
 		Store: deviceBacked{ds, s.store}, Users: s.store, Sessions: sessions, Guard: guard, Passwords: s.passwords,
 		Pages: pages, UserCodeKey: derive(secret, "device user code"), ClientIP: s.cfg.ClientIP,
-		Lifetime: s.cfg.DeviceCodeLifetime, Interval: s.cfg.DevicePollInterval,
+		Lifetime: s.cfg.DeviceCodeLifetime, Interval: s.cfg.DevicePollInterval, Limits: s.cfg.DeviceEntryLimits,
 		HSTS: s.cfg.HSTS, UniformErrorStatus: s.cfg.UniformErrorStatus, Failed: s.countFailed,
 		Logger: s.log, Audit: s.audit, Now: s.cfg.Now,
 	})

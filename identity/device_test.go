@@ -490,3 +490,133 @@ func (r response) num(k string) float64 {
 	n, _ := r.body[k].(float64)
 	return n
 }
+
+// TestDeviceUserCodeGuessingGlobal: wrong codes spread over many
+// addresses and sessions, in parallel, count against the server-wide
+// limit: past it, every entry is refused, the good code of a fresh user
+// at a fresh address included, until the lockout ends.
+func TestDeviceUserCodeGuessingGlobal(t *testing.T) {
+	f := newFixture(t, withBrowserClients, withDeviceClients, func(c *Config) {
+		c.DeviceEntryLimits.Global = 6
+		c.DeviceEntryLimits.GlobalLockout = time.Minute
+	})
+	res := f.startDevice("openid")
+	const guessers = 4
+	enter := make([]page, guessers)
+	bs := make([]*browser, guessers)
+	for i := range guessers {
+		bs[i] = newBrowser(t, f)
+		enter[i] = bs[i].deviceLogin(bs[i].openVerification(testIssuer+PathDeviceVerification), "demo", "demo-pw")
+	}
+	const perGuesser = 5
+	statuses := make(chan int, guessers*perGuesser)
+	var wg sync.WaitGroup
+	for i := range guessers {
+		for j := range perGuesser {
+			wg.Go(func() {
+				v := url.Values{"csrf_token": {enter[i].fields().Get("csrf_token")}, "step": {"code"},
+					"user_code": {"BBBB-" + guess(i*perGuesser+j)}}
+				req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(v.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", testIssuer)
+				req.RemoteAddr = fmt.Sprintf("203.0.113.%d:4000", 10+i*perGuesser+j) // every guess from its own address
+				for _, c := range bs[i].jar.Cookies(req.URL) {
+					req.AddCookie(c)
+				}
+				rec := httptest.NewRecorder()
+				f.srv.ServeHTTP(rec, req)
+				statuses <- rec.Code
+			})
+		}
+	}
+	wg.Wait()
+	close(statuses)
+	wrong := 0
+	for s := range statuses {
+		if s == http.StatusBadRequest {
+			wrong++
+		} else if s != http.StatusTooManyRequests {
+			t.Errorf("status %d", s)
+		}
+	}
+	if wrong > 6 {
+		t.Fatalf("%d wrong codes looked up, want at most the global limit 6", wrong)
+	}
+	fresh := newBrowser(t, f)
+	login := fresh.do(withRemote(httptest.NewRequest(http.MethodGet, res.str("verification_uri_complete"), nil), "198.51.100.9:1"))
+	lf := login.fields()
+	lf.Set("username", "other")
+	lf.Set("password", "other-pw")
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(lf.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", testIssuer)
+	back := fresh.do(withRemote(req, "198.51.100.9:1"))
+	target := testIssuer + back.location.String()
+	if p := fresh.do(withRemote(httptest.NewRequest(http.MethodGet, target, nil), "198.51.100.9:1")); p.status != http.StatusTooManyRequests {
+		t.Errorf("good code during the global lockout: %d", p.status)
+	}
+	f.clock.Add(2 * time.Minute) // past the global lockout, the code still valid
+	if p := fresh.do(withRemote(httptest.NewRequest(http.MethodGet, target, nil), "198.51.100.9:1")); p.status != http.StatusOK {
+		t.Errorf("good code after the lockout: %d", p.status)
+	}
+}
+
+// burst sends n wrong user codes at once, the i-th from browser bs[i%len]
+// and address addr(i), and returns how many were looked up (400) rather
+// than refused (429).
+func burst(t *testing.T, f *fixture, bs []*browser, n int, addr func(i int) string) int {
+	t.Helper()
+	tokens := make([]string, len(bs))
+	for i, b := range bs {
+		tokens[i] = b.deviceLogin(b.openVerification(testIssuer+PathDeviceVerification), "demo", "demo-pw").fields().Get("csrf_token")
+	}
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			b := bs[i%len(bs)]
+			v := url.Values{"csrf_token": {tokens[i%len(bs)]}, "step": {"code"}, "user_code": {"CCCC-" + guess(i)}}
+			req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(v.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", testIssuer)
+			req.RemoteAddr = addr(i)
+			for _, c := range b.jar.Cookies(req.URL) {
+				req.AddCookie(c)
+			}
+			rec := httptest.NewRecorder()
+			f.srv.ServeHTTP(rec, req)
+			statuses[i] = rec.Code
+		})
+	}
+	wg.Wait()
+	wrong := 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusBadRequest:
+			wrong++
+		case http.StatusTooManyRequests:
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	return wrong
+}
+
+// TestDeviceUserCodeLimitsApart: the per-session limit holds for one
+// session guessing from many addresses, the per-address limit for one
+// address guessing with many sessions.
+func TestDeviceUserCodeLimitsApart(t *testing.T) {
+	t.Run("one session, many addresses", func(t *testing.T) {
+		f := newDeviceFixture(t)
+		if n := burst(t, f, []*browser{newBrowser(t, f)}, 30, func(i int) string { return fmt.Sprintf("203.0.113.%d:1", i+1) }); n > 10 {
+			t.Errorf("%d wrong codes looked up for one session, want at most 10", n)
+		}
+	})
+	t.Run("one address, many sessions", func(t *testing.T) {
+		f := newDeviceFixture(t)
+		bs := []*browser{newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f)}
+		if n := burst(t, f, bs, 30, func(int) string { return "203.0.113.1:1" }); n > 10 {
+			t.Errorf("%d wrong codes looked up from one address, want at most 10", n)
+		}
+	})
+}
