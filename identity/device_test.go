@@ -363,40 +363,10 @@ func TestDeviceUserCodeGuessing(t *testing.T) {
 	f := newDeviceFixture(t)
 	res := f.startDevice("openid")
 	b := newBrowser(t, f)
-	enter := b.deviceLogin(b.openVerification(testIssuer+PathDeviceVerification), "demo", "demo-pw")
-	base := enter.fields()
-	const n = 40
-	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			v := url.Values{"csrf_token": {base.Get("csrf_token")}, "step": {"code"}, "user_code": {fmt.Sprintf("BBBB-%04s", guess(i))}}
-			req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(v.Encode()))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("Origin", testIssuer)
-			for _, c := range b.jar.Cookies(req.URL) {
-				req.AddCookie(c)
-			}
-			rec := httptest.NewRecorder()
-			f.srv.ServeHTTP(rec, req)
-			statuses[i] = rec.Code
-		})
+	if wrong := burst(t, f, []*browser{b}, 40, func(int) string { return "192.0.2.1:1234" }); wrong > 10 {
+		t.Fatalf("%d wrong codes looked up, want at most 10", wrong)
 	}
-	wg.Wait()
-	wrong, limited := 0, 0
-	for _, s := range statuses {
-		switch s {
-		case http.StatusBadRequest:
-			wrong++
-		case http.StatusTooManyRequests:
-			limited++
-		default:
-			t.Errorf("status %d", s)
-		}
-	}
-	if wrong > 10 || wrong+limited != n {
-		t.Fatalf("%d wrong codes looked up, %d refused; want at most 10 looked up", wrong, limited)
-	}
+	base := b.openVerification(testIssuer + PathDeviceVerification).fields()
 	// Now even the good code is refused for this session and address,
 	// and the authorization is untouched.
 	v := url.Values{"csrf_token": {base.Get("csrf_token")}, "step": {"code"}, "user_code": {res.str("user_code")}}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -186,22 +185,6 @@ func testDeviceDeleteExpired(t *testing.T, s store.DeviceStore) {
 	wantErr(t, "kept", err, nil)
 }
 
-// race runs fn(i) for i in [0, n) at once and returns their errors.
-func race(n int, fn func(i int) error) []error {
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-	return errs
-}
-
 // ConsumeDeviceConcurrently has n goroutines, spread over stores (several
 // Stores sharing one database), exchange one approved authorization at
 // once: exactly one must win, every other get ErrCodeUsed, and the record
@@ -212,7 +195,7 @@ func ConsumeDeviceConcurrently(t *testing.T, n int, stores ...store.DeviceStore)
 	wantErr(t, "PutDeviceCode", stores[0].PutDeviceCode(ctx, d), nil)
 	_, err := stores[0].DecideDeviceCode(ctx, d.UserCodeHash, t0, approve("alice"))
 	wantErr(t, "approve", err, nil)
-	errs := race(n, func(i int) error {
+	errs := concurrently(ctx, t, n, func(i int) error {
 		_, err := stores[i%len(stores)].ConsumeDeviceCode(ctx, d.Hash, t0.Add(time.Second),
 			store.CodeIssue{AccessTokenID: fmt.Sprintf("jti-%d", i)})
 		return err
@@ -246,7 +229,7 @@ func DecideDeviceConcurrently(t *testing.T, n int, stores ...store.DeviceStore) 
 	ctx := Context(t)
 	d := deviceCode("decided")
 	wantErr(t, "PutDeviceCode", stores[0].PutDeviceCode(ctx, d), nil)
-	errs := race(n, func(i int) error {
+	errs := concurrently(ctx, t, n, func(i int) error {
 		dd := store.DeviceDecision{Approved: i%2 == 0, Subject: fmt.Sprintf("user-%d", i), Scopes: []string{"openid"}}
 		_, err := stores[i%len(stores)].DecideDeviceCode(ctx, d.UserCodeHash, t0.Add(time.Second), dd)
 		return err
@@ -282,7 +265,7 @@ func testDevicePollRace(t *testing.T, s store.DeviceStore) {
 	d := deviceCode("polled")
 	wantErr(t, "PutDeviceCode", s.PutDeviceCode(ctx, d), nil)
 	const n = 12
-	errs := race(n, func(int) error {
+	errs := concurrently(ctx, t, n, func(int) error {
 		_, err := s.PollDeviceCode(ctx, d.Hash, t0.Add(time.Second))
 		return err
 	})
