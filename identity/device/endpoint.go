@@ -82,8 +82,6 @@ type Config struct {
 	UniformErrorStatus bool
 	// Failed, if set, counts a failure by endpoint and error code.
 	Failed func(endpoint, code string)
-	// Decided, if set, counts a decision ("approved", "denied") by client.
-	Decided func(decision, clientID string)
 	// Logger receives failures; Audit the decisions.
 	Logger, Audit *zap.Logger
 	// Now is the clock. Default time.Now.

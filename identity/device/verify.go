@@ -276,9 +276,6 @@ func (e *Endpoint) decide(w http.ResponseWriter, r *http.Request, sess store.Ses
 	}
 	e.cfg.Audit.Info("device authorization "+outcome, zap.String("client_id", c.ID), zap.String("sub", user.Subject),
 		zap.String("sid", sess.ID), zap.Strings("scopes", dd.Scopes))
-	if e.cfg.Decided != nil {
-		e.cfg.Decided(outcome, c.ID)
-	}
 	e.cfg.Pages.Device(w, r, http.StatusOK, web.Device{Step: "done", ClientName: clientName(c), Approved: dd.Approved})
 }
 
