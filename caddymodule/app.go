@@ -60,6 +60,17 @@ type App struct {
 	// code more time.
 	CodeLifetime caddy.Duration `json:"code_lifetime,omitempty"`
 
+	// DeviceCodeLifetime is how long a device code and its user code
+	// (RFC 8628 device flow) may be used: the user has this long to enter
+	// the code on the verification page. Default 10m. A longer lifetime
+	// gives a guesser of user codes more time.
+	DeviceCodeLifetime caddy.Duration `json:"device_code_lifetime,omitempty"`
+
+	// DevicePollInterval is the least time a device must wait between two
+	// polls of the token endpoint (RFC 8628 interval); a faster poll is
+	// answered slow_down and the interval grows by 5s. Default 5s.
+	DevicePollInterval caddy.Duration `json:"device_poll_interval,omitempty"`
+
 	// SessionIdleTimeout is how long a browser's login session (the
 	// session cookie of the login page) lasts unused. Default 10h.
 	SessionIdleTimeout caddy.Duration `json:"session_idle_timeout,omitempty"`

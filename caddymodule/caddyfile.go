@@ -28,6 +28,8 @@ func init() {
 //			access_token_lifetime <duration>
 //			id_token_lifetime <duration>
 //			code_lifetime <duration>
+//			device_code_lifetime <duration>
+//			device_poll_interval <duration>
 //			session_idle_timeout <duration>
 //			session_lifetime <duration>
 //			refresh_token {
@@ -119,6 +121,10 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			app.IDTokenLifetime, err = cfutil.DurationArg(d)
 		case "code_lifetime":
 			app.CodeLifetime, err = cfutil.DurationArg(d)
+		case "device_code_lifetime":
+			app.DeviceCodeLifetime, err = cfutil.DurationArg(d)
+		case "device_poll_interval":
+			app.DevicePollInterval, err = cfutil.DurationArg(d)
 		case "session_idle_timeout":
 			app.SessionIdleTimeout, err = cfutil.DurationArg(d)
 		case "session_lifetime":

@@ -32,6 +32,8 @@ func (a *App) IdentityConfig() (identity.Config, error) {
 		PasswordHashConcurrency: a.PasswordHashConcurrency,
 		Lockout:                 a.Lockout.policy(),
 		CodeLifetime:            time.Duration(a.CodeLifetime),
+		DeviceCodeLifetime:      time.Duration(a.DeviceCodeLifetime),
+		DevicePollInterval:      time.Duration(a.DevicePollInterval),
 		SessionIdleTimeout:      time.Duration(a.SessionIdleTimeout),
 		SessionLifetime:         time.Duration(a.SessionLifetime),
 		Logger:                  a.logger,

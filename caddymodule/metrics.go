@@ -58,7 +58,7 @@ const metricsOther = "other"
 // knownEndpoints are the endpoint label values counted by name.
 var knownEndpoints = []string{
 	"token", "introspection", "revocation", "userinfo", "jwks",
-	"authorization", "login", "consent", "end-session", "check-session", "device-authorization",
+	"authorization", "login", "consent", "end-session", "check-session", "device-authorization", "device-verification",
 }
 
 // registerTokenMetrics registers the token counters in reg, once.

@@ -17,7 +17,8 @@ func (f openerFunc) OpenStore(ctx context.Context) (store.Store, error) { return
 
 // TestPoolPassesInnerStore: the pool hands out the backend's own store, not
 // its wrapper, so that identity.NewServer finds the browser roles
-// (store.BrowserStore) by a type assertion.
+// (store.BrowserStore) and the device role (store.DeviceStore) by a type
+// assertion.
 func TestPoolPassesInnerStore(t *testing.T) {
 	key := "test-pool:" + t.Name()
 	st, err := acquireStore(context.Background(), key, openerFunc(func(ctx context.Context) (store.Store, error) {
@@ -33,5 +34,8 @@ func TestPoolPassesInnerStore(t *testing.T) {
 	}()
 	if _, ok := st.(store.BrowserStore); !ok {
 		t.Errorf("pooled store %T is not a store.BrowserStore", st)
+	}
+	if _, ok := st.(store.DeviceStore); !ok {
+		t.Errorf("pooled store %T is not a store.DeviceStore", st)
 	}
 }

@@ -58,6 +58,8 @@ func (a *App) checkRemoteOnly() error {
 		{"access_token_lifetime", a.AccessTokenLifetime != 0},
 		{"id_token_lifetime", a.IDTokenLifetime != 0},
 		{"code_lifetime", a.CodeLifetime != 0},
+		{"device_code_lifetime", a.DeviceCodeLifetime != 0},
+		{"device_poll_interval", a.DevicePollInterval != 0},
 		{"session_idle_timeout", a.SessionIdleTimeout != 0},
 		{"session_lifetime", a.SessionLifetime != 0},
 		{"refresh_token", a.RefreshToken != nil},
@@ -94,6 +96,8 @@ func (a *App) checkDurations() error {
 		{"access_token_lifetime", a.AccessTokenLifetime},
 		{"id_token_lifetime", a.IDTokenLifetime},
 		{"code_lifetime", a.CodeLifetime},
+		{"device_code_lifetime", a.DeviceCodeLifetime},
+		{"device_poll_interval", a.DevicePollInterval},
 		{"session_idle_timeout", a.SessionIdleTimeout},
 		{"session_lifetime", a.SessionLifetime},
 	}

@@ -45,7 +45,7 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 			"the authorization endpoint and the authorization_code grant are not available",
 			zap.String("store", fmt.Sprintf("%T", s.store)))
 		s.endpoints[prefix+PathAuthorize] = s.notAvailable("authorization")
-		return nil
+		return s.routeDevice(prefix, nil, nil, nil, nil)
 	}
 	secret, err := loadSecret(ctx, s.store, browserSecretName, s.cfg.Keys.EncryptionKey)
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 	s.endpoints[prefix+PathAuthorize] = ep
 	s.endpoints[prefix+PathLogin] = http.HandlerFunc(ep.ServeLogin)
 	s.endpoints[prefix+PathConsent] = http.HandlerFunc(ep.ServeConsent)
-	return nil
+	return s.routeDevice(prefix, secret, sessions, guard, pages)
 }
 
 // browserBacked is a store with its browser roles.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/device"
 	"github.com/gatehouse/gatehouse/identity/keys"
 	"github.com/gatehouse/gatehouse/identity/users"
 )
@@ -93,6 +94,16 @@ type Config struct {
 	// CodeLifetime is how long an authorization code may be exchanged.
 	// Default 60s (tokens.DefaultCodeLifetime).
 	CodeLifetime time.Duration
+	// DeviceCodeLifetime is how long a device code and its user code may
+	// be used (RFC 8628 expires_in). Default 10 minutes.
+	DeviceCodeLifetime time.Duration
+	// DevicePollInterval is the least time between two polls of a device
+	// code (RFC 8628 interval). Default 5 seconds.
+	DevicePollInterval time.Duration
+	// DeviceEntryLimits bound wrong user codes on the device verification
+	// page (per address, per session, server-wide). Default
+	// device.DefaultLimits.
+	DeviceEntryLimits device.Limits
 	// SessionIdleTimeout is how long a browser's login session lasts
 	// unused. Default 10h.
 	SessionIdleTimeout time.Duration
@@ -133,7 +144,8 @@ func (cfg *Config) Validate() error {
 	if err := validateIssuer(cfg.Issuer); err != nil {
 		return err
 	}
-	if cfg.AccessTokenLifetime < 0 || cfg.IDTokenLifetime < 0 || cfg.CodeLifetime < 0 {
+	if cfg.AccessTokenLifetime < 0 || cfg.IDTokenLifetime < 0 || cfg.CodeLifetime < 0 ||
+		cfg.DeviceCodeLifetime < 0 || cfg.DevicePollInterval < 0 {
 		return errors.New("token and code lifetimes must not be negative")
 	}
 	if cfg.SessionIdleTimeout < 0 || cfg.SessionLifetime < 0 {

@@ -31,8 +31,10 @@ var allowedImports = map[string][]string{
 	"identity/session":               {"identity/store"},
 	"identity/authorize": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
 		"identity/session", "identity/web"},
+	"identity/device": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
+		"identity/session", "identity/web"},
 	"identity": {"identity/oauth", "identity/clients", "identity/users", "identity/keys", "identity/tokens",
-		"identity/grant", "identity/authorize", "identity/session", "identity/web", "identity/store", "identity/verify"},
+		"identity/grant", "identity/authorize", "identity/device", "identity/session", "identity/web", "identity/store", "identity/verify"},
 }
 
 // TestImportTable fails when an identity package imports an identity

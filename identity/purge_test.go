@@ -94,3 +94,25 @@ func TestPurgeBrowser(t *testing.T) {
 		t.Error("the session is still stored")
 	}
 }
+
+// A purge pass also removes device authorizations past their retention
+// (their lifetime and an hour), and only those.
+func TestPurgeDevice(t *testing.T) {
+	m := &metricsRecorder{}
+	f := newFixture(t, withBrowserClients, withDeviceClients, func(c *Config) { c.Metrics = m; c.PurgeInterval = -1 })
+	res := f.startDevice("openid")
+	f.clock.Add(69 * time.Minute) // expired, still retained
+	f.srv.purge(t.Context())
+	if got := m.purges(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("purge of a retained device authorization: %v", got)
+	}
+	f.deviceRecord(res.str("device_code"))
+	f.clock.Add(time.Minute)
+	f.srv.purge(t.Context())
+	if got := m.purges(); len(got) != 2 || got[1] != 1 {
+		t.Fatalf("purge of a device authorization past its retention: %v, want 1 record", got)
+	}
+	if _, err := deviceStore(f.st).DeviceCode(t.Context(), sha(res.str("device_code"))); err == nil {
+		t.Error("the device authorization is still stored")
+	}
+}

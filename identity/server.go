@@ -95,6 +95,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if bs := browserStore(st); bs != nil {
 		tcfg.Codes = bs
 	}
+	if ds := deviceStore(st); ds != nil && browserStore(st) != nil {
+		tcfg.Devices = ds
+	}
 	s.tokens, err = tokens.NewService(tcfg)
 	if err != nil {
 		return nil, err
@@ -177,7 +180,7 @@ func (s *Server) route(ctx context.Context) error {
 	// error, never passed on, so that no client takes an empty answer for
 	// success (an RP calling end-session must not think it logged out).
 	for path, name := range map[string]string{
-		PathEndSession: "end-session", PathCheckSession: "check-session", PathDeviceAuthorize: "device-authorization",
+		PathEndSession: "end-session", PathCheckSession: "check-session",
 	} {
 		s.endpoints[prefix+path] = s.notAvailable(name)
 	}
@@ -249,6 +252,11 @@ func (s *Server) purge(parent context.Context) {
 	if bs := browserStore(s.store); err == nil && bs != nil {
 		var m int64
 		m, err = bs.DeleteExpiredBrowser(ctx, s.cfg.Now())
+		n += m
+	}
+	if ds := deviceStore(s.store); err == nil && ds != nil {
+		var m int64
+		m, err = ds.DeleteExpiredDeviceCodes(ctx, s.cfg.Now())
 		n += m
 	}
 	if err != nil {

@@ -103,7 +103,7 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	var fields map[string]any
 	if json.Unmarshal(body, &fields) == nil {
-		for _, name := range []string{"access_token", "refresh_token", "id_token"} {
+		for _, name := range []string{"access_token", "refresh_token", "id_token", "device_code", "user_code"} {
 			if s, ok := fields[name].(string); ok {
 				rt.g.AddSecret(s)
 			}

@@ -31,3 +31,11 @@ func TestNodeAuthorizationCode(t *testing.T) {
 	t.Parallel()
 	runNodeScript(t, StartGatehouse(t), "authcode.test.mjs")
 }
+
+// TestNodeDeviceFlow runs node/device.test.mjs: openid-client v6's
+// initiateDeviceAuthorization and pollDeviceAuthorizationGrant, the
+// verification page answered (Allow, Deny) in between.
+func TestNodeDeviceFlow(t *testing.T) {
+	t.Parallel()
+	runNodeScript(t, StartGatehouse(t), "device.test.mjs")
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -53,7 +52,7 @@ func (e *Endpoint) showConsent(w http.ResponseWriter, r *http.Request, name stri
 		CSRFToken: e.cfg.Guard.Token(stepConsent, session.Binding(sess)), Pending: pending,
 	}
 	for _, s := range granted {
-		d.Scopes = append(d.Scopes, describe(s))
+		d.Scopes = append(d.Scopes, web.DescribeScope(s))
 	}
 	e.cfg.Pages.Consent(w, r, d, web.Origin(q.RedirectURI))
 }
@@ -147,24 +146,4 @@ func (e *Endpoint) remember(r *http.Request, subject, clientID string, granted [
 		return err
 	}
 	return e.cfg.Store.PutConsent(ctx, store.Consent{Subject: subject, ClientID: clientID, Scopes: scopes, Created: e.cfg.Now()})
-}
-
-// describe says what a scope lets a client do, for the consent page.
-func describe(scope string) web.Scope {
-	switch scope {
-	case oauth.ScopeOpenID:
-		return web.Scope{Name: "Sign you in", Description: "Know who you are (your account's identifier)."}
-	case oauth.ScopeProfile:
-		return web.Scope{Name: "Your profile", Description: "Your name and username."}
-	case oauth.ScopeEmail:
-		return web.Scope{Name: "Your e-mail address", Description: "Your e-mail address and whether it is verified."}
-	case oauth.ScopeRoles:
-		return web.Scope{Name: "Your roles"}
-	case oauth.ScopeOfflineAccess:
-		return web.Scope{Name: "Stay signed in", Description: "Keep access while you are away, until you revoke it."}
-	}
-	if area, ok := strings.CutPrefix(scope, "Service/"); ok {
-		return web.Scope{Name: area, Description: "Use the " + area + " service for you (" + scope + ")."}
-	}
-	return web.Scope{Name: scope}
 }

@@ -2,7 +2,7 @@
 // it parses a request once into a Request, authenticates the client,
 // dispatches to the grant's file (password.go, refresh.go,
 // clientcredentials.go, authorizationcode.go when the token service keeps
-// codes; later the device-code grant), renders
+// codes; devicecode.go when it keeps device authorizations), renders
 // the answer, and logs and counts a failure through one failure path.
 //
 // It imports the domain packages (clients, users, tokens) and the oauth

@@ -76,6 +76,9 @@ func New(cfg Config) (*Endpoint, error) {
 	if cfg.Tokens.CodesEnabled() {
 		e.grants[oauth.GrantAuthorizationCode] = e.authorizationCode
 	}
+	if cfg.Tokens.DevicesEnabled() {
+		e.grants[oauth.GrantDeviceCode] = e.deviceCode
+	}
 	return e, nil
 }
 

@@ -22,3 +22,14 @@ var (
 	// the loser of a race).
 	ErrCodeUsed = errors.New("store: authorization code already used")
 )
+
+// Errors of the device authorization grant (DeviceCodes).
+var (
+	// ErrSlowDown: a device code was polled faster than its interval.
+	ErrSlowDown = errors.New("store: device code polled too fast")
+	// ErrDeviceCodeDecided: the user decided on the device authorization
+	// before, or it expired.
+	ErrDeviceCodeDecided = errors.New("store: device authorization already decided or expired")
+	// ErrDeviceCodeNotApproved: the device authorization is not approved.
+	ErrDeviceCodeNotApproved = errors.New("store: device authorization not approved")
+)

@@ -4,8 +4,8 @@
 // one compare-and-swap, the grace window's derived successor, replay
 // revoking the family), authorization codes (code.go: one use, bound to
 // client, redirect URI and PKCE, a replay revoking what the first use
-// issued) and the front channel's issuance (frontchannel.go). Device codes
-// will join it.
+// issued), the front channel's issuance (frontchannel.go) and the device
+// flow's polling and one exchange (device.go, RFC 8628 §3.4-3.5).
 //
 // Both front doors that mint (the token endpoint and, for implicit and
 // hybrid responses, the authorization endpoint) call it; it imports keys,

@@ -59,6 +59,9 @@ type Config struct {
 	// Codes keeps authorization codes. Default: none, and the service
 	// issues and exchanges no code (CodesEnabled is false).
 	Codes store.Codes
+	// Devices keeps device authorizations (RFC 8628). Default: none, and
+	// the service exchanges no device code (DevicesEnabled is false).
+	Devices store.DeviceCodes
 	// CodeLifetime is how long an authorization code may be exchanged.
 	// Default DefaultCodeLifetime (60s).
 	CodeLifetime time.Duration

@@ -74,6 +74,21 @@ type Consent struct {
 	CSRFToken, Pending string
 }
 
+// Device is the device verification page's data (RFC 8628 §3.3): Step
+// "enter" asks for the code, "confirm" shows who asks for what with Allow
+// and Deny, "done" tells the outcome.
+type Device struct {
+	Step       string
+	Action     string
+	UserCode   string
+	ClientName string
+	Username   string
+	Scopes     []Scope
+	CSRFToken  string
+	Error      string
+	Approved   bool
+}
+
 // Error is the error page's data: a request that cannot go back to the
 // application (an unknown client, a redirect URI not registered).
 type Error struct {
@@ -93,6 +108,12 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request, status int, d Logi
 // Consent renders the consent page.
 func (p *Pages) Consent(w http.ResponseWriter, r *http.Request, d Consent, formActions ...string) {
 	p.render(w, r, http.StatusOK, "consent.html", "Allow access", d, "'self'", formActions, false)
+}
+
+// Device renders the device verification page with status.
+func (p *Pages) Device(w http.ResponseWriter, r *http.Request, status int, d Device) {
+	title := "Connect a device"
+	p.render(w, r, status, "device.html", title, d, "'self'", nil, false)
 }
 
 // Error renders the error page with status.

@@ -169,6 +169,31 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX consents_expires_at ON consents (expires_at)`,
 	},
+	// 4: device authorizations (store.DeviceCodes, RFC 8628), as the
+	// SQLite backend's version 5. The polling interval is in milliseconds.
+	{
+		`CREATE TABLE device_codes (
+			hash                    bytea NOT NULL PRIMARY KEY,
+			user_code_hash          bytea NOT NULL UNIQUE,
+			client_id               text COLLATE "C" NOT NULL,
+			scopes                  text[] NOT NULL,
+			created_at              timestamptz,
+			expires_at              timestamptz NOT NULL,
+			retain_until            timestamptz NOT NULL,
+			interval_ms             bigint NOT NULL,
+			last_polled_at          timestamptz,
+			state                   text COLLATE "C" NOT NULL,
+			decided_at              timestamptz,
+			subject                 text COLLATE "C" NOT NULL,
+			auth_time               timestamptz,
+			session_id              text COLLATE "C" NOT NULL,
+			used_at                 timestamptz,
+			family_id               text COLLATE "C" NOT NULL,
+			access_token_id         text COLLATE "C" NOT NULL,
+			access_token_expires_at timestamptz
+		)`,
+		`CREATE INDEX device_codes_retain_until ON device_codes (retain_until)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -47,6 +47,25 @@ func TestBrowserConformance(t *testing.T) {
 	})
 }
 
+// TestDeviceConformance runs the device role's suite, each of its cases
+// on a database of its own.
+func TestDeviceConformance(t *testing.T) {
+	pgtest.ServerDSN(t)
+	storetest.RunDevice(t, func(t *testing.T) store.DeviceStore {
+		return open(t, pgtest.FreshDatabase(t))
+	})
+}
+
+// TestTwoStoresDevice: two Stores on one database exchanging and deciding
+// one device authorization at once, as two instances would: exactly one of
+// each wins.
+func TestTwoStoresDevice(t *testing.T) {
+	dsn := pgtest.FreshDatabase(t)
+	a, b := open(t, dsn), open(t, dsn)
+	storetest.ConsumeDeviceConcurrently(t, 16, a, b)
+	storetest.DecideDeviceConcurrently(t, 16, a, b)
+}
+
 // TestTwoStoresConsumeCode: two Stores on one database using one code at
 // once, as two gatehouse instances would: exactly one use wins.
 func TestTwoStoresConsumeCode(t *testing.T) {

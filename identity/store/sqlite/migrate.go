@@ -163,6 +163,30 @@ var migrations = [][]string{
 		) STRICT`,
 		`CREATE INDEX consents_expires_at ON consents (expires_at)`,
 	},
+	// 5: device authorizations (store.DeviceCodes, RFC 8628).
+	{
+		`CREATE TABLE device_codes (
+			hash                    BLOB NOT NULL PRIMARY KEY,
+			user_code_hash          BLOB NOT NULL UNIQUE,
+			client_id               TEXT NOT NULL,
+			scopes                  TEXT NOT NULL,
+			created_at              INTEGER,
+			expires_at              INTEGER NOT NULL,
+			retain_until            INTEGER NOT NULL,
+			interval_ms             INTEGER NOT NULL,
+			last_polled_at          INTEGER,
+			state                   TEXT NOT NULL,
+			decided_at              INTEGER,
+			subject                 TEXT NOT NULL,
+			auth_time               INTEGER,
+			session_id              TEXT NOT NULL,
+			used_at                 INTEGER,
+			family_id               TEXT NOT NULL,
+			access_token_id         TEXT NOT NULL,
+			access_token_expires_at INTEGER
+		) STRICT`,
+		`CREATE INDEX device_codes_retain_until ON device_codes (retain_until)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

@@ -51,6 +51,21 @@ func TestBrowserConformance(t *testing.T) {
 	})
 }
 
+func TestDeviceConformance(t *testing.T) {
+	storetest.RunDevice(t, func(t *testing.T) store.DeviceStore {
+		return open(t, filepath.Join(t.TempDir(), "gatehouse.db"))
+	})
+}
+
+// TestTwoStoresDevice: two Stores on one file exchanging and deciding one
+// device authorization at once: exactly one of each wins.
+func TestTwoStoresDevice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	a, b := open(t, path), open(t, path)
+	storetest.ConsumeDeviceConcurrently(t, 16, a, b)
+	storetest.DecideDeviceConcurrently(t, 16, a, b)
+}
+
 // TestTwoStoresConsumeCode: two Stores on one file using one code at once:
 // exactly one use wins.
 func TestTwoStoresConsumeCode(t *testing.T) {

@@ -1,0 +1,592 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/tokens"
+)
+
+// withDeviceClients adds the device flow's clients: tv (public) and box
+// (confidential), both allowed the device_code grant.
+func withDeviceClients(c *Config) {
+	c.Clients = append(c.Clients,
+		clients.Config{
+			ID: "tv", Name: "Living Room TV", Public: true,
+			GrantTypes:    []string{oauth.GrantDeviceCode, oauth.GrantRefreshToken},
+			Scopes:        []string{"openid", "profile", "offline_access", "Service/Market", "Service/Trading"},
+			DefaultScopes: []string{"openid", "Service/Market"},
+		},
+		clients.Config{
+			ID: "box", SecretHashes: [][]byte{sha("box-secret")},
+			GrantTypes: []string{oauth.GrantDeviceCode},
+			Scopes:     []string{"openid", "Service/Market"},
+		},
+	)
+}
+
+func newDeviceFixture(t *testing.T) *fixture {
+	return newFixture(t, withBrowserClients, withDeviceClients)
+}
+
+// deviceAuthorize posts to the device authorization endpoint.
+func (f *fixture) deviceAuthorize(v url.Values, mods ...func(*http.Request)) response {
+	f.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceAuthorize, strings.NewReader(v.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, m := range mods {
+		m(req)
+	}
+	return f.do(req)
+}
+
+// startDevice is a new device authorization of tv for scope.
+func (f *fixture) startDevice(scope string) response {
+	f.t.Helper()
+	res := f.deviceAuthorize(form("client_id", "tv", "scope", scope))
+	if res.status != http.StatusOK {
+		f.t.Fatalf("device authorization: %d %s", res.status, res.raw)
+	}
+	return res
+}
+
+// poll is a device access token request of clientID.
+func (f *fixture) poll(clientID, deviceCode string, mods ...func(*http.Request)) response {
+	f.t.Helper()
+	return f.post(form("grant_type", oauth.GrantDeviceCode, "client_id", clientID, "device_code", deviceCode), mods...)
+}
+
+// deviceRecord is the stored authorization of a device code.
+func (f *fixture) deviceRecord(deviceCode string) store.DeviceCode {
+	f.t.Helper()
+	d, err := f.st.(store.DeviceStore).DeviceCode(context.Background(), tokens.HashToken(deviceCode))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d
+}
+
+// openVerification opens a verification URI in the browser.
+func (b *browser) openVerification(uri string) page {
+	b.t.Helper()
+	return b.do(httptest.NewRequest(http.MethodGet, uri, nil))
+}
+
+// deviceLogin logs in on the verification page's login form p and follows
+// the redirect back to the page.
+func (b *browser) deviceLogin(p page, user, password string) page {
+	b.t.Helper()
+	if !strings.Contains(p.body, `action="/connect/device"`) || !strings.Contains(p.body, `name="password"`) {
+		b.t.Fatalf("not the device login form: %d %s", p.status, p.body)
+	}
+	form := p.fields()
+	form.Set("username", user)
+	form.Set("password", password)
+	res := b.post(PathDeviceVerification, form)
+	if res.status != http.StatusSeeOther || res.location == nil {
+		b.t.Fatalf("login: %d %s", res.status, res.body)
+	}
+	return b.openVerification(testIssuer + res.location.String())
+}
+
+// decide answers the confirmation page p.
+func (b *browser) decide(p page, decision string, headers ...string) page {
+	b.t.Helper()
+	if !strings.Contains(p.body, `value="decide"`) {
+		b.t.Fatalf("not the confirmation page: %d %s", p.status, p.body)
+	}
+	form := p.fields()
+	form.Set("decision", decision)
+	return b.post(PathDeviceVerification, form, headers...)
+}
+
+// approvedBy has a browser logged in as demo confirm the device
+// authorization res with decision, and returns the browser.
+func approvedBy(t *testing.T, f *fixture, res response, decision string) *browser {
+	t.Helper()
+	b := newBrowser(t, f)
+	confirm := b.deviceLogin(b.openVerification(res.str("verification_uri_complete")), "demo", "demo-pw")
+	done := b.decide(confirm, decision)
+	if done.status != http.StatusOK || !strings.Contains(done.body, `id="device-result"`) {
+		t.Fatalf("decision %s: %d %s", decision, done.status, done.body)
+	}
+	return b
+}
+
+var userCodeShape = regexp.MustCompile(`^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$`)
+
+// TestDeviceFlowApproved: the whole flow, RFC 8628 §3: pending until the
+// user approves on the page, then tokens once.
+func TestDeviceFlowApproved(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid profile offline_access Service/Market")
+	dc, uc := res.str("device_code"), res.str("user_code")
+	if !userCodeShape.MatchString(uc) || len(dc) < 40 || res.str("verification_uri") != testIssuer+PathDeviceVerification ||
+		res.str("verification_uri_complete") != testIssuer+PathDeviceVerification+"?user_code="+uc ||
+		res.num("expires_in") != 600 || res.num("interval") != 5 {
+		t.Fatalf("device authorization response: %s", res.raw)
+	}
+	if cc := res.header.Get("Cache-Control"); !strings.Contains(cc, "no-store") {
+		t.Errorf("Cache-Control %q", cc)
+	}
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrAuthorizationPending || p.status != http.StatusBadRequest {
+		t.Fatalf("poll before approval: %d %s", p.status, p.raw)
+	}
+	b := newBrowser(t, f)
+	login := b.openVerification(res.str("verification_uri_complete"))
+	confirm := b.deviceLogin(login, "demo", "demo-pw")
+	for _, want := range []string{"Living Room TV", uc, "Stay signed in", "Market", `value="allow"`, `value="deny"`} {
+		if !strings.Contains(confirm.body, want) {
+			t.Errorf("confirmation page lacks %q: %s", want, confirm.body)
+		}
+	}
+	done := b.decide(confirm, "allow")
+	if !strings.Contains(done.body, "Device connected") {
+		t.Fatalf("after allow: %d %s", done.status, done.body)
+	}
+	f.clock.Add(5 * time.Second)
+	tok := f.poll("tv", dc)
+	if tok.status != http.StatusOK || tok.str("refresh_token") == "" || tok.str("id_token") == "" ||
+		tok.str("scope") != "openid profile offline_access Service/Market" {
+		t.Fatalf("poll after approval: %d %s", tok.status, tok.raw)
+	}
+	claims, _ := f.parseToken(tok.str("access_token"), "at+jwt")
+	if claims["sub"] != "sub-demo" || claims["client_id"] != "tv" {
+		t.Errorf("access token claims %v", claims)
+	}
+	// The refresh token works as any other.
+	if r := f.refresh("tv", tok.str("refresh_token")); r.status != http.StatusOK {
+		t.Errorf("refresh: %d %s", r.status, r.raw)
+	}
+	// Exchanged once: the next poll is refused and changes nothing.
+	before := f.deviceRecord(dc)
+	f.clock.Add(10 * time.Second)
+	if again := f.poll("tv", dc); again.str("error") != oauth.ErrInvalidGrant {
+		t.Fatalf("second exchange: %d %s", again.status, again.raw)
+	}
+	if after := f.deviceRecord(dc); !after.LastPolledAt.Equal(before.LastPolledAt) || after.AccessTokenID != before.AccessTokenID {
+		t.Errorf("a refused exchange changed the record: %+v -> %+v", before, after)
+	}
+}
+
+// TestDeviceFlowDenied: a denial is access_denied, and no token ever.
+func TestDeviceFlowDenied(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("")
+	approvedBy(t, f, res, "deny")
+	if p := f.poll("tv", res.str("device_code")); p.str("error") != oauth.ErrAccessDenied {
+		t.Fatalf("poll after denial: %d %s", p.status, p.raw)
+	}
+	if d := f.deviceRecord(res.str("device_code")); d.State != store.DeviceDenied || !d.UsedAt.IsZero() {
+		t.Errorf("record after denial: %+v", d)
+	}
+}
+
+// TestDeviceAuthorizationRefusals: the endpoint's client and request
+// checks, each answered in RFC 6749 form as at the token endpoint (401 with
+// a challenge for failed Basic authentication, 400 otherwise).
+func TestDeviceAuthorizationRefusals(t *testing.T) {
+	f := newDeviceFixture(t)
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		mods   []func(*http.Request)
+		status int
+		code   string
+	}{
+		{"unknown client", form("client_id", "nobody"), nil, http.StatusBadRequest, oauth.ErrInvalidClient},
+		{"no client", form("scope", "openid"), nil, http.StatusBadRequest, oauth.ErrInvalidClient},
+		{"client not allowed the grant", form("client_id", "app"), nil, http.StatusBadRequest, oauth.ErrUnauthorizedClient},
+		{"scope not the client's", form("client_id", "tv", "scope", "Service/Admin"), nil, http.StatusBadRequest, oauth.ErrInvalidScope},
+		{"confidential without secret", form("client_id", "box"), nil, http.StatusBadRequest, oauth.ErrInvalidClient},
+		{"confidential wrong secret", url.Values{}, []func(*http.Request){basic("box", "nope")}, http.StatusUnauthorized, oauth.ErrInvalidClient},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := f.deviceAuthorize(tc.form, tc.mods...)
+			if res.status != tc.status || res.str("error") != tc.code || res.str("device_code") != "" {
+				t.Errorf("%d %s, want %d %s", res.status, res.raw, tc.status, tc.code)
+			}
+		})
+	}
+	if res := f.deviceAuthorize(form("scope", "openid"), basic("box", "box-secret")); res.status != http.StatusOK {
+		t.Errorf("confidential client with its secret: %d %s", res.status, res.raw)
+	}
+	get := f.do(httptest.NewRequest(http.MethodGet, testIssuer+PathDeviceAuthorize, nil))
+	if get.status != http.StatusMethodNotAllowed || get.str("error") != oauth.ErrInvalidRequest {
+		t.Errorf("GET: %d %s", get.status, get.raw)
+	}
+}
+
+// TestDevicePollHostile: polls that must be refused with the RFC 8628
+// error and change nothing the next poll depends on.
+func TestDevicePollHostile(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid")
+	dc := res.str("device_code")
+
+	// Polled faster than the interval: slow_down, the interval grows by
+	// 5 s (RFC 8628 §3.5), and the authorization stays pending.
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrAuthorizationPending {
+		t.Fatalf("first poll: %s", p.raw)
+	}
+	f.clock.Add(4 * time.Second)
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrSlowDown || p.status != http.StatusBadRequest {
+		t.Fatalf("poll after 4s: %d %s", p.status, p.raw)
+	}
+	if d := f.deviceRecord(dc); d.Interval != 10*time.Second || d.State != store.DevicePending {
+		t.Fatalf("after slow_down: interval %v state %s", d.Interval, d.State)
+	}
+	f.clock.Add(9 * time.Second)
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrSlowDown {
+		t.Fatalf("poll 9s after a slow_down (interval now 10s): %s", p.raw)
+	}
+	f.clock.Add(15 * time.Second)
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrAuthorizationPending {
+		t.Fatalf("poll after the grown interval: %s", p.raw)
+	}
+
+	// Another client's device code: refused, and its poll time untouched.
+	before := f.deviceRecord(dc)
+	f.clock.Add(time.Minute)
+	if p := f.poll("box", dc, basic("box", "box-secret")); p.str("error") != oauth.ErrInvalidGrant {
+		t.Errorf("another client's device code: %s", p.raw)
+	}
+	if after := f.deviceRecord(dc); !after.LastPolledAt.Equal(before.LastPolledAt) || after.Interval != before.Interval {
+		t.Errorf("another client's poll changed the record")
+	}
+	for name, code := range map[string]string{"unknown": "not-a-device-code", "too long": strings.Repeat("a", 500)} {
+		if p := f.poll("tv", code); p.str("error") != oauth.ErrInvalidGrant {
+			t.Errorf("%s device code: %s", name, p.raw)
+		}
+	}
+	if p := f.post(form("grant_type", oauth.GrantDeviceCode, "client_id", "tv")); p.str("error") != oauth.ErrInvalidRequest {
+		t.Errorf("no device_code: %s", p.raw)
+	}
+	// The app client may not use the grant at all.
+	if p := f.poll("app", dc); p.str("error") != oauth.ErrUnauthorizedClient {
+		t.Errorf("client not allowed the grant: %s", p.raw)
+	}
+
+	// Past its lifetime: expired_token, and the page no longer takes it.
+	f.clock.Add(10 * time.Minute)
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrExpiredToken {
+		t.Errorf("expired: %s", p.raw)
+	}
+	b := newBrowser(t, f)
+	p := b.deviceLogin(b.openVerification(res.str("verification_uri_complete")), "demo", "demo-pw")
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "not valid") {
+		t.Errorf("expired code on the page: %d %s", p.status, p.body)
+	}
+}
+
+// TestDeviceExchangeRace: many exchanges of one approved device code at
+// once, each allowed to poll: exactly one gets tokens.
+func TestDeviceExchangeRace(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid offline_access")
+	approvedBy(t, f, res, "allow")
+	const n = 12
+	out := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req := httptest.NewRequest(http.MethodPost, testIssuer+PathToken, strings.NewReader(
+				form("grant_type", oauth.GrantDeviceCode, "client_id", "tv", "device_code", res.str("device_code")).Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			out[i] = f.serve(req)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for i, r := range out {
+		switch {
+		case r.err != nil:
+			t.Errorf("exchange %d: %v", i, r.err)
+		case r.status == http.StatusOK:
+			won++
+		case r.str("error") != oauth.ErrSlowDown && r.str("error") != oauth.ErrInvalidGrant:
+			t.Errorf("exchange %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d exchanges got tokens, want 1", won)
+	}
+}
+
+// TestDeviceUserCodeEntry: the code is found whatever its case, dashes
+// and spaces; a malformed one is refused without a lookup.
+func TestDeviceUserCodeEntry(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid")
+	uc := res.str("user_code")
+	b := newBrowser(t, f)
+	enter := b.deviceLogin(b.openVerification(testIssuer+PathDeviceVerification), "demo", "demo-pw")
+	if !strings.Contains(enter.body, `name="user_code"`) {
+		t.Fatalf("no code form: %d %s", enter.status, enter.body)
+	}
+	typed := " " + strings.ToLower(uc[:2]) + " " + uc[2:4] + uc[5:] + " "
+	v := enter.fields()
+	v.Set("user_code", typed)
+	confirm := b.post(PathDeviceVerification, v)
+	if confirm.status != http.StatusOK || !strings.Contains(confirm.body, uc) || !strings.Contains(confirm.body, `value="decide"`) {
+		t.Fatalf("typed %q: %d %s", typed, confirm.status, confirm.body)
+	}
+	// A good code is not counted against the limit (10): the user may
+	// open the page again and again.
+	for i := range 12 {
+		if again := b.post(PathDeviceVerification, v); again.status != http.StatusOK {
+			t.Fatalf("good code, entry %d: %d", i+2, again.status)
+		}
+	}
+	v.Set("user_code", "AEIO-U123")
+	if bad := b.post(PathDeviceVerification, v); bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "such as") {
+		t.Errorf("malformed code: %d %s", bad.status, bad.body)
+	}
+}
+
+// TestDeviceUserCodeGuessing: wrong user codes sent in parallel bursts,
+// from one session and address, are refused once over the limit (10),
+// whatever the concurrency; the good code is then refused as well for
+// that session and address, and still works for another user elsewhere.
+func TestDeviceUserCodeGuessing(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid")
+	b := newBrowser(t, f)
+	if wrong := burst(t, f, []*browser{b}, 40, func(int) string { return "192.0.2.1:1234" }); wrong > 10 {
+		t.Fatalf("%d wrong codes looked up, want at most 10", wrong)
+	}
+	base := b.openVerification(testIssuer + PathDeviceVerification).fields()
+	// Now even the good code is refused for this session and address,
+	// and the authorization is untouched.
+	v := url.Values{"csrf_token": {base.Get("csrf_token")}, "step": {"code"}, "user_code": {res.str("user_code")}}
+	if p := b.post(PathDeviceVerification, v); p.status != http.StatusTooManyRequests {
+		t.Errorf("good code after the burst: %d", p.status)
+	}
+	if d := f.deviceRecord(res.str("device_code")); d.State != store.DevicePending {
+		t.Errorf("state %s", d.State)
+	}
+	// Another user from another address still gets through.
+	other := newBrowser(t, f)
+	login := other.do(withRemote(httptest.NewRequest(http.MethodGet, res.str("verification_uri_complete"), nil), "198.51.100.7:5555"))
+	lf := login.fields()
+	lf.Set("username", "other")
+	lf.Set("password", "other-pw")
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(lf.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", testIssuer)
+	back := other.do(withRemote(req, "198.51.100.7:5555"))
+	if back.location == nil {
+		t.Fatalf("other login: %d %s", back.status, back.body)
+	}
+	confirm := other.do(withRemote(httptest.NewRequest(http.MethodGet, testIssuer+back.location.String(), nil), "198.51.100.7:5555"))
+	if confirm.status != http.StatusOK || !strings.Contains(confirm.body, `value="decide"`) {
+		t.Errorf("another address and session: %d %s", confirm.status, confirm.body)
+	}
+}
+
+// guess is the i-th wrong code suffix (from the alphabet, never issued in
+// this test with overwhelming probability).
+func guess(i int) string {
+	const a = "BCDFGHJKLMNPQRSTVWXZ"
+	return string([]byte{a[i%20], a[(i/20)%20], 'X', 'Z'})
+}
+
+func withRemote(r *http.Request, addr string) *http.Request {
+	r.RemoteAddr = addr
+	return r
+}
+
+// TestDeviceCrossSiteDecision: the approve form posted from another
+// site, without the anti-forgery token, or with another session's, is
+// refused, and the authorization stays pending.
+func TestDeviceCrossSiteDecision(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid")
+	b := newBrowser(t, f)
+	confirm := b.deviceLogin(b.openVerification(res.str("verification_uri_complete")), "demo", "demo-pw")
+	mallory := newBrowser(t, f)
+	malloryPage := mallory.deviceLogin(mallory.openVerification(testIssuer+PathDeviceVerification), "other", "other-pw")
+	for _, tc := range []struct {
+		name    string
+		form    func(url.Values)
+		headers []string
+	}{
+		{"Origin of another site", nil, []string{"Origin", "https://evil.example", "Sec-Fetch-Site", ""}},
+		{"Sec-Fetch-Site cross-site", nil, []string{"Origin", "", "Sec-Fetch-Site", "cross-site"}},
+		{"Origin null", nil, []string{"Origin", "null", "Sec-Fetch-Site", ""}},
+		{"no anti-forgery token", func(v url.Values) { v.Del("csrf_token") }, nil},
+		{"another session's token", func(v url.Values) { v.Set("csrf_token", malloryPage.fields().Get("csrf_token")) }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := confirm.fields()
+			v.Set("decision", "allow")
+			if tc.form != nil {
+				tc.form(v)
+			}
+			p := b.post(PathDeviceVerification, v, tc.headers...)
+			if p.status != http.StatusForbidden {
+				t.Errorf("status %d: %s", p.status, p.body)
+			}
+			if d := f.deviceRecord(res.str("device_code")); d.State != store.DevicePending {
+				t.Errorf("state %s after a refused post", d.State)
+			}
+		})
+	}
+	// The genuine post still works.
+	if done := b.decide(confirm, "allow"); !strings.Contains(done.body, "Device connected") {
+		t.Errorf("genuine approval: %d %s", done.status, done.body)
+	}
+	// And a second decision is refused.
+	if again := b.decide(confirm, "deny"); again.status == http.StatusOK {
+		t.Errorf("second decision: %d", again.status)
+	}
+	if d := f.deviceRecord(res.str("device_code")); d.State != store.DeviceApproved || d.Subject != "sub-demo" {
+		t.Errorf("record %+v", d)
+	}
+}
+
+func (r response) num(k string) float64 {
+	n, _ := r.body[k].(float64)
+	return n
+}
+
+// TestDeviceUserCodeGuessingGlobal: wrong codes spread over many
+// addresses and sessions, in parallel, count against the server-wide
+// limit: past it, every entry is refused, the good code of a fresh user
+// at a fresh address included, until the lockout ends.
+func TestDeviceUserCodeGuessingGlobal(t *testing.T) {
+	f := newFixture(t, withBrowserClients, withDeviceClients, func(c *Config) {
+		c.DeviceEntryLimits.Global = 6
+		c.DeviceEntryLimits.GlobalLockout = time.Minute
+	})
+	res := f.startDevice("openid")
+	const guessers = 4
+	enter := make([]page, guessers)
+	bs := make([]*browser, guessers)
+	for i := range guessers {
+		bs[i] = newBrowser(t, f)
+		enter[i] = bs[i].deviceLogin(bs[i].openVerification(testIssuer+PathDeviceVerification), "demo", "demo-pw")
+	}
+	const perGuesser = 5
+	statuses := make(chan int, guessers*perGuesser)
+	var wg sync.WaitGroup
+	for i := range guessers {
+		for j := range perGuesser {
+			wg.Go(func() {
+				v := url.Values{"csrf_token": {enter[i].fields().Get("csrf_token")}, "step": {"code"},
+					"user_code": {"BBBB-" + guess(i*perGuesser+j)}}
+				req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(v.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", testIssuer)
+				req.RemoteAddr = fmt.Sprintf("203.0.113.%d:4000", 10+i*perGuesser+j) // every guess from its own address
+				for _, c := range bs[i].jar.Cookies(req.URL) {
+					req.AddCookie(c)
+				}
+				rec := httptest.NewRecorder()
+				f.srv.ServeHTTP(rec, req)
+				statuses <- rec.Code
+			})
+		}
+	}
+	wg.Wait()
+	close(statuses)
+	wrong := 0
+	for s := range statuses {
+		if s == http.StatusBadRequest {
+			wrong++
+		} else if s != http.StatusTooManyRequests {
+			t.Errorf("status %d", s)
+		}
+	}
+	if wrong > 6 {
+		t.Fatalf("%d wrong codes looked up, want at most the global limit 6", wrong)
+	}
+	fresh := newBrowser(t, f)
+	login := fresh.do(withRemote(httptest.NewRequest(http.MethodGet, res.str("verification_uri_complete"), nil), "198.51.100.9:1"))
+	lf := login.fields()
+	lf.Set("username", "other")
+	lf.Set("password", "other-pw")
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(lf.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", testIssuer)
+	back := fresh.do(withRemote(req, "198.51.100.9:1"))
+	target := testIssuer + back.location.String()
+	if p := fresh.do(withRemote(httptest.NewRequest(http.MethodGet, target, nil), "198.51.100.9:1")); p.status != http.StatusTooManyRequests {
+		t.Errorf("good code during the global lockout: %d", p.status)
+	}
+	f.clock.Add(2 * time.Minute) // past the global lockout, the code still valid
+	if p := fresh.do(withRemote(httptest.NewRequest(http.MethodGet, target, nil), "198.51.100.9:1")); p.status != http.StatusOK {
+		t.Errorf("good code after the lockout: %d", p.status)
+	}
+}
+
+// burst sends n wrong user codes at once, the i-th from browser bs[i%len]
+// and address addr(i), and returns how many were looked up (400) rather
+// than refused (429).
+func burst(t *testing.T, f *fixture, bs []*browser, n int, addr func(i int) string) int {
+	t.Helper()
+	tokens := make([]string, len(bs))
+	for i, b := range bs {
+		tokens[i] = b.deviceLogin(b.openVerification(testIssuer+PathDeviceVerification), "demo", "demo-pw").fields().Get("csrf_token")
+	}
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			b := bs[i%len(bs)]
+			v := url.Values{"csrf_token": {tokens[i%len(bs)]}, "step": {"code"}, "user_code": {"CCCC-" + guess(i)}}
+			req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceVerification, strings.NewReader(v.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", testIssuer)
+			req.RemoteAddr = addr(i)
+			for _, c := range b.jar.Cookies(req.URL) {
+				req.AddCookie(c)
+			}
+			rec := httptest.NewRecorder()
+			f.srv.ServeHTTP(rec, req)
+			statuses[i] = rec.Code
+		})
+	}
+	wg.Wait()
+	wrong := 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusBadRequest:
+			wrong++
+		case http.StatusTooManyRequests:
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	return wrong
+}
+
+// TestDeviceUserCodeLimitsApart: the per-session limit holds for one
+// session guessing from many addresses, the per-address limit for one
+// address guessing with many sessions.
+func TestDeviceUserCodeLimitsApart(t *testing.T) {
+	t.Run("one session, many addresses", func(t *testing.T) {
+		f := newDeviceFixture(t)
+		if n := burst(t, f, []*browser{newBrowser(t, f)}, 30, func(i int) string { return fmt.Sprintf("203.0.113.%d:1", i+1) }); n > 10 {
+			t.Errorf("%d wrong codes looked up for one session, want at most 10", n)
+		}
+	})
+	t.Run("one address, many sessions", func(t *testing.T) {
+		f := newDeviceFixture(t)
+		bs := []*browser{newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f)}
+		if n := burst(t, f, bs, 30, func(int) string { return "203.0.113.1:1" }); n > 10 {
+			t.Errorf("%d wrong codes looked up from one address, want at most 10", n)
+		}
+	})
+}
