@@ -169,6 +169,15 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX consents_expires_at ON consents (expires_at)`,
 	},
+	// 4: reserved for the device authorization flow (branch "device"),
+	// merged in parallel; empty here so that version 5 keeps its number.
+	{},
+	// 5: logout (identity/logout): the login session a refresh family was
+	// granted through, as the SQLite backend's version 6.
+	{
+		`ALTER TABLE refresh_families ADD COLUMN session_id text COLLATE "C" NOT NULL DEFAULT ''`,
+		`CREATE INDEX refresh_families_session_id ON refresh_families (session_id) WHERE session_id <> ''`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

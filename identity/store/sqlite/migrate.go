@@ -163,6 +163,16 @@ var migrations = [][]string{
 		) STRICT`,
 		`CREATE INDEX consents_expires_at ON consents (expires_at)`,
 	},
+	// 5: reserved for the device authorization flow (branch "device"),
+	// merged in parallel; empty here so that version 6 keeps its number.
+	{},
+	// 6: logout (identity/logout): the login session a refresh family was
+	// granted through, so that a logout can revoke that session's
+	// families for clients that ask for it.
+	{
+		`ALTER TABLE refresh_families ADD COLUMN session_id TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX refresh_families_session_id ON refresh_families (session_id) WHERE session_id <> ''`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last
