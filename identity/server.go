@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/grant"
 	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/logout"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
@@ -43,6 +44,7 @@ type Server struct {
 	tokens    *tokens.Service
 	passwords *users.Checker
 	verifier  *verify.Verifier
+	notifier  *logout.Notifier // back-channel logout; nil without the browser flows
 	discovery []byte
 	endpoints map[string]http.Handler
 	cancel    context.CancelFunc
@@ -177,7 +179,7 @@ func (s *Server) route(ctx context.Context) error {
 	// error, never passed on, so that no client takes an empty answer for
 	// success (an RP calling end-session must not think it logged out).
 	for path, name := range map[string]string{
-		PathEndSession: "end-session", PathCheckSession: "check-session", PathDeviceAuthorize: "device-authorization",
+		PathDeviceAuthorize: "device-authorization",
 	} {
 		s.endpoints[prefix+path] = s.notAvailable(name)
 	}
@@ -334,6 +336,9 @@ func (s *Server) Close() error {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+	}
+	if s.notifier != nil {
+		s.notifier.Close()
 	}
 	return nil
 }

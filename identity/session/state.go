@@ -1,8 +1,11 @@
 package session
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -64,4 +67,22 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// SessionState is the session_state of an authentication response (OpenID
+// Connect Session Management 1.0 §3): hex(SHA-256(client_id, origin,
+// browser state, salt, joined by spaces)), a dot, and the salt. The
+// check-session iframe computes the same from the cookie it reads.
+func SessionState(clientID, origin, browserState, salt string) string {
+	sum := sha256.Sum256([]byte(clientID + " " + origin + " " + browserState + " " + salt))
+	return hex.EncodeToString(sum[:]) + "." + salt
+}
+
+// NewSessionState is SessionState with a fresh random salt.
+func NewSessionState(clientID, origin, browserState string) (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("reading randomness: %w", err)
+	}
+	return SessionState(clientID, origin, browserState, hex.EncodeToString(b)), nil
 }
