@@ -258,6 +258,13 @@ func TestEndSessionHostile(t *testing.T) {
 		s, _ := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
 		return s
 	}()
+	// Our own key, under an algorithm the hint may not use.
+	ps256Hint := func() string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodPS256, claims(same))
+		tok.Header["kid"], tok.Header["typ"] = kid, "JWT"
+		s, _ := tok.SignedString(key)
+		return s
+	}()
 	parts := strings.Split(lf.idToken, ".")
 	tampered := parts[0] + "." + strings.TrimRight(jwtSegment(t, claims(func(c jwt.MapClaims) { c["sub"] = "sub-other" })), "=") + "." + parts[2]
 	for _, tc := range []struct {
@@ -278,6 +285,7 @@ func TestEndSessionHostile(t *testing.T) {
 		{"hint of another issuer", form("id_token_hint", sign(t, key, kid, "JWT", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }))), 400},
 		{"access token as hint", form("id_token_hint", sign(t, key, kid, "at+jwt", claims(same))), 400},
 		{"hint HS256", form("id_token_hint", hmacHint), 400},
+		{"hint PS256 by our key", form("id_token_hint", ps256Hint), 400},
 		{"hint alg none", form("id_token_hint", noneHint), 400},
 		{"hint garbage", form("id_token_hint", "a.b.c"), 400},
 		{"hint too long", form("id_token_hint", strings.Repeat("a", 9000)), 400},
