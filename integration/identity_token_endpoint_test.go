@@ -223,7 +223,13 @@ func TestEndpointsRefuseAsTheirRFCsSay(t *testing.T) {
 	if e := decodeError(t, resp, body); e.Error != "invalid_client" || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
 		t.Errorf("introspection without credentials: %q, WWW-Authenticate %q", e.Error, resp.Header.Get("WWW-Authenticate"))
 	}
-	for _, name := range []string{"end_session_endpoint", "check_session_iframe", "device_authorization_endpoint"} {
+	for _, name := range []string{"end_session_endpoint", "check_session_iframe"} {
+		resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.endpoint(t, name), nil))
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("%s: status %d %q, want its page: %s", name, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+	for _, name := range []string{"device_authorization_endpoint"} {
 		resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.endpoint(t, name), nil))
 		if resp.StatusCode != http.StatusNotImplemented {
 			t.Errorf("%s: status %d, want 501: %s", name, resp.StatusCode, body)
