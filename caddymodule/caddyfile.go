@@ -51,6 +51,11 @@ func init() {
 //				refresh_token { ... }
 //				allowed_origins <origin>...
 //				redirect_uris <uri>...
+//				post_logout_redirect_uris <uri>...
+//				frontchannel_logout_uri <uri>
+//				frontchannel_logout_session_required
+//				backchannel_logout_uri <uri>
+//				logout_revokes_refresh
 //				introspect
 //				require_consent
 //				allow_plain_pkce
@@ -184,7 +189,8 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 		return c, err
 	}
 	once := cfutil.NewOnceSet(fmt.Sprintf("client %q: ", c.ID),
-		"secret_sha256", "grant_types", "scopes", "default_scopes", "allowed_origins", "redirect_uris")
+		"secret_sha256", "grant_types", "scopes", "default_scopes", "allowed_origins", "redirect_uris",
+		"post_logout_redirect_uris")
 	err = cfutil.ParseBlock(d, once, func(name string) (err error) {
 		switch name {
 		case "name":
@@ -207,6 +213,16 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			err = cfutil.AppendArgs(d, &c.AllowedOrigins)
 		case "redirect_uris":
 			err = cfutil.AppendArgs(d, &c.RedirectURIs)
+		case "post_logout_redirect_uris":
+			err = cfutil.AppendArgs(d, &c.PostLogoutRedirectURIs)
+		case "frontchannel_logout_uri":
+			c.FrontchannelLogoutURI, err = cfutil.OneArg(d)
+		case "frontchannel_logout_session_required":
+			c.FrontchannelLogoutSessionRequired, err = cfutil.Flag(d)
+		case "backchannel_logout_uri":
+			c.BackchannelLogoutURI, err = cfutil.OneArg(d)
+		case "logout_revokes_refresh":
+			c.LogoutRevokesRefresh, err = cfutil.Flag(d)
 		case "introspect":
 			c.Introspect, err = cfutil.Flag(d)
 		case "require_consent":

@@ -124,6 +124,39 @@ type Client struct {
 	// Default: none.
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
 
+	// PostLogoutRedirectURIs are where the end-session endpoint may send
+	// the browser after a logout the client started (its
+	// post_logout_redirect_uri), compared exactly as strings. Default:
+	// none, and the browser stays on the identity server's logged-out
+	// page.
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
+
+	// FrontchannelLogoutURI is loaded in a hidden iframe of the identity
+	// server's logged-out page when a login session the client signed in
+	// through ends (OpenID Connect Front-Channel Logout). The frame is a
+	// third-party frame: browsers that block third-party cookies load it
+	// without the client's cookies. Default: none.
+	FrontchannelLogoutURI string `json:"frontchannel_logout_uri,omitempty"`
+
+	// FrontchannelLogoutSessionRequired adds iss and sid (the session id
+	// of the ID tokens' "sid") to the front-channel logout URI's query.
+	// Default false.
+	FrontchannelLogoutSessionRequired bool `json:"frontchannel_logout_session_required,omitempty"`
+
+	// BackchannelLogoutURI receives, by a server-to-server POST
+	// (application/x-www-form-urlencoded logout_token=...), a signed
+	// logout token (typ logout+jwt, with sid and sub) when a login
+	// session the client signed in through ends (OpenID Connect
+	// Back-Channel Logout). Delivery is retried a few times with
+	// timeouts, off the request path. Default: none.
+	BackchannelLogoutURI string `json:"backchannel_logout_uri,omitempty"`
+
+	// LogoutRevokesRefresh revokes, at logout, the refresh tokens (and
+	// their access tokens, live sockets included) the client got through
+	// the session that ends. Default false: offline access outlives the
+	// browser session.
+	LogoutRevokesRefresh bool `json:"logout_revokes_refresh,omitempty"`
+
 	// Introspect allows the client to call the introspection endpoint.
 	// Default false.
 	Introspect bool `json:"introspect,omitempty"`
@@ -168,6 +201,12 @@ func (c *Client) identityClient() (clients.Config, error) {
 		RequireConsent:      c.RequireConsent,
 		AllowPlainPKCE:      c.AllowPlainPKCE,
 		RequestObjectJWKS:   []byte(c.JWKS),
+
+		PostLogoutRedirectURIs:            c.PostLogoutRedirectURIs,
+		FrontchannelLogoutURI:             c.FrontchannelLogoutURI,
+		FrontchannelLogoutSessionRequired: c.FrontchannelLogoutSessionRequired,
+		BackchannelLogoutURI:              c.BackchannelLogoutURI,
+		LogoutRevokesRefresh:              c.LogoutRevokesRefresh,
 	}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/authorize"
+	"github.com/gatehouse/gatehouse/identity/logout"
 	"github.com/gatehouse/gatehouse/identity/session"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/web"
@@ -45,6 +46,8 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 			"the authorization endpoint and the authorization_code grant are not available",
 			zap.String("store", fmt.Sprintf("%T", s.store)))
 		s.endpoints[prefix+PathAuthorize] = s.notAvailable("authorization")
+		s.endpoints[prefix+PathEndSession] = s.notAvailable(logout.EndSessionName)
+		s.endpoints[prefix+PathCheckSession] = s.notAvailable(logout.CheckSessionName)
 		return s.routeDevice(prefix, nil, nil, nil, nil)
 	}
 	secret, err := loadSecret(ctx, s.store, browserSecretName, s.cfg.Keys.EncryptionKey)
@@ -77,6 +80,18 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 	s.endpoints[prefix+PathAuthorize] = ep
 	s.endpoints[prefix+PathLogin] = http.HandlerFunc(ep.ServeLogin)
 	s.endpoints[prefix+PathConsent] = http.HandlerFunc(ep.ServeConsent)
+
+	s.notifier = logout.NewNotifier(logout.NotifierConfig{Client: s.cfg.BackchannelClient, Logger: s.log})
+	out, err := logout.New(logout.Config{
+		Issuer: s.cfg.Issuer, Path: prefix + PathEndSession, Clients: s.clients, Sessions: sessions, Guard: guard,
+		Pages: pages, Keys: s.keys.Source(s.cfg.Now), Tokens: s.tokens, Families: bs, Users: s.store,
+		Notifier: s.notifier, Revoked: s.verifier.RefreshRevocations, Failed: s.countFailed, Logger: s.log, Audit: s.audit,
+	})
+	if err != nil {
+		return err
+	}
+	s.endpoints[prefix+PathEndSession] = out
+	s.endpoints[prefix+PathCheckSession] = http.HandlerFunc(out.ServeCheckSession)
 	return s.routeDevice(prefix, secret, sessions, guard, pages)
 }
 

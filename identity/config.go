@@ -65,6 +65,10 @@ type Config struct {
 	// HSTS is the Strict-Transport-Security value sent on token responses.
 	// Default "max-age=31536000".
 	HSTS string
+	// BackchannelClient sends back-channel logout tokens to clients'
+	// backchannel_logout_uri. Default: an http.Client that follows no
+	// redirect, each attempt bounded by a timeout.
+	BackchannelClient *http.Client
 	// PasswordHashConcurrency bounds how many password hashes are checked
 	// at once. Default: the number of CPUs.
 	PasswordHashConcurrency int

@@ -33,8 +33,11 @@ var allowedImports = map[string][]string{
 		"identity/session", "identity/web"},
 	"identity/device": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
 		"identity/session", "identity/web"},
+	"identity/logout": {"identity/tokens", "identity/clients", "identity/oauth", "identity/store", "identity/session",
+		"identity/web", "identity/verify"},
 	"identity": {"identity/oauth", "identity/clients", "identity/users", "identity/keys", "identity/tokens",
-		"identity/grant", "identity/authorize", "identity/device", "identity/session", "identity/web", "identity/store", "identity/verify"},
+		"identity/grant", "identity/authorize", "identity/device", "identity/session", "identity/web", "identity/store",
+		"identity/verify", "identity/logout"},
 }
 
 // TestImportTable fails when an identity package imports an identity

@@ -263,20 +263,6 @@ func hostileToken(t *testing.T, f *fixture, name string) string {
 	return ""
 }
 
-// Endpoints that discovery advertises but that are not built yet answer an
-// error of their own, never an empty success.
-func TestAdvertisedEndpointsNotYetBuilt(t *testing.T) {
-	f := newFixture(t)
-	for _, p := range []string{PathEndSession, PathCheckSession} {
-		for _, method := range []string{http.MethodGet, http.MethodPost} {
-			res := f.do(httptest.NewRequest(method, testIssuer+p, nil))
-			if res.status != http.StatusNotImplemented || res.str("error") == "" || res.str("error_description") == "" {
-				t.Errorf("%s %s: %d %s", method, p, res.status, res.raw)
-			}
-		}
-	}
-}
-
 // RFC 7662 §2.1, §2.3: introspection without credentials, or with wrong
 // ones, is 401 with a challenge.
 func TestIntrospectionNeedsCredentials(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/grant"
 	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/logout"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
@@ -43,6 +44,7 @@ type Server struct {
 	tokens    *tokens.Service
 	passwords *users.Checker
 	verifier  *verify.Verifier
+	notifier  *logout.Notifier // back-channel logout; nil without the browser flows
 	discovery []byte
 	endpoints map[string]http.Handler
 	cancel    context.CancelFunc
@@ -176,21 +178,14 @@ func (s *Server) route(ctx context.Context) error {
 		prefix + PathIntrospection: http.HandlerFunc(s.serveIntrospect),
 		prefix + PathRevocation:    http.HandlerFunc(s.serveRevocation),
 	}
-	// Advertised in discovery but not built yet: answered here with an
-	// error, never passed on, so that no client takes an empty answer for
-	// success (an RP calling end-session must not think it logged out).
-	for path, name := range map[string]string{
-		PathEndSession: "end-session", PathCheckSession: "check-session",
-	} {
-		s.endpoints[prefix+path] = s.notAvailable(name)
-	}
 	return s.routeBrowser(ctx, prefix)
 }
 
-// notAvailable answers every request to an endpoint that is not built yet
-// with 501 and an RFC 6749 error body.
+// notAvailable answers every request to an endpoint that this server
+// cannot serve (its store lacks the roles the endpoint needs) with 501 and
+// an RFC 6749 error body.
 func (s *Server) notAvailable(name string) http.Handler {
-	e := &oauth.Error{Code: oauth.ErrInvalidRequest, Description: "the " + name + " endpoint is not available on this server yet",
+	e := &oauth.Error{Code: oauth.ErrInvalidRequest, Description: "the " + name + " endpoint is not available on this server",
 		Status: http.StatusNotImplemented}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		oauth.SecurityHeaders(w.Header(), s.cfg.HSTS)
@@ -342,6 +337,9 @@ func (s *Server) Close() error {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+	}
+	if s.notifier != nil {
+		s.notifier.Close()
 	}
 	return nil
 }

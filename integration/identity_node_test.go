@@ -39,3 +39,11 @@ func TestNodeDeviceFlow(t *testing.T) {
 	t.Parallel()
 	runNodeScript(t, StartGatehouse(t), "device.test.mjs")
 }
+
+// TestNodeEndSession runs node/logout.test.mjs: openid-client v6's
+// buildEndSessionUrl against the end-session endpoint (a registered
+// post-logout URI with state, an unregistered one refused).
+func TestNodeEndSession(t *testing.T) {
+	t.Parallel()
+	runNodeScript(t, StartGatehouse(t), "logout.test.mjs")
+}

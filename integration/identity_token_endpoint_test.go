@@ -212,8 +212,9 @@ func TestTokenEndpointErrors(t *testing.T) {
 }
 
 // TestEndpointsRefuseAsTheirRFCsSay: introspection without credentials is
-// 401 with a challenge (RFC 7662 §2.1, §2.3), and endpoints that discovery
-// advertises before they are built answer an error, never an empty 200.
+// 401 with a challenge (RFC 7662 §2.1, §2.3), the end-session and check-session
+// endpoints serve their pages, and the device authorization endpoint
+// refuses a GET in RFC 6749's form.
 func TestEndpointsRefuseAsTheirRFCsSay(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouse(t)
@@ -225,9 +226,14 @@ func TestEndpointsRefuseAsTheirRFCsSay(t *testing.T) {
 	}
 	for _, name := range []string{"end_session_endpoint", "check_session_iframe"} {
 		resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.endpoint(t, name), nil))
-		if resp.StatusCode != http.StatusNotImplemented {
-			t.Errorf("%s: status %d, want 501: %s", name, resp.StatusCode, body)
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("%s: status %d %q, want its page: %s", name, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
-		decodeError(t, resp, body)
+	}
+	// RFC 8628 §3.1: the device authorization request is a POST.
+	resp, body = g.Do(t, mustRequest(t, http.MethodGet, g.endpoint(t, "device_authorization_endpoint"), nil))
+	wantStatus(t, "GET of the device authorization endpoint", resp, body, http.StatusMethodNotAllowed)
+	if e := decodeError(t, resp, body); e.Error != "invalid_request" {
+		t.Errorf("GET of the device authorization endpoint: %q", e.Error)
 	}
 }

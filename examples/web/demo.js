@@ -31,6 +31,15 @@
     location.assign(issuer + "/connect/authorize?" + p.toString());
   }
 
+  // RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0): back to
+  // this page, with a state to compare.
+  function logout() {
+    const state = random();
+    sessionStorage.setItem("demo.logout_state", state);
+    const p = new URLSearchParams({ client_id: "demo-web", post_logout_redirect_uri: issuer + "/demo/", state });
+    location.assign(issuer + "/connect/endsession?" + p.toString());
+  }
+
   function table(title, entries) {
     const out = document.getElementById("out");
     out.append(el("h2", title));
@@ -82,6 +91,12 @@
 
   for (const b of document.querySelectorAll("button[data-flow]")) {
     b.addEventListener("click", () => start(b.dataset.flow, b.dataset.mode));
+  }
+  document.getElementById("logout")?.addEventListener("click", logout);
+  const back = new URLSearchParams(location.search).get("state");
+  if (back && document.getElementById("logout") && back === sessionStorage.getItem("demo.logout_state")) {
+    sessionStorage.removeItem("demo.logout_state");
+    document.querySelector("main h1").after(el("p", "Signed out: the state came back as sent.", "good"));
   }
   if (document.getElementById("out")) showCallback();
 })();

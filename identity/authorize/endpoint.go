@@ -255,5 +255,15 @@ func (e *Endpoint) respond(w http.ResponseWriter, r *http.Request, name string, 
 		e.cfg.Issued(oauth.GrantImplicit, c.ID)
 	}
 	out := responseParams(fc)
+	if slices.Contains(granted, oauth.ScopeOpenID) {
+		// OpenID Connect Session Management 1.0 §3, for the check-session
+		// iframe of the relying party's origin.
+		ss, err := session.NewSessionState(c.ID, web.Origin(q.RedirectURI), session.State(sess))
+		if err != nil {
+			e.fail(w, r, name, q, c, oauth.ServerError(err))
+			return
+		}
+		out.Set("session_state", ss)
+	}
 	e.send(w, r, q, out)
 }

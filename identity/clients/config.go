@@ -113,6 +113,27 @@ type Config struct {
 	// AllowPlainPKCE lets the client send code_challenge_method=plain;
 	// otherwise only S256 is accepted.
 	AllowPlainPKCE bool
+	// PostLogoutRedirectURIs are where the end-session endpoint may send
+	// the browser back after a logout the client started, matched exactly
+	// (no loopback port exception: a logout redirect carries nothing to
+	// protect, but an open redirect would be one).
+	PostLogoutRedirectURIs []string
+	// FrontchannelLogoutURI is loaded in an iframe of the logged-out page
+	// when a session the client joined ends (OpenID Connect Front-Channel
+	// Logout 1.0). Optional.
+	FrontchannelLogoutURI string
+	// FrontchannelLogoutSessionRequired adds iss and sid to the
+	// front-channel logout URI's query.
+	FrontchannelLogoutSessionRequired bool
+	// BackchannelLogoutURI receives a logout token, POSTed by the server,
+	// when a session the client joined ends (OpenID Connect Back-Channel
+	// Logout 1.0). Optional. The token always carries both sid and sub.
+	BackchannelLogoutURI string
+	// LogoutRevokesRefresh revokes, when a session ends by logout, the
+	// refresh-token families the client got through that session (and
+	// the access tokens issued from them). Default false: offline access
+	// outlives the browser session, as offline_access intends.
+	LogoutRevokesRefresh bool
 	// RequestObjectJWKS is a JWK Set (JSON) of the public keys the client
 	// signs request objects with (OpenID Connect Core §6.1; RS256 or
 	// ES256). Without it only unsigned request objects are accepted.
@@ -164,6 +185,19 @@ func (c *Config) Validate() error {
 	for _, r := range c.RedirectURIs {
 		if err := checkRedirectURI(r); err != nil {
 			return fmt.Errorf("client %q: redirect URI %w", c.ID, err)
+		}
+	}
+	for _, u := range c.PostLogoutRedirectURIs {
+		if err := checkRedirectURI(u); err != nil {
+			return fmt.Errorf("client %q: post-logout redirect URI %w", c.ID, err)
+		}
+	}
+	for _, u := range []string{c.FrontchannelLogoutURI, c.BackchannelLogoutURI} {
+		if u == "" {
+			continue
+		}
+		if err := checkLogoutURI(u); err != nil {
+			return fmt.Errorf("client %q: logout URI %w", c.ID, err)
 		}
 	}
 	if len(c.RequestObjectJWKS) > 0 {
@@ -241,6 +275,16 @@ func checkOrigin(o string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("%q is not an origin (scheme://host[:port])", o)
+	}
+	return nil
+}
+
+// checkLogoutURI accepts an absolute http(s) URI without a fragment, as
+// the logout specifications require of front- and back-channel URIs.
+func checkLogoutURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q is not an absolute http(s) URI without a fragment", raw)
 	}
 	return nil
 }

@@ -74,3 +74,41 @@ func TestParseDigest(t *testing.T) {
 		t.Fatalf("NewSecret: %q %q %v", secret, digest, err)
 	}
 }
+
+func TestLogoutURIs(t *testing.T) {
+	base := func() Config {
+		return Config{ID: "rp", Public: true, PostLogoutRedirectURIs: []string{"https://rp.example/bye"},
+			FrontchannelLogoutURI: "https://rp.example/fc", BackchannelLogoutURI: "https://rp.example/bc"}
+	}
+	good := base()
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mutate := range map[string]func(*Config){
+		"post-logout fragment":   func(c *Config) { c.PostLogoutRedirectURIs = []string{"https://rp.example/#x"} },
+		"post-logout relative":   func(c *Config) { c.PostLogoutRedirectURIs = []string{"/bye"} },
+		"front-channel fragment": func(c *Config) { c.FrontchannelLogoutURI = "https://rp.example/fc#x" },
+		"front-channel scheme":   func(c *Config) { c.FrontchannelLogoutURI = "javascript:alert(1)" },
+		"back-channel relative":  func(c *Config) { c.BackchannelLogoutURI = "/bc" },
+		"back-channel user info": func(c *Config) { c.BackchannelLogoutURI = "https://u:p@rp.example/bc" },
+	} {
+		c := base()
+		mutate(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	reg, err := NewRegistry([]Config{good}, nil, Defaults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := reg.Client("rp")
+	for uri, want := range map[string]bool{
+		"https://rp.example/bye": true, "https://rp.example/bye/": false, "https://rp.example/bye?x=1": false,
+		"https://RP.example/bye": false, "https://rp.example/by": false, "": false, "https://evil.example/bye": false,
+	} {
+		if c.MatchPostLogoutRedirectURI(uri) != want {
+			t.Errorf("%q: want %t", uri, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gatehouse/gatehouse/identity/verify"
@@ -112,4 +113,11 @@ func requestKeys(jwks []byte) (map[string]crypto.PublicKey, error) {
 		return nil, errors.New("the key set holds no RSA or EC signature key with a kid")
 	}
 	return keys, nil
+}
+
+// MatchPostLogoutRedirectURI reports whether uri is one of the client's
+// registered post-logout redirect URIs: the same string, exactly (OpenID
+// Connect RP-Initiated Logout 1.0 §3: simple string comparison).
+func (c *Client) MatchPostLogoutRedirectURI(uri string) bool {
+	return uri != "" && slices.Contains(c.PostLogoutRedirectURIs, uri)
 }

@@ -5,7 +5,9 @@
 // the pre-login cookie that anti-forgery tokens are bound to before there
 // is a session, the tokens themselves (an HMAC with a server secret over
 // the cookie they are bound to), and the check that refuses a form posted
-// from another site (Origin, Sec-Fetch-Site).
+// from another site (Origin, Sec-Fetch-Site), and the browser-state cookie
+// that the check-session iframe reads (state.go says why its SameSite
+// differs from the session cookie's).
 //
 // It imports only the store's roles from identity; it knows nothing of
 // OAuth or of the pages.

@@ -54,6 +54,10 @@ type Manager struct {
 	path   string
 	name   string // the session cookie's name
 	pre    string // the pre-login cookie's name
+	state  string // the browser-state cookie's name
+	// stateSecure: the browser-state cookie is SameSite=None; Secure, so
+	// that the check-session iframe reads it in another site's page.
+	stateSecure bool
 }
 
 // New checks cfg and returns the manager.
@@ -87,7 +91,8 @@ func New(cfg Config) (*Manager, error) {
 	if m.secure && m.path == "/" {
 		prefix = "__Host-gatehouse."
 	}
-	m.name, m.pre = prefix+"session", prefix+"browser"
+	m.name, m.pre, m.state = prefix+"session", prefix+"browser", prefix+"session_state"
+	m.stateSecure = m.secure || loopbackHost(u.Hostname())
 	return m, nil
 }
 
@@ -174,6 +179,7 @@ func (m *Manager) Start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		}
 	}
 	http.SetCookie(w, m.cookie(m.name, secret, 0))
+	http.SetCookie(w, m.stateCookie(State(s), 0))
 	return s, nil
 }
 
@@ -211,6 +217,7 @@ func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		}
 	}
 	http.SetCookie(w, m.cookie(m.name, "", -1))
+	http.SetCookie(w, m.stateCookie("", -1))
 	return nil
 }
 

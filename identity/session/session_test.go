@@ -68,7 +68,7 @@ func TestCookieAttributes(t *testing.T) {
 				t.Fatal(err)
 			}
 			cs := w.Result().Cookies()
-			if len(cs) != 1 {
+			if len(cs) != 2 {
 				t.Fatalf("cookies %v", cs)
 			}
 			c := cs[0]
@@ -131,8 +131,8 @@ func TestSessionLifecycle(t *testing.T) {
 	if _, err := st.Session(ctx, s2.Hash); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("End left the session: %v", err)
 	}
-	if c := w3.Result().Cookies(); len(c) != 1 || c[0].MaxAge >= 0 {
-		t.Errorf("End did not clear the cookie: %v", c)
+	if c := w3.Result().Cookies(); len(c) != 2 || c[0].MaxAge >= 0 || c[1].MaxAge >= 0 {
+		t.Errorf("End did not clear the cookies: %v", c)
 	}
 }
 

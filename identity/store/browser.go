@@ -19,6 +19,15 @@ type BrowserStore interface {
 	Codes
 	Consents
 	BrowserMaintenance
+	SessionFamilies
+}
+
+// SessionFamilies finds the refresh-token families a login session led
+// to, for a logout to revoke them.
+type SessionFamilies interface {
+	// SessionRefreshFamilies returns the families whose SessionID is sid,
+	// revoked or not, oldest first. None for an empty sid.
+	SessionRefreshFamilies(ctx context.Context, sid string) ([]RefreshFamily, error)
 }
 
 // Sessions are the login sessions of browsers. A session is found by the

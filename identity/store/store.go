@@ -227,6 +227,9 @@ type RefreshFamily struct {
 	Created   time.Time
 	ExpiresAt time.Time // absolute expiry: no token of the family lives past it
 	RevokedAt time.Time // zero unless revoked
+	// SessionID is the login session ("sid") the family was granted
+	// through (the browser flows); "" for other grants.
+	SessionID string
 
 	// The constant scheme; all zero for a legacy family.
 	Salt             []byte    // random per family, mixed into successor derivation

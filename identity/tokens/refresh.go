@@ -149,7 +149,7 @@ func (s *Service) prepareFamily(g Grant, now time.Time) (*newFamily, *oauth.Erro
 	row := store.RefreshFamily{
 		ID: famID, ClientID: g.Client.ID, Subject: g.Subject, Scopes: g.Scopes,
 		AuthTime: g.AuthTime, Created: now, ExpiresAt: now.Add(pol.AbsoluteLifetime),
-		Salt: salt, Generation: 1, Current: HashToken(token),
+		Salt: salt, Generation: 1, Current: HashToken(token), SessionID: g.SessionID,
 	}
 	row.CurrentExpiresAt = slidingExpiry(now, pol, row.ExpiresAt)
 	return &newFamily{row: row, token: token}, nil

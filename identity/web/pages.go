@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 //go:embed templates/*.html
@@ -95,6 +97,30 @@ type Error struct {
 	Heading, Message, Detail string
 }
 
+// LogoutConfirm is the logout confirmation page's data.
+type LogoutConfirm struct {
+	Action     string
+	ClientName string // the application asking, if known
+	Username   string
+	CSRFToken  string
+	// Fields are the request's parameters, carried as hidden fields.
+	Fields url.Values
+}
+
+// LoggedOut is the logged-out page's data.
+type LoggedOut struct {
+	// Frames are the front-channel logout URIs to load, each in a hidden
+	// iframe (OpenID Connect Front-Channel Logout 1.0).
+	Frames []string
+	// Redirect, if set, is where the page sends the browser once the
+	// frames have loaded, or after Wait at most. It must be a URI the
+	// caller checked (a registered post-logout redirect URI): it is
+	// written as is, a native app's private scheme included.
+	Redirect string
+	// Wait bounds how long the page waits for the frames.
+	Wait time.Duration
+}
+
 // field is a hidden field of the form_post page.
 type field struct{ Name, Value string }
 
@@ -119,6 +145,54 @@ func (p *Pages) Device(w http.ResponseWriter, r *http.Request, status int, d Dev
 // Error renders the error page with status.
 func (p *Pages) Error(w http.ResponseWriter, r *http.Request, status int, d Error) {
 	p.render(w, r, status, "error.html", d.Heading, d, "'none'", nil, false)
+}
+
+// LogoutConfirm renders the logout confirmation page.
+func (p *Pages) LogoutConfirm(w http.ResponseWriter, r *http.Request, d LogoutConfirm) {
+	data := struct {
+		Action, ClientName, Username, CSRFToken string
+		Fields                                  []field
+	}{d.Action, d.ClientName, d.Username, d.CSRFToken, sortedFields(d.Fields)}
+	p.render(w, r, http.StatusOK, "logout.html", "Sign out", data, "'self'", nil, false)
+}
+
+// LoggedOut renders the logged-out page: the front-channel frames (their
+// origins allowed by frame-src), then, with its one script, the redirect.
+func (p *Pages) LoggedOut(w http.ResponseWriter, r *http.Request, d LoggedOut) {
+	var frameSrc []string
+	for _, f := range d.Frames {
+		if o := Origin(f); o != "" && !strings.ContainsAny(o, " ;,'") && !slices.Contains(frameSrc, o) {
+			frameSrc = append(frameSrc, o)
+		}
+	}
+	data := struct {
+		Frames     []string
+		Redirect   template.URL
+		WaitMillis int64
+	}{d.Frames, template.URL(d.Redirect), d.Wait.Milliseconds()}
+	p.renderCSP(w, r, http.StatusOK, "loggedout.html", "Signed out", data, func(nonce string) string {
+		c := csp(nonce, "", nil, d.Redirect != "")
+		if len(frameSrc) > 0 {
+			c += "; frame-src " + strings.Join(frameSrc, " ")
+		}
+		return c
+	})
+}
+
+// sortedFields are v's fields, sorted by name.
+func sortedFields(v url.Values) []field {
+	names := make([]string, 0, len(v))
+	for k := range v {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []field
+	for _, k := range names {
+		for _, x := range v[k] {
+			out = append(out, field{k, x})
+		}
+	}
+	return out
 }
 
 // FormPost renders the page of response_mode=form_post (OAuth 2.0 Form
@@ -146,6 +220,12 @@ func (p *Pages) FormPost(w http.ResponseWriter, r *http.Request, action string, 
 // nonce, and writes it with the page headers.
 func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name, title string, d any, formSelf string,
 	formActions []string, script bool) {
+	p.renderCSP(w, r, status, name, title, d, func(nonce string) string { return csp(nonce, formSelf, formActions, script) })
+}
+
+// renderCSP is render with the page's Content-Security-Policy made by
+// policy from the page's nonce.
+func (p *Pages) renderCSP(w http.ResponseWriter, r *http.Request, status int, name, title string, d any, policy func(nonce string) string) {
 	nonce, err := newNonce()
 	if err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)
@@ -160,7 +240,7 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name,
 	}
 	h := w.Header()
 	PageHeaders(h, p.HSTS)
-	h.Set("Content-Security-Policy", csp(nonce, formSelf, formActions, script))
+	h.Set("Content-Security-Policy", policy(nonce))
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())

@@ -194,6 +194,12 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX device_codes_retain_until ON device_codes (retain_until)`,
 	},
+	// 5: logout (identity/logout): the login session a refresh family was
+	// granted through, as the SQLite backend's version 6.
+	{
+		`ALTER TABLE refresh_families ADD COLUMN session_id text COLLATE "C" NOT NULL DEFAULT ''`,
+		`CREATE INDEX refresh_families_session_id ON refresh_families (session_id) WHERE session_id <> ''`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -14,7 +14,8 @@ import (
 
 // familyColumns are the columns of a refresh family, in scanFamily's order.
 const familyColumns = `f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at,
-	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at`
+	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at,
+	f.session_id`
 
 // scanFamily reads familyColumns, after the extra destinations before.
 func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
@@ -24,7 +25,7 @@ func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
 		currentExpires, rotated             pgtype.Timestamptz
 	)
 	dest := append(before, &f.ID, &f.ClientID, &f.Subject, &f.Scopes, &authTime, &created, &expires, &revoked,
-		&f.Salt, &f.Generation, &f.Current, &currentExpires, &f.Previous, &rotated)
+		&f.Salt, &f.Generation, &f.Current, &currentExpires, &f.Previous, &rotated, &f.SessionID)
 	if err := row.Scan(dest...); err != nil {
 		return store.RefreshFamily{}, err
 	}
@@ -43,10 +44,11 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily) 
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO refresh_families
 		(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
-		 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL)`,
+		 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13)`,
 		f.ID, f.ClientID, f.Subject, textList(f.Scopes), ts(f.AuthTime), ts(f.Created),
-		ts(f.ExpiresAt), ts(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), ts(f.CurrentExpiresAt))
+		ts(f.ExpiresAt), ts(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), ts(f.CurrentExpiresAt),
+		f.SessionID)
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
 	}
@@ -54,6 +56,31 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily) 
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, err)
 	}
 	return nil
+}
+
+// SessionRefreshFamilies returns the families granted through the login
+// session sid, revoked or not.
+func (s *Store) SessionRefreshFamilies(ctx context.Context, sid string) ([]store.RefreshFamily, error) {
+	if sid == "" {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+familyColumns+` FROM refresh_families f WHERE f.session_id = $1 ORDER BY f.created_at, f.id`, sid)
+	if err != nil {
+		return nil, fmt.Errorf("reading the refresh families of a session: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RefreshFamily
+	for rows.Next() {
+		f, err := scanFamily(rows)
+		if err != nil {
+			return nil, fmt.Errorf("reading the refresh families of a session: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the refresh families of a session: %w", err)
+	}
+	return out, nil
 }
 
 // RefreshFamily returns the family with this id. ErrNotFound if there is

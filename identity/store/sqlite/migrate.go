@@ -187,6 +187,13 @@ var migrations = [][]string{
 		) STRICT`,
 		`CREATE INDEX device_codes_retain_until ON device_codes (retain_until)`,
 	},
+	// 6: logout (identity/logout): the login session a refresh family was
+	// granted through, so that a logout can revoke that session's
+	// families for clients that ask for it.
+	{
+		`ALTER TABLE refresh_families ADD COLUMN session_id TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX refresh_families_session_id ON refresh_families (session_id) WHERE session_id <> ''`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

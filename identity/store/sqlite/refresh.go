@@ -12,7 +12,8 @@ import (
 
 // familyColumns are the columns of a refresh family, in scanFamily's order.
 const familyColumns = `f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at,
-	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at`
+	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at,
+	f.session_id`
 
 // scanFamily reads familyColumns, after the extra destinations before.
 func scanFamily(row scanner, before ...any) (store.RefreshFamily, error) {
@@ -24,7 +25,7 @@ func scanFamily(row scanner, before ...any) (store.RefreshFamily, error) {
 		salt, current, previous             []byte
 	)
 	dest := append(before, &f.ID, &f.ClientID, &f.Subject, &scopes, &authTime, &created, &expires, &revoked,
-		&salt, &f.Generation, &current, &currentExpires, &previous, &rotated)
+		&salt, &f.Generation, &current, &currentExpires, &previous, &rotated, &f.SessionID)
 	if err := row.Scan(dest...); err != nil {
 		return store.RefreshFamily{}, err
 	}
@@ -53,10 +54,11 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily) 
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO refresh_families
 		(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
-		 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)`,
+		 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)`,
 		f.ID, f.ClientID, f.Subject, encodeList(f.Scopes), millis(f.AuthTime), millis(f.Created),
-		millis(f.ExpiresAt), millis(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), millis(f.CurrentExpiresAt))
+		millis(f.ExpiresAt), millis(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), millis(f.CurrentExpiresAt),
+		f.SessionID)
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
 	}
@@ -64,6 +66,31 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily) 
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, err)
 	}
 	return nil
+}
+
+// SessionRefreshFamilies returns the families granted through the login
+// session sid, revoked or not.
+func (s *Store) SessionRefreshFamilies(ctx context.Context, sid string) ([]store.RefreshFamily, error) {
+	if sid == "" {
+		return nil, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+familyColumns+` FROM refresh_families f WHERE f.session_id = ? ORDER BY f.created_at, f.id`, sid)
+	if err != nil {
+		return nil, fmt.Errorf("reading the refresh families of a session: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RefreshFamily
+	for rows.Next() {
+		f, err := scanFamily(rows)
+		if err != nil {
+			return nil, fmt.Errorf("reading the refresh families of a session: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the refresh families of a session: %w", err)
+	}
+	return out, nil
 }
 
 // familyQuery reads a family by id.

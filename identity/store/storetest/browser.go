@@ -40,6 +40,7 @@ var browserGroups = []struct {
 	{"Codes", codeCases},
 	{"Consents", consentCases},
 	{"DeleteExpiredBrowser", []browserCase{{"Boundaries", testDeleteExpiredBrowser}}},
+	{"SessionFamilies", []browserCase{{"FoundBySession", testSessionFamilies}}},
 }
 
 // ConsumeConcurrently has n goroutines, spread over stores (several Stores
