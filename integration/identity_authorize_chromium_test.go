@@ -204,4 +204,33 @@ func TestChromiumHybridFormPostAndImplicit(t *testing.T) {
 	if !strings.Contains(result, "state matches") || heading != "Fragment" {
 		t.Fatalf("callback page: %q, %q", heading, result)
 	}
+	// The demo's Sign out sends the ID token it got as id_token_hint: the
+	// server logs out without asking (no confirmation page) and comes back
+	// with the state; the session is gone (prompt=none: login_required).
+	stepCtx, cancelStep := context.WithTimeout(ctx, 20*time.Second)
+	defer cancelStep()
+	if err := chromedp.Do(stepCtx, chromedp.Navigate(g.Issuer+"/demo/"),
+		chromedp.Click(chromedp.ID("logout")),
+		chromedp.WaitVisible(chromedp.CSS(`main > p.good`))); err != nil {
+		where, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " " + document.body.innerText`))
+		t.Fatalf("Chromium, the demo's Sign out: %v (at %.600s)", err, where)
+	}
+	signedOut, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`main > p.good`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(signedOut, "Signed out") {
+		t.Fatalf("after Sign out: %q", signedOut)
+	}
+	silent := authURL("id_token", "", "after") + "&prompt=none"
+	if err := chromedp.Do(ctx, chromedp.Navigate(silent), chromedp.WaitVisible(chromedp.CSS(`#out h2`))); err != nil {
+		t.Fatalf("Chromium, prompt=none after Sign out: %v", err)
+	}
+	frag, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(frag, "error=login_required") {
+		t.Fatalf("prompt=none after Sign out: %q", frag)
+	}
 }

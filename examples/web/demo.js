@@ -32,11 +32,16 @@
   }
 
   // RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0): back to
-  // this page, with a state to compare.
+  // this page, with a state to compare. With the last ID token demo-web
+  // received as id_token_hint, the identity server logs out at once;
+  // without one, it asks the user to confirm.
   function logout() {
     const state = random();
     sessionStorage.setItem("demo.logout_state", state);
     const p = new URLSearchParams({ client_id: "demo-web", post_logout_redirect_uri: issuer + "/demo/", state });
+    const hint = sessionStorage.getItem("demo.id_token");
+    if (hint) p.set("id_token_hint", hint);
+    sessionStorage.removeItem("demo.id_token");
     location.assign(issuer + "/connect/endsession?" + p.toString());
   }
 
@@ -74,7 +79,10 @@
       const ok = got.get("state") === expected;
       out.append(el("p", ok ? "state matches the one this page sent." : "state does NOT match: refuse this response.", ok ? "good" : "bad"));
     }
-    if (got.has("id_token")) claims(got.get("id_token"), "ID token claims (front channel, not verified here)");
+    if (got.has("id_token")) {
+      claims(got.get("id_token"), "ID token claims (front channel, not verified here)");
+      sessionStorage.setItem("demo.id_token", got.get("id_token")); // demo-web's: the flows of the front channel
+    }
     if (got.has("access_token")) claims(got.get("access_token"), "Access token claims");
     const verifier = sessionStorage.getItem("demo.verifier");
     if (got.has("code") && verifier && !got.has("id_token")) {
