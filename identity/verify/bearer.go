@@ -36,7 +36,7 @@ func BearerToken(r *http.Request) (string, error) {
 		return "", ErrBadAuthHeader
 	}
 	token = strings.TrimLeft(token, " ")
-	if token == "" || strings.ContainsAny(token, " \t") {
+	if token == "" || strings.IndexByte(token, ' ') >= 0 || strings.IndexByte(token, '	') >= 0 {
 		return "", ErrBadAuthHeader
 	}
 	return token, nil
