@@ -42,7 +42,7 @@ type testService struct {
 	trace []string
 }
 
-func newService(t *testing.T, mod func(*queryproxy.Config)) *testService {
+func newService(t testing.TB, mod func(*queryproxy.Config)) *testService {
 	t.Helper()
 	s := &testService{}
 	eng, err := sqliteengine.Open(context.Background(), sqliteengine.Config{
