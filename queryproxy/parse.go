@@ -271,15 +271,16 @@ func unquote(v jsontext.Value) (string, error) {
 	return string(b), err
 }
 
-// decoder is a pooled JSON decoder over a byte slice.
+// decoder is a pooled JSON decoder over a byte slice, read in place (the
+// decoder parses a *bytes.Buffer without copying it).
 type decoder struct {
 	*jsontext.Decoder
-	r bytes.Reader
+	buf bytes.Buffer
 }
 
 var decoders = sync.Pool{New: func() any {
 	d := &decoder{}
-	d.Decoder = jsontext.NewDecoder(&d.r)
+	d.Decoder = jsontext.NewDecoder(&d.buf)
 	return d
 }}
 
@@ -287,14 +288,14 @@ var decoders = sync.Pool{New: func() any {
 // back, holding nothing of body.
 func getDecoder(body []byte) *decoder {
 	d := decoders.Get().(*decoder)
-	d.r.Reset(body)
-	d.Reset(&d.r)
+	d.buf = *bytes.NewBuffer(body)
+	d.Reset(&d.buf)
 	return d
 }
 
 func putDecoder(d *decoder) {
-	d.r.Reset(nil)
-	d.Reset(&d.r)
+	d.buf = bytes.Buffer{}
+	d.Reset(&d.buf)
 	decoders.Put(d)
 }
 
