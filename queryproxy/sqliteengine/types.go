@@ -2,13 +2,35 @@ package sqliteengine
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
+// declTypes memoizes columnType for the declared types seen (a schema has few), up to
+// maxDeclTypes of them.
+var (
+	declTypes sync.Map // string -> sqlgen.Type
+	declCount atomic.Int32
+)
+
+const maxDeclTypes = 1024
+
 // columnType is the result Type of a column declared with the type decl, by SQLite's
 // affinity rules and then by name (see the package documentation for the table).
 func columnType(decl string) sqlgen.Type {
+	if t, ok := declTypes.Load(decl); ok {
+		return t.(sqlgen.Type)
+	}
+	t := declaredType(decl)
+	if declCount.Add(1) <= maxDeclTypes {
+		declTypes.Store(decl, t)
+	}
+	return t
+}
+
+func declaredType(decl string) sqlgen.Type {
 	d := strings.ToUpper(decl)
 	has := func(s ...string) bool {
 		for _, x := range s {
