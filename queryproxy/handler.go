@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -269,12 +270,10 @@ func (l *userLimiter) release(user string) {
 
 // requestID is the client's Request-Id when it is one header of 1 to
 // MaxRequestIDBytes visible ASCII characters (ok false otherwise), or a
-// new random one when there is none.
+// new one when there is none.
 func requestID(values []string) (string, bool) {
 	if len(values) == 0 {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		return hex.EncodeToString(b[:]), true
+		return newRequestID(), true
 	}
 	v := values[0]
 	if len(values) != 1 || v == "" || len(v) > MaxRequestIDBytes {
@@ -288,9 +287,27 @@ func requestID(values []string) (string, bool) {
 	return v, true
 }
 
+// A new request id is this process's random prefix and a count: unique
+// across processes and restarts (the prefix is 64 random bits) without
+// reading randomness per request. It names a request in logs; it is not a
+// secret.
+var (
+	idPrefix = func() string {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	idCount atomic.Uint64
+)
+
 func newRequestID() string {
-	id, _ := requestID(nil)
-	return id
+	const digits = "0123456789abcdef"
+	var b [32]byte // 16 hex digits of prefix, 16 of count
+	copy(b[:], idPrefix)
+	for i, n := 31, idCount.Add(1); i >= 16; i, n = i-1, n>>4 {
+		b[i] = digits[n&15]
+	}
+	return string(b[:])
 }
 
 // cors lets an allowed Origin read the response, and on a preflight

@@ -1,6 +1,7 @@
 package queryhandler
 
 import (
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -28,13 +29,31 @@ func registerMetrics(ctx caddy.Context) error {
 	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), requests, durations)
 }
 
-// metrics implements queryproxy.Metrics.
+// metrics implements queryproxy.Metrics. The children of the vectors are
+// kept by their labels (bounded, as the labels are), so a request looks
+// its counter up in one map instead of hashing its labels in the vector.
 type metrics struct{}
+
+type requestLabels struct{ table, endpoint, outcome string }
+
+var (
+	requestCounters sync.Map // requestLabels -> prometheus.Counter
+	durationObs     sync.Map // endpoint -> prometheus.Observer
+)
 
 func (metrics) Request(table, endpoint, outcome string, elapsed time.Duration) {
 	if endpoint == "" {
 		endpoint = "none"
 	}
-	requests.WithLabelValues(table, endpoint, outcome).Inc()
-	durations.WithLabelValues(endpoint).Observe(elapsed.Seconds())
+	key := requestLabels{table, endpoint, outcome}
+	c, ok := requestCounters.Load(key)
+	if !ok {
+		c, _ = requestCounters.LoadOrStore(key, requests.WithLabelValues(table, endpoint, outcome))
+	}
+	c.(prometheus.Counter).Inc()
+	o, ok := durationObs.Load(endpoint)
+	if !ok {
+		o, _ = durationObs.LoadOrStore(endpoint, durations.WithLabelValues(endpoint))
+	}
+	o.(prometheus.Observer).Observe(elapsed.Seconds())
 }
