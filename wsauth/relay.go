@@ -61,7 +61,9 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 // (the one copy, from the socket into its buffer; never JSON-parsed) and
 // hands it to the client writer, but for the backend's answers to the
 // gateway's own messages, found by their reserved TransactionID
-// (answersGateway), which it drops. It waits on the client only while this
+// (answersGateway), which it drops. Until the gateway has sent the backend
+// a message of its own (ownSent) there is no such answer, and the search
+// is skipped. It waits on the client only while this
 // client's queue is full, WriteTimeout at most, after which the client is
 // closed as not reading (enqueue). When the backend leg ends it queues the
 // matching close behind the messages already queued.
@@ -81,7 +83,7 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			return
 		}
 		*bp = buf.Bytes()
-		if answersGateway(*bp) {
+		if s.ownSent.Load() && answersGateway(*bp) {
 			releaseBuf(bp) // the backend's answer to the gateway's own message
 			continue
 		}

@@ -23,7 +23,7 @@ const CodeUnknown = "Operation.Unknown"
 // Goroutines and what they own:
 //   - the client reader (the ServeHTTP goroutine, run and everything it
 //     calls: readLoop, handle, the auth handlers, openBackend, teardown)
-//     owns state, authDeadline, unauthMsgs, clientCode, buf, insecure,
+//     owns state, authDeadline, unauthMsgs, clientCode, buf, lr, insecure,
 //     limits and bucket, reads the client socket and writes the backend
 //     leg (under mu);
 //   - the client writer (writeLoop) is the client socket's only writer of
@@ -63,10 +63,11 @@ type session struct {
 	stopping     bool // closeAfterQueued was called: the reader only drains
 	stopCode     int  // its code
 	buf          bytes.Buffer
-	insecure     bool   // RequireTLS, and the connection is not secure
-	limits       Limits // the effective limits of the identity
-	bucket       bucket // the message rate's
-	authBucket   bucket // the Auth messages' once authenticated
+	lr           io.LimitedReader // reads buf's message, reused
+	insecure     bool             // RequireTLS, and the connection is not secure
+	limits       Limits           // the effective limits of the identity
+	bucket       bucket           // the message rate's
+	authBucket   bucket           // the Auth messages' once authenticated
 
 	// Guarded by mu (written by the client reader, or the supervisor).
 	mu          sync.Mutex
@@ -93,6 +94,7 @@ type session struct {
 	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
 	ending    atomic.Bool  // teardown has begun: leg errors are expected
 	slowSeen  atomic.Bool  // a slow client was counted
+	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
 	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
@@ -166,7 +168,9 @@ func (s *session) readLoop() {
 			continue
 		}
 		s.buf.Reset()
-		n, err := s.buf.ReadFrom(io.LimitReader(r, maxMsg+1))
+		s.lr = io.LimitedReader{R: r, N: maxMsg + 1}
+		n, err := s.buf.ReadFrom(&s.lr)
+		s.lr.R = nil
 		switch {
 		case errors.Is(err, websocket.ErrReadLimit):
 			s.closeClient(websocket.CloseMessageTooBig) // gorilla has sent it

@@ -26,7 +26,9 @@ const CodeSession = "Session"
 // traffic is never JSON-parsed. It holds as long as the backend echoes a
 // TransactionID as it received it (a number, in decimal, as the protocol
 // has it); a nested member named TransactionID with a reserved value, in a
-// message's Data, drops that message too.
+// message's Data, drops that message too. The search starts once the
+// session has sent the backend a message of its own (session.ownSent):
+// before that, nothing the backend sends can answer the gateway.
 const (
 	reservedBase = 9007199254000000
 	reservedSpan = 740991 // reservedBase+reservedSpan-1 = 2^53 - 2
@@ -166,8 +168,11 @@ func (s *session) writeBackendLocked(msg []byte) error {
 }
 
 // unsubBackendLocked sends the backend the gateway's own Unsub of k, with
-// a reserved TransactionID. s.mu held.
+// a reserved TransactionID. s.mu held. From then on the backend reader
+// looks for the backend's answers to drop them (ownSent), before the
+// message can reach the backend.
 func (s *session) unsubBackendLocked(k subKey) error {
+	s.ownSent.Store(true)
 	msg := AppendUnsub(nil, k.controller, k.topic, s.nextTransactionIDLocked(nil), false)
 	return s.writeBackendLocked(msg)
 }
