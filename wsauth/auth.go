@@ -169,12 +169,16 @@ func (s *session) authenticate(id Identity) bool {
 	s.user = id.Subject
 	s.state = StateAuthenticated
 	s.g.unauth.Add(-1)
+	bw, _ := bc.NetConn().(*frameConn)
 	s.mu.Lock()
-	s.bc = bc
+	s.bc, s.bw = bc, bw
 	s.gen++
 	s.checkedAt = time.Now()
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
+	if bw != nil {
+		bw.beforeRead = s.drain
+	}
 	s.wg.Add(1)
 	go s.backendLoop(bc)
 	return true

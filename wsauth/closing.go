@@ -15,9 +15,7 @@ func (s *session) closeAfterQueued(code int) {
 		return
 	}
 	s.stopping, s.stopCode = true, code
-	select {
-	case s.sendq <- outMsg{close: code}:
-	default:
+	if !s.tryPut(outMsg{close: code}) {
 		s.closeClient(code)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
@@ -62,7 +63,14 @@ func New(cfg Config) (*Gateway, error) {
 			http.Error(w, http.StatusText(status), status)
 		},
 	}
-	g.dialer = websocket.Dialer{HandshakeTimeout: cfg.DialTimeout, Proxy: nil}
+	g.upgrader.WriteBufferPool = &bufferPool{}
+	g.dialer = websocket.Dialer{
+		HandshakeTimeout:  cfg.DialTimeout,
+		Proxy:             nil,
+		NetDialContext:    dialFrameConn(cfg.WriteTimeout),
+		NetDialTLSContext: dialTLSFrameConn(cfg.WriteTimeout),
+		WriteBufferPool:   &bufferPool{},
+	}
 	return g, nil
 }
 
@@ -131,7 +139,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	conn, err := g.upgrader.Upgrade(hijacker{w}, r, nil)
+	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg.WriteTimeout}, r, nil)
 	if err != nil {
 		if id == nil {
 			g.unauth.Add(-1)
@@ -268,11 +276,19 @@ func (g *Gateway) Shutdown(code int) {
 // hijacker gives gorilla's Upgrader the http.Hijacker it asserts. Caddy's
 // ResponseWriter does not implement it itself (it wraps the server's), so
 // Hijack goes through http.NewResponseController, which follows Unwrap
-// (DESIGN.md, "Caddy mechanics").
-type hijacker struct{ http.ResponseWriter }
+// (DESIGN.md, "Caddy mechanics"). The connection it hands gorilla is a
+// frameConn, through which the session batches its writes.
+type hijacker struct {
+	http.ResponseWriter
+	writeTimeout time.Duration
+}
 
 func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(h.ResponseWriter).Hijack()
+	c, rw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return newFrameConn(c, false, h.writeTimeout), rw, nil
 }
 
 func (h hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -115,6 +115,9 @@ func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 		if err := s.unsubBackendLocked(subKey{"Market", "Security!BHP.ASX"}); err != nil {
 			t.Error(err)
 		}
+		if err := s.bw.flush(); err != nil {
+			t.Error(err)
+		}
 		s.mu.Unlock()
 	}
 	e.gw.mu.Unlock()

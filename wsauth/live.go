@@ -70,6 +70,9 @@ func (s *session) lapseLocked(a authority, now time.Time) error {
 			break
 		}
 	}
+	if err == nil && s.bw != nil {
+		err = s.bw.flush() // the client reader's forwards go with them
+	}
 	if a == authRevoked {
 		s.push(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, &Identify{}, s.cfg.Profile, now))
 	}
@@ -218,18 +221,7 @@ func (s *session) identify(success bool) *Identify {
 // waiting: when the queue is full the message is dropped (the client is
 // then not reading, and being closed for it). Safe from any goroutine.
 func (s *session) push(msg []byte) bool {
-	n := int64(len(msg))
-	if q := s.queued.Load(); q != 0 && q+n > s.cfg.SendQueueBytes {
-		return false
-	}
-	s.queued.Add(n)
-	select {
-	case s.sendq <- outMsg{typ: websocket.TextMessage, data: msg}:
-		return true
-	default:
-		s.queued.Add(-n)
-		return false
-	}
+	return s.tryPut(outMsg{typ: websocket.TextMessage, data: msg})
 }
 
 // closeSoon closes the client with code once what is queued is written,
@@ -237,9 +229,7 @@ func (s *session) push(msg []byte) bool {
 // goroutine of its own (closeClient may wait WriteTimeout on a writer
 // stuck on a slow client). Safe from any goroutine.
 func (s *session) closeSoon(code int) {
-	select {
-	case s.sendq <- outMsg{close: code}:
-	default:
+	if !s.tryPut(outMsg{close: code}) {
 		go s.closeClient(code)
 	}
 }

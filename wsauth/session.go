@@ -25,27 +25,37 @@ const CodeUnknown = "Operation.Unknown"
 //     calls: readLoop, handle, the auth handlers, openBackend, teardown)
 //     owns state, authDeadline, unauthMsgs, clientCode, buf, lr, insecure,
 //     limits and bucket, reads the client socket and writes the backend
-//     leg (under mu);
-//   - the client writer (writeLoop) is the client socket's only writer of
-//     data messages and pings; it owns nothing else;
-//   - the backend reader (backendLoop) reads the backend leg and hands
-//     each message, as read, to the client writer through sendq;
+//     leg (under mu): its forwards are batched in the leg's frameConn and
+//     written before it next reads the client socket, or waits
+//     (flushBackend);
+//   - the backend reader (backendLoop) reads the backend leg, queues each
+//     message for the client, and writes the queue to the client itself,
+//     batched, before it next reads the backend (drain);
+//   - the client writer (writeLoop) writes the queue when another producer
+//     (a reply, a push, a close) finds nobody writing it, and pings; it
+//     owns nothing;
 //   - the gateway's supervisor (supervise.go), one for all sessions,
 //     inspects each authenticated session every SuperviseInterval.
 //
-// mu guards what the client reader shares with the supervisor: id, bc,
+// One goroutine at a time writes the queue to the client (the flusher,
+// drain): it alone writes data frames to the client socket. Control frames
+// (pings, pongs, closes) go through gorilla's WriteControl, which any
+// goroutine may call; the client frameConn writes them at once, after the
+// batch so far.
+//
+// mu guards what the client reader shares with the supervisor: id, bc, bw,
 // authority, gen, lapsedAt, checkedAt, subs, subBytes, identifySub, tidSeq,
-// ended and graceClosed, and every data write to the backend leg (gorilla
-// allows one writer; the client's forwards and the gateway's own Unsubs and
-// re-Subs must not interleave, and a forward's authority check and its
-// write are one step). The client reader writes id and bc only under mu
-// and reads them, its own, without it; the supervisor reads them under mu.
+// ended and graceClosed, and every data write to the backend leg (one
+// writer; the client's forwards and the gateway's own Unsubs and re-Subs
+// must not interleave, and a forward's authority check and its write are
+// one step). The client reader writes id, bc and bw only under mu and
+// reads them, its own, without it; the supervisor reads them under mu.
 // Nobody holding mu waits on the client: replies are queued after it is
 // released, and what is queued under it uses push, which never waits.
 //
-// Shared otherwise: sendq and queued (the bounded send queue), the close
-// state (closeOnce, closing, closeBy), ending and done. Close frames are
-// sent with WriteControl, which gorilla allows from any goroutine.
+// omu guards the client's send queue (relay.go says how it works). Shared
+// otherwise: cw, dead, the close state (closeOnce, closing, closeBy),
+// ending and done.
 type session struct {
 	g      *Gateway
 	cfg    *Config
@@ -73,6 +83,7 @@ type session struct {
 	mu          sync.Mutex
 	id          Identity        // the client reader reads it without mu
 	bc          *websocket.Conn // the backend leg, nil until authenticated; likewise
+	bw          *frameConn      // bc's connection; likewise
 	authority   authority
 	gen         uint32    // one more at each (re-)authentication
 	lapsedAt    time.Time // when authority lapsed (Config.Now)
@@ -84,10 +95,19 @@ type session struct {
 	ended       bool   // teardown has begun: nothing more is written or pushed
 	graceClosed bool   // closed for ExpiryGrace
 
+	// The client's send queue (relay.go), guarded by omu.
+	omu      sync.Mutex
+	ring     []outMsg      // a power of two long, or nil
+	qhead    int           // the first message's index in ring
+	qn       int           // the messages in ring
+	queued   int64         // their bytes
+	flushing bool          // a goroutine is draining the queue (drain)
+	space    chan struct{} // closed when a message is taken; nil unless a producer waits
+
 	// Shared.
-	sendq     chan outMsg
-	queued    atomic.Int64  // bytes in sendq
-	drained   chan struct{} // the writer took a message (capacity 1)
+	wake      chan struct{} // the client writer has messages to drain (capacity 1)
+	cw        *frameConn    // the client's connection, under cc
+	dead      atomic.Bool   // a write to the client failed: nothing more is written
 	user      string        // the subject, set once before the backend reader starts
 	closeOnce sync.Once
 	closing   atomic.Bool  // a close frame is sent or the socket is given up
@@ -100,7 +120,7 @@ type session struct {
 	wg        sync.WaitGroup // the writer and the backend reader
 }
 
-// outMsg is one message for the client writer: a frame, or a close.
+// outMsg is one message in the client's send queue: a frame, or a close.
 type outMsg struct {
 	typ     int
 	data    []byte
@@ -112,10 +132,13 @@ type outMsg struct {
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
 	s := &session{
 		g: g, cfg: &g.cfg, cc: cc, remote: r.RemoteAddr,
-		state:   StateUnauthenticated,
-		sendq:   make(chan outMsg, g.cfg.SendQueue),
-		drained: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		state: StateUnauthenticated,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	if cw, ok := cc.NetConn().(*frameConn); ok {
+		s.cw = cw
+		cw.beforeRead = s.flushBackend
 	}
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape
@@ -261,6 +284,7 @@ func (s *session) handle(msg []byte) {
 			s.limited(&env, LimitAuth)
 			return
 		}
+		s.flushBackend() // what it forwarded goes before a verification
 		s.handleAuth(&env)
 		return
 	}

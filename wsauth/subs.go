@@ -160,11 +160,17 @@ func (s *session) subKeysLocked() []subKey {
 	return keys
 }
 
-// writeBackendLocked writes one data message to the backend leg, within
-// WriteTimeout. s.mu held: it is the leg's one writer.
+// writeBackendLocked adds one data message to the backend leg's batch
+// (frameConn.appendFrame), which the client reader flushes before it
+// reads the client again (flushBackend) and the supervisor after its own
+// messages (lapseLocked); each write within WriteTimeout. s.mu held: it
+// is the leg's one data writer.
 func (s *session) writeBackendLocked(msg []byte) error {
-	_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
-	return s.bc.WriteMessage(websocket.TextMessage, msg)
+	if s.bw == nil {
+		_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+		return s.bc.WriteMessage(websocket.TextMessage, msg)
+	}
+	return s.bw.appendFrame(websocket.TextMessage, msg)
 }
 
 // unsubBackendLocked sends the backend the gateway's own Unsub of k, with

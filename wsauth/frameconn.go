@@ -1,0 +1,326 @@
+package wsauth
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// frameConn is a leg's connection, under gorilla's Conn: the client's (as
+// hijacked) or the backend's (as dialed). It lets the session write whole
+// data frames of its own, batched into one write(2) (appendFrame, then
+// flush), and run a hook before each read from the socket (beforeRead),
+// where the session flushes what it batched for the other leg: a message
+// waits in a batch only while its writer has more already read to
+// process.
+//
+// Gorilla's own writes (the handshake, control frames from any goroutine,
+// compressed data frames) come through Write, at once: the batch written
+// so far goes first, in the same write(2), so frames keep their order and
+// none is left waiting behind a batch. A close frame written marks the
+// connection: no data frame is appended after it.
+//
+// mu serializes writes to the socket (held during the write(2), as
+// gorilla's write lock was) and guards the fields below it. A write that
+// fails fails every later one.
+type frameConn struct {
+	net.Conn
+	client  bool          // frames are masked: the gateway is the client (the backend leg)
+	timeout time.Duration // bounds one flush (Config.WriteTimeout)
+
+	// beforeRead, when set, runs before each read from the socket. Set
+	// once, before the connection's reader starts; called by it only.
+	beforeRead func()
+
+	mu        sync.Mutex
+	pending   []byte    // whole frames not yet written: a batchBufs buffer, or nil
+	wdl       time.Time // gorilla's write deadline, for its Write
+	applied   time.Time // the write deadline set on Conn
+	hasDl     bool      // applied is set on Conn
+	err       error     // a write failed: every later write fails with it
+	sniffed   bool      // the server's 101 went through Write (deflate is known)
+	deflate   bool      // the client leg negotiated permessage-deflate: data frames are gorilla's
+	closeSent bool      // a close frame was written: no data frame may follow
+}
+
+// batchBytes bounds a batch: frames are written once this much is
+// pending. A frame larger than it is written alone.
+const batchBytes = 64 << 10
+
+// batchBufs are the batches' buffers, held only while frames are pending:
+// an idle connection holds none.
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes+maxFrameHeader); return &b }}
+
+// maxFrameHeader is the longest frame header: 2 bytes, a 64-bit length,
+// a mask key.
+const maxFrameHeader = 14
+
+func newFrameConn(c net.Conn, client bool, timeout time.Duration) *frameConn {
+	return &frameConn{Conn: c, client: client, timeout: timeout}
+}
+
+// Read reads from the socket, after beforeRead.
+func (c *frameConn) Read(p []byte) (int, error) {
+	if c.beforeRead != nil {
+		c.beforeRead()
+	}
+	return c.Conn.Read(p)
+}
+
+// Write is gorilla's: it writes the pending frames and p now, within the
+// deadline gorilla set.
+func (c *frameConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	if !c.client && !c.sniffed {
+		// The server's first write is the Upgrader's 101: it names the
+		// extension when it negotiated one.
+		c.sniffed = true
+		c.deflate = bytes.Contains(p, []byte("\r\nSec-WebSocket-Extensions: permessage-deflate"))
+	} else if !c.deflate && len(p) >= 2 && p[0] == finalBit|websocket.CloseMessage {
+		// A control frame is one Write, whole; the gateway's data frames
+		// are gorilla's only when compressed.
+		c.closeSent = true
+	}
+	b := p
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, p...)
+		b = c.pending
+	}
+	err := c.writeLocked(b, c.wdl)
+	c.releaseLocked()
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// SetWriteDeadline sets the deadline of gorilla's next Write; the
+// session's flushes have their own (timeout).
+func (c *frameConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.wdl = t
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *frameConn) SetDeadline(t time.Time) error {
+	_ = c.SetWriteDeadline(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// CloseWrite shuts the socket's write side, when it has one (linger).
+func (c *frameConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// writeLocked writes b within dl. c.mu held.
+func (c *frameConn) writeLocked(b []byte, dl time.Time) error {
+	if !c.hasDl || !dl.Equal(c.applied) {
+		if err := c.Conn.SetWriteDeadline(dl); err != nil {
+			c.err = err
+			return err
+		}
+		c.applied, c.hasDl = dl, true
+	}
+	if _, err := c.Conn.Write(b); err != nil {
+		c.err = err
+		return err
+	}
+	return nil
+}
+
+// flushDeadline is the deadline of a flush starting now: timeout from now,
+// or the one already set when it is at most an eighth of timeout earlier
+// (a deadline costs a timer update; a flush per message would pay it per
+// message).
+func (c *frameConn) flushDeadlineLocked() time.Time {
+	now := time.Now()
+	if c.hasDl && !c.applied.IsZero() && c.applied.Sub(now) >= c.timeout-c.timeout/8 {
+		return c.applied
+	}
+	return now.Add(c.timeout)
+}
+
+func (c *frameConn) releaseLocked() {
+	if c.pending == nil {
+		return
+	}
+	if cap(c.pending) <= batchBytes+maxFrameHeader {
+		b := c.pending[:0]
+		batchBufs.Put(&b)
+	}
+	c.pending = nil
+}
+
+// appendFrame adds a data frame (typ websocket.TextMessage or
+// BinaryMessage) holding data to the batch, writing the batch first when
+// the frame would overflow it; a frame larger than a batch is written at
+// once. data is copied: the caller may reuse it on return. After a close
+// frame it returns websocket.ErrCloseSent.
+func (c *frameConn) appendFrame(typ int, data []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if c.closeSent {
+		return websocket.ErrCloseSent
+	}
+	n := maxFrameHeader + len(data)
+	if len(c.pending) > 0 && len(c.pending)+n > cap(c.pending) {
+		if err := c.flushLocked(); err != nil {
+			return err
+		}
+	}
+	if n > batchBytes && !c.client {
+		// Alone, and not copied: the header and data in one writev.
+		var hdr [maxFrameHeader]byte
+		h := appendHeader(hdr[:0], typ, len(data), nil)
+		bufs := net.Buffers{h, data}
+		dl := c.flushDeadlineLocked()
+		if !c.hasDl || !dl.Equal(c.applied) {
+			if err := c.Conn.SetWriteDeadline(dl); err != nil {
+				c.err = err
+				return err
+			}
+			c.applied, c.hasDl = dl, true
+		}
+		if _, err := bufs.WriteTo(c.Conn); err != nil {
+			c.err = err
+			return err
+		}
+		return nil
+	}
+	if c.pending == nil {
+		c.pending = *batchBufs.Get().(*[]byte)
+	}
+	if c.client {
+		var key [4]byte
+		binary.LittleEndian.PutUint32(key[:], rand.Uint32())
+		c.pending = appendHeader(c.pending, typ, len(data), key[:])
+		c.pending = appendMasked(c.pending, data, key)
+	} else {
+		c.pending = appendHeader(c.pending, typ, len(data), nil)
+		c.pending = append(c.pending, data...)
+	}
+	if len(c.pending) >= batchBytes {
+		return c.flushLocked()
+	}
+	return nil
+}
+
+// flush writes the batch, within timeout.
+func (c *frameConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flushLocked()
+}
+
+func (c *frameConn) flushLocked() error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	err := c.writeLocked(c.pending, c.flushDeadlineLocked())
+	c.releaseLocked()
+	return err
+}
+
+const (
+	finalBit = 0x80
+	maskBit  = 0x80
+)
+
+// appendHeader appends the header of a final frame of typ with n bytes
+// of payload, masked with key when key is not nil.
+func appendHeader(b []byte, typ, n int, key []byte) []byte {
+	b0 := byte(finalBit | typ)
+	var m byte
+	if key != nil {
+		m = maskBit
+	}
+	switch {
+	case n < 126:
+		b = append(b, b0, m|byte(n))
+	case n < 1<<16:
+		b = append(b, b0, m|126, byte(n>>8), byte(n))
+	default:
+		b = append(b, b0, m|127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, key...)
+}
+
+// appendMasked appends data masked with key (RFC 6455 §5.3), eight bytes
+// at a time.
+func appendMasked(b, data []byte, key [4]byte) []byte {
+	start := len(b)
+	b = append(b, data...)
+	p := b[start:]
+	k := uint64(binary.LittleEndian.Uint32(key[:]))
+	k |= k << 32
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		binary.LittleEndian.PutUint64(p[i:], binary.LittleEndian.Uint64(p[i:])^k)
+	}
+	for ; i < len(p); i++ {
+		p[i] ^= key[i&3]
+	}
+	return b
+}
+
+// dialFrameConn dials the backend for gorilla's Dialer (NetDialContext):
+// a frameConn over TCP.
+func dialFrameConn(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return newFrameConn(c, true, timeout), nil
+	}
+}
+
+// dialTLSFrameConn is dialFrameConn for wss:// (NetDialTLSContext): the
+// TLS handshake gorilla would do (system roots, the host as server name),
+// under the frameConn.
+func dialTLSFrameConn(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: host})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return newFrameConn(tc, true, timeout), nil
+	}
+}
+
+// bufferPool is gorilla's WriteBufferPool: the session frames data
+// itself, and gorilla takes a write buffer only to write a data message (a
+// compressed one), giving it back after: an idle connection holds none.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() any  { return b.p.Get() }
+func (b *bufferPool) Put(v any) { b.p.Put(v) }
