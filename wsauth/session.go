@@ -23,7 +23,7 @@ const CodeUnknown = "Operation.Unknown"
 // Goroutines and what they own:
 //   - the client reader (the ServeHTTP goroutine, run and everything it
 //     calls: readLoop, handle, the auth handlers, openBackend, teardown)
-//     owns state, authDeadline, unauthMsgs, clientCode, buf, lr, insecure,
+//     owns state, authDeadline, readBy, unauthMsgs, clientCode, buf, lr, insecure,
 //     limits and bucket, reads the client socket and writes the backend
 //     leg (under mu): its forwards are batched in the leg's frameConn and
 //     written before it next reads the client socket, or waits
@@ -68,6 +68,7 @@ type session struct {
 	// Client reader's.
 	state        State
 	authDeadline time.Time
+	readBy       time.Time // the read deadline extend set last
 	unauthMsgs   int
 	clientCode   int  // the close code the client sent, 0 if none
 	stopping     bool // closeAfterQueued was called: the reader only drains
@@ -220,7 +221,10 @@ func isConnError(err error) bool {
 }
 
 // extend sets the read deadline: IdleTimeout from now, no later than the
-// auth deadline while unauthenticated; while closing, closeBy.
+// auth deadline while unauthenticated; while closing, closeBy. A deadline
+// later than the one set by less than IdleTimeout/64 is not set (each
+// costs a timer update, which a busy client would pay per message): the
+// idle timeout may end up to that much early.
 func (s *session) extend() {
 	if s.closing.Load() {
 		return
@@ -229,6 +233,10 @@ func (s *session) extend() {
 	if s.state != StateAuthenticated && s.authDeadline.Before(d) {
 		d = s.authDeadline
 	}
+	if ahead := d.Sub(s.readBy); ahead >= 0 && ahead < s.cfg.IdleTimeout/64 {
+		return
+	}
+	s.readBy = d
 	_ = s.cc.NetConn().SetReadDeadline(d)
 	if s.closing.Load() { // closeClient ran meanwhile: its deadline wins
 		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.closeBy.Load()))
