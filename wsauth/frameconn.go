@@ -6,9 +6,12 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -40,8 +43,20 @@ type frameConn struct {
 	// once, before the connection's reader starts; called by it only.
 	beforeRead func()
 
+	// The read side, the connection's reader's only. On a TCP socket
+	// (rc), reads take up to readChunk bytes at once into a readBufs
+	// buffer, held only until its bytes are taken: waiting for data holds
+	// none (syscall.RawConn.Read).
+	rc         syscall.RawConn
+	rbuf       *[]byte // bytes read and not yet taken: (*rbuf)[rpos:rend]; nil when none
+	rpos, rend int
+	rfn        func(fd uintptr) bool // tryRead, for rc.Read
+	rn         int                   // tryRead's result
+	rerr       error                 // likewise
+
 	mu        sync.Mutex
-	pending   []byte    // whole frames not yet written: a batchBufs buffer, or nil
+	pending   []byte    // whole frames not yet written: *pbuf, or nil
+	pbuf      *[]byte   // pending's batchBufs buffer
 	wdl       time.Time // gorilla's write deadline, for its Write
 	applied   time.Time // the write deadline set on Conn
 	hasDl     bool      // applied is set on Conn
@@ -64,15 +79,86 @@ var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes+maxF
 const maxFrameHeader = 14
 
 func newFrameConn(c net.Conn, client bool, timeout time.Duration) *frameConn {
-	return &frameConn{Conn: c, client: client, timeout: timeout}
+	fc := &frameConn{Conn: c, client: client, timeout: timeout}
+	if tc, ok := c.(*net.TCPConn); ok {
+		if rc, err := tc.SyscallConn(); err == nil {
+			fc.rc, fc.rfn = rc, fc.tryRead
+		}
+	}
+	return fc
 }
 
-// Read reads from the socket, after beforeRead.
+// readChunk is the most a frameConn reads from a TCP socket at once.
+const readChunk = 32 << 10
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+// Read gives what an earlier read of the socket left, or else reads the
+// socket, after beforeRead.
 func (c *frameConn) Read(p []byte) (int, error) {
+	if c.rbuf != nil {
+		n := copy(p, (*c.rbuf)[c.rpos:c.rend])
+		c.rpos += n
+		if c.rpos == c.rend {
+			readBufs.Put(c.rbuf)
+			c.rbuf = nil
+		}
+		return n, nil
+	}
 	if c.beforeRead != nil {
 		c.beforeRead()
 	}
-	return c.Conn.Read(p)
+	if c.rc == nil || len(p) >= readChunk {
+		return c.Conn.Read(p)
+	}
+	return c.readSocket(p)
+}
+
+// tryRead is readSocket's read, for rc.Read: it takes a buffer (into
+// rbuf) and reads into it; when nothing is there it gives the buffer back
+// and has rc.Read wait until the socket is readable.
+func (c *frameConn) tryRead(fd uintptr) bool {
+	c.rbuf = readBufs.Get().(*[]byte)
+	for {
+		c.rn, c.rerr = syscall.Read(int(fd), *c.rbuf)
+		if c.rerr != syscall.EINTR {
+			break
+		}
+	}
+	if c.rerr == syscall.EAGAIN {
+		readBufs.Put(c.rbuf)
+		c.rbuf = nil
+		return false
+	}
+	return true
+}
+
+// readSocket reads the TCP socket into a readBufs buffer, taken only once
+// the socket is readable, and gives p what fits; the rest waits in rbuf.
+// Its errors are those of net.Conn.Read.
+func (c *frameConn) readSocket(p []byte) (int, error) {
+	err := c.rc.Read(c.rfn)
+	buf, n, rerr := c.rbuf, c.rn, c.rerr
+	c.rbuf, c.rerr = nil, nil
+	if err == nil && rerr != nil {
+		err = os.NewSyscallError("read", rerr)
+	}
+	if err != nil || n <= 0 {
+		if buf != nil {
+			readBufs.Put(buf)
+		}
+		if err == nil {
+			return 0, io.EOF
+		}
+		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	m := copy(p, (*buf)[:n])
+	if m < n {
+		c.rbuf, c.rpos, c.rend = buf, m, n
+	} else {
+		readBufs.Put(buf)
+	}
+	return m, nil
 }
 
 // Write is gorilla's: it writes the pending frames and p now, within the
@@ -161,10 +247,10 @@ func (c *frameConn) releaseLocked() {
 		return
 	}
 	if cap(c.pending) <= batchBytes+maxFrameHeader {
-		b := c.pending[:0]
-		batchBufs.Put(&b)
+		*c.pbuf = c.pending[:0]
+		batchBufs.Put(c.pbuf)
 	}
-	c.pending = nil
+	c.pending, c.pbuf = nil, nil
 }
 
 // appendFrame adds a data frame (typ websocket.TextMessage or
@@ -207,7 +293,8 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 		return nil
 	}
 	if c.pending == nil {
-		c.pending = *batchBufs.Get().(*[]byte)
+		c.pbuf = batchBufs.Get().(*[]byte)
+		c.pending = *c.pbuf
 	}
 	if c.client {
 		var key [4]byte

@@ -70,6 +70,9 @@ func New(cfg Config) (*Gateway, error) {
 		NetDialContext:    dialFrameConn(cfg.WriteTimeout),
 		NetDialTLSContext: dialTLSFrameConn(cfg.WriteTimeout),
 		WriteBufferPool:   &bufferPool{},
+		// The frameConn reads a TCP socket 32 KiB at a time; gorilla's
+		// own buffer, held by every connection, holds frame headers.
+		ReadBufferSize: 1 << 10,
 	}
 	return g, nil
 }

@@ -300,10 +300,6 @@ func (s *session) wakeWriter() {
 	}
 }
 
-// shrinkAbove is the largest ring a drained queue keeps; a larger one,
-// grown by a burst, goes back to the collector.
-const shrinkAbove = 64
-
 // drain writes the queued messages to the client, in order, batched into
 // as few writes as it can (the client frameConn's appendFrame and flush,
 // each flush within WriteTimeout): the caller becomes the flusher, unless
@@ -326,9 +322,6 @@ func (s *session) drain() {
 			s.omu.Lock()
 			if s.qn == 0 {
 				s.flushing = false
-				if len(s.ring) > shrinkAbove {
-					s.ring, s.qhead = nil, 0
-				}
 				s.omu.Unlock()
 				return
 			}
@@ -401,8 +394,9 @@ func (s *session) clientWriteFailed(err error) {
 
 // writeLoop is the client writer: it drains the queue when woken (the
 // messages other producers than the backend reader queued), and pings
-// every PingInterval, until done. An idle queue's ring is released at the
-// ping.
+// every PingInterval, until done. At each ping an empty queue's ring goes
+// back to the collector: an idle session holds none, a busy one keeps
+// its own.
 func (s *session) writeLoop() {
 	defer s.wg.Done()
 	ping := time.NewTicker(s.cfg.PingInterval)
