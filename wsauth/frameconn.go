@@ -53,6 +53,7 @@ type frameConn struct {
 	rfn        func(fd uintptr) bool // tryRead, for rc.Read
 	rn         int                   // tryRead's result
 	rerr       error                 // likewise
+	readAt     time.Time             // when the last read from the socket returned
 
 	mu        sync.Mutex
 	pending   []byte    // whole frames not yet written: *pbuf, or nil
@@ -94,7 +95,7 @@ const readChunk = 32 << 10
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
 // Read gives what an earlier read of the socket left, or else reads the
-// socket, after beforeRead.
+// socket, after beforeRead, and notes when (readAt).
 func (c *frameConn) Read(p []byte) (int, error) {
 	if c.rbuf != nil {
 		n := copy(p, (*c.rbuf)[c.rpos:c.rend])
@@ -108,10 +109,15 @@ func (c *frameConn) Read(p []byte) (int, error) {
 	if c.beforeRead != nil {
 		c.beforeRead()
 	}
+	var n int
+	var err error
 	if c.rc == nil || len(p) >= readChunk {
-		return c.Conn.Read(p)
+		n, err = c.Conn.Read(p)
+	} else {
+		n, err = c.readSocket(p)
 	}
-	return c.readSocket(p)
+	c.readAt = time.Now()
+	return n, err
 }
 
 // tryRead is readSocket's read, for rc.Read: it takes a buffer (into

@@ -423,9 +423,8 @@ func (s *session) writeLoop() {
 
 // flushBackend writes the client's messages batched for the backend leg
 // (forward appends them). Client reader only: before it reads the client
-// socket (the client frameConn's beforeRead), so a message waits only
-// while the reader has more already read, and before it waits on
-// anything else.
+// socket (beforeRead), so a message waits only while the reader has more
+// already read, and before it waits on anything else.
 func (s *session) flushBackend() {
 	if s.bw == nil || s.ending.Load() {
 		return

@@ -139,7 +139,7 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 	}
 	if cw, ok := cc.NetConn().(*frameConn); ok {
 		s.cw = cw
-		cw.beforeRead = s.flushBackend
+		cw.beforeRead = s.beforeRead
 	}
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape
@@ -178,7 +178,9 @@ func (s *session) readLoop() {
 		return nil
 	})
 	for {
-		s.extend()
+		if s.cw == nil {
+			s.extend() // else before each read from the socket (beforeRead)
+		}
 		typ, r, err := cc.NextReader()
 		if err != nil {
 			s.readFailed(err)
@@ -220,16 +222,35 @@ func isConnError(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
-// extend sets the read deadline: IdleTimeout from now, no later than the
-// auth deadline while unauthenticated; while closing, closeBy. A deadline
-// later than the one set by less than IdleTimeout/64 is not set (each
-// costs a timer update, which a busy client would pay per message): the
-// idle timeout may end up to that much early.
+// beforeRead runs before each read from the client socket (the client
+// frameConn's): it sets the read deadline for it, and writes what the
+// reader batched for the backend (flushBackend). Client reader only.
+func (s *session) beforeRead() {
+	s.extend()
+	s.flushBackend()
+}
+
+// now is the time the client's last bytes arrived (the last read from its
+// socket returned), for the read deadline and the rate limits: one clock
+// reading per read, not per message. Client reader only.
+func (s *session) now() time.Time {
+	if s.cw != nil && !s.cw.readAt.IsZero() {
+		return s.cw.readAt
+	}
+	return time.Now()
+}
+
+// extend sets the read deadline: IdleTimeout from the client's last bytes
+// (now), no later than the auth deadline while unauthenticated; while
+// closing, closeBy. A deadline later than the one set by less than
+// IdleTimeout/64 is not set (each costs a timer update, which a busy
+// client would pay per message): the idle timeout may end up to that much
+// early.
 func (s *session) extend() {
 	if s.closing.Load() {
 		return
 	}
-	d := time.Now().Add(s.cfg.IdleTimeout)
+	d := s.now().Add(s.cfg.IdleTimeout)
 	if s.state != StateAuthenticated && s.authDeadline.Before(d) {
 		d = s.authDeadline
 	}
@@ -288,7 +309,7 @@ func (s *session) handle(msg []byte) {
 	if env.Controller == "Auth" {
 		// Unauthenticated, AuthMaxMessages bounds them; afterwards a bucket
 		// of their own, so a client cannot keep the verifier busy.
-		if s.state == StateAuthenticated && !s.authBucket.take(time.Now(), &authLimits) {
+		if s.state == StateAuthenticated && !s.authBucket.take(s.now(), &authLimits) {
 			s.limited(&env, LimitAuth)
 			return
 		}
@@ -300,7 +321,7 @@ func (s *session) handle(msg []byte) {
 		s.deny(&env, "unauthenticated")
 		return
 	}
-	if !s.bucket.take(time.Now(), &s.limits) {
+	if !s.bucket.take(s.now(), &s.limits) {
 		s.limited(&env, LimitRate)
 		return
 	}
