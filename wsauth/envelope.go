@@ -117,8 +117,18 @@ func TopicBase(topic string) string {
 // decoded Controller and Topic and, for an escaped one, a transient buffer
 // as long as its JSON text: memory does not grow with the rest of the
 // message (its names, nesting or Data). A size limit is the caller's.
-// Scan is safe for concurrent use.
+// Scan is safe for concurrent use. The common message (ASCII, no escape)
+// is read without the decoder (scanFast), to the same result.
 func Scan(msg []byte) (Envelope, error) {
+	if env, ok := scanFast(msg); ok {
+		return env, nil
+	}
+	return scanDecoder(msg)
+}
+
+// scanDecoder is Scan with the decoder, for every message scanFast does
+// not take.
+func scanDecoder(msg []byte) (Envelope, error) {
 	var env Envelope
 	if !utf8.Valid(msg) {
 		off := 0
