@@ -177,7 +177,7 @@ func (s *session) authenticate(id Identity) bool {
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
 	if bw != nil {
-		bw.beforeRead = s.drain
+		bw.beforeRead = s.beforeBackendRead
 	}
 	s.wg.Add(1)
 	go s.backendLoop(bc)

@@ -317,6 +317,28 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 	return nil
 }
 
+// tryAppendFrame is appendFrame when the frame fits in the batch as it
+// is and nobody is writing: it never writes, nor waits. false when it
+// does not fit, the connection is busy (or closing, or failed), and
+// nothing is appended.
+func (c *frameConn) tryAppendFrame(typ int, data []byte) bool {
+	if !c.mu.TryLock() {
+		return false
+	}
+	defer c.mu.Unlock()
+	n := maxFrameHeader + len(data)
+	if c.err != nil || c.closeSent || c.client || len(c.pending)+n > batchBytes {
+		return false
+	}
+	if c.pending == nil {
+		c.pbuf = batchBufs.Get().(*[]byte)
+		c.pending = *c.pbuf
+	}
+	c.pending = appendHeader(c.pending, typ, len(data), nil)
+	c.pending = append(c.pending, data...)
+	return true
+}
+
 // flush writes the batch, within timeout.
 func (c *frameConn) flush() error {
 	c.mu.Lock()

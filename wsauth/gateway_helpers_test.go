@@ -126,7 +126,7 @@ func (m *fakeMetrics) Auth(a AuthMethod, r string) {
 }
 func (m *fakeMetrics) Relayed(c string) { m.mu.Lock(); m.relayed[c]++; m.mu.Unlock() }
 func (m *fakeMetrics) Denied(c string)  { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
-func (m *fakeMetrics) Delivered()       { m.mu.Lock(); m.deliv++; m.mu.Unlock() }
+func (m *fakeMetrics) Delivered(n int)  { m.mu.Lock(); m.deliv += n; m.mu.Unlock() }
 func (m *fakeMetrics) SlowClient()      { m.mu.Lock(); m.slow++; m.mu.Unlock() }
 func (m *fakeMetrics) Reauthenticated() { m.mu.Lock(); m.reauth++; m.mu.Unlock() }
 func (m *fakeMetrics) Lapsed(r string)  { m.mu.Lock(); m.lapsed[r]++; m.mu.Unlock() }

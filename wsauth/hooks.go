@@ -136,8 +136,8 @@ type Metrics interface {
 	// Denied counts a client message refused by the policy or before
 	// authentication.
 	Denied(controller string)
-	// Delivered counts a backend message written to the client.
-	Delivered()
+	// Delivered counts n backend messages written to the client.
+	Delivered(n int)
 	// SlowClient counts a client closed because it stopped reading.
 	SlowClient()
 	// Reauthenticated counts a successful authentication of a session
@@ -160,7 +160,7 @@ func (nopMetrics) Sessions(State, int)       {}
 func (nopMetrics) Auth(AuthMethod, string)   {}
 func (nopMetrics) Relayed(string)            {}
 func (nopMetrics) Denied(string)             {}
-func (nopMetrics) Delivered()                {}
+func (nopMetrics) Delivered(int)             {}
 func (nopMetrics) SlowClient()               {}
 func (nopMetrics) Reauthenticated()          {}
 func (nopMetrics) Lapsed(string)             {}

@@ -81,20 +81,56 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			s.backendEnded(err)
 			return
 		}
-		bp := msgBufs.Get().(*[]byte)
+		if s.scratch == nil {
+			s.scratch = msgBufs.Get().(*[]byte)
+		}
+		bp := s.scratch
 		*bp, err = readAll((*bp)[:0], r)
 		if err != nil {
 			s.backendEnded(err)
 			return
 		}
 		if s.ownSent.Load() && answersGateway(*bp) {
-			releaseBuf(bp) // the backend's answer to the gateway's own message
+			continue // the backend's answer to the gateway's own message
+		}
+		if s.frameDirect(typ, *bp) {
 			continue
 		}
+		s.scratch = nil // the queue has it
 		if !s.put(outMsg{typ: typ, data: *bp, buf: bp, backend: true}, fromBackendReader) {
 			return
 		}
 	}
+}
+
+// frameDirect is the backend reader's short cut past the queue: when the
+// queue is empty and nobody is writing it, msg is framed at once into the
+// client's batch (which drain flushes, before the reader's next read),
+// when it fits there. Under omu, so what is queued after it follows it;
+// it never waits (tryAppendFrame), so nothing waits on omu for a client.
+func (s *session) frameDirect(typ int, msg []byte) bool {
+	if s.cw == nil || s.cw.deflate {
+		return false
+	}
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	if s.qn != 0 || s.flushing || s.dead.Load() || s.closing.Load() || !s.cw.tryAppendFrame(typ, msg) {
+		return false
+	}
+	s.direct++
+	return true
+}
+
+// beforeBackendRead runs before each read from the backend socket (the
+// backend leg's frameConn): the reader gives back its message buffer, so
+// an idle session holds none, and writes the client's batch and queue
+// (drain). Backend reader only.
+func (s *session) beforeBackendRead() {
+	if s.scratch != nil {
+		releaseBuf(s.scratch)
+		s.scratch = nil
+	}
+	s.drain()
 }
 
 // readAll appends what r holds, to its end, to b.
@@ -119,9 +155,10 @@ func readAll(b []byte, r io.Reader) ([]byte, error) {
 // is left to the collector.
 var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-// releaseBuf returns a written message's buffer to msgBufs. The client
-// leg's flusher only (drain), once the message is copied into its batch
-// or written: nothing holds a reference after.
+// releaseBuf returns a written message's buffer to msgBufs: the client
+// leg's flusher (drain) once the message is copied into its batch or
+// written, or the backend reader its scratch buffer. Nothing holds a
+// reference after.
 func releaseBuf(bp *[]byte) {
 	if bp == nil || cap(*bp) > 64<<10 {
 		return
@@ -175,7 +212,10 @@ func sendableCloseCode(code int) bool {
 // in order and writes them to the client, batched (drain): the backend
 // reader for its own messages, before it reads the backend again, or the
 // client writer, woken (wake) by the other producers when nobody is
-// flushing. The flusher holds no lock while it writes.
+// flushing. The flusher holds no lock while it writes. While the queue is
+// empty and nobody flushes, the backend reader frames its messages into
+// the client's batch at once (frameDirect; direct counts them), which the
+// next flusher writes first.
 
 // producer is who queues a message, for put.
 type producer uint8
@@ -309,12 +349,13 @@ func (s *session) wakeWriter() {
 // and dropped, so no producer waits.
 func (s *session) drain() {
 	s.omu.Lock()
-	if s.flushing || s.qn == 0 {
+	if s.flushing || s.qn == 0 && s.direct == 0 {
 		s.omu.Unlock()
 		return
 	}
 	s.flushing = true
-	delivered := 0
+	delivered := s.direct // framed already, by frameDirect
+	s.direct = 0
 	for {
 		if s.qn == 0 {
 			s.omu.Unlock()
@@ -349,7 +390,7 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 		if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
 			s.clientWriteFailed(err)
 		} else if m.backend {
-			s.cfg.Metrics.Delivered()
+			s.cfg.Metrics.Delivered(1)
 		}
 	default:
 		if err := s.cw.appendFrame(m.typ, m.data); err != nil {
@@ -372,8 +413,8 @@ func (s *session) flushClient(delivered int) int {
 		s.clientWriteFailed(err)
 		return 0
 	}
-	for range delivered {
-		s.cfg.Metrics.Delivered()
+	if delivered > 0 {
+		s.cfg.Metrics.Delivered(delivered)
 	}
 	return 0
 }

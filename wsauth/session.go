@@ -28,9 +28,11 @@ const CodeUnknown = "Operation.Unknown"
 //     leg (under mu): its forwards are batched in the leg's frameConn and
 //     written before it next reads the client socket, or waits
 //     (flushBackend);
-//   - the backend reader (backendLoop) reads the backend leg, queues each
-//     message for the client, and writes the queue to the client itself,
-//     batched, before it next reads the backend (drain);
+//   - the backend reader (backendLoop) owns scratch; it reads the backend
+//     leg, frames each message straight into the client's batch when the
+//     queue is empty (frameDirect) or else queues it, and writes the batch
+//     and the queue to the client itself before it next reads the backend
+//     (drain);
 //   - the client writer (writeLoop) writes the queue when another producer
 //     (a reply, a push, a close) finds nobody writing it, and pings; it
 //     owns nothing;
@@ -103,6 +105,7 @@ type session struct {
 	qn       int           // the messages in ring
 	queued   int64         // their bytes
 	flushing bool          // a goroutine is draining the queue (drain)
+	direct   int           // backend messages framed straight into cw's batch, not yet flushed
 	space    chan struct{} // closed when a message is taken; nil unless a producer waits
 
 	// Shared.
@@ -116,6 +119,7 @@ type session struct {
 	ending    atomic.Bool  // teardown has begun: leg errors are expected
 	slowSeen  atomic.Bool  // a slow client was counted
 	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
+	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
 	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader

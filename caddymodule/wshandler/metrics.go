@@ -113,7 +113,7 @@ func (metrics) Auth(method wsauth.AuthMethod, result string) {
 }
 func (metrics) Relayed(controller string) { relayedBy.get(controller).Inc() }
 func (metrics) Denied(controller string)  { deniedBy.get(controller).Inc() }
-func (metrics) Delivered()                { delivered.Inc() }
+func (metrics) Delivered(n int)           { delivered.Add(float64(n)) }
 func (metrics) SlowClient()               { slowClients.Inc() }
 func (metrics) Reauthenticated()          { reauthentications.Inc() }
 func (metrics) Lapsed(reason string)      { lapses.WithLabelValues(reason).Inc() }
