@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -346,4 +347,55 @@ func TestReauthentication(t *testing.T) {
 	if n := e.metrics.get(func(m *fakeMetrics) int { return m.auth["auth_token/success"]*10 + m.auth["auth_token/reject"] }); n != 21 {
 		t.Fatalf("auth results counted: %d, want 2 successes and 1 reject", n)
 	}
+}
+
+// TestRelayIntegrity: several sessions at once, each sending messages of
+// many sizes (up to several of the legs' read and write batches, so a
+// message spans socket reads and batches) without waiting, get each back
+// from the backend's echo intact and in order: the batches, the pooled
+// buffers and the queue never mix one message, or session, with another.
+func TestRelayIntegrity(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) {
+		c.Limits = Limits{MessagesPerSecond: 1e9, Burst: 1 << 30}
+	})
+	const sessions, perSession = 4, 60
+	var wg sync.WaitGroup
+	for k := range sessions {
+		c := e.dial(bearer(tokDemo))
+		msgs := make([]string, perSession)
+		for i := range msgs {
+			size := []int{10, 200, 3000, 40 << 10, 100 << 10, 70 << 10, 1}[i%7] + i
+			pad := make([]byte, size)
+			for j := range pad {
+				pad[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[(j*7+i*13+k*31)%36]
+			}
+			msgs[i] = `{"Controller":"Market","Topic":"Echo","TransactionID":` + strconv.Itoa(i) + `,"Data":"` + string(pad) + `"}`
+		}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for _, m := range msgs {
+				if err := c.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			for i, want := range msgs {
+				_, got, err := c.ReadMessage()
+				if err != nil {
+					t.Errorf("session %d, message %d: %v", k, i, err)
+					return
+				}
+				if string(got) != want {
+					t.Errorf("session %d, message %d: got %d bytes %.60q…, want %d bytes %.60q…", k, i, len(got), got, len(want), want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -85,7 +85,9 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			s.scratch = msgBufs.Get().(*[]byte)
 		}
 		bp := s.scratch
+		s.reading = true // the hook must leave scratch alone
 		*bp, err = readAll((*bp)[:0], r)
+		s.reading = false
 		if err != nil {
 			s.backendEnded(err)
 			return
@@ -122,11 +124,11 @@ func (s *session) frameDirect(typ int, msg []byte) bool {
 }
 
 // beforeBackendRead runs before each read from the backend socket (the
-// backend leg's frameConn): the reader gives back its message buffer, so
-// an idle session holds none, and writes the client's batch and queue
-// (drain). Backend reader only.
+// backend leg's frameConn): between messages the reader gives back its
+// message buffer, so an idle session holds none; it writes the client's
+// batch and queue (drain). Backend reader only.
 func (s *session) beforeBackendRead() {
-	if s.scratch != nil {
+	if s.scratch != nil && !s.reading {
 		releaseBuf(s.scratch)
 		s.scratch = nil
 	}

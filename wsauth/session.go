@@ -28,11 +28,11 @@ const CodeUnknown = "Operation.Unknown"
 //     leg (under mu): its forwards are batched in the leg's frameConn and
 //     written before it next reads the client socket, or waits
 //     (flushBackend);
-//   - the backend reader (backendLoop) owns scratch; it reads the backend
-//     leg, frames each message straight into the client's batch when the
-//     queue is empty (frameDirect) or else queues it, and writes the batch
-//     and the queue to the client itself before it next reads the backend
-//     (drain);
+//   - the backend reader (backendLoop) owns scratch and reading; it reads
+//     the backend leg, frames each message straight into the client's
+//     batch when the queue is empty (frameDirect) or else queues it, and
+//     writes the batch and the queue to the client itself before it next
+//     reads the backend (drain);
 //   - the client writer (writeLoop) writes the queue when another producer
 //     (a reply, a push, a close) finds nobody writing it, and pings; it
 //     owns nothing;
@@ -120,6 +120,7 @@ type session struct {
 	slowSeen  atomic.Bool  // a slow client was counted
 	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
 	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
+	reading   bool         // the backend reader's: reading a message into scratch
 	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
