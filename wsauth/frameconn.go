@@ -317,26 +317,42 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 	return nil
 }
 
-// tryAppendFrame is appendFrame when the frame fits in the batch as it
-// is and nobody is writing: it never writes, nor waits. false when it
-// does not fit, the connection is busy (or closing, or failed), and
-// nothing is appended.
-func (c *frameConn) tryAppendFrame(typ int, data []byte) bool {
-	if !c.mu.TryLock() {
-		return false
-	}
+// appendFrames adds b, whole frames, to the batch, writing the batch
+// first when b would overflow it. b is held in bp, a batchBufs buffer,
+// which the frameConn takes over (it is given back to the pool, or kept as
+// the batch's own).
+func (c *frameConn) appendFrames(b []byte, bp *[]byte) error {
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := maxFrameHeader + len(data)
-	if c.err != nil || c.closeSent || c.client || len(c.pending)+n > batchBytes {
-		return false
+	give := func() {
+		*bp = b[:0]
+		batchBufs.Put(bp)
 	}
-	if c.pending == nil {
-		c.pbuf = batchBufs.Get().(*[]byte)
-		c.pending = *c.pbuf
+	if c.err != nil {
+		give()
+		return c.err
 	}
-	c.pending = appendHeader(c.pending, typ, len(data), nil)
-	c.pending = append(c.pending, data...)
-	return true
+	if c.closeSent {
+		give()
+		return websocket.ErrCloseSent
+	}
+	if len(c.pending) > 0 && len(c.pending)+len(b) > cap(c.pending) {
+		if err := c.flushLocked(); err != nil {
+			give()
+			return err
+		}
+	}
+	if len(c.pending) == 0 {
+		c.releaseLocked()
+		c.pending, c.pbuf = b, bp
+	} else {
+		c.pending = append(c.pending, b...)
+		give()
+	}
+	if len(c.pending) >= batchBytes {
+		return c.flushLocked()
+	}
+	return nil
 }
 
 // flush writes the batch, within timeout.

@@ -75,6 +75,7 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.wg.Done()
 	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
+	batch := s.cw != nil && !s.cw.deflate // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
 		if err != nil {
@@ -92,46 +93,59 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			s.backendEnded(err)
 			return
 		}
-		if s.ownSent.Load() && answersGateway(*bp) {
+		msg := *bp
+		if s.ownSent.Load() && answersGateway(msg) {
 			continue // the backend's answer to the gateway's own message
 		}
-		if s.frameDirect(typ, *bp) {
-			continue
+		if batch {
+			if s.dead.Load() || s.closing.Load() {
+				continue // nothing more is written to the client
+			}
+			n := maxFrameHeader + len(msg)
+			if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.handOff() {
+				return
+			}
+			if n <= batchBytes {
+				if s.lb == nil {
+					s.lbp = batchBufs.Get().(*[]byte)
+					s.lb = (*s.lbp)[:0]
+				}
+				s.lb = appendHeader(s.lb, typ, len(msg), nil)
+				s.lb = append(s.lb, msg...)
+				s.lbn++
+				continue
+			}
 		}
 		s.scratch = nil // the queue has it
-		if !s.put(outMsg{typ: typ, data: *bp, buf: bp, backend: true}, fromBackendReader) {
+		if !s.put(outMsg{typ: typ, data: msg, buf: bp, backend: true}, fromBackendReader) {
 			return
 		}
 	}
 }
 
-// frameDirect is the backend reader's short cut past the queue: when the
-// queue is empty and nobody is writing it, msg is framed at once into the
-// client's batch (which drain flushes, before the reader's next read),
-// when it fits there. Under omu, so what is queued after it follows it;
-// it never waits (tryAppendFrame), so nothing waits on omu for a client.
-func (s *session) frameDirect(typ int, msg []byte) bool {
-	if s.cw == nil || s.cw.deflate {
-		return false
+// handOff queues the backend reader's batch (lb), its messages framed, as
+// one entry: drain writes it whole, usually at once, the reader being the
+// flusher. So a message costs the queue nothing. Backend reader only.
+func (s *session) handOff() bool {
+	if len(s.lb) == 0 {
+		return true
 	}
-	s.omu.Lock()
-	defer s.omu.Unlock()
-	if s.qn != 0 || s.flushing || s.dead.Load() || s.closing.Load() || !s.cw.tryAppendFrame(typ, msg) {
-		return false
-	}
-	s.direct++
-	return true
+	m := outMsg{data: s.lb, buf: s.lbp, framed: s.lbn}
+	s.lb, s.lbp, s.lbn = nil, nil, 0
+	return s.put(m, fromBackendReader)
 }
 
 // beforeBackendRead runs before each read from the backend socket (the
-// backend leg's frameConn): between messages the reader gives back its
-// message buffer, so an idle session holds none; it writes the client's
-// batch and queue (drain). Backend reader only.
+// backend leg's frameConn): it queues the reader's batch (handOff) and
+// writes the queue to the client (drain); between messages the reader
+// gives back its message buffer, so an idle session holds none. Backend
+// reader only.
 func (s *session) beforeBackendRead() {
-	if s.scratch != nil && !s.reading {
+	if !s.reading && s.scratch != nil {
 		releaseBuf(s.scratch)
 		s.scratch = nil
 	}
+	s.handOff()
 	s.drain()
 }
 
@@ -157,10 +171,10 @@ func readAll(b []byte, r io.Reader) ([]byte, error) {
 // is left to the collector.
 var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-// releaseBuf returns a written message's buffer to msgBufs: the client
-// leg's flusher (drain) once the message is copied into its batch or
-// written, or the backend reader its scratch buffer. Nothing holds a
-// reference after.
+// releaseBuf returns a message's buffer to msgBufs: the client leg's
+// flusher (drain) once the message is copied into its batch or written,
+// or the backend reader its scratch buffer. Nothing holds a reference
+// after.
 func releaseBuf(bp *[]byte) {
 	if bp == nil || cap(*bp) > 64<<10 {
 		return
@@ -188,6 +202,7 @@ func (s *session) backendEnded(err error) {
 	} else {
 		s.g.log.Warn("ws backend leg failed", zap.String("user", s.user), zap.Error(err))
 	}
+	s.handOff() // the messages read before the end go first
 	if !s.put(outMsg{close: code}, fromOther) {
 		s.closeClient(code)
 	}
@@ -214,10 +229,9 @@ func sendableCloseCode(code int) bool {
 // in order and writes them to the client, batched (drain): the backend
 // reader for its own messages, before it reads the backend again, or the
 // client writer, woken (wake) by the other producers when nobody is
-// flushing. The flusher holds no lock while it writes. While the queue is
-// empty and nobody flushes, the backend reader frames its messages into
-// the client's batch at once (frameDirect; direct counts them), which the
-// next flusher writes first.
+// flushing. The flusher holds no lock while it writes. The backend reader
+// frames its messages itself, into a batch of its own (lb), which it
+// queues as one entry before it reads the backend again (handOff).
 
 // producer is who queues a message, for put.
 type producer uint8
@@ -295,9 +309,11 @@ func (s *session) tryPut(m outMsg) bool {
 }
 
 // fitsLocked reports whether the queue has room for m: a close marker
-// needs a slot, a message a slot and its bytes. s.omu held.
+// needs a slot, a message a slot and its bytes, a batch a slot for each
+// of its messages and its bytes (an empty queue takes any batch). s.omu
+// held.
 func (s *session) fitsLocked(m *outMsg) bool {
-	if s.qn >= s.cfg.SendQueue {
+	if s.qmsgs != 0 && s.qmsgs+m.count() > s.cfg.SendQueue {
 		return false
 	}
 	n := int64(len(m.data))
@@ -316,6 +332,7 @@ func (s *session) pushLocked(m outMsg) {
 	}
 	s.ring[(s.qhead+s.qn)&(len(s.ring)-1)] = m
 	s.qn++
+	s.qmsgs += m.count()
 	s.queued += int64(len(m.data))
 }
 
@@ -326,6 +343,7 @@ func (s *session) popLocked() outMsg {
 	s.ring[s.qhead] = outMsg{}
 	s.qhead = (s.qhead + 1) & (len(s.ring) - 1)
 	s.qn--
+	s.qmsgs -= m.count()
 	s.queued -= int64(len(m.data))
 	if s.space != nil {
 		close(s.space)
@@ -351,13 +369,12 @@ func (s *session) wakeWriter() {
 // and dropped, so no producer waits.
 func (s *session) drain() {
 	s.omu.Lock()
-	if s.flushing || s.qn == 0 && s.direct == 0 {
+	if s.flushing || s.qn == 0 {
 		s.omu.Unlock()
 		return
 	}
 	s.flushing = true
-	delivered := s.direct // framed already, by frameDirect
-	s.direct = 0
+	delivered := 0
 	for {
 		if s.qn == 0 {
 			s.omu.Unlock()
@@ -386,6 +403,14 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 		delivered = s.flushClient(delivered) // the close frame must not overtake them
 		s.closeClient(m.close)
 	case s.dead.Load() || s.closing.Load():
+	case m.framed > 0:
+		err := s.cw.appendFrames(m.data, m.buf)
+		m.buf = nil // the frameConn's now
+		if err != nil {
+			s.clientWriteFailed(err)
+		} else {
+			delivered += m.framed
+		}
 	case s.cw == nil || s.cw.deflate:
 		// Compressed: gorilla frames it, and writes it at once.
 		_ = s.cc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
@@ -401,7 +426,7 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 			delivered++
 		}
 	}
-	releaseBuf(m.buf)
+	m.release()
 	return delivered
 }
 

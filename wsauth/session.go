@@ -28,11 +28,10 @@ const CodeUnknown = "Operation.Unknown"
 //     leg (under mu): its forwards are batched in the leg's frameConn and
 //     written before it next reads the client socket, or waits
 //     (flushBackend);
-//   - the backend reader (backendLoop) owns scratch and reading; it reads
-//     the backend leg, frames each message straight into the client's
-//     batch when the queue is empty (frameDirect) or else queues it, and
-//     writes the batch and the queue to the client itself before it next
-//     reads the backend (drain);
+//   - the backend reader (backendLoop) owns scratch, reading, lb, lbp and
+//     lbn; it reads the backend leg, frames its messages into a batch of
+//     its own (lb), and before it next reads the backend queues the batch
+//     (handOff) and writes the queue to the client itself (drain);
 //   - the client writer (writeLoop) writes the queue when another producer
 //     (a reply, a push, a close) finds nobody writing it, and pings; it
 //     owns nothing;
@@ -102,10 +101,10 @@ type session struct {
 	omu      sync.Mutex
 	ring     []outMsg      // a power of two long, or nil
 	qhead    int           // the first message's index in ring
-	qn       int           // the messages in ring
+	qn       int           // the entries in ring
+	qmsgs    int           // the messages in them (a batch holds several)
 	queued   int64         // their bytes
 	flushing bool          // a goroutine is draining the queue (drain)
-	direct   int           // backend messages framed straight into cw's batch, not yet flushed
 	space    chan struct{} // closed when a message is taken; nil unless a producer waits
 
 	// Shared.
@@ -121,6 +120,9 @@ type session struct {
 	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
 	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
 	reading   bool         // the backend reader's: reading a message into scratch
+	lb        []byte       // the backend reader's: messages framed for the client, not yet queued
+	lbp       *[]byte      // lb's batchBufs buffer
+	lbn       int          // the messages in lb
 	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
@@ -131,8 +133,25 @@ type outMsg struct {
 	typ     int
 	data    []byte
 	backend bool    // from the backend (counted as delivered)
-	buf     *[]byte // data's pooled buffer (msgBufs), or nil
+	buf     *[]byte // data's pooled buffer (msgBufs; batchBufs for a batch), or nil
 	close   int     // non-zero: send this close code instead
+	framed  int     // non-zero: data is this many backend messages, framed (handOff)
+}
+
+// count is how many messages m is, for SendQueue.
+func (m *outMsg) count() int { return max(1, m.framed) }
+
+// release gives back m's pooled buffer, if any.
+func (m *outMsg) release() {
+	switch {
+	case m.buf == nil:
+	case m.framed > 0:
+		*m.buf = (*m.buf)[:0]
+		batchBufs.Put(m.buf)
+	default:
+		releaseBuf(m.buf)
+	}
+	m.buf = nil
 }
 
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
