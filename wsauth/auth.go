@@ -180,7 +180,11 @@ func (s *session) authenticate(id Identity) bool {
 		bw.beforeRead = s.beforeBackendRead
 	}
 	s.wg.Add(1)
-	go s.backendLoop(bc)
+	if bw != nil && bw.rc != nil && !bw.handshake {
+		go s.backendFrames(bc, bw)
+	} else {
+		go s.backendLoop(bc)
+	}
 	return true
 }
 

@@ -48,12 +48,14 @@ type frameConn struct {
 	// buffer, held only until its bytes are taken: waiting for data holds
 	// none (syscall.RawConn.Read).
 	rc         syscall.RawConn
-	rbuf       *[]byte // bytes read and not yet taken: (*rbuf)[rpos:rend]; nil when none
+	rbuf       *[]byte // bytes read and not yet taken: (*rbuf)[rpos:rend]; nil with none
 	rpos, rend int
 	rfn        func(fd uintptr) bool // tryRead, for rc.Read
 	rn         int                   // tryRead's result
 	rerr       error                 // likewise
 	readAt     time.Time             // when the last read from the socket returned
+	handshake  bool                  // the backend's 101 is being read: Read gives a line at a time
+	hsTail     uint32                // the last four bytes Read gave during it
 
 	mu        sync.Mutex
 	pending   []byte    // whole frames not yet written: *pbuf, or nil
@@ -95,76 +97,135 @@ const readChunk = 32 << 10
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
 // Read gives what an earlier read of the socket left, or else reads the
-// socket, after beforeRead, and notes when (readAt).
+// socket, after beforeRead, and notes when (readAt). During the backend
+// leg's handshake (handshake), it gives at most a line at a time, so
+// gorilla's buffer holds nothing past the 101's header once Dial returns:
+// what follows is the frame reader's (backendFrames).
 func (c *frameConn) Read(p []byte) (int, error) {
-	if c.rbuf != nil {
-		n := copy(p, (*c.rbuf)[c.rpos:c.rend])
-		c.rpos += n
-		if c.rpos == c.rend {
-			readBufs.Put(c.rbuf)
-			c.rbuf = nil
+	if c.rend == c.rpos {
+		if c.rc == nil || len(p) >= readChunk {
+			if c.beforeRead != nil {
+				c.beforeRead()
+			}
+			n, err := c.Conn.Read(p)
+			c.readAt = time.Now()
+			return n, err
 		}
-		return n, nil
+		if err := c.fill(); err != nil {
+			return 0, err
+		}
 	}
+	b := (*c.rbuf)[c.rpos:c.rend]
+	if c.handshake {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[:i+1]
+		}
+	}
+	n := copy(p, b)
+	if c.handshake {
+		for _, x := range b[:n] {
+			c.hsTail = c.hsTail<<8 | uint32(x)
+		}
+		if c.hsTail == 0x0d0a0d0a || c.hsTail&0xffff == 0x0a0a {
+			c.handshake = false // the header's end
+		}
+	}
+	c.consume(n)
+	return n, nil
+}
+
+// buffered is what was read from the TCP socket and not yet taken.
+func (c *frameConn) buffered() []byte {
+	if c.rbuf == nil {
+		return nil
+	}
+	return (*c.rbuf)[c.rpos:c.rend]
+}
+
+// consume takes n buffered bytes; the buffer goes back to the pool once
+// all are taken.
+func (c *frameConn) consume(n int) {
+	c.rpos += n
+	if c.rpos == c.rend {
+		readBufs.Put(c.rbuf)
+		c.rbuf, c.rpos, c.rend = nil, 0, 0
+	}
+}
+
+// need gives the next n buffered bytes (n at most a few hundred), reading
+// the socket for more as needed; they stay buffered until consumed.
+func (c *frameConn) need(n int) ([]byte, error) {
+	for c.rend-c.rpos < n {
+		if err := c.fill(); err != nil {
+			return nil, err
+		}
+	}
+	return (*c.rbuf)[c.rpos : c.rpos+n], nil
+}
+
+// fill reads the TCP socket once (after beforeRead, noting readAt),
+// adding to what is buffered: into a readBufs buffer taken only once the
+// socket is readable when nothing is buffered (an idle connection holds
+// none), else after the bytes buffered, moved to the buffer's start. Its
+// errors are those of net.Conn.Read.
+func (c *frameConn) fill() error {
 	if c.beforeRead != nil {
 		c.beforeRead()
 	}
-	var n int
-	var err error
-	if c.rc == nil || len(p) >= readChunk {
-		n, err = c.Conn.Read(p)
-	} else {
-		n, err = c.readSocket(p)
+	if c.rbuf != nil && c.rpos > 0 {
+		c.rend = copy(*c.rbuf, (*c.rbuf)[c.rpos:c.rend])
+		c.rpos = 0
 	}
+	err := c.rc.Read(c.rfn)
 	c.readAt = time.Now()
-	return n, err
+	n, rerr := c.rn, c.rerr
+	c.rn, c.rerr = 0, nil
+	if err == nil && rerr != nil {
+		err = os.NewSyscallError("read", rerr)
+	}
+	if err == nil && n == 0 {
+		err = io.EOF
+	}
+	if err != nil {
+		if c.rbuf != nil && c.rend == 0 {
+			readBufs.Put(c.rbuf)
+			c.rbuf = nil
+		}
+		if err == io.EOF {
+			return err
+		}
+		return &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	c.rend += n
+	return nil
 }
 
-// tryRead is readSocket's read, for rc.Read: it takes a buffer (into
-// rbuf) and reads into it; when nothing is there it gives the buffer back
-// and has rc.Read wait until the socket is readable.
+// tryRead is fill's read, for rc.Read: it reads into the buffer, after
+// its bytes, taking one when there is none; when nothing is there it
+// gives a buffer it took back and has rc.Read wait until the socket is
+// readable.
 func (c *frameConn) tryRead(fd uintptr) bool {
-	c.rbuf = readBufs.Get().(*[]byte)
+	took := c.rbuf == nil
+	if took {
+		c.rbuf = readBufs.Get().(*[]byte)
+	}
 	for {
-		c.rn, c.rerr = syscall.Read(int(fd), *c.rbuf)
+		c.rn, c.rerr = syscall.Read(int(fd), (*c.rbuf)[c.rend:])
 		if c.rerr != syscall.EINTR {
 			break
 		}
 	}
 	if c.rerr == syscall.EAGAIN {
-		readBufs.Put(c.rbuf)
-		c.rbuf = nil
+		if took {
+			readBufs.Put(c.rbuf)
+			c.rbuf = nil
+		}
 		return false
 	}
+	if c.rn < 0 {
+		c.rn = 0
+	}
 	return true
-}
-
-// readSocket reads the TCP socket into a readBufs buffer, taken only once
-// the socket is readable, and gives p what fits; the rest waits in rbuf.
-// Its errors are those of net.Conn.Read.
-func (c *frameConn) readSocket(p []byte) (int, error) {
-	err := c.rc.Read(c.rfn)
-	buf, n, rerr := c.rbuf, c.rn, c.rerr
-	c.rbuf, c.rerr = nil, nil
-	if err == nil && rerr != nil {
-		err = os.NewSyscallError("read", rerr)
-	}
-	if err != nil || n <= 0 {
-		if buf != nil {
-			readBufs.Put(buf)
-		}
-		if err == nil {
-			return 0, io.EOF
-		}
-		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
-	}
-	m := copy(p, (*buf)[:n])
-	if m < n {
-		c.rbuf, c.rpos, c.rend = buf, m, n
-	} else {
-		readBufs.Put(buf)
-	}
-	return m, nil
 }
 
 // Write is gorilla's: it writes the pending frames and p now, within the
@@ -422,7 +483,9 @@ func dialFrameConn(timeout time.Duration) func(ctx context.Context, network, add
 		if err != nil {
 			return nil, err
 		}
-		return newFrameConn(c, true, timeout), nil
+		fc := newFrameConn(c, true, timeout)
+		fc.handshake = fc.rc != nil
+		return fc, nil
 	}
 }
 

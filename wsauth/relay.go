@@ -85,42 +85,51 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 		if s.scratch == nil {
 			s.scratch = msgBufs.Get().(*[]byte)
 		}
-		bp := s.scratch
 		s.reading = true // the hook must leave scratch alone
-		*bp, err = readAll((*bp)[:0], r)
+		*s.scratch, err = readAll((*s.scratch)[:0], r)
 		s.reading = false
 		if err != nil {
 			s.backendEnded(err)
 			return
 		}
-		msg := *bp
-		if s.ownSent.Load() && answersGateway(msg) {
-			continue // the backend's answer to the gateway's own message
-		}
-		if batch {
-			if s.dead.Load() || s.closing.Load() {
-				continue // nothing more is written to the client
-			}
-			n := maxFrameHeader + len(msg)
-			if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.handOff() {
-				return
-			}
-			if n <= batchBytes {
-				if s.lb == nil {
-					s.lbp = batchBufs.Get().(*[]byte)
-					s.lb = (*s.lbp)[:0]
-				}
-				s.lb = appendHeader(s.lb, typ, len(msg), nil)
-				s.lb = append(s.lb, msg...)
-				s.lbn++
-				continue
-			}
-		}
-		s.scratch = nil // the queue has it
-		if !s.put(outMsg{typ: typ, data: msg, buf: bp, backend: true}, fromBackendReader) {
+		if !s.relayBackend(typ, batch) {
 			return
 		}
 	}
+}
+
+// relayBackend passes on the backend message in scratch: it drops it when
+// it answers the gateway, or when nothing more is written to the client;
+// frames it into the reader's batch (lb) when batch (the client's frames
+// are the gateway's own); or else queues it. false when the session is
+// done. Backend reader only.
+func (s *session) relayBackend(typ int, batch bool) bool {
+	bp := s.scratch
+	msg := *bp
+	if s.ownSent.Load() && answersGateway(msg) {
+		return true // the backend's answer to the gateway's own message
+	}
+	if batch {
+		if s.dead.Load() || s.closing.Load() {
+			return true
+		}
+		n := maxFrameHeader + len(msg)
+		if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.handOff() {
+			return false
+		}
+		if n <= batchBytes {
+			if s.lb == nil {
+				s.lbp = batchBufs.Get().(*[]byte)
+				s.lb = (*s.lbp)[:0]
+			}
+			s.lb = appendHeader(s.lb, typ, len(msg), nil)
+			s.lb = append(s.lb, msg...)
+			s.lbn++
+			return true
+		}
+	}
+	s.scratch = nil // the queue has it
+	return s.put(outMsg{typ: typ, data: msg, buf: bp, backend: true}, fromBackendReader)
 }
 
 // handOff queues the backend reader's batch (lb), its messages framed, as
