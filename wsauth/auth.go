@@ -160,6 +160,7 @@ func (s *session) authenticate(id Identity) bool {
 	s.mu.Lock()
 	s.id = id
 	s.mu.Unlock()
+	s.polValid = false
 	bc, code := s.dialBackend()
 	if bc == nil {
 		s.closeAfterQueued(code)

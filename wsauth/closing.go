@@ -61,6 +61,7 @@ func (s *session) teardown() {
 		s.closeClient(s.stopCode) // if the writer has not yet
 	}
 	s.ending.Store(true)
+	s.reportRelayed()
 	s.cancel()
 	s.mu.Lock()
 	s.ended = true // the supervisor leaves the session alone

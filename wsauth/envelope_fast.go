@@ -16,7 +16,7 @@ import (
 // An ASCII message is valid UTF-8, and without escapes no string can hold
 // a lone surrogate: what it accepts, the decoder accepts, with the same
 // member values (FuzzScan checks both ways on every input).
-func scanFast(msg []byte) (env Envelope, ok bool) {
+func scanFast(msg []byte, topic *string) (env Envelope, ok bool) {
 	i := skipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
 		return env, false
@@ -33,10 +33,8 @@ func scanFast(msg []byte) (env Envelope, ok bool) {
 			if !ok {
 				return env, false
 			}
-			// The receiver is nil: classify and member need a
-			// scanState only to decode escapes, and there are none.
-			var s *scanState
-			field, reason := s.classify(msg[i:j])
+			field, reason := classifyName(msg[i+1:j-1], false) // no escapes
+
 			if reason != "" {
 				return env, false
 			}
@@ -53,7 +51,7 @@ func scanFast(msg []byte) (env Envelope, ok bool) {
 				if env.Present&field != 0 {
 					return env, false
 				}
-				if reason := s.member(&env, field, msg[start:i:i]); reason != "" {
+				if reason := setMember(&env, field, msg[start:i:i], plainStr, topic); reason != "" {
 					return env, false
 				}
 				env.Present |= field

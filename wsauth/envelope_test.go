@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // scanAccepts are messages Scan takes, with what it must report; they
@@ -338,13 +339,13 @@ func TestScanFast(t *testing.T) {
 		`{"a":"unterminated`, `{"a":"0123456789abcdef0123`,
 	}
 	for _, m := range takes {
-		if _, ok := scanFast([]byte(m)); !ok {
+		if _, ok := scanFast([]byte(m), nil); !ok {
 			t.Errorf("scanFast left %q", m)
 		}
 		checkScanFast(t, []byte(m))
 	}
 	for _, m := range leaves {
-		if env, ok := scanFast([]byte(m)); ok {
+		if env, ok := scanFast([]byte(m), nil); ok {
 			t.Errorf("scanFast took %q: %+v", m, env)
 		}
 		checkScanFast(t, []byte(m))
@@ -357,5 +358,34 @@ func TestScanFast(t *testing.T) {
 			m := []byte(`{"Data":"` + string(s) + `"}`)
 			checkScanFast(t, m)
 		}
+	}
+}
+
+// TestScanReusesTopic: scan with a topic holder gives a Topic equal to
+// the one held as that very string, and holds each new one.
+func TestScanReusesTopic(t *testing.T) {
+	var held string
+	read := func(msg string) string {
+		t.Helper()
+		env, err := scan([]byte(msg), &held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env.Topic
+	}
+	a := read(`{"Controller":"Market","Topic":"Depth!BHP.ASX"}`)
+	b := read(`{"Controller":"Market","Topic":"Depth!BHP.ASX","Data":1}`)
+	if a != "Depth!BHP.ASX" || b != a || unsafe.StringData(a) != unsafe.StringData(b) || held != a {
+		t.Fatalf("topics %q %q, held %q: not the one string", a, b, held)
+	}
+	if c := read(`{"Topic":"Depth!CBA.ASX"}`); c != "Depth!CBA.ASX" || held != c {
+		t.Fatalf("topic %q, held %q", c, held)
+	}
+	if d := read(`{"Topic":"Dep\u0074h!CBA.ASX"}`); d != "Depth!CBA.ASX" {
+		t.Fatalf("escaped topic %q", d) // the decoder's, not held
+	}
+	msg := []byte(`{"Controller":"Market","Topic":"Depth!CBA.ASX"}`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = scan(msg, &held) }); n != 0 {
+		t.Fatalf("%v allocations for a topic held", n)
 	}
 }

@@ -373,7 +373,7 @@ func ownerNameTwice(data []byte) bool {
 // an escape, nested at most fastDepth deep, that the decoder accepts.
 func checkScanFast(t *testing.T, msg []byte) {
 	t.Helper()
-	fast, ok := scanFast(msg)
+	fast, ok := scanFast(msg, nil)
 	slow, err := scanDecoder(msg)
 	if ok {
 		if err != nil {

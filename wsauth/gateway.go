@@ -41,6 +41,7 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	closed   bool                  // Shutdown was called: no new sockets
+	shutCode int                   // its close code
 	sessions map[*session]struct{} // live sessions
 	wg       sync.WaitGroup        // one per live session
 	stopSup  context.CancelFunc    // ends the supervisor; nil until it runs
@@ -151,11 +152,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the Upgrader has answered
 	}
 	s := newSession(g, conn, r, version, hasVersion)
-	if !g.track(s) {
+	if code, ok := g.track(s); !ok {
+		// Upgraded while Shutdown ran: closed as the live ones are.
 		if id == nil {
 			g.unauth.Add(-1)
 		}
-		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), deadline(g.cfg.WriteTimeout))
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.WriteTimeout))
 		_ = conn.Close()
 		return
 	}
@@ -229,11 +231,13 @@ func (g *Gateway) checkOrigin(r *http.Request) bool {
 	return false
 }
 
-func (g *Gateway) track(s *session) bool {
+// track adds s to the live sessions; after Shutdown it does not, and gives
+// Shutdown's close code.
+func (g *Gateway) track(s *session) (int, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return false
+		return g.shutCode, false
 	}
 	g.sessions[s] = struct{}{}
 	if g.stopSup == nil {
@@ -242,7 +246,7 @@ func (g *Gateway) track(s *session) bool {
 		g.supDone = make(chan struct{})
 		go g.supervise(ctx, g.supDone)
 	}
-	return true
+	return 0, true
 }
 
 func (g *Gateway) untrack(s *session) {
@@ -251,15 +255,17 @@ func (g *Gateway) untrack(s *session) {
 	g.mu.Unlock()
 }
 
-// Shutdown refuses new sockets and closes every live one with code: 1001
-// (websocket.CloseGoingAway) when the process exits, 1012
-// (websocket.CloseServiceRestart) on a config reload; the Caddy glue
-// decides, and when. It returns once every session and the supervisor
+// Shutdown refuses new sockets and closes every live one (and one whose
+// upgrade it overtakes) with code: 1001 (websocket.CloseGoingAway) when
+// the process exits, 1012 (websocket.CloseServiceRestart) on a config
+// reload; the Caddy glue decides, and when. It returns once every session and the supervisor
 // have ended, which the close handshake bounds (WriteTimeout and
 // CloseGrace).
 func (g *Gateway) Shutdown(code int) {
 	g.mu.Lock()
-	g.closed = true
+	if !g.closed {
+		g.closed, g.shutCode = true, code
+	}
 	live := make([]*session, 0, len(g.sessions))
 	for s := range g.sessions {
 		live = append(live, s)

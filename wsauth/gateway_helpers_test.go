@@ -124,13 +124,13 @@ func (m *fakeMetrics) Auth(a AuthMethod, r string) {
 	m.auth[string(a)+"/"+r]++
 	m.mu.Unlock()
 }
-func (m *fakeMetrics) Relayed(c string) { m.mu.Lock(); m.relayed[c]++; m.mu.Unlock() }
-func (m *fakeMetrics) Denied(c string)  { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
-func (m *fakeMetrics) Delivered(n int)  { m.mu.Lock(); m.deliv += n; m.mu.Unlock() }
-func (m *fakeMetrics) SlowClient()      { m.mu.Lock(); m.slow++; m.mu.Unlock() }
-func (m *fakeMetrics) Reauthenticated() { m.mu.Lock(); m.reauth++; m.mu.Unlock() }
-func (m *fakeMetrics) Lapsed(r string)  { m.mu.Lock(); m.lapsed[r]++; m.mu.Unlock() }
-func (m *fakeMetrics) Limited(k string) { m.mu.Lock(); m.limited[k]++; m.mu.Unlock() }
+func (m *fakeMetrics) Relayed(c string, n int) { m.mu.Lock(); m.relayed[c] += n; m.mu.Unlock() }
+func (m *fakeMetrics) Denied(c string)         { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
+func (m *fakeMetrics) Delivered(n int)         { m.mu.Lock(); m.deliv += n; m.mu.Unlock() }
+func (m *fakeMetrics) SlowClient()             { m.mu.Lock(); m.slow++; m.mu.Unlock() }
+func (m *fakeMetrics) Reauthenticated()        { m.mu.Lock(); m.reauth++; m.mu.Unlock() }
+func (m *fakeMetrics) Lapsed(r string)         { m.mu.Lock(); m.lapsed[r]++; m.mu.Unlock() }
+func (m *fakeMetrics) Limited(k string)        { m.mu.Lock(); m.limited[k]++; m.mu.Unlock() }
 func (m *fakeMetrics) Subscriptions(c string, d int) {
 	m.mu.Lock()
 	m.subs[c] += d

@@ -131,8 +131,8 @@ type Metrics interface {
 	Sessions(state State, delta int)
 	// Auth counts an authentication attempt and its result (AuthResult*).
 	Auth(method AuthMethod, result string)
-	// Relayed counts a client message forwarded to the backend.
-	Relayed(controller string)
+	// Relayed counts n client messages forwarded to the backend.
+	Relayed(controller string, n int)
 	// Denied counts a client message refused by the policy or before
 	// authentication.
 	Denied(controller string)
@@ -158,7 +158,7 @@ type nopMetrics struct{}
 
 func (nopMetrics) Sessions(State, int)       {}
 func (nopMetrics) Auth(AuthMethod, string)   {}
-func (nopMetrics) Relayed(string)            {}
+func (nopMetrics) Relayed(string, int)       {}
 func (nopMetrics) Denied(string)             {}
 func (nopMetrics) Delivered(int)             {}
 func (nopMetrics) SlowClient()               {}

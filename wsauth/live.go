@@ -113,6 +113,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, e
 	s.mu.Lock()
 	wasLive := s.authority == authLive
 	s.id = id
+	s.polValid = false
 	s.gen++
 	gen := s.gen
 	s.checkedAt = time.Now()

@@ -503,6 +503,7 @@ func (s *session) writeLoop() {
 // socket (beforeRead), so a message waits only while the reader has more
 // already read, and before it waits on anything else.
 func (s *session) flushBackend() {
+	s.reportRelayed()
 	if s.bw == nil || s.ending.Load() {
 		return
 	}

@@ -23,7 +23,8 @@ const CodeUnknown = "Operation.Unknown"
 // Goroutines and what they own:
 //   - the client reader (the ServeHTTP goroutine, run and everything it
 //     calls: readLoop, handle, the auth handlers, openBackend, teardown)
-//     owns state, authDeadline, readBy, unauthMsgs, clientCode, buf, lr, insecure,
+//     owns state, authDeadline, readBy, relLabel, relN, topic, the
+//     policy's cached answer (pol*), unauthMsgs, clientCode, buf, lr, insecure,
 //     limits and bucket, reads the client socket and writes the backend
 //     leg (under mu): its forwards are batched in the leg's frameConn and
 //     written before it next reads the client socket, or waits
@@ -70,6 +71,14 @@ type session struct {
 	state        State
 	authDeadline time.Time
 	readBy       time.Time // the read deadline extend set last
+	relLabel     string    // the controller label of the forwards not yet counted
+	relN         int       // how many (reportRelayed)
+	topic        string    // the last message's Topic, reused by the next alike (scan)
+	polOK        bool      // the policy's answer for polController and polTopic, polValid
+	polNeeded    string
+	polValid     bool
+	polCtl       string
+	polTopic     string
 	unauthMsgs   int
 	clientCode   int  // the close code the client sent, 0 if none
 	stopping     bool // closeAfterQueued was called: the reader only drains
@@ -319,7 +328,7 @@ func (s *session) handle(msg []byte) {
 			return
 		}
 	}
-	env, err := Scan(msg)
+	env, err := scan(msg, &s.topic)
 	if err != nil {
 		se, _ := errors.AsType[*ScanError](err)
 		if errors.Is(err, ErrInvalidUTF8) {
@@ -356,7 +365,7 @@ func (s *session) handle(msg []byte) {
 		s.reply(AppendError(nil, &env, CodeSession))
 		return
 	}
-	ok, needed := s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
+	ok, needed := s.allowed(&env)
 	if !ok {
 		s.deny(&env, "policy")
 		return
@@ -365,6 +374,17 @@ func (s *session) handle(msg []byte) {
 		s.g.log.Info("ws order message", s.messageFields(&env)...)
 	}
 	s.forward(msg, &env)
+}
+
+// allowed is the policy's answer for env under the session's scopes
+// (Policy.Allowed), kept for the next message with the same Controller
+// and Topic until the identity changes (polValid). Client reader only.
+func (s *session) allowed(env *Envelope) (bool, string) {
+	if !s.polValid || env.Controller != s.polCtl || env.Topic != s.polTopic {
+		s.polOK, s.polNeeded = s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
+		s.polCtl, s.polTopic, s.polValid = env.Controller, env.Topic, true
+	}
+	return s.polOK, s.polNeeded
 }
 
 // deny answers env with Error/Authority, counts and logs it.

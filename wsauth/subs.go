@@ -106,7 +106,21 @@ func (s *session) forward(msg []byte, env *Envelope) {
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 		return
 	}
-	s.cfg.Metrics.Relayed(controllerLabel(env.Controller))
+	if label := controllerLabel(env.Controller); label != s.relLabel {
+		s.reportRelayed()
+		s.relLabel = label
+	}
+	s.relN++ // reported with the batch (flushBackend)
+}
+
+// reportRelayed counts the forwards not yet counted (Metrics.Relayed): a
+// run of messages for one controller label at once, not one at a time.
+// Client reader only.
+func (s *session) reportRelayed() {
+	if s.relN > 0 {
+		s.cfg.Metrics.Relayed(s.relLabel, s.relN)
+		s.relN = 0
+	}
 }
 
 // trackLocked records the Sub msg for k, replacing an earlier one; false

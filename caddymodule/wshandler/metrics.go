@@ -78,9 +78,9 @@ func controllerLabel(c string) string {
 }
 
 // counterCache holds a CounterVec's child per controller label, looked up
-// once: Relayed is counted for every message a client sends, and a
-// WithLabelValues (hashing the label, a lookup under the vector's lock)
-// per message shows in profiles. Each child is created on first use, so
+// once: Relayed is counted for every batch of messages a client sends, and
+// a WithLabelValues (hashing the label, a lookup under the vector's lock)
+// each time shows in profiles. Each child is created on first use, so
 // /metrics shows the same series as without the cache.
 type counterCache struct {
 	vec *prometheus.CounterVec
@@ -111,13 +111,13 @@ func (metrics) Sessions(state wsauth.State, delta int) {
 func (metrics) Auth(method wsauth.AuthMethod, result string) {
 	authResults.WithLabelValues(string(method), result).Inc()
 }
-func (metrics) Relayed(controller string) { relayedBy.get(controller).Inc() }
-func (metrics) Denied(controller string)  { deniedBy.get(controller).Inc() }
-func (metrics) Delivered(n int)           { delivered.Add(float64(n)) }
-func (metrics) SlowClient()               { slowClients.Inc() }
-func (metrics) Reauthenticated()          { reauthentications.Inc() }
-func (metrics) Lapsed(reason string)      { lapses.WithLabelValues(reason).Inc() }
-func (metrics) Limited(kind string)       { limited.WithLabelValues(kind).Inc() }
+func (metrics) Relayed(controller string, n int) { relayedBy.get(controller).Add(float64(n)) }
+func (metrics) Denied(controller string)         { deniedBy.get(controller).Inc() }
+func (metrics) Delivered(n int)                  { delivered.Add(float64(n)) }
+func (metrics) SlowClient()                      { slowClients.Inc() }
+func (metrics) Reauthenticated()                 { reauthentications.Inc() }
+func (metrics) Lapsed(reason string)             { lapses.WithLabelValues(reason).Inc() }
+func (metrics) Limited(kind string)              { limited.WithLabelValues(kind).Inc() }
 func (metrics) Subscriptions(controller string, delta int) {
 	subscriptions.WithLabelValues(controllerLabel(controller)).Add(float64(delta))
 }
