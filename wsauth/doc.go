@@ -38,10 +38,10 @@
 // (the connection's reader). A Policy is immutable once built and safe for
 // concurrent use; a PolicyConfig is a value not to be changed while
 // NewPolicy reads it. A Gateway is safe for concurrent use; each socket
-// has a client reader (the ServeHTTP goroutine, which also writes the
-// backend leg), a client writer and, once authenticated, a backend
-// reader (which also writes the client, when it can); one supervisor per
-// Gateway walks the authenticated sessions.
+// has a client reader (a goroutine ServeHTTP starts before it returns; it
+// also writes the backend leg), a client writer and, once authenticated,
+// a backend reader (which also writes the client, when it can); one
+// supervisor per Gateway walks the authenticated sessions.
 // The session type says which owns what, and what its lock guards.
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it

@@ -21,11 +21,12 @@ const CodeUnknown = "Operation.Unknown"
 // session is one client socket and, once authenticated, its backend leg.
 //
 // Goroutines and what they own:
-//   - the client reader (the ServeHTTP goroutine, run and everything it
-//     calls: readLoop, handle, the auth handlers, openBackend, teardown)
-//     owns state, authDeadline, readBy, relLabel, relN, topic, the
-//     policy's cached answer (pol*), unauthMsgs, clientCode, buf, lr, insecure,
-//     limits and bucket, reads the client socket and writes the backend
+//   - the client reader (the goroutine ServeHTTP starts, or ServeHTTP's
+//     own on an extended CONNECT: run and everything it calls: readLoop,
+//     handle, the auth handlers, openBackend, teardown) owns state,
+//     authDeadline, readBy, relLabel, relN, topic, the policy's cached
+//     answer (pol*), unauthMsgs, clientCode, buf, lr, insecure, limits
+//     and bucket, reads the client socket and writes the backend
 //     leg (under mu): its forwards are batched in the leg's frameConn and
 //     written before it next reads the client socket, or waits
 //     (flushBackend);
@@ -178,7 +179,9 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 		s.query = "version=" + version // its form is checked: nothing to escape
 	}
 	s.insecure = g.cfg.RequireTLS && !g.cfg.Secure(r)
-	s.ctx, s.cancel = context.WithCancel(r.Context())
+	// The request's values, not its cancellation: the request ends at the
+	// upgrade (ServeHTTP returns), the session later.
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
 	return s
 }
 
