@@ -43,7 +43,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			case s.dead.Load() || s.closing.Load():
 			case s.ownSent.Load() && answersGateway(msg):
 			default:
-				if len(s.lb)+maxFrameHeader+n > batchBytes && !s.handOff() {
+				if len(s.lb)+maxFrameHeader+n > batchBytes && !s.flushLB() {
 					return
 				}
 				if s.lb == nil {

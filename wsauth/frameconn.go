@@ -20,10 +20,10 @@ import (
 // frameConn is a leg's connection, under gorilla's Conn: the client's (as
 // hijacked) or the backend's (as dialed). It lets the session write whole
 // data frames of its own, batched into one write(2) (appendFrame, then
-// flush), and run a hook before each read from the socket (beforeRead),
-// where the session flushes what it batched for the other leg: a message
-// waits in a batch only while its writer has more already read to
-// process.
+// flush), and run hooks before each read from the socket (beforeRead) and
+// when the socket has nothing to read, before waiting (idle), where the
+// session flushes what it batched for the other leg: a message waits in a
+// batch only while its writer has more to read and process.
 //
 // Gorilla's own writes (the handshake, control frames from any goroutine,
 // compressed data frames) come through Write, at once: the batch written
@@ -39,9 +39,12 @@ type frameConn struct {
 	client  bool          // frames are masked: the gateway is the client (the backend leg)
 	timeout time.Duration // bounds one flush (Config.WriteTimeout)
 
-	// beforeRead, when set, runs before each read from the socket. Set
-	// once, before the connection's reader starts; called by it only.
+	// beforeRead, when set, runs before each read from the socket; idle
+	// when the socket has nothing to read, before the reader waits for it
+	// (on a TCP socket; else before each read too). Set once, before the
+	// connection's reader starts; called by it only.
 	beforeRead func()
+	idle       func()
 
 	// The read side, the connection's reader's only. On a TCP socket
 	// (rc), reads take up to readChunk bytes at once into a readBufs
@@ -97,7 +100,8 @@ const readChunk = 32 << 10
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
 // Read gives what an earlier read of the socket left, or else reads the
-// socket, after beforeRead, and notes when (readAt). During the backend
+// socket (fill; without rc, after beforeRead and idle), and notes when
+// (readAt). During the backend
 // leg's handshake (handshake), it gives at most a line at a time, so
 // gorilla's buffer holds nothing past the 101's header once Dial returns:
 // what follows is the frame reader's (backendFrames).
@@ -106,6 +110,9 @@ func (c *frameConn) Read(p []byte) (int, error) {
 		if c.rc == nil || len(p) >= readChunk {
 			if c.beforeRead != nil {
 				c.beforeRead()
+			}
+			if c.idle != nil {
+				c.idle()
 			}
 			n, err := c.Conn.Read(p)
 			c.readAt = time.Now()
@@ -163,7 +170,8 @@ func (c *frameConn) need(n int) ([]byte, error) {
 	return (*c.rbuf)[c.rpos : c.rpos+n], nil
 }
 
-// fill reads the TCP socket once (after beforeRead, noting readAt),
+// fill reads the TCP socket once (after beforeRead; idle runs if it has
+// to wait; readAt notes when it returned),
 // adding to what is buffered: into a readBufs buffer taken only once the
 // socket is readable when nothing is buffered (an idle connection holds
 // none), else after the bytes buffered, moved to the buffer's start. Its
@@ -202,8 +210,8 @@ func (c *frameConn) fill() error {
 
 // tryRead is fill's read, for rc.Read: it reads into the buffer, after
 // its bytes, taking one when there is none; when nothing is there it
-// gives a buffer it took back and has rc.Read wait until the socket is
-// readable.
+// gives a buffer it took back, runs idle, and has rc.Read wait until the
+// socket is readable.
 func (c *frameConn) tryRead(fd uintptr) bool {
 	took := c.rbuf == nil
 	if took {
@@ -219,6 +227,9 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 		if took {
 			readBufs.Put(c.rbuf)
 			c.rbuf = nil
+		}
+		if c.idle != nil {
+			c.idle() // before waiting
 		}
 		return false
 	}

@@ -64,9 +64,9 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 // (answersGateway), which it drops. Until the gateway has sent the backend
 // a message of its own (ownSent) there is no such answer, and the search
 // is skipped. It writes what it queued to the client itself, batched,
-// before each read from the backend socket (drain, the backend leg's
-// beforeRead): a message waits only while the reader has more already
-// read, and no other goroutine is woken per message. It waits on the
+// when the backend socket has nothing more to read (backendIdle, the
+// backend leg's idle) or a batch is full: a message waits only while the
+// reader has more to read, and no other goroutine is woken per message. It waits on the
 // client only for that write, or while this client's queue is full and
 // another goroutine writes it, WriteTimeout at most, after which the
 // client is closed as not reading (put, clientWriteFailed). When the
@@ -114,7 +114,7 @@ func (s *session) relayBackend(typ int, batch bool) bool {
 			return true
 		}
 		n := maxFrameHeader + len(msg)
-		if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.handOff() {
+		if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.flushLB() {
 			return false
 		}
 		if n <= batchBytes {
@@ -144,18 +144,29 @@ func (s *session) handOff() bool {
 	return s.put(m, fromBackendReader)
 }
 
-// beforeBackendRead runs before each read from the backend socket (the
-// backend leg's frameConn): it queues the reader's batch (handOff) and
-// writes the queue to the client (drain); between messages the reader
-// gives back its message buffer, so an idle session holds none. Backend
-// reader only.
-func (s *session) beforeBackendRead() {
+// backendIdle runs when the backend socket has nothing to read, before
+// the reader waits (the backend leg's idle): it queues the reader's batch
+// (handOff) and writes the queue to the client (drain); between messages
+// the reader gives back its message buffer, so an idle session holds
+// none. Backend reader only.
+func (s *session) backendIdle() {
 	if !s.reading && s.scratch != nil {
 		releaseBuf(s.scratch)
 		s.scratch = nil
 	}
 	s.handOff()
 	s.drain()
+}
+
+// flushLB queues the reader's batch, full, and writes the queue (the
+// reader does not wait for its socket to run dry when there is a batch's
+// worth). false when the session is done. Backend reader only.
+func (s *session) flushLB() bool {
+	if !s.handOff() {
+		return false
+	}
+	s.drain()
+	return true
 }
 
 // readAll appends what r holds, to its end, to b.
@@ -240,7 +251,8 @@ func sendableCloseCode(code int) bool {
 // client writer, woken (wake) by the other producers when nobody is
 // flushing. The flusher holds no lock while it writes. The backend reader
 // frames its messages itself, into a batch of its own (lb), which it
-// queues as one entry before it reads the backend again (handOff).
+// queues as one entry (handOff) when the backend has nothing more to read
+// or the batch is full.
 
 // producer is who queues a message, for put.
 type producer uint8
@@ -252,7 +264,7 @@ const (
 )
 
 // put queues m for the client. The backend reader's messages are written
-// by the backend reader itself (drain, before its next read); other
+// by the backend reader itself (drain, when its socket runs dry); other
 // producers wake the client writer unless a flusher is at work. When the
 // queue is full (in messages, or in bytes) the backend reader drains it
 // itself when nobody else is; otherwise the producer waits for room, at
@@ -499,9 +511,10 @@ func (s *session) writeLoop() {
 }
 
 // flushBackend writes the client's messages batched for the backend leg
-// (forward appends them). Client reader only: before it reads the client
-// socket (beforeRead), so a message waits only while the reader has more
-// already read, and before it waits on anything else.
+// (forward appends them; a full batch is written at once). Client reader
+// only: when the client socket has nothing more to read, before it waits
+// (the client leg's idle), so a message waits only while the reader has
+// more to read, and before it waits on anything else.
 func (s *session) flushBackend() {
 	s.reportRelayed()
 	if s.bw == nil || s.ending.Load() {

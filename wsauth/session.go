@@ -26,14 +26,15 @@ const CodeUnknown = "Operation.Unknown"
 //     handle, the auth handlers, openBackend, teardown) owns state,
 //     authDeadline, readBy, relLabel, relN, topic, the policy's cached
 //     answer (pol*), unauthMsgs, clientCode, buf, lr, insecure, limits
-//     and bucket, reads the client socket and writes the backend
-//     leg (under mu): its forwards are batched in the leg's frameConn and
-//     written before it next reads the client socket, or waits
-//     (flushBackend);
-//   - the backend reader (backendLoop) owns scratch, reading, lb, lbp and
-//     lbn; it reads the backend leg, frames its messages into a batch of
-//     its own (lb), and before it next reads the backend queues the batch
-//     (handOff) and writes the queue to the client itself (drain);
+//     and bucket, reads the client socket and writes the backend leg
+//     (under mu): its forwards are batched in the leg's frameConn and
+//     written when the client socket has nothing more to read, or before
+//     the reader waits on anything else (flushBackend);
+//   - the backend reader (backendLoop, backendFrames) owns scratch,
+//     reading, lb, lbp and lbn; it reads the backend leg, frames its
+//     messages into a batch of its own (lb), and when the backend socket
+//     has nothing more to read queues the batch (handOff) and writes the
+//     queue to the client itself (drain);
 //   - the client writer (writeLoop) writes the queue when another producer
 //     (a reply, a push, a close) finds nobody writing it, and pings; it
 //     owns nothing;
@@ -173,7 +174,7 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 	}
 	if cw, ok := cc.NetConn().(*frameConn); ok {
 		s.cw = cw
-		cw.beforeRead = s.beforeRead
+		cw.beforeRead, cw.idle = s.extend, s.flushBackend
 	}
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape
@@ -215,7 +216,7 @@ func (s *session) readLoop() {
 	})
 	for {
 		if s.cw == nil {
-			s.extend() // else before each read from the socket (beforeRead)
+			s.extend() // else before each read from the socket (cw.beforeRead)
 		}
 		typ, r, err := cc.NextReader()
 		if err != nil {
@@ -256,14 +257,6 @@ func (s *session) readLoop() {
 func isConnError(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
-}
-
-// beforeRead runs before each read from the client socket (the client
-// frameConn's): it sets the read deadline for it, and writes what the
-// reader batched for the backend (flushBackend). Client reader only.
-func (s *session) beforeRead() {
-	s.extend()
-	s.flushBackend()
 }
 
 // now is the time the client's last bytes arrived (the last read from its
