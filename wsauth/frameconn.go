@@ -427,6 +427,28 @@ func (c *frameConn) appendFrames(b []byte, bp *[]byte) error {
 	return nil
 }
 
+// writeFrames writes b, whole frames, after the batch so far, at once,
+// within timeout. b is held in bp, a batchBufs buffer, which goes back to
+// the pool.
+func (c *frameConn) writeFrames(b []byte, bp *[]byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() {
+		*bp = b[:0]
+		batchBufs.Put(bp)
+	}()
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.closeSent:
+		return websocket.ErrCloseSent
+	case len(c.pending) > 0:
+		c.pending = append(c.pending, b...)
+		return c.flushLocked()
+	}
+	return c.writeLocked(b, c.flushDeadlineLocked())
+}
+
 // flush writes the batch, within timeout.
 func (c *frameConn) flush() error {
 	c.mu.Lock()

@@ -154,8 +154,41 @@ func (s *session) backendIdle() {
 		releaseBuf(s.scratch)
 		s.scratch = nil
 	}
+	if len(s.lb) > 0 && s.writeLB() {
+		return
+	}
 	s.handOff()
 	s.drain()
+}
+
+// writeLB is handOff and drain's short cut when the queue is empty and
+// nobody is writing it, as it is most of the time: the reader, flusher,
+// writes its batch at once, without queueing it. false when it could
+// not. Backend reader only.
+func (s *session) writeLB() bool {
+	s.omu.Lock()
+	if s.qn != 0 || s.flushing {
+		s.omu.Unlock()
+		return false
+	}
+	s.flushing = true
+	s.omu.Unlock()
+	n := s.lbn
+	err := s.cw.writeFrames(s.lb, s.lbp)
+	s.lb, s.lbp, s.lbn = nil, nil, 0
+	if err != nil {
+		s.clientWriteFailed(err)
+	} else {
+		s.cfg.Metrics.Delivered(n)
+	}
+	s.omu.Lock()
+	s.flushing = false
+	more := s.qn != 0
+	s.omu.Unlock()
+	if more {
+		s.drain() // queued meanwhile
+	}
+	return true
 }
 
 // flushLB queues the reader's batch, full, and writes the queue (the
