@@ -235,8 +235,9 @@ func digits(b []byte, i int) int {
 
 // fastString is the index just past the string at b[i] (a '"'); ok is
 // false unless it holds only printable ASCII and DEL, no escape: the
-// bytes scanFast takes. The closing quote is found first (bytes.IndexByte,
-// vectorized), then the bytes before it are checked sixteen at a time: a
+// bytes scanFast takes. Past its first sixteen bytes, the closing quote is
+// found first (bytes.IndexByte, vectorized), then the bytes before it are
+// checked sixteen at a time: a
 // word's bytes below 0x20, at or above 0x80, or equal to '\' are found at
 // once (SWAR).
 func fastString(b []byte, i int) (int, bool) {
@@ -245,12 +246,22 @@ func fastString(b []byte, i int) (int, bool) {
 		highs = 0x8080808080808080
 		bs    = '\\' * ones
 	)
-	end := bytes.IndexByte(b[i+1:], '"')
+	// A short string (a name, most values) byte by byte.
+	j := i + 1
+	for lim := min(len(b), j+16); j < lim; j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20 || c >= 0x80 || c == '\\':
+			return j, false
+		}
+	}
+	end := bytes.IndexByte(b[j:], '"')
 	if end < 0 {
 		return i, false
 	}
-	end += i + 1
-	body := b[i+1 : end]
+	end += j
+	body := b[j:end]
 	k := 0
 	for ; len(body)-k >= 16; k += 16 {
 		w := binary.LittleEndian.Uint64(body[k:])

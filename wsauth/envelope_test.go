@@ -350,13 +350,16 @@ func TestScanFast(t *testing.T) {
 		}
 		checkScanFast(t, []byte(m))
 	}
-	// Every special byte at every offset of a word, and around it.
+	// Every special byte at every offset of a string read byte by byte,
+	// or sixteen at a time after its first sixteen.
 	for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xc3} {
-		for i := range 20 {
-			s := []byte(strings.Repeat("a", 20))
-			s[i] = c
-			m := []byte(`{"Data":"` + string(s) + `"}`)
-			checkScanFast(t, m)
+		for _, n := range []int{20, 70} {
+			for i := range n {
+				s := []byte(strings.Repeat("a", n))
+				s[i] = c
+				m := []byte(`{"Data":"` + string(s) + `"}`)
+				checkScanFast(t, m)
+			}
 		}
 	}
 }
