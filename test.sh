@@ -13,11 +13,15 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 
 if [ "${SKIP_INSTALL:-}" != 1 ]; then
 	step "installing test dependencies"
-	# Node.js and npm run the openid-client interoperability test.
-	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	# Node.js and npm run the openid-client interoperability test; Debian's
+	# Chromium runs the browser flows' headless-browser tests.
+	missing=
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing="$missing nodejs npm"; fi
+	if ! command -v chromium >/dev/null; then missing="$missing chromium"; fi
+	if [ -n "$missing" ]; then
 		if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
 		$SUDO apt-get update -q
-		$SUDO apt-get install -y -q nodejs npm
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
 	fi
 	(cd integration/node && npm ci --no-audit --no-fund --loglevel=error)
 	if ! command -v staticcheck >/dev/null; then

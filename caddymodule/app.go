@@ -55,6 +55,20 @@ type App struct {
 	// IDTokenLifetime is how long ID tokens live. Default 5m.
 	IDTokenLifetime caddy.Duration `json:"id_token_lifetime,omitempty"`
 
+	// CodeLifetime is how long an authorization code may be exchanged at
+	// the token endpoint. Default 60s. A longer lifetime gives a stolen
+	// code more time.
+	CodeLifetime caddy.Duration `json:"code_lifetime,omitempty"`
+
+	// SessionIdleTimeout is how long a browser's login session (the
+	// session cookie of the login page) lasts unused. Default 10h.
+	SessionIdleTimeout caddy.Duration `json:"session_idle_timeout,omitempty"`
+
+	// SessionLifetime is how long a login session lasts at most, however
+	// often it is used; then the user logs in again. Default 7 days
+	// (168h).
+	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
+
 	// RefreshToken is the default refresh-token policy; each client may
 	// override it. Defaults: see RefreshToken.
 	RefreshToken *RefreshToken `json:"refresh_token,omitempty"`

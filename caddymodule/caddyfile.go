@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -22,10 +23,13 @@ func init() {
 //			issuer <url>
 //			audience <name>
 //			store sqlite [<path>]          # or a block: store sqlite { path <p> }
-//			store postgres <dsn>           # or a block: store postgres { dsn_env <variable>; max_conns <n> }
+//			store postgres <dsn>           # or a block: store postgres { dsn_env <variable>; max_conns <n>; revocation_notify on|off }
 //			users_file <path>
 //			access_token_lifetime <duration>
 //			id_token_lifetime <duration>
+//			code_lifetime <duration>
+//			session_idle_timeout <duration>
+//			session_lifetime <duration>
 //			refresh_token {
 //				grace <duration>
 //				sliding_lifetime <duration>
@@ -46,6 +50,9 @@ func init() {
 //				allowed_origins <origin>...
 //				redirect_uris <uri>...
 //				introspect
+//				require_consent
+//				allow_plain_pkce
+//				jwks <json>                # a JWK Set, e.g. in backquotes
 //			}
 //			api_resource <name> {
 //				secret_sha256 <hex>...
@@ -110,6 +117,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			app.AccessTokenLifetime, err = cfutil.DurationArg(d)
 		case "id_token_lifetime":
 			app.IDTokenLifetime, err = cfutil.DurationArg(d)
+		case "code_lifetime":
+			app.CodeLifetime, err = cfutil.DurationArg(d)
+		case "session_idle_timeout":
+			app.SessionIdleTimeout, err = cfutil.DurationArg(d)
+		case "session_lifetime":
+			app.SessionLifetime, err = cfutil.DurationArg(d)
 		case "refresh_token":
 			app.RefreshToken, err = parseRefreshToken(d)
 		case "uniform_error_status":
@@ -190,12 +203,33 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			err = cfutil.AppendArgs(d, &c.RedirectURIs)
 		case "introspect":
 			c.Introspect, err = cfutil.Flag(d)
+		case "require_consent":
+			c.RequireConsent, err = cfutil.Flag(d)
+		case "allow_plain_pkce":
+			c.AllowPlainPKCE, err = cfutil.Flag(d)
+		case "jwks":
+			c.JWKS, err = parseJWKS(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}
 		return err
 	})
 	return c, err
+}
+
+// parseJWKS parses `jwks <json>`: one argument holding a JSON object.
+func parseJWKS(d *caddyfile.Dispenser) (json.RawMessage, error) {
+	v, err := cfutil.OneArg(d)
+	if err != nil {
+		return nil, err
+	}
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(v), &set); err != nil || set.Keys == nil {
+		return nil, d.Errf("jwks: not a JWK Set (a JSON object with keys): %v", err)
+	}
+	return json.RawMessage(v), nil
 }
 
 // parseRefreshToken parses `refresh_token { ... }`.

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -30,6 +31,9 @@ func (a *App) IdentityConfig() (identity.Config, error) {
 		HSTS:                    a.HSTS,
 		PasswordHashConcurrency: a.PasswordHashConcurrency,
 		Lockout:                 a.Lockout.policy(),
+		CodeLifetime:            time.Duration(a.CodeLifetime),
+		SessionIdleTimeout:      time.Duration(a.SessionIdleTimeout),
+		SessionLifetime:         time.Duration(a.SessionLifetime),
 		Logger:                  a.logger,
 	}
 	var err error
@@ -121,6 +125,23 @@ type Client struct {
 	// Introspect allows the client to call the introspection endpoint.
 	// Default false.
 	Introspect bool `json:"introspect,omitempty"`
+
+	// RequireConsent shows the user a consent page, naming the client and
+	// the scopes it asks for, before the authorization endpoint answers
+	// the client; the answer is remembered per user and client, for the
+	// scopes allowed. Default false (a first-party client).
+	RequireConsent bool `json:"require_consent,omitempty"`
+
+	// AllowPlainPKCE lets the client send code_challenge_method=plain
+	// (RFC 7636), which protects a code only where the challenge cannot be
+	// seen. Default false: S256 only. Public clients must use PKCE.
+	AllowPlainPKCE bool `json:"allow_plain_pkce,omitempty"`
+
+	// JWKS is a JWK Set (a JSON object with "keys") of the public keys the
+	// client signs request objects with (OpenID Connect Core §6.1), RSA
+	// for RS256 or P-256 for ES256, each with a kid. Default: none, and
+	// only unsigned request objects are accepted from the client.
+	JWKS json.RawMessage `json:"jwks,omitempty"`
 }
 
 // identityClient converts c.
@@ -142,6 +163,9 @@ func (c *Client) identityClient() (clients.Config, error) {
 		AllowedOrigins:      c.AllowedOrigins,
 		RedirectURIs:        c.RedirectURIs,
 		Introspect:          c.Introspect,
+		RequireConsent:      c.RequireConsent,
+		AllowPlainPKCE:      c.AllowPlainPKCE,
+		RequestObjectJWKS:   []byte(c.JWKS),
 	}, nil
 }
 

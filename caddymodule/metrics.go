@@ -48,6 +48,8 @@ var (
 		"Fetches of remote key sets, by result (success, failure).", []string{"result"}, nil)
 	revocationsStaleDesc = prometheus.NewDesc("gatehouse_revocations_stale",
 		"1 when the last refresh of a verifier's revocation list failed (the previous list still applies), else 0.", nil, nil)
+	revocationNoticesDesc = prometheus.NewDesc("gatehouse_revocation_notices_total",
+		"Reads of the revocation list on a notice from a shared store (a revocation on any instance, or the store's listener connecting again).", nil, nil)
 )
 
 // metricsOther replaces a label value outside the known set.
@@ -56,7 +58,7 @@ const metricsOther = "other"
 // knownEndpoints are the endpoint label values counted by name.
 var knownEndpoints = []string{
 	"token", "introspection", "revocation", "userinfo", "jwks",
-	"authorization", "end-session", "check-session", "device-authorization",
+	"authorization", "login", "consent", "end-session", "check-session", "device-authorization",
 }
 
 // registerTokenMetrics registers the token counters in reg, once.
@@ -149,14 +151,16 @@ func (c *verifierCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- verificationsDesc
 	ch <- jwksFetchesDesc
 	ch <- revocationsStaleDesc
+	ch <- revocationNoticesDesc
 }
 
 // Collect implements prometheus.Collector.
 func (c *verifierCollector) Collect(ch chan<- prometheus.Metric) {
 	outcomes := map[string]int64{"cache_hit": 0, "verified": 0}
-	stale := 0.0
+	stale, notices := 0.0, int64(0)
 	for _, v := range c.verifiers {
 		s := v.Stats()
+		notices += s.RevocationNotices
 		outcomes["cache_hit"] += s.CacheHits
 		outcomes["verified"] += s.CacheMisses
 		for reason, n := range s.Refused {
@@ -175,6 +179,7 @@ func (c *verifierCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(jwksFetchesDesc, prometheus.CounterValue, float64(failures), "failure")
 	}
 	ch <- prometheus.MustNewConstMetric(revocationsStaleDesc, prometheus.GaugeValue, stale)
+	ch <- prometheus.MustNewConstMetric(revocationNoticesDesc, prometheus.CounterValue, float64(notices))
 }
 
 // Interface guards

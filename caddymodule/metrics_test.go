@@ -98,6 +98,7 @@ func TestVerifierCollector(t *testing.T) {
 		"gatehouse_verifications_total/cache_hit": 2,
 		"gatehouse_verifications_total/malformed": 2,
 		"gatehouse_revocations_stale":             0,
+		"gatehouse_revocation_notices_total":      0, // a SQLite store sends none
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (present %t), want %v", key, v, ok, want)

@@ -57,6 +57,9 @@ func (a *App) checkRemoteOnly() error {
 	}{
 		{"access_token_lifetime", a.AccessTokenLifetime != 0},
 		{"id_token_lifetime", a.IDTokenLifetime != 0},
+		{"code_lifetime", a.CodeLifetime != 0},
+		{"session_idle_timeout", a.SessionIdleTimeout != 0},
+		{"session_lifetime", a.SessionLifetime != 0},
 		{"refresh_token", a.RefreshToken != nil},
 		{"uniform_error_status", a.UniformErrorStatus},
 		{"hsts", a.HSTS != ""},
@@ -90,6 +93,9 @@ func (a *App) checkDurations() error {
 	}{
 		{"access_token_lifetime", a.AccessTokenLifetime},
 		{"id_token_lifetime", a.IDTokenLifetime},
+		{"code_lifetime", a.CodeLifetime},
+		{"session_idle_timeout", a.SessionIdleTimeout},
+		{"session_lifetime", a.SessionLifetime},
 	}
 	if r := a.RefreshToken; r != nil {
 		durations = append(durations, struct {

@@ -84,10 +84,21 @@ type Config struct {
 	APIResources []clients.APIResource
 
 	// PurgeInterval is how often expired refresh families, access-token
-	// records, revocations and stale failure counters are removed from
-	// the store. Default 10m; negative disables the purge (another
-	// instance sharing the store may do it).
+	// records, revocations, stale failure counters and (with a browser
+	// store) expired sessions, codes and consents are removed from the
+	// store. Default 10m; negative disables the purge (another instance
+	// sharing the store may do it).
 	PurgeInterval time.Duration
+
+	// CodeLifetime is how long an authorization code may be exchanged.
+	// Default 60s (tokens.DefaultCodeLifetime).
+	CodeLifetime time.Duration
+	// SessionIdleTimeout is how long a browser's login session lasts
+	// unused. Default 10h.
+	SessionIdleTimeout time.Duration
+	// SessionLifetime is how long a login session lasts at most, however
+	// often it is used. Default 7 days.
+	SessionLifetime time.Duration
 
 	// Logger receives operational logs. Default: a no-op logger.
 	Logger *zap.Logger
@@ -105,7 +116,8 @@ type Metrics interface {
 	// TokenIssued counts a token response by grant type and client.
 	TokenIssued(grant, clientID string)
 	// RequestFailed counts a failed request by endpoint ("token",
-	// "introspection", "revocation", "userinfo") and error code.
+	// "introspection", "revocation", "userinfo", "authorization",
+	// "login", "consent") and error code.
 	RequestFailed(endpoint, code string)
 	// Lockout counts a (user, source) pair locked out.
 	Lockout()
@@ -121,8 +133,14 @@ func (cfg *Config) Validate() error {
 	if err := validateIssuer(cfg.Issuer); err != nil {
 		return err
 	}
-	if cfg.AccessTokenLifetime < 0 || cfg.IDTokenLifetime < 0 {
-		return errors.New("token lifetimes must not be negative")
+	if cfg.AccessTokenLifetime < 0 || cfg.IDTokenLifetime < 0 || cfg.CodeLifetime < 0 {
+		return errors.New("token and code lifetimes must not be negative")
+	}
+	if cfg.SessionIdleTimeout < 0 || cfg.SessionLifetime < 0 {
+		return errors.New("session lifetimes must not be negative")
+	}
+	if cfg.SessionIdleTimeout > 0 && cfg.SessionLifetime > 0 && cfg.SessionIdleTimeout > cfg.SessionLifetime {
+		return fmt.Errorf("session idle timeout %v exceeds the session lifetime %v", cfg.SessionIdleTimeout, cfg.SessionLifetime)
 	}
 	if cfg.PasswordHashConcurrency < 0 {
 		return fmt.Errorf("password hash concurrency must not be negative, got %d", cfg.PasswordHashConcurrency)

@@ -11,7 +11,7 @@ const module = "github.com/gatehouse/gatehouse/"
 
 // allowedImports is the import table of identity (README, "Architecture"):
 // each package may import only the identity packages listed for it.
-// Endpoint packages (grant, and later authorize, device, logout) never
+// Endpoint packages (grant, authorize, and later device, logout) never
 // import each other, and the leaves import nothing from identity.
 var allowedImports = map[string][]string{
 	"identity/oauth":                 {},
@@ -22,13 +22,17 @@ var allowedImports = map[string][]string{
 	"identity/store/storetest":       {"identity/store"},
 	"identity/verify":                {"identity/store"},
 	"identity/verify/verifytest":     {"identity/verify"},
-	"identity/clients":               {"identity/oauth"},
+	"identity/clients":               {"identity/oauth", "identity/verify"},
 	"identity/users":                 {"identity/store"},
 	"identity/keys":                  {"identity/store", "identity/verify"},
 	"identity/tokens":                {"identity/keys", "identity/clients", "identity/store", "identity/oauth"},
 	"identity/grant":                 {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store"},
+	"identity/web":                   {},
+	"identity/session":               {"identity/store"},
+	"identity/authorize": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
+		"identity/session", "identity/web"},
 	"identity": {"identity/oauth", "identity/clients", "identity/users", "identity/keys", "identity/tokens",
-		"identity/grant", "identity/store", "identity/verify"},
+		"identity/grant", "identity/authorize", "identity/session", "identity/web", "identity/store", "identity/verify"},
 }
 
 // TestImportTable fails when an identity package imports an identity

@@ -47,6 +47,13 @@ type Discovery struct {
 	SubjectTypesSupported              []string `json:"subject_types_supported"`
 	CodeChallengeMethodsSupported      []string `json:"code_challenge_methods_supported"`
 	RequestParameterSupported          bool     `json:"request_parameter_supported"`
+	// What OpenID Connect Discovery §3 would otherwise default wrongly
+	// (request_uri_parameter_supported defaults to true), and RFC 9207.
+	RequestObjectSigningAlgValuesSupported []string `json:"request_object_signing_alg_values_supported"`
+	RequestURIParameterSupported           bool     `json:"request_uri_parameter_supported"`
+	ClaimsParameterSupported               bool     `json:"claims_parameter_supported"`
+	AuthorizationResponseIssParameter      bool     `json:"authorization_response_iss_parameter_supported"`
+	PromptValuesSupported                  []string `json:"prompt_values_supported"`
 }
 
 func newDiscovery(issuer string, scopes []string) Discovery {
@@ -79,6 +86,11 @@ func newDiscovery(issuer string, scopes []string) Discovery {
 		SubjectTypesSupported:             []string{"public"},
 		CodeChallengeMethodsSupported:     []string{"plain", "S256"},
 		RequestParameterSupported:         true,
+		// Request objects: unsigned, or signed with a key the client
+		// registers (no HMAC: client secrets are kept only as hashes).
+		RequestObjectSigningAlgValuesSupported: []string{"none", "RS256", "ES256"},
+		AuthorizationResponseIssParameter:      true,
+		PromptValuesSupported:                  []string{"none", "login", "consent", "select_account"},
 	}
 }
 

@@ -1,16 +1,21 @@
 // Package identity is the OAuth 2.0 / OpenID Connect identity server:
 // Server, its Config, the route table, discovery and the JWKS, and the
 // token services around the token endpoint (userinfo, introspection,
-// revocation). NewServer builds the packages below from one Config and
-// routes to their handlers:
+// revocation). The browser flows are served when the store is also a
+// store.BrowserStore (browser.go); otherwise their endpoint answers 501.
+// NewServer builds the packages below from one Config and routes to their
+// handlers:
 //
 //	oauth     wire vocabulary (errors, form, scopes, Basic, CORS); a leaf
 //	clients   registered clients and API resources, client authentication
 //	users     password hashing, the users file, the password Checker
 //	keys      signing-key lifecycle, sealing, JWKS, signing
-//	tokens    claims, minting, refresh-token families
+//	tokens    claims, minting, refresh-token families, codes
 //	grant     the token endpoint, one file per grant
-//	store     the Store interface (role interfaces) and its backends
+//	authorize the authorization endpoint, its login and consent forms
+//	session   the login session's cookie and store, anti-forgery tokens
+//	web       the embedded HTML pages
+//	store     the Store interface (role interfaces), BrowserStore, backends
 //	verify    the one access-token check
 //
 // Endpoint packages never import each other, and nothing here imports

@@ -267,7 +267,7 @@ func hostileToken(t *testing.T, f *fixture, name string) string {
 // error of their own, never an empty success.
 func TestAdvertisedEndpointsNotYetBuilt(t *testing.T) {
 	f := newFixture(t)
-	for _, p := range []string{PathAuthorize, PathEndSession, PathCheckSession, PathDeviceAuthorize} {
+	for _, p := range []string{PathEndSession, PathCheckSession, PathDeviceAuthorize} {
 		for _, method := range []string{http.MethodGet, http.MethodPost} {
 			res := f.do(httptest.NewRequest(method, testIssuer+p, nil))
 			if res.status != http.StatusNotImplemented || res.str("error") == "" || res.str("error_description") == "" {

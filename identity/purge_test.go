@@ -70,3 +70,27 @@ func TestPurgeRunsPeriodically(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A purge pass also removes the browser flows' expired sessions and codes
+// (a code once its replay retention has passed).
+func TestPurgeBrowser(t *testing.T) {
+	m := &metricsRecorder{}
+	f := newFixture(t, withBrowserClients, func(c *Config) { c.Metrics = m; c.PurgeInterval = -1 })
+	b, code := loggedIn(t, f)
+	bs := browserStore(f.st)
+	f.srv.purge(t.Context())
+	if got := m.purges(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("purge of a live session and code: %v", got)
+	}
+	f.clock.Add(25 * time.Hour) // past the idle timeout and the code's retention
+	f.srv.purge(t.Context())
+	if got := m.purges(); len(got) != 2 || got[1] != 2 {
+		t.Fatalf("purge of an expired session and code: %v, want 2 records", got)
+	}
+	if _, err := bs.Code(t.Context(), sha(code)); err == nil {
+		t.Error("the code is still stored")
+	}
+	if _, err := bs.Session(t.Context(), sha(b.sessionCookie().Value)); err == nil {
+		t.Error("the session is still stored")
+	}
+}

@@ -82,12 +82,20 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
 	}
-	s.tokens, err = tokens.NewService(tokens.Config{
+	tcfg := tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
 		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime),
 		FamilyRevoked:     func(ctx context.Context) error { return s.verifier.RefreshRevocations(ctx) },
-	})
+		CodeLifetime:      cfg.CodeLifetime,
+	}
+	if o, ok := st.(store.Outages); ok {
+		tcfg.Outages = o // a shared database's outages do not use up a grace window
+	}
+	if bs := browserStore(st); bs != nil {
+		tcfg.Codes = bs
+	}
+	s.tokens, err = tokens.NewService(tcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +118,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("building the access-token verifier: %w", err)
 	}
-	if err := s.route(); err != nil {
+	if err := s.route(ctx); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -146,7 +154,7 @@ func loadSecret(ctx context.Context, st store.Secrets, name string, kek []byte) 
 }
 
 // route builds the endpoints under the issuer's path.
-func (s *Server) route() error {
+func (s *Server) route(ctx context.Context) error {
 	tokenEndpoint, err := grant.New(grant.Config{
 		Clients: s.clients, Tokens: s.tokens, Passwords: s.passwords, ClientIP: s.cfg.ClientIP,
 		HSTS: s.cfg.HSTS, UniformErrorStatus: s.cfg.UniformErrorStatus,
@@ -169,12 +177,11 @@ func (s *Server) route() error {
 	// error, never passed on, so that no client takes an empty answer for
 	// success (an RP calling end-session must not think it logged out).
 	for path, name := range map[string]string{
-		PathAuthorize: "authorization", PathEndSession: "end-session",
-		PathCheckSession: "check-session", PathDeviceAuthorize: "device-authorization",
+		PathEndSession: "end-session", PathCheckSession: "check-session", PathDeviceAuthorize: "device-authorization",
 	} {
 		s.endpoints[prefix+path] = s.notAvailable(name)
 	}
-	return nil
+	return s.routeBrowser(ctx, prefix)
 }
 
 // notAvailable answers every request to an endpoint that is not built yet
@@ -195,6 +202,12 @@ func issuerPath(issuer string) string {
 	return u.Path
 }
 
+// issuerScheme is the scheme of a validated issuer URL.
+func issuerScheme(issuer string) string {
+	u, _ := url.Parse(issuer) // Validate parsed it
+	return u.Scheme
+}
+
 func (s *Server) countIssued(grant, clientID string) {
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.TokenIssued(grant, clientID)
@@ -209,7 +222,8 @@ func (s *Server) countFailed(endpoint, code string) {
 
 // failer is the failure path of the endpoint called name.
 func (s *Server) failer(name string) *oauth.Failer {
-	return &oauth.Failer{Endpoint: name, Log: s.log, Count: s.countFailed, Uniform: s.cfg.UniformErrorStatus}
+	return &oauth.Failer{Endpoint: name, Log: s.log, Count: s.countFailed, Uniform: s.cfg.UniformErrorStatus,
+		Unavailable: grant.StoreUnavailable}
 }
 
 // runPurge purges the store every PurgeInterval until ctx ends.
@@ -232,6 +246,11 @@ func (s *Server) purge(parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, purgeTimeout)
 	defer cancel()
 	n, err := s.store.DeleteExpired(ctx, s.cfg.Now())
+	if bs := browserStore(s.store); err == nil && bs != nil {
+		var m int64
+		m, err = bs.DeleteExpiredBrowser(ctx, s.cfg.Now())
+		n += m
+	}
 	if err != nil {
 		if parent.Err() == nil { // not the server closing
 			s.log.Error("purging expired records", zap.Error(err))
@@ -283,6 +302,21 @@ func (s *Server) PasswordGrant(ctx context.Context, clientID, clientSecret, user
 		return nil, perr
 	}
 	return s.grants.PasswordGrant(ctx, c, username, password, scope, source)
+}
+
+// CodeGrant exchanges an authorization code as the token endpoint would,
+// for a client authenticated by id and secret (a public client sends
+// none): the entry point of the message gateway's AuthCode. The code rules
+// are the token endpoint's: client, redirect URI, PKCE verifier, one use.
+func (s *Server) CodeGrant(ctx context.Context, clientID, clientSecret, code, redirectURI, verifier string) (*tokens.Response, *oauth.Error) {
+	c, perr := s.clients.AuthenticateSecret(clientID, clientSecret)
+	if perr != nil {
+		return nil, perr
+	}
+	if !s.tokens.CodesEnabled() {
+		return nil, oauth.NewError(oauth.ErrUnsupportedGrantType, "unsupported grant_type")
+	}
+	return s.grants.CodeGrant(ctx, c, code, redirectURI, verifier)
 }
 
 // Passwords is the password checker with the brute-force defence, for the

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -347,6 +348,15 @@ func TestDiscoveryAndJWKS(t *testing.T) {
 		if list, ok := res.body[k].([]any); !ok || len(list) == 0 {
 			t.Errorf("%s = %v, want a non-empty list", k, res.body[k])
 		}
+	}
+	// What the authorization endpoint does beyond interface.md's table.
+	if res.body["request_uri_parameter_supported"] != false || res.body["claims_parameter_supported"] != false ||
+		res.body["authorization_response_iss_parameter_supported"] != true {
+		t.Errorf("request_uri, claims, iss: %v %v %v", res.body["request_uri_parameter_supported"],
+			res.body["claims_parameter_supported"], res.body["authorization_response_iss_parameter_supported"])
+	}
+	if got := fmt.Sprint(res.body["request_object_signing_alg_values_supported"]); got != "[none RS256 ES256]" {
+		t.Errorf("request_object_signing_alg_values_supported = %s", got)
 	}
 	if got := res.body["scopes_supported"].([]any); len(got) != len(DefaultScopes) {
 		t.Errorf("scopes_supported = %v, want %v", got, DefaultScopes)

@@ -23,18 +23,21 @@ const demoConfig = "Caddyfile.example"
 
 // Anchors in Caddyfile.example.
 const (
-	anchorGlobal        = "\tpersist_config off\n"               // a line of the global options
-	anchorGatehouse     = "\t\tusers_file examples/users.json\n" // a line of the gatehouse global option
-	anchorSite          = "\tbind {$GATEHOUSE_BIND:127.0.0.1}\n" // a line of the site block
-	anchorServiceClient = "client demo-service {"                // the start of the second client
-	anchorWS            = "\tgatehouse_ws /ws {\n"               // the first line of the /ws gateway
+	anchorGlobal        = "\tpersist_config off\n"                                    // a line of the global options
+	anchorGatehouse     = "\t\tusers_file examples/users.json\n"                      // a line of the gatehouse global option
+	anchorSite          = "\tbind {$GATEHOUSE_BIND:127.0.0.1}\n"                      // a line of the site block
+	anchorServiceClient = "client demo-service {"                                     // the start of the second client
+	anchorWS            = "\tgatehouse_ws /ws {\n"                                    // the first line of the /ws gateway
+	anchorIssuer        = "\t\tissuer http://localhost:{$GATEHOUSE_HTTP_PORT:8080}\n" // the issuer line
 )
 
-// configEdit inserts text after anchor, or before it when before is set.
+// configEdit inserts text after anchor, or before it when before is set,
+// or in its place when replace is set.
 type configEdit struct {
-	anchor string
-	insert string
-	before bool
+	anchor  string
+	insert  string
+	before  bool
+	replace bool
 }
 
 // demoVariant writes Caddyfile.example with edits in a directory called
@@ -51,7 +54,10 @@ func demoVariant(t testing.TB, name string, edits ...configEdit) string {
 			t.Fatalf("%s has %d of %q, want exactly one to edit at", demoConfig, n, e.anchor)
 		}
 		replacement := e.anchor + e.insert
-		if e.before {
+		switch {
+		case e.replace:
+			replacement = e.insert
+		case e.before:
 			replacement = e.insert + e.anchor
 		}
 		config = strings.Replace(config, e.anchor, replacement, 1)
@@ -161,4 +167,49 @@ func writeConfig(t testing.TB, name, config string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// liveConfig is the demo with appOptions in the gatehouse global option
+// and wsOptions in the /ws gateway's block (each a line, e.g.
+// "access_token_lifetime 4s", "expiry_grace 10s"). name names the
+// config's directory.
+func liveConfig(t testing.TB, name string, appOptions []string, wsOptions ...string) string {
+	t.Helper()
+	lines := func(indent string, options []string) string {
+		var b strings.Builder
+		for _, o := range options {
+			b.WriteString(indent + o + "\n")
+		}
+		return b.String()
+	}
+	return demoVariant(t, name,
+		configEdit{anchor: anchorGatehouse, insert: lines("\t\t", appOptions)},
+		configEdit{anchor: anchorWS, insert: lines("\t\t", wsOptions)},
+	)
+}
+
+// multiConfig is the demo as one of several instances sharing a PostgreSQL
+// store: the issuer from GATEHOUSE_ISSUER (one URL for all of them, see
+// Options.Issuer), the store from GATEHOUSE_STORE_DSN with revocation
+// notices on or off, signing keys checked every second and announced
+// multiAnnounce before they sign (so that a rotation shows within a
+// test), and wsOptions in the /ws gateway's block (each a line). name
+// names the config's directory.
+func multiConfig(t testing.TB, name string, notify bool, wsOptions ...string) string {
+	t.Helper()
+	notifyArg := "on"
+	if !notify {
+		notifyArg = "off"
+	}
+	app := fmt.Sprintf("\t\tstore postgres {\n\t\t\tdsn_env GATEHOUSE_STORE_DSN\n\t\t\trevocation_notify %s\n\t\t}\n"+
+		"\t\tsigning_keys {\n\t\t\tannounce %s\n\t\t\tcheck_interval 1s\n\t\t}\n", notifyArg, multiAnnounce)
+	var ws strings.Builder
+	for _, o := range wsOptions {
+		ws.WriteString("\t\t" + o + "\n")
+	}
+	return demoVariant(t, name,
+		configEdit{anchor: anchorIssuer, insert: "\t\tissuer {$GATEHOUSE_ISSUER}\n", replace: true},
+		configEdit{anchor: anchorGatehouse, insert: app},
+		configEdit{anchor: anchorWS, insert: ws.String()},
+	)
 }

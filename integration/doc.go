@@ -25,14 +25,21 @@
 //   - harness_*_test.go: the processes. harness_test.go starts, restarts,
 //     reloads and stops gatehouse and runs its CLI; harness_ports_test.go
 //     gives each process ports of its own; harness_leaks_test.go checks
-//     every log for secrets; harness_node_test.go runs the Node scripts.
+//     every log for secrets; harness_node_test.go runs the Node scripts;
+//     harness_postgres_test.go gives a test a database of its own on the
+//     PostgreSQL of GATEHOUSE_TEST_POSTGRES (or skips, saying why), starts
+//     two processes on it, or runs a cluster of the test's own;
+//     harness_pgproxy_test.go is the proxy that breaks the connections
+//     to it.
 //   - client_*_test.go: the requests, and the decoding of the answers
 //     (client_jwt_test.go for tokens, client_guard_test.go for a guarded
 //     route).
 //   - configs_test.go: the configurations, Caddyfile.example and its named
 //     variants.
 //   - identity_*_test.go: the tests of the identity server, one file per
-//     capability; ws_*_test.go, the message gateway's (gorilla/websocket,
+//     capability; multi_*_test.go, several instances on one PostgreSQL
+//     store (tokens, live revocations, an outage); ws_*_test.go, the
+//     message gateway's (gorilla/websocket,
 //     and npm's ws in node/ws.test.mjs). The query service's will be
 //     query_*_test.go.
 //

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -85,7 +87,12 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	if err != nil {
 		return resp, err
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+	rt.recordRedirect(resp.Header.Get("Location"))
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/html" {
+		return rt.recordFormPost(req, resp)
+	}
+	if mt != "application/json" {
 		return resp, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRecordedBody))
@@ -100,6 +107,45 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 			if s, ok := fields[name].(string); ok {
 				rt.g.AddSecret(s)
 			}
+		}
+	}
+	return resp, nil
+}
+
+// credentialParams are the parameters of an authorization response that
+// must never reach a log.
+var credentialParams = []string{"code", "access_token", "id_token", "refresh_token"}
+
+// recordRedirect records the code and tokens of an authorization response
+// sent as a redirect (in its query or its fragment).
+func (rt *recordingTransport) recordRedirect(location string) {
+	u, err := url.Parse(location)
+	if location == "" || err != nil {
+		return
+	}
+	for _, raw := range []string{u.RawQuery, u.Fragment} {
+		v, _ := url.ParseQuery(raw)
+		for _, name := range credentialParams {
+			rt.g.AddSecret(v.Get(name))
+		}
+	}
+}
+
+// formPostField is a hidden field of a form_post page.
+var formPostField = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
+
+// recordFormPost records the code and tokens of an authorization response
+// sent as a form_post page.
+func (rt *recordingTransport) recordFormPost(req *http.Request, resp *http.Response) (*http.Response, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRecordedBody))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the response to %s %s: %w", req.Method, req.URL, err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	for _, m := range formPostField.FindAllSubmatch(body, -1) {
+		if slices.Contains(credentialParams, string(m[1])) {
+			rt.g.AddSecret(html.UnescapeString(string(m[2])))
 		}
 	}
 	return resp, nil

@@ -2,11 +2,13 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +103,16 @@ type Options struct {
 	// then serving. Default the discovery document, 200.
 	ReadyPath   string
 	ReadyStatus int
+	// Issuer is the issuer URL the process gets in GATEHOUSE_ISSUER, for a
+	// config that uses it: processes sharing one store must share one
+	// issuer, the URL a load balancer would answer on. Default the
+	// process's own URL. When it is another's, g.Client sends the requests
+	// addressed to it to this process, as a load balancer could route
+	// them.
+	Issuer string
+	// Env adds variables (NAME=value) to the process's environment and
+	// its CLI's, e.g. a store's DSN.
+	Env []string
 }
 
 // Gatehouse is one gatehouse process (and its restarts) serving a
@@ -115,7 +127,8 @@ type Gatehouse struct {
 	Admin       string // admin endpoint, host:port
 	AdminPort   int    // the port of Admin
 	BackendPort int    // GATEHOUSE_BACKEND_PORT, for the demo backend
-	Issuer      string // http://localhost:<Port>
+	URL         string // http://localhost:<Port>
+	Issuer      string // Options.Issuer, by default URL
 	LogPath     string // stdout and stderr of every run, appended
 
 	// Client is the HTTP client tests use; it records every token it sees
@@ -159,7 +172,7 @@ func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
 	}
 	g.Client = &http.Client{
 		Timeout:   requestTimeout,
-		Transport: &recordingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), g: g},
+		Transport: &recordingTransport{base: &routingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), g: g}, g: g},
 	}
 	// DEMO-ONLY secrets of Caddyfile.example: never in a log, in any form.
 	g.AddSecret("demo-secret", basicCredentials("demo-service", "demo-secret"))
@@ -175,7 +188,8 @@ func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
 		}
 		g.Port, g.AdminPort, g.BackendPort = reservePort(t), reservePort(t), reservePort(t)
 		g.Admin = "127.0.0.1:" + strconv.Itoa(g.AdminPort)
-		g.Issuer = "http://localhost:" + strconv.Itoa(g.Port)
+		g.URL = "http://localhost:" + strconv.Itoa(g.Port)
+		g.Issuer = cmp.Or(opts.Issuer, g.URL)
 		err = g.start()
 		if err == nil {
 			return g
@@ -198,7 +212,7 @@ func (g *Gatehouse) Env() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env,
+	return append(append(env,
 		"HOME="+g.DataDir,
 		"XDG_DATA_HOME="+g.DataDir,
 		"XDG_CONFIG_HOME="+filepath.Join(g.DataDir, "config"),
@@ -206,7 +220,28 @@ func (g *Gatehouse) Env() []string {
 		"GATEHOUSE_ADMIN="+g.Admin,
 		"GATEHOUSE_BACKEND_PORT="+strconv.Itoa(g.BackendPort),
 		"GATEHOUSE_BIND=127.0.0.1",
-	)
+		"GATEHOUSE_ISSUER="+g.Issuer,
+	), g.opts.Env...)
+}
+
+// routingTransport sends a request addressed to g's issuer, when that is
+// another process's URL, to g's own address instead: what a load balancer
+// in front of several processes does when it picks g.
+type routingTransport struct {
+	base http.RoundTripper
+	g    *Gatehouse
+}
+
+func (rt *routingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rt.g.Issuer != rt.g.URL {
+		issuer, _ := url.Parse(rt.g.Issuer)
+		own, _ := url.Parse(rt.g.URL)
+		if issuer != nil && own != nil && req.URL.Host == issuer.Host {
+			req = req.Clone(req.Context())
+			req.URL.Host, req.Host = own.Host, own.Host
+		}
+	}
+	return rt.base.RoundTrip(req)
 }
 
 // ports are the ports of g's process.
@@ -275,7 +310,7 @@ func (g *Gatehouse) start() error {
 	deadline := time.Now().Add(startTimeout)
 	probe := &http.Client{Timeout: probeTimeout}
 	for {
-		resp, err := probe.Get(g.Issuer + g.opts.ReadyPath)
+		resp, err := probe.Get(g.URL + g.opts.ReadyPath)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == g.opts.ReadyStatus {
@@ -387,6 +422,24 @@ func rotateKeys(t testing.TB, g *Gatehouse) {
 		t.Fatalf("gatehouse keys rotate --immediately: %v\n%s", err, out)
 	}
 	t.Logf("gatehouse keys rotate --immediately:\n%s", bytes.TrimSpace(out))
+}
+
+// runCLI runs `gatehouse <args> --config <g's config>` with g's
+// environment (its store), as an operator would while g runs, and
+// returns its output.
+func runCLI(t testing.TB, g *Gatehouse, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, append(args, "--config", g.opts.Config)...)
+	cmd.Dir = repoRoot
+	cmd.Env = g.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gatehouse %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("gatehouse %s:\n%s", strings.Join(args, " "), bytes.TrimSpace(out))
+	return string(out)
 }
 
 // Logs returns everything the processes have written so far.

@@ -23,3 +23,11 @@ func TestNodeTokenServices(t *testing.T) {
 	g := StartGatehouseWith(t, Options{Config: verboseConfig(t, "verbose", "")})
 	runNodeScript(t, g, "tokenservices.test.mjs")
 }
+
+// TestNodeAuthorizationCode runs node/authcode.test.mjs: openid-client v6's
+// buildAuthorizationUrl and authorizationCodeGrant with PKCE, state, nonce
+// and iss checks, the login form posted in between.
+func TestNodeAuthorizationCode(t *testing.T) {
+	t.Parallel()
+	runNodeScript(t, StartGatehouse(t), "authcode.test.mjs")
+}

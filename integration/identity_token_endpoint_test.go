@@ -223,7 +223,7 @@ func TestEndpointsRefuseAsTheirRFCsSay(t *testing.T) {
 	if e := decodeError(t, resp, body); e.Error != "invalid_client" || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
 		t.Errorf("introspection without credentials: %q, WWW-Authenticate %q", e.Error, resp.Header.Get("WWW-Authenticate"))
 	}
-	for _, name := range []string{"authorization_endpoint", "end_session_endpoint", "check_session_iframe", "device_authorization_endpoint"} {
+	for _, name := range []string{"end_session_endpoint", "check_session_iframe", "device_authorization_endpoint"} {
 		resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.endpoint(t, name), nil))
 		if resp.StatusCode != http.StatusNotImplemented {
 			t.Errorf("%s: status %d, want 501: %s", name, resp.StatusCode, body)

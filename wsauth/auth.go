@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -33,8 +34,7 @@ func (s *session) handleAuth(env *Envelope) {
 	case "AuthOwner":
 		s.authOwner(env)
 	case "AuthCode":
-		// Until the browser flows bring the code exchange.
-		s.refuse(AuthCodeMsg, AuthResultNo, "not supported", s.otherReplyTopic(env), env)
+		s.authCode(env)
 	default:
 		s.reply(AppendError(nil, env, CodeUnknown))
 	}
@@ -195,60 +195,63 @@ func (s *session) authenticate(id Identity) bool {
 // ignored. Username and Password are
 // required.
 func parseOwner(data []byte) (OwnerCredentials, bool) {
-	var c OwnerCredentials
-	if data == nil {
-		return c, false
+	v, ok := parseStrings(data, "ClientID", "ClientSecret", "Username", "Password")
+	if !ok {
+		return OwnerCredentials{}, false
 	}
+	c := OwnerCredentials{ClientID: v[0], ClientSecret: v[1], Username: v[2], Password: v[3]}
+	return c, c.Username != "" && c.Password != ""
+}
+
+// parseStrings reads a message's Data: one object whose members named in
+// names (exact names after their escapes are decoded, each at most once,
+// strings) are read, in the order of names, and others ignored. ok is
+// false for anything else.
+func parseStrings(data []byte, names ...string) (values []string, ok bool) {
+	if data == nil {
+		return nil, false
+	}
+	values = make([]string, len(names))
 	st := getScanState(data)
 	defer st.release()
 	d := &st.dec
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return c, false
+		return nil, false
 	}
 	// Names are matched after their escapes are decoded and in exact
 	// case, as the envelope's are; the decoder refuses invalid UTF-8, and
-	// seen a second ClientID, ClientSecret, Username or Password.
+	// a name seen twice.
 	var name []byte
-	var seen [4]bool
+	seen := make([]bool, len(names))
 	for d.PeekKind() != '}' {
 		tok, err := d.ReadToken()
 		if err != nil {
-			return c, false
+			return nil, false
 		}
 		name = append(name[:0], tok.String()...)
 		v, err := d.ReadValue()
 		if err != nil {
-			return c, false
+			return nil, false
 		}
-		var dst *string
-		var i int
-		switch string(name) {
-		case "ClientID":
-			dst, i = &c.ClientID, 0
-		case "ClientSecret":
-			dst, i = &c.ClientSecret, 1
-		case "Username":
-			dst, i = &c.Username, 2
-		case "Password":
-			dst, i = &c.Password, 3
-		default:
+		i := slices.Index(names, string(name))
+		if i < 0 {
 			continue
 		}
 		if seen[i] || v.Kind() != '"' {
-			return c, false
+			return nil, false
 		}
 		seen[i] = true
 		text, err := jsontext.AppendUnquote(nil, v)
 		if err != nil {
-			return c, false
+			return nil, false
 		}
-		*dst = string(text)
+		values[i] = string(text)
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return c, false
+		return nil, false
 	}
 	if _, err := d.ReadToken(); err != io.EOF {
-		return c, false
+		return nil, false
 	}
-	return c, c.Username != "" && c.Password != ""
+	return values, true
 }

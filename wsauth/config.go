@@ -156,6 +156,15 @@ type Config struct {
 	// without a token (a PasswordChecker's that carries none) are not
 	// re-verified. Default DefaultRecheckInterval.
 	RecheckInterval time.Duration
+	// RevocationsChanged, when set, returns a channel that is closed the
+	// next time the Verifier's refusals may have grown (a revocation came
+	// in; the Caddy glue passes the identity verifier's
+	// RevocationsChanged), and is called again after each close. The
+	// supervisor then walks at once and verifies again every live session
+	// last checked before the change, instead of waiting for
+	// RecheckInterval: a revocation ends the sessions it covers as soon
+	// as the verifier applies it. Default nil: RecheckInterval alone.
+	RevocationsChanged func() <-chan struct{}
 	// ExpiryGrace is how long a session whose authority lapsed (expiry or
 	// revocation) stays open, its subscriptions remembered, for a fresh
 	// AuthToken or AuthOwner of the same subject; after it the socket is
@@ -193,6 +202,8 @@ type Config struct {
 	Verifier Verifier
 	// Passwords answers AuthOwner; nil answers Reject.
 	Passwords PasswordChecker
+	// Codes answers AuthCode; nil answers Reject.
+	Codes CodeExchanger
 	// BackendHeaders sets the identity headers of the backend leg's
 	// upgrade request; nil sends none.
 	BackendHeaders func(h http.Header, id Identity)

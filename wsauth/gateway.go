@@ -43,7 +43,7 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	closed   bool                  // Shutdown was called: no new sockets
-	shutCode int                   // its close code
+	closeAs  int                   // the close code Shutdown was given
 	sessions map[*session]struct{} // live sessions
 	wg       sync.WaitGroup        // one per live session
 	stopSup  context.CancelFunc    // ends the supervisor; nil until it runs
@@ -155,7 +155,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the Upgrader has answered
 	}
 	s := newSession(g, conn, r, version, hasVersion)
-	if code, ok := g.track(s); !ok {
+	if ok, code := g.track(s); !ok {
 		// Upgraded while Shutdown ran: closed as the live ones are.
 		if id == nil {
 			g.unauth.Add(-1)
@@ -248,13 +248,13 @@ func (g *Gateway) checkOrigin(r *http.Request) bool {
 	return false
 }
 
-// track adds s to the live sessions; after Shutdown it does not, and gives
-// Shutdown's close code.
-func (g *Gateway) track(s *session) (int, bool) {
+// track adds s to the live sessions; false, with the code to close it
+// with, once Shutdown was called.
+func (g *Gateway) track(s *session) (bool, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return g.shutCode, false
+		return false, g.closeAs
 	}
 	g.sessions[s] = struct{}{}
 	if g.stopSup == nil {
@@ -263,7 +263,7 @@ func (g *Gateway) track(s *session) (int, bool) {
 		g.supDone = make(chan struct{})
 		go g.supervise(ctx, g.supDone)
 	}
-	return 0, true
+	return true, 0
 }
 
 func (g *Gateway) untrack(s *session) {
@@ -275,14 +275,12 @@ func (g *Gateway) untrack(s *session) {
 // Shutdown refuses new sockets and closes every live one (and one whose
 // upgrade it overtakes) with code: 1001 (websocket.CloseGoingAway) when
 // the process exits, 1012 (websocket.CloseServiceRestart) on a config
-// reload; the Caddy glue decides, and when. It returns once every session and the supervisor
-// have ended, which the close handshake bounds (WriteTimeout and
-// CloseGrace).
+// reload; the Caddy glue decides, and when. It returns once every session
+// and the supervisor have ended, which the close handshake bounds
+// (WriteTimeout and CloseGrace).
 func (g *Gateway) Shutdown(code int) {
 	g.mu.Lock()
-	if !g.closed {
-		g.closed, g.shutCode = true, code
-	}
+	g.closed, g.closeAs = true, code
 	live := make([]*session, 0, len(g.sessions))
 	for s := range g.sessions {
 		live = append(live, s)

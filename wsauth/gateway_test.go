@@ -1,6 +1,7 @@
 package wsauth
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"strings"
@@ -172,21 +173,32 @@ func TestAuthOwnerAndAuthCode(t *testing.T) {
 		return `{"Controller":"Auth","Topic":"AuthOwner","TransactionID":9,"Data":{"ClientID":"demo-app","Username":"` + user + `","Password":"` + pass + `"}}`
 	}
 	reject := `{"Controller":"Auth","Topic":"Identify","Action":"Publish","TransactionID":9,"Data":{"Result":"Reject"}}`
+	code := func(data string) string {
+		return `{"Controller":"Auth","Topic":"AuthCode","TransactionID":9,"Data":` + data + `}`
+	}
+	success := `{"Controller":"Auth","Topic":"Identify","Action":"Publish","TransactionID":9,"Data":{"Result":"Success","UserID":"u-trader","ExpiryDate":"20261121T103000Z","Scope":["Gatehouse.Service.Trading"]}}`
+	goodCode := `{"ClientID":"demo-app","Code":"good","RedirectURI":"http://127.0.0.1/cb","CodeVerifier":"v"}`
 	tests := []struct {
 		name      string
 		checker   PasswordChecker
+		codes     CodeExchanger
 		msg, want string
 	}{
-		{"no checker", nil, owner("trader", "trader"), reject},
-		{"right password", fakePasswords{}, owner("trader", "trader"),
-			`{"Controller":"Auth","Topic":"Identify","Action":"Publish","TransactionID":9,"Data":{"Result":"Success","UserID":"u-trader","ExpiryDate":"20261121T103000Z","Scope":["Gatehouse.Service.Trading"]}}`},
-		{"wrong password", fakePasswords{}, owner("trader", "guess"), reject},
-		{"malformed", fakePasswords{}, `{"Controller":"Auth","Topic":"AuthOwner","TransactionID":9,"Data":{"Username":1}}`, reject},
-		{"AuthCode", fakePasswords{}, `{"Controller":"Auth","Topic":"AuthCode","TransactionID":9,"Data":{"Code":"x"}}`, reject},
+		{"no checker", nil, nil, owner("trader", "trader"), reject},
+		{"right password", fakePasswords{}, nil, owner("trader", "trader"), success},
+		{"wrong password", fakePasswords{}, nil, owner("trader", "guess"), reject},
+		{"malformed", fakePasswords{}, nil, `{"Controller":"Auth","Topic":"AuthOwner","TransactionID":9,"Data":{"Username":1}}`, reject},
+		{"AuthCode without a code exchange", fakePasswords{}, nil, code(goodCode), reject},
+		{"AuthCode", nil, fakeCodes{}, code(goodCode), success},
+		{"AuthCode refused", nil, fakeCodes{}, code(`{"ClientID":"demo-app","Code":"used"}`), reject},
+		{"AuthCode without a client", nil, fakeCodes{}, code(`{"Code":"good"}`), reject},
+		{"AuthCode without a code", nil, fakeCodes{}, code(`{"ClientID":"demo-app"}`), reject},
+		{"AuthCode code twice", nil, fakeCodes{}, code(`{"ClientID":"demo-app","Code":"good","Code":"good"}`), reject},
+		{"AuthCode code not a string", nil, fakeCodes{}, code(`{"ClientID":"demo-app","Code":1}`), reject},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newTestEnv(t, func(c *Config) { c.Passwords = tt.checker })
+			e := newTestEnv(t, func(c *Config) { c.Passwords, c.Codes = tt.checker, tt.codes })
 			c := e.dial(nil)
 			if got := roundTrip(t, c, tt.msg); got != tt.want {
 				t.Fatalf("got %s\nwant %s", got, tt.want)
@@ -200,6 +212,17 @@ func TestAuthOwnerAndAuthCode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeCodes accepts the code "good" of demo-app with its redirect URI and
+// verifier.
+type fakeCodes struct{}
+
+func (fakeCodes) ExchangeCode(_ context.Context, c CodeCredentials) (Identity, error) {
+	if c.ClientID == "demo-app" && c.Code == "good" && c.RedirectURI == "http://127.0.0.1/cb" && c.CodeVerifier == "v" {
+		return Identity{Subject: "u-trader", ClientID: c.ClientID, Scopes: []string{ScopeTrading}, Expiry: testExpiry}, nil
+	}
+	return Identity{}, &Refusal{Reason: "invalid_grant"}
 }
 
 func TestPolicyDenialPerArea(t *testing.T) {

@@ -112,7 +112,7 @@ const (
 	AuthHeader   AuthMethod = "header"     // Authorization on the upgrade
 	AuthTokenMsg AuthMethod = "auth_token" // an AuthToken message
 	AuthOwnerMsg AuthMethod = "auth_owner" // an AuthOwner message
-	AuthCodeMsg  AuthMethod = "auth_code"  // an AuthCode message (always rejected)
+	AuthCodeMsg  AuthMethod = "auth_code"  // an AuthCode message
 )
 
 // The results Metrics.Auth counts.

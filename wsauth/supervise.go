@@ -24,6 +24,9 @@ const maxRecheckTimeout = 2 * time.Second
 //     session's lock: ErrRefused is a revocation, and ends authority as
 //     expiry does; a fault changes nothing, and the walk's other
 //     verifications wait for the next walk;
+//   - when Config.RevocationsChanged signals, walks at once and verifies
+//     again every session last checked before the signal (one skipped
+//     because its lock was busy is due at the next walk);
 //   - closes with 1008 a session whose authority lapsed more than
 //     ExpiryGrace ago (a recoverable state: never a 4xxx code).
 //
@@ -38,11 +41,19 @@ func (g *Gateway) supervise(ctx context.Context, done chan<- struct{}) {
 	defer tick.Stop()
 	var live []*session
 	var due []recheck
+	var changed <-chan struct{} // nil without RevocationsChanged: never ready
+	if g.cfg.RevocationsChanged != nil {
+		changed = g.cfg.RevocationsChanged()
+	}
+	var changedAt time.Time // sessions checked before it are due
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-changed:
+			changed = g.cfg.RevocationsChanged()
+			changedAt = time.Now()
 		}
 		g.mu.Lock()
 		for s := range g.sessions {
@@ -51,7 +62,7 @@ func (g *Gateway) supervise(ctx context.Context, done chan<- struct{}) {
 		g.mu.Unlock()
 		now, wall := g.cfg.Now(), time.Now()
 		for _, s := range live {
-			if r, ok := s.inspect(now, wall); ok {
+			if r, ok := s.inspect(now, wall, changedAt); ok {
 				due = append(due, r)
 			}
 		}
@@ -72,8 +83,10 @@ type recheck struct {
 
 // inspect is the supervisor's look at one session at now (Config.Now) and
 // wall (the system clock): it lapses an expired identity, closes a session
-// past its grace, and reports a token due for verification.
-func (s *session) inspect(now, wall time.Time) (recheck, bool) {
+// past its grace, and reports a token due for verification (every
+// RecheckInterval, and when it was last checked before changedAt, the
+// last change of the verifier's revocations).
+func (s *session) inspect(now, wall, changedAt time.Time) (recheck, bool) {
 	if !s.mu.TryLock() {
 		return recheck{}, false
 	}
@@ -88,7 +101,7 @@ func (s *session) inspect(now, wall time.Time) (recheck, bool) {
 		lapsed, id = authExpired, s.id
 		lapseErr = s.lapseLocked(lapsed, now)
 	case s.authority == authLive:
-		if s.id.Token != "" && wall.Sub(s.checkedAt) >= s.cfg.RecheckInterval {
+		if s.id.Token != "" && (wall.Sub(s.checkedAt) >= s.cfg.RecheckInterval || s.checkedAt.Before(changedAt)) {
 			r, due = recheck{s: s, token: s.id.Token, gen: s.gen}, true
 		}
 	case !s.graceClosed && now.Sub(s.lapsedAt) > s.cfg.ExpiryGrace:

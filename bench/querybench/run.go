@@ -57,7 +57,7 @@ func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string) error
 		}
 		defer drop()
 	}
-	gh, err := startGatehouse(dir, dbPath, nrows, pgDB)
+	gh, err := startGatehouse(dir, dbPath, nrows, pgDB, c)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ type gatehouse struct {
 
 // startGatehouse loads Caddy in-process: the gatehouse app with a
 // client_credentials client, and gatehouse_query over the database.
-func startGatehouse(dir, dbPath string, nrows int, pgDSN string) (*gatehouse, error) {
+func startGatehouse(dir, dbPath string, nrows int, pgDSN string, clients int) (*gatehouse, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -212,12 +212,14 @@ func startGatehouse(dir, dbPath string, nrows int, pgDSN string) (*gatehouse, er
 	sum := sha256.Sum256([]byte(g.secret))
 	handlers := []obj{
 		{"handler": "gatehouse_identity"},
-		{"handler": "gatehouse_query", "max_rows": nrows + 1,
+		{"handler": "gatehouse_query", "max_rows": nrows + 1, "max_concurrent_per_user": clients,
 			"engine": obj{"engine": "sqlite", "path": dbPath, "max_read_conns": runtime.GOMAXPROCS(0) * 2, "statement_timeout": int64(10 * time.Minute)},
 			"tables": []obj{{"table": "Security", "read": []string{"Service/Market"}}, {"table": "Ticks", "read": []string{"Service/Market"}}}},
 	}
 	if pgDSN != "" {
-		handlers = append(handlers[:1], append([]obj{pgRoute(pgDSN)}, handlers[1:]...)...)
+		pg := pgRoute(pgDSN)
+		pg["max_concurrent_per_user"] = clients
+		handlers = append(handlers[:1], append([]obj{pg}, handlers[1:]...)...)
 	}
 	cfg := obj{
 		"admin":   obj{"disabled": true, "config": obj{"persist": false}},

@@ -57,6 +57,18 @@ type PostgresStore struct {
 	// max_connections.
 	MaxConns int `json:"max_conns,omitempty"`
 
+	// RevocationNotify makes a revocation on any instance reach every
+	// other at once: each revocation NOTIFYs a channel in its own
+	// transaction, and each instance holds one more connection (outside
+	// max_conns) that LISTENs to it, so its verifiers read the revocation
+	// and the message gateway rechecks its live sessions within
+	// milliseconds. Off (false), the other instances find it by polling,
+	// within 5 s (the verifier's refresh), and a live socket ends up to
+	// the gateway's recheck_interval later: for engines that speak
+	// PostgreSQL's protocol without LISTEN/NOTIFY (CockroachDB). Default
+	// true.
+	RevocationNotify *bool `json:"revocation_notify,omitempty"`
+
 	dsn    string // the DSN in use, from dsn or dsn_env
 	key    string // StoreKey
 	logger *zap.Logger
@@ -91,8 +103,16 @@ func (s *PostgresStore) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("postgres store: %w", err)
 	}
 	s.key = storeKey(target, s.dsn)
+	if !s.notify() {
+		// Another setting, another store: a reload that turns notices
+		// off or on opens a new one.
+		s.key += "#notify-off"
+	}
 	return nil
 }
+
+// notify reports whether revocation notices are on.
+func (s *PostgresStore) notify() bool { return s.RevocationNotify == nil || *s.RevocationNotify }
 
 // Validate checks that exactly one of dsn and dsn_env is set, and that
 // max_conns is not negative.
@@ -132,7 +152,7 @@ func (s *PostgresStore) StoreKey() string { return s.key }
 
 // OpenStore connects to the database and brings its schema up to date.
 func (s *PostgresStore) OpenStore(ctx context.Context) (store.Store, error) {
-	return postgres.Open(ctx, postgres.Config{DSN: s.dsn, MaxConns: s.MaxConns, Logger: s.logger})
+	return postgres.Open(ctx, postgres.Config{DSN: s.dsn, MaxConns: s.MaxConns, DisableNotify: !s.notify(), Logger: s.logger})
 }
 
 // UnmarshalCaddyfile sets up the store from Caddyfile tokens: the
@@ -146,6 +166,7 @@ func (s *PostgresStore) OpenStore(ctx context.Context) (store.Store, error) {
 //		dsn <dsn>
 //		dsn_env <variable>
 //		max_conns <n>
+//		revocation_notify on|off
 //	}
 //
 // with exactly one of the DSN (as the argument or the dsn subdirective)
@@ -168,6 +189,8 @@ func (s *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.DSNEnv, err = cfutil.OneArg(d)
 		case "max_conns":
 			s.MaxConns, err = cfutil.PositiveIntArg(d)
+		case "revocation_notify":
+			s.RevocationNotify, err = cfutil.OnOff(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

@@ -36,6 +36,11 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"max_conns word", "postgres " + dsn + " {\n\tmax_conns many\n}", PostgresStore{}, "not a positive integer"},
 		{"dsn_env without value", "postgres {\n\tdsn_env\n}", PostgresStore{}, "wrong argument count"},
 		{"unknown option", "postgres " + dsn + " {\n\tpassword x\n}", PostgresStore{}, `unrecognized subdirective "password"`},
+		{"revocation_notify off", "postgres " + dsn + " {\n\trevocation_notify off\n}", PostgresStore{DSN: dsn, RevocationNotify: new(false)}, ""},
+		{"revocation_notify on", "postgres " + dsn + " {\n\trevocation_notify on\n}", PostgresStore{DSN: dsn, RevocationNotify: new(true)}, ""},
+		{"revocation_notify bare", "postgres " + dsn + " {\n\trevocation_notify\n}", PostgresStore{DSN: dsn, RevocationNotify: new(true)}, ""},
+		{"revocation_notify word", "postgres " + dsn + " {\n\trevocation_notify maybe\n}", PostgresStore{}, "neither on nor off"},
+		{"revocation_notify twice", "postgres " + dsn + " {\n\trevocation_notify off\n\trevocation_notify off\n}", PostgresStore{}, "given twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +54,10 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if (s.RevocationNotify == nil) != (tt.want.RevocationNotify == nil) ||
+				(s.RevocationNotify != nil && *s.RevocationNotify != *tt.want.RevocationNotify) {
+				t.Errorf("revocation_notify %v, want %v", s.RevocationNotify, tt.want.RevocationNotify)
 			}
 			if s.DSN != tt.want.DSN || s.DSNEnv != tt.want.DSNEnv || s.MaxConns != tt.want.MaxConns {
 				t.Errorf("got dsn %q, dsn_env %q, max_conns %d; want %q, %q, %d",
@@ -136,6 +145,13 @@ func TestStoreKey(t *testing.T) {
 	}
 	if key(strings.Replace(secretDSN, "Sekrit", "Sekret", 1)) == k {
 		t.Error("a DSN with another password gives the same key")
+	}
+	off := &PostgresStore{DSN: secretDSN, RevocationNotify: new(false)}
+	if err := provision(off); err != nil {
+		t.Fatal(err)
+	}
+	if off.StoreKey() == k {
+		t.Error("revocation_notify off gives the same key as on: a reload would keep the store with notices")
 	}
 }
 

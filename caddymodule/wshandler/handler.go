@@ -137,7 +137,10 @@ type Handler struct {
 	// RecheckInterval is how often a live session's token is verified
 	// again, so that a revoked token, refresh family or user ends the
 	// session's authority within it (plus the verifier's revocation
-	// refresh, 5s). Default 3s.
+	// refresh, 5s). Besides, every live session is verified again as soon
+	// as the verifier reads a new revocation: at once for one made on this
+	// instance or, on a PostgreSQL store with notices, on any other.
+	// Default 3s.
 	RecheckInterval caddy.Duration `json:"recheck_interval,omitempty"`
 
 	// ExpiryGrace is how long a session whose authority lapsed (expiry,
@@ -284,7 +287,8 @@ func (h *Handler) Validate() error {
 }
 
 // Provision builds the gateway over the gatehouse app's verifier and, when
-// the app has an identity server, its password grant for AuthOwner.
+// the app has an identity server, its password grant for AuthOwner and its
+// code exchange for AuthCode.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	cfg, err := h.config()
@@ -301,8 +305,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return errors.New("gatehouse_ws: the gatehouse app has no verifier")
 	}
 	cfg.Verifier = verifierAdapter{v: v}
+	// A revocation read by the verifier (at its poll, or at once on a
+	// notice from a shared store) has the live sessions checked again.
+	cfg.RevocationsChanged = v.RevocationsChanged
 	if srv := app.Server(); srv != nil {
 		cfg.Passwords = ownerAdapter{srv: srv, v: v}
+		cfg.Codes = codeAdapter{srv: srv, v: v}
 	}
 	if err := registerMetrics(ctx); err != nil {
 		return err
@@ -382,6 +390,25 @@ func (a ownerAdapter) CheckOwner(ctx context.Context, cred wsauth.OwnerCredentia
 	return verifierAdapter{v: a.v}.VerifyAccessToken(ctx, resp.AccessToken)
 }
 
+// codeAdapter answers AuthCode with the identity server's code exchange
+// (client authentication, the grant check, redirect URI, PKCE, one use),
+// then verifies the access token it issued.
+type codeAdapter struct {
+	srv *identity.Server
+	v   *verify.Verifier
+}
+
+func (a codeAdapter) ExchangeCode(ctx context.Context, cred wsauth.CodeCredentials) (wsauth.Identity, error) {
+	resp, perr := a.srv.CodeGrant(ctx, cred.ClientID, cred.ClientSecret, cred.Code, cred.RedirectURI, cred.CodeVerifier)
+	if perr != nil {
+		if perr.Code == "server_error" || perr.Code == "temporarily_unavailable" {
+			return wsauth.Identity{}, perr
+		}
+		return wsauth.Identity{}, &wsauth.Refusal{Reason: perr.Code}
+	}
+	return verifierAdapter{v: a.v}.VerifyAccessToken(ctx, resp.AccessToken)
+}
+
 // nopVerifier stands in for the verifier in Validate, which builds no
 // gateway.
 type nopVerifier struct{}
@@ -398,4 +425,5 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 	_ wsauth.Verifier             = verifierAdapter{}
 	_ wsauth.PasswordChecker      = ownerAdapter{}
+	_ wsauth.CodeExchanger        = codeAdapter{}
 )

@@ -98,6 +98,11 @@ func startTLSSite(t *testing.T) *tlsSite {
 			grant_types client_credentials
 			scopes Service/Market
 		}
+		client trading-service {
+			secret_sha256 %[5]s
+			grant_types client_credentials
+			scopes Service/Market Service/Trading Service/OrderPad
+		}
 	}
 }
 
@@ -106,7 +111,13 @@ localhost:%d {
 	gatehouse_identity
 	handle /ws {
 		gatehouse_ws {
-			upstream ws://%s/
+			upstream ws://%[9]s/
+		}
+	}
+	handle /tls-only {
+		gatehouse_ws {
+			upstream ws://%[9]s/
+			require_tls
 		}
 	}
 }
@@ -203,14 +214,21 @@ func (s *tlsSite) tlsConfig(alpn ...string) *tls.Config {
 }
 
 // token gets an access token from the site's token endpoint over HTTPS
-// (client credentials).
+// (client credentials of demo-service).
 func (s *tlsSite) token(t *testing.T) string {
+	t.Helper()
+	return s.tokenFor(t, "demo-service")
+}
+
+// tokenFor gets an access token for clientID (whose secret is
+// demo-secret) with client credentials.
+func (s *tlsSite) tokenFor(t *testing.T, clientID string) string {
 	t.Helper()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: s.tlsConfig()}}
 	req, _ := http.NewRequest(http.MethodPost, s.base+"/connect/token",
 		strings.NewReader(url.Values{"grant_type": {"client_credentials"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("demo-service", "demo-secret")
+	req.SetBasicAuth(clientID, "demo-secret")
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

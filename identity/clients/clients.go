@@ -1,6 +1,8 @@
 package clients
 
 import (
+	"crypto"
+	"fmt"
 	"slices"
 	"time"
 
@@ -16,10 +18,12 @@ type Client struct {
 	// Refresh is the client's effective refresh-token policy.
 	Refresh RefreshPolicy
 
-	grants    map[string]bool
-	scopes    map[string]bool
-	origins   map[string]bool
-	anyOrigin bool
+	// RequestKeys are the keys of RequestObjectJWKS, by kid.
+	RequestKeys map[string]crypto.PublicKey
+	grants      map[string]bool
+	scopes      map[string]bool
+	origins     map[string]bool
+	anyOrigin   bool
 }
 
 // AllowsGrant reports whether the client may use grant type g.
@@ -71,6 +75,7 @@ func NewRegistry(list []Config, resources []APIResource, d Defaults) (*Registry,
 		return nil, err
 	}
 	reg := &Registry{clients: make(map[string]*Client, len(list)), resources: make(map[string]APIResource, len(resources))}
+	var err error
 	for _, cc := range list {
 		c := &Client{Config: cc, grants: set(cc.GrantTypes), scopes: set(cc.Scopes), origins: map[string]bool{}}
 		if len(c.DefaultScopes) == 0 {
@@ -88,6 +93,9 @@ func NewRegistry(list []Config, resources []APIResource, d Defaults) (*Registry,
 			c.AccessLifetime = d.AccessTokenLifetime
 		}
 		c.Refresh = d.Refresh.override(cc.Refresh)
+		if c.RequestKeys, err = requestKeys(cc.RequestObjectJWKS); err != nil {
+			return nil, fmt.Errorf("client %q: request object keys: %w", cc.ID, err)
+		}
 		reg.clients[cc.ID] = c
 	}
 	for _, r := range resources {

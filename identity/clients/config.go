@@ -100,10 +100,23 @@ type Config struct {
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
 	// to call the token endpoint with CORS. "*" allows any origin.
 	AllowedOrigins []string
-	// RedirectURIs are the registered redirect URIs (browser flows).
+	// RedirectURIs are the registered redirect URIs (browser flows),
+	// matched exactly, except that the port of a loopback IP literal
+	// (http://127.0.0.1, http://[::1]) is ignored (MatchRedirectURI).
 	RedirectURIs []string
 	// Introspect allows the client to call the introspection endpoint.
 	Introspect bool
+	// RequireConsent shows the user the consent page before the client
+	// gets anything through the authorization endpoint; the answer is
+	// remembered per user and client, for the scopes allowed.
+	RequireConsent bool
+	// AllowPlainPKCE lets the client send code_challenge_method=plain;
+	// otherwise only S256 is accepted.
+	AllowPlainPKCE bool
+	// RequestObjectJWKS is a JWK Set (JSON) of the public keys the client
+	// signs request objects with (OpenID Connect Core §6.1; RS256 or
+	// ES256). Without it only unsigned request objects are accepted.
+	RequestObjectJWKS []byte
 }
 
 // Validate checks the client's own rules.
@@ -146,6 +159,16 @@ func (c *Config) Validate() error {
 		}
 		if err := checkOrigin(o); err != nil {
 			return fmt.Errorf("client %q: allowed origin: %w", c.ID, err)
+		}
+	}
+	for _, r := range c.RedirectURIs {
+		if err := checkRedirectURI(r); err != nil {
+			return fmt.Errorf("client %q: redirect URI %w", c.ID, err)
+		}
+	}
+	if len(c.RequestObjectJWKS) > 0 {
+		if _, err := requestKeys(c.RequestObjectJWKS); err != nil {
+			return fmt.Errorf("client %q: request object keys: %w", c.ID, err)
 		}
 	}
 	if c.AccessTokenLifetime < 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
 	"github.com/gatehouse/gatehouse/identity/users"
 )
@@ -65,11 +66,15 @@ func New(cfg Config) (*Endpoint, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Endpoint{cfg: cfg, fail: oauth.Failer{Endpoint: EndpointName, Log: cfg.Logger, Count: cfg.Failed, Uniform: cfg.UniformErrorStatus}}
+	e := &Endpoint{cfg: cfg, fail: oauth.Failer{Endpoint: EndpointName, Log: cfg.Logger, Count: cfg.Failed,
+		Uniform: cfg.UniformErrorStatus, Unavailable: StoreUnavailable}}
 	e.grants = map[string]handler{
 		oauth.GrantPassword:          e.password,
 		oauth.GrantRefreshToken:      e.refresh,
 		oauth.GrantClientCredentials: e.clientCredentials,
+	}
+	if cfg.Tokens.CodesEnabled() {
+		e.grants[oauth.GrantAuthorizationCode] = e.authorizationCode
 	}
 	return e, nil
 }
@@ -151,6 +156,13 @@ func (e *Endpoint) dispatch(r *http.Request, req *Request) (*tokens.Response, *o
 	return handle(r.Context(), req)
 }
 
+// StoreUnavailable reports whether err says the store could not reach its
+// database (store.ErrUnavailable): the endpoints answer it 503
+// temporarily_unavailable, the client tries again later, and a refresh
+// sent again after the outage gets the answer the first one would have
+// had (tokens.Service.Refresh, the grace window).
+func StoreUnavailable(err error) bool { return errors.Is(err, store.ErrUnavailable) }
+
 // PasswordGrant runs the password grant for an authenticated client, as a
 // token request would (the client must be allowed the grant; scope may be
 // empty for the client's defaults): the entry point of the other front
@@ -164,6 +176,9 @@ func (e *Endpoint) PasswordGrant(ctx context.Context, c *clients.Client, usernam
 		form.Set("scope", scope)
 	}
 	resp, perr := e.password(ctx, &Request{GrantType: oauth.GrantPassword, Client: c, Form: form, Source: source})
+	if perr != nil && perr.Code == oauth.ErrServerError && StoreUnavailable(perr.Cause) {
+		perr = oauth.TemporarilyUnavailable(perr.Cause)
+	}
 	if perr == nil && e.cfg.Issued != nil {
 		e.cfg.Issued(oauth.GrantPassword, c.ID)
 	}

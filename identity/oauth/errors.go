@@ -23,6 +23,15 @@ const (
 	// RFC 6750 §3.1, of the endpoints that take a bearer token.
 	ErrInvalidToken      = "invalid_token"
 	ErrInsufficientScope = "insufficient_scope"
+	// The authorization endpoint (RFC 6749 §4.1.2.1, OpenID Connect Core
+	// §3.1.2.6).
+	ErrUnsupportedResponseType = "unsupported_response_type"
+	ErrLoginRequired           = "login_required"
+	ErrConsentRequired         = "consent_required"
+	ErrInteractionRequired     = "interaction_required"
+	ErrInvalidRequestObject    = "invalid_request_object"
+	ErrRequestURINotSupported  = "request_uri_not_supported"
+	ErrRegistrationNotSupp     = "registration_not_supported"
 )
 
 // ErrorCodes are every code an endpoint may answer, for bounded metric
@@ -32,6 +41,8 @@ var ErrorCodes = []string{
 	ErrUnsupportedGrantType, ErrInvalidScope, ErrServerError, ErrTemporarilyUnavail,
 	ErrAuthorizationPending, ErrSlowDown, ErrAccessDenied, ErrExpiredToken,
 	ErrInvalidToken, ErrInsufficientScope,
+	ErrUnsupportedResponseType, ErrLoginRequired, ErrConsentRequired, ErrInteractionRequired,
+	ErrInvalidRequestObject, ErrRequestURINotSupported, ErrRegistrationNotSupp,
 }
 
 // Error is an OAuth error as a value: what the client reads (Code,
@@ -79,6 +90,14 @@ func MethodNotAllowed(description string) *Error {
 // gets cause.
 func ServerError(cause error) *Error {
 	return &Error{Code: ErrServerError, Description: "the server could not complete the request", Status: http.StatusInternalServerError, Cause: cause}
+}
+
+// TemporarilyUnavailable is the answer while a dependency is down (RFC
+// 6749 §4.1.2.1's temporarily_unavailable, with HTTP 503): the client may
+// try the same request again later; the log gets cause.
+func TemporarilyUnavailable(cause error) *Error {
+	return &Error{Code: ErrTemporarilyUnavail, Description: "the server cannot complete the request now, try again later",
+		Status: http.StatusServiceUnavailable, Cause: cause}
 }
 
 // ErrorBody is the JSON body of an error (RFC 6749 §5.2).

@@ -20,10 +20,19 @@ type Failer struct {
 	Count func(endpoint, code string)
 	// Uniform answers 400 for every client error (see WriteError).
 	Uniform bool
+	// Unavailable, if set, reports whether the cause of a server_error is
+	// a dependency that is down (the store's database) rather than a
+	// fault of ours: such an error is answered 503
+	// temporarily_unavailable, which tells the client to try again
+	// later, and logged at Debug (the dependency logs the outage itself).
+	Unavailable func(cause error) bool
 }
 
 // Fail logs, counts and renders e. grant and clientID may be empty.
 func (f *Failer) Fail(w http.ResponseWriter, r *http.Request, grant, clientID string, e *Error) {
+	if e.Code == ErrServerError && f.Unavailable != nil && e.Cause != nil && f.Unavailable(e.Cause) {
+		e = TemporarilyUnavailable(e.Cause)
+	}
 	level := zapcore.DebugLevel
 	if e.Code == ErrServerError {
 		level = zapcore.ErrorLevel

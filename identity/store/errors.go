@@ -12,4 +12,13 @@ var (
 	ErrAlreadyRotated = errors.New("store: refresh token already rotated")
 	// ErrFamilyRevoked: the refresh-token family has been revoked.
 	ErrFamilyRevoked = errors.New("store: refresh token family revoked")
+	// ErrUnavailable: the backend could not reach its database (refused,
+	// dropped or timed-out connections, a server shutting down). The
+	// operation may or may not have taken effect (a commit whose answer
+	// was lost); trying it again later is the remedy, and an endpoint
+	// answers 503 temporarily_unavailable.
+	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrCodeUsed: an authorization code was used before (a replay, or
+	// the loser of a race).
+	ErrCodeUsed = errors.New("store: authorization code already used")
 )

@@ -37,8 +37,13 @@ type idClaims struct {
 	Expiry   int64  `json:"exp"`
 	IssuedAt int64  `json:"iat"`
 	AuthTime int64  `json:"auth_time,omitempty"`
-	AtHash   string `json:"at_hash,omitempty"`
 	Nonce    string `json:"nonce,omitempty"`
+	// SessionID is the login session's public id (OpenID Connect
+	// Front-Channel and Back-Channel Logout), for tokens issued through the
+	// browser flows.
+	SessionID string `json:"sid,omitempty"`
+	AtHash    string `json:"at_hash,omitempty"`
+	CHash     string `json:"c_hash,omitempty"`
 	ProfileClaims
 }
 
@@ -80,10 +85,11 @@ func UserClaims(u *store.User, scopes []string) ProfileClaims {
 	return p
 }
 
-// atHash is the at_hash of an access token for RS256 (OpenID Connect Core
-// §3.1.3.6): the left half of its SHA-256, base64url.
-func atHash(accessToken string) string {
-	sum := sha256.Sum256([]byte(accessToken))
+// halfHash is the at_hash of an access token, or the c_hash of a code, for
+// RS256 (OpenID Connect Core §3.1.3.6, §3.3.2.11): the left half of its
+// SHA-256, base64url.
+func halfHash(value string) string {
+	sum := sha256.Sum256([]byte(value))
 	return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
 }
 

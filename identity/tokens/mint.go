@@ -15,10 +15,12 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
-// Store is what minting and refresh families need of the store.
+// Store is what minting and refresh families need of the store; a code
+// replay revokes an access token by its jti (Revocations).
 type Store interface {
 	store.Refresh
 	store.Users
+	store.Revocations
 }
 
 // Config configures a Service.
@@ -42,10 +44,24 @@ type Config struct {
 	MaxAccessLifetime time.Duration
 	// Audit receives token events. Default: no-op.
 	Audit *zap.Logger
-	// FamilyRevoked, if set, is called after replay detection revoked a
-	// family, so that this instance's verifiers refuse its access tokens
-	// at once (RFC 9700 §4.14.2), as an explicit revocation does.
+	// FamilyRevoked, if set, is called after replay detection (of a
+	// refresh token or of an authorization code) revoked tokens, so that
+	// this instance's verifiers refuse them at once (RFC 9700 §4.14.2), as
+	// an explicit revocation does.
 	FamilyRevoked func(ctx context.Context) error
+	// Outages, if set, says when the store's database was unreachable
+	// from this process (store.Outages, the PostgreSQL store): that time
+	// does not count against a refresh token's grace window, so a refresh
+	// whose answer an outage swallowed (its rotation committed, the client
+	// told 503) can be sent again when the database is back, however long
+	// it was away. Default: the grace window runs on the clock alone.
+	Outages store.Outages
+	// Codes keeps authorization codes. Default: none, and the service
+	// issues and exchanges no code (CodesEnabled is false).
+	Codes store.Codes
+	// CodeLifetime is how long an authorization code may be exchanged.
+	// Default DefaultCodeLifetime (60s).
+	CodeLifetime time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -68,6 +84,12 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.CodeLifetime < 0 {
+		return nil, errors.New("token service: the code lifetime must not be negative")
+	}
+	if cfg.CodeLifetime == 0 {
+		cfg.CodeLifetime = DefaultCodeLifetime
+	}
 	return &Service{cfg: cfg}, nil
 }
 
@@ -80,6 +102,9 @@ type Grant struct {
 	AuthTime time.Time // zero for client credentials
 	Type     string    // the grant type, for the audit log
 	FamilyID string    // the refresh-token family it comes from, if any
+	// Nonce and SessionID go into the ID token (browser flows).
+	Nonce     string
+	SessionID string
 }
 
 // Response is the success body of the token endpoint (interface.md §2.2,
@@ -101,12 +126,26 @@ type access struct {
 	lifetime time.Duration
 }
 
-// mintAccess signs an access token for g at now.
-func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
+// newJTI is a new access token's id.
+func newJTI() (string, *oauth.Error) {
 	jti, err := randomID(16)
 	if err != nil {
-		return access{}, oauth.ServerError(err)
+		return "", oauth.ServerError(err)
 	}
+	return jti, nil
+}
+
+// mintAccess signs an access token for g at now, with a new jti.
+func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
+	jti, perr := newJTI()
+	if perr != nil {
+		return access{}, perr
+	}
+	return s.mintAccessID(g, jti, now)
+}
+
+// mintAccessID signs an access token for g at now with the id jti.
+func (s *Service) mintAccessID(g Grant, jti string, now time.Time) (access, *oauth.Error) {
 	lifetime := g.Client.AccessLifetime
 	exp := now.Add(lifetime)
 	claims := accessClaims{
@@ -125,16 +164,24 @@ func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
 	return access{token: tok, jti: jti, expires: exp, lifetime: lifetime}, nil
 }
 
-// mintID signs an ID token for g when it grants openid to a user.
-func (s *Service) mintID(g Grant, at access, now time.Time) (string, *oauth.Error) {
+// mintID signs an ID token for g when it grants openid to a user: with
+// at_hash when at is the access token issued with it, c_hash when code is
+// the code issued with it (OpenID Connect Core §3.3.2.11).
+func (s *Service) mintID(g Grant, at *access, code string, now time.Time) (string, *oauth.Error) {
 	if g.User == nil || !slices.Contains(g.Scopes, oauth.ScopeOpenID) {
 		return "", nil
 	}
 	claims := idClaims{
 		Issuer: s.cfg.Issuer, Subject: g.Subject, Audience: g.Client.ID,
 		Expiry: now.Add(s.cfg.IDTokenLifetime).Unix(), IssuedAt: now.Unix(),
-		AuthTime: g.AuthTime.Unix(), AtHash: atHash(at.token),
+		AuthTime: g.AuthTime.Unix(), Nonce: g.Nonce, SessionID: g.SessionID,
 		ProfileClaims: UserClaims(g.User, g.Scopes),
+	}
+	if at != nil {
+		claims.AtHash = halfHash(at.token)
+	}
+	if code != "" {
+		claims.CHash = halfHash(code)
 	}
 	tok, err := s.cfg.Keys.Sign(oauth.TypeIDToken, claims, now)
 	if err != nil {
@@ -168,7 +215,7 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 		}
 		resp.RefreshToken = fam.token
 	}
-	if resp.IDToken, perr = s.mintID(g, at, now); perr != nil {
+	if resp.IDToken, perr = s.mintID(g, &at, "", now); perr != nil {
 		return nil, perr
 	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),

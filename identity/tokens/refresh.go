@@ -257,11 +257,12 @@ func (s *Service) rotated(err error, g Grant, successor string, now time.Time) (
 
 // graceOrReplay answers the previous generation's token: inside the grace
 // window, and while its successor (the current token) is unused, the same
-// successor again; otherwise a replay.
+// successor again; otherwise a replay. The window does not run while this
+// process found the store unreachable (Config.Outages).
 func (s *Service) graceOrReplay(ctx context.Context, c *clients.Client, fam store.RefreshFamily, parent string, generation int, scopeParam string, now time.Time) (*Response, *oauth.Error) {
 	grace := c.Refresh.Grace
 	successor := s.successorOf(fam.ID, fam.Salt, parent, generation+1)
-	if grace > 0 && now.Sub(fam.RotatedAt) <= grace && hashEqual(HashToken(successor), fam.Current) {
+	if grace > 0 && s.sinceRotation(fam, now) <= grace && hashEqual(HashToken(successor), fam.Current) {
 		g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
 		if perr != nil {
 			return nil, perr
@@ -269,6 +270,18 @@ func (s *Service) graceOrReplay(ctx context.Context, c *clients.Client, fam stor
 		return s.refreshed(g, successor, now, true)
 	}
 	return nil, s.replayed(ctx, fam, now)
+}
+
+// sinceRotation is how long ago fam was last rotated, less the time the
+// store was unreachable meanwhile: a client whose refresh was answered
+// 503 while its rotation committed (the answer lost with the connection)
+// could not have sent the token again while the store was away.
+func (s *Service) sinceRotation(fam store.RefreshFamily, now time.Time) time.Duration {
+	elapsed := now.Sub(fam.RotatedAt)
+	if s.cfg.Outages != nil {
+		elapsed -= s.cfg.Outages.Unavailable(fam.RotatedAt, now)
+	}
+	return elapsed
 }
 
 // replayed revokes a family whose token was replayed (RFC 9700 §4.14.2).
@@ -421,7 +434,7 @@ func (s *Service) refreshed(g Grant, successor string, now time.Time, grace bool
 		AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer",
 		RefreshToken: successor, Scope: strings.Join(g.Scopes, " "),
 	}
-	if resp.IDToken, perr = s.mintID(g, at, now); perr != nil {
+	if resp.IDToken, perr = s.mintID(g, &at, "", now); perr != nil {
 		return nil, perr
 	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantRefreshToken), zap.String("client_id", g.Client.ID),

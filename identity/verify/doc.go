@@ -8,6 +8,11 @@
 // Keys come only from the configured key set, never from a token's own
 // jku, jwk, x5u or x5c header: a token carrying one is refused.
 //
+// Revocations are read into memory every RevocationRefresh and, when the
+// store notifies them (store.RevocationNotifier), as soon as any instance
+// commits one; RevocationsChanged tells a holder of long-lived sessions
+// that they grew, so it can check its tokens again at once.
+//
 // On top of the check it owns route protection and the identity headers:
 // Verifier.Authorize reads the bearer token of a request (RFC 6750 §2.1)
 // and checks a Requirement's scopes, giving an Identity or a *Refusal that

@@ -25,6 +25,28 @@ func newRevocationSet() *revocationSet {
 	return &revocationSet{jtis: map[string]struct{}{}, families: map[string]struct{}{}, subjects: map[string]time.Time{}}
 }
 
+// grows reports whether list holds a revocation that set lacks: adding
+// it would refuse a token set accepts.
+func (set *revocationSet) grows(list []store.Revocation) bool {
+	for _, r := range list {
+		switch {
+		case r.JTI != "":
+			if _, ok := set.jtis[r.JTI]; !ok {
+				return true
+			}
+		case r.FamilyID != "":
+			if _, ok := set.families[r.FamilyID]; !ok {
+				return true
+			}
+		case r.Subject != "":
+			if r.NotBefore.After(set.subjects[r.Subject]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // with returns a copy of set with list added (set is not changed).
 func (set *revocationSet) with(list []store.Revocation) *revocationSet {
 	out := &revocationSet{jtis: maps.Clone(set.jtis), families: maps.Clone(set.families), subjects: maps.Clone(set.subjects)}
@@ -102,16 +124,21 @@ func (v *Verifier) refreshRevocations(ctx context.Context) error {
 		v.stats.revocationErrors.Add(1)
 		return err
 	}
+	old := v.revoked.Load()
+	grew := old.grows(list)
 	switch {
 	case full:
 		set := newRevocationSet()
 		set.add(list)
 		v.revoked.Store(set)
 		r.reloaded = now
-	case len(list) > 0:
-		v.revoked.Store(v.revoked.Load().with(list))
+	case grew:
+		v.revoked.Store(old.with(list))
 	}
 	r.readTo = now
+	if grew {
+		v.changed.fire()
+	}
 	if v.stale.Swap(false) {
 		v.cfg.Logger.Info("revocation list available again", zap.Int("read", len(list)))
 	}
@@ -127,11 +154,19 @@ func (v *Verifier) RefreshRevocations(ctx context.Context) error {
 	return v.refreshRevocations(ctx)
 }
 
-// Run keeps the revocation list fresh until ctx ends. Without revocations
+// Run keeps the revocation list fresh until ctx ends: it reads what was
+// revoked every RevocationRefresh and, when the lister is also a
+// store.RevocationNotifier (the PostgreSQL store), at each notice, so that
+// a revocation made on another instance applies here at once; the poll
+// stays, for notices lost with a connection. Without revocations
 // configured it returns at once.
 func (v *Verifier) Run(ctx context.Context) {
 	if v.cfg.Revocations == nil {
 		return
+	}
+	var notices <-chan struct{}
+	if n, ok := v.cfg.Revocations.(store.RevocationNotifier); ok {
+		notices = n.RevocationNotices(ctx)
 	}
 	t := time.NewTicker(v.cfg.RevocationRefresh)
 	defer t.Stop()
@@ -140,10 +175,49 @@ func (v *Verifier) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			rctx, cancel := context.WithTimeout(ctx, v.cfg.RevocationRefresh)
-			_ = v.refreshRevocations(rctx)
-			cancel()
+		case _, ok := <-notices:
+			if !ok {
+				notices = nil // closed: the poll goes on alone
+				continue
+			}
+			v.stats.notices.Add(1)
 		}
+		rctx, cancel := context.WithTimeout(ctx, v.cfg.RevocationRefresh)
+		_ = v.refreshRevocations(rctx)
+		cancel()
+	}
+}
+
+// RevocationsChanged returns a channel that is closed the next time the
+// revocations in force grow (a read brought one the verifier did not
+// apply yet), so that a holder of long-lived sessions (the message
+// gateway) can check them again at once rather than at its own pace.
+// Call it again after each close for the next change. Without
+// revocations configured the channel is never closed.
+func (v *Verifier) RevocationsChanged() <-chan struct{} { return v.changed.wait() }
+
+// signal is a broadcast that can be waited for again and again: wait
+// returns a channel that the next fire closes.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
 	}
 }
 

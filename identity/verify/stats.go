@@ -10,6 +10,7 @@ type Stats struct {
 	hits             atomic.Int64
 	misses           atomic.Int64
 	revocationErrors atomic.Int64
+	notices          atomic.Int64
 	refused          sync.Map // Reason -> *atomic.Int64
 }
 
@@ -23,17 +24,19 @@ func (s *Stats) count(r Reason) {
 
 // Snapshot is a copy of the counters.
 type Snapshot struct {
-	CacheHits        int64            // verified from the cache
-	CacheMisses      int64            // verified cold
-	Refused          map[Reason]int64 // refused, by reason
-	RevocationErrors int64            // failed refreshes of the revocation list
+	CacheHits         int64            // verified from the cache
+	CacheMisses       int64            // verified cold
+	Refused           map[Reason]int64 // refused, by reason
+	RevocationErrors  int64            // failed refreshes of the revocation list
+	RevocationNotices int64            // reads of the revocation list on a store's notice
 }
 
 // Stats returns the verifier's counters.
 func (v *Verifier) Stats() Snapshot {
 	snap := Snapshot{
 		CacheHits: v.stats.hits.Load(), CacheMisses: v.stats.misses.Load(),
-		RevocationErrors: v.stats.revocationErrors.Load(), Refused: map[Reason]int64{},
+		RevocationErrors: v.stats.revocationErrors.Load(), RevocationNotices: v.stats.notices.Load(),
+		Refused: map[Reason]int64{},
 	}
 	v.stats.refused.Range(func(k, c any) bool {
 		snap.Refused[k.(Reason)] = c.(*atomic.Int64).Load()

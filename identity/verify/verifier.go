@@ -77,6 +77,8 @@ type Config struct {
 	// applying.
 	Revocations RevocationLister
 	// RevocationRefresh is how often new revocations are read. Default 5s.
+	// A lister that is also a store.RevocationNotifier is read besides at
+	// each of its notices (see Run).
 	RevocationRefresh time.Duration
 	// RevocationReload is how often the whole list is read again (which
 	// also drops expired entries); between reloads only what was revoked
@@ -100,6 +102,7 @@ type Verifier struct {
 	revoked atomic.Pointer[revocationSet]
 	reads   revocationReads // guarded by its own mutex
 	stale   atomic.Bool
+	changed signal // fired when the revocations in force grow
 	stats   Stats
 	headers headerCache
 }

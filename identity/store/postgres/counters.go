@@ -45,7 +45,7 @@ const admitQuery = `INSERT INTO failure_counters AS c (counter_key, failures, wi
 // to a whole millisecond (as the SQLite backend compares and stores them).
 func (s *Store) Admit(ctx context.Context, key string, now time.Time, window time.Duration, limit int, lockout time.Duration) (store.Counter, bool, error) {
 	c, err := scanCounter(key, s.pool.QueryRow(ctx, admitQuery,
-		key, ms(now), ms(ms(now).Add(-window)), limit, ms(ms(now).Add(lockout))))
+		[]byte(key), ms(now), ms(ms(now).Add(-window)), limit, ms(ms(now).Add(lockout))))
 	if err == nil {
 		return c, true, nil
 	}
@@ -70,7 +70,7 @@ func (s *Store) Refund(ctx context.Context, key string, admitted store.Counter, 
 		locked_until = CASE WHEN failures - 1 < $3::bigint
 			OR ($4::boolean AND locked_until IS NOT DISTINCT FROM $5::timestamptz) THEN NULL ELSE locked_until END
 		WHERE counter_key = $1 AND window_start = $2 AND failures > 0`,
-		key, ts(admitted.WindowStart), limit, admitted.Count >= limit, ts(admitted.LockedUntil))
+		[]byte(key), ts(admitted.WindowStart), limit, admitted.Count >= limit, ts(admitted.LockedUntil))
 	if err != nil {
 		return fmt.Errorf("refunding an attempt against %q: %w", key, err)
 	}
@@ -81,7 +81,7 @@ func (s *Store) Refund(ctx context.Context, key string, admitted store.Counter, 
 // is none.
 func (s *Store) Counter(ctx context.Context, key string) (store.Counter, error) {
 	c, err := scanCounter(key, s.pool.QueryRow(ctx, `SELECT failures, window_start, locked_until
-		FROM failure_counters WHERE counter_key = $1`, key))
+		FROM failure_counters WHERE counter_key = $1`, []byte(key)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Counter{Key: key}, nil
 	}
@@ -94,7 +94,7 @@ func (s *Store) Counter(ctx context.Context, key string) (store.Counter, error) 
 // ResetCounter removes the counter of key, and with it any lock. Removing a
 // missing counter is not an error.
 func (s *Store) ResetCounter(ctx context.Context, key string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM failure_counters WHERE counter_key = $1`, key); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM failure_counters WHERE counter_key = $1`, []byte(key)); err != nil {
 		return fmt.Errorf("resetting failure counter %q: %w", key, err)
 	}
 	return nil

@@ -21,10 +21,24 @@
 // READ COMMITTED and are retried whole on a serialization failure or a
 // deadlock (see tx.go).
 //
+// Revocations reach the other instances at once (notify.go): each one
+// NOTIFYs the channel gatehouse_revocations in the transaction that writes
+// it, and one connection per Store, outside the pool, LISTENs and passes
+// the notices to the verifiers (store.RevocationNotifier), reconnecting
+// with a growing pause when it loses the server. Config.DisableNotify
+// turns both off for engines without LISTEN/NOTIFY; the verifiers' poll
+// then does alone what it otherwise backs up.
+//
+// Every statement's outcome says whether the database was reachable
+// (health.go, db.go): an unreachable one fails with an error matching
+// store.ErrUnavailable, and the outages this process saw are kept
+// (store.Outages), for a refresh whose answer an outage swallowed.
+//
 // Times are timestamptz, truncated to the millisecond before they are
 // stored (as the SQLite backend stores Unix milliseconds), NULL for the zero
 // time, and returned in UTC; lists of strings are text[]; identifiers and
-// keys are text COLLATE "C", so that they order and compare byte by byte.
+// keys are text COLLATE "C", so that they order and compare byte by byte,
+// except failure-counter keys, which are bytea (they hold a NUL).
 //
 // The DSN's password never reaches a log or an error: Open logs the host,
 // port, database and user only, and errors of parsing or connecting are

@@ -16,3 +16,9 @@ func MigrateWithExtra(ctx context.Context, s *Store, extra ...[]string) (int, er
 
 // MaxConns is the size of the Store's pool.
 func MaxConns(s *Store) int32 { return s.pool.Config().MaxConns }
+
+// OpenAtVersion opens a store whose schema is brought to version n only,
+// as an older program would.
+func OpenAtVersion(ctx context.Context, cfg Config, n int) (*Store, error) {
+	return open(ctx, cfg, migrations[:n])
+}

@@ -114,6 +114,61 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX failure_counters_window_start ON failure_counters (window_start)`,
 	},
+	// 2: failure counters keyed by bytes, not text: the password
+	// checker's pair keys hold a NUL (and a user name from a form may not
+	// be UTF-8), which a text column refuses. The keys stored so far are
+	// UTF-8 text, whose bytes they become.
+	{
+		`ALTER TABLE failure_counters ALTER COLUMN counter_key TYPE bytea USING convert_to(counter_key, 'UTF8')`,
+	},
+	// 3: the browser flows (store.BrowserStore): login sessions,
+	// authorization codes and consents, as the SQLite backend's version 4.
+	// Sessions and codes are keyed by the SHA-256 of their secret (bytea).
+	{
+		`CREATE TABLE sessions (
+			hash                bytea NOT NULL PRIMARY KEY,
+			id                  text COLLATE "C" NOT NULL UNIQUE,
+			subject             text COLLATE "C" NOT NULL,
+			auth_time           timestamptz,
+			created_at          timestamptz,
+			last_seen           timestamptz,
+			expires_at          timestamptz NOT NULL,
+			absolute_expires_at timestamptz,
+			clients             text[] NOT NULL
+		)`,
+		`CREATE INDEX sessions_expires_at ON sessions (expires_at)`,
+		`CREATE INDEX sessions_subject ON sessions (subject)`,
+		`CREATE TABLE auth_codes (
+			hash                    bytea NOT NULL PRIMARY KEY,
+			client_id               text COLLATE "C" NOT NULL,
+			redirect_uri            text NOT NULL,
+			subject                 text COLLATE "C" NOT NULL,
+			scopes                  text[] NOT NULL,
+			nonce                   text NOT NULL,
+			session_id              text COLLATE "C" NOT NULL,
+			auth_time               timestamptz,
+			code_challenge          text NOT NULL,
+			code_challenge_method   text NOT NULL,
+			created_at              timestamptz,
+			expires_at              timestamptz NOT NULL,
+			retain_until            timestamptz NOT NULL,
+			used_at                 timestamptz,
+			replayed_at             timestamptz,
+			family_id               text COLLATE "C" NOT NULL,
+			access_token_id         text COLLATE "C" NOT NULL,
+			access_token_expires_at timestamptz
+		)`,
+		`CREATE INDEX auth_codes_retain_until ON auth_codes (retain_until)`,
+		`CREATE TABLE consents (
+			subject    text COLLATE "C" NOT NULL,
+			client_id  text COLLATE "C" NOT NULL,
+			scopes     text[] NOT NULL,
+			created_at timestamptz,
+			expires_at timestamptz,
+			PRIMARY KEY (subject, client_id)
+		)`,
+		`CREATE INDEX consents_expires_at ON consents (expires_at)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
@@ -173,4 +174,31 @@ func tableNames(ctx context.Context, t *testing.T, conn *pgx.Conn) map[string]in
 		counts[n]++
 	}
 	return counts
+}
+
+// TestMigrateCounterKeys: a database of schema version 1, whose failure
+// counters were keyed by text, keeps its counters when version 2 makes
+// the keys bytes, and then takes keys that text refused.
+func TestMigrateCounterKeys(t *testing.T) {
+	dsn := pgtest.FreshDatabase(t)
+	ctx := storetest.Context(t)
+	old, err := postgres.OpenAtVersion(ctx, postgres.Config{DSN: dsn}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if _, _, err := old.Admit(ctx, "user:alice", now, time.Minute, 5, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := old.Admit(ctx, "pair:alice\x00127.0.0.1", now, time.Minute, 5, time.Minute); err == nil {
+		t.Fatal("a NUL in a text key: no error; the test cannot show what version 2 changes")
+	}
+	old.Close()
+	s := open(t, dsn)
+	if c, err := s.Counter(ctx, "user:alice"); err != nil || c.Count != 1 || !c.WindowStart.Equal(now) {
+		t.Fatalf("the counter of version 1 after the migration: %+v, %v", c, err)
+	}
+	if c, _, err := s.Admit(ctx, "pair:alice\x00127.0.0.1", now, time.Minute, 5, time.Minute); err != nil || c.Count != 1 {
+		t.Fatalf("a key with a NUL after the migration: %+v, %v", c, err)
+	}
 }

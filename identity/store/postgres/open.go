@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
@@ -33,8 +34,20 @@ type Config struct {
 	// max_connections.
 	MaxConns int
 
+	// DisableNotify turns the revocation notices off: no NOTIFY is sent
+	// with a revocation and no connection LISTENs, so the verifiers of
+	// every instance find a revocation made elsewhere by polling alone
+	// (every 5 s by default) and the gateway's sessions end up to that
+	// much later. For engines that speak PostgreSQL's protocol without
+	// LISTEN/NOTIFY (CockroachDB). Default false: each revocation NOTIFYs
+	// the channel gatehouse_revocations in its own transaction, and one
+	// connection per Store, outside the pool, LISTENs to it once a
+	// verifier asks (RevocationNotices).
+	DisableNotify bool
+
 	// Logger receives what the store has to say: where it connected (host,
-	// port, database, user) and the schema migrations it ran. Default: no
+	// port, database, user), the schema migrations it ran, and when the
+	// database became unreachable and reachable again. Default: no
 	// logging.
 	Logger *zap.Logger
 }
@@ -43,15 +56,22 @@ type Config struct {
 // concurrent use, and any number of Stores, in one process or in several,
 // may share the same database.
 type Store struct {
-	pool   *pgxpool.Pool
+	pool   *db
 	target Target
 	log    *zap.Logger
+	health *health
+	notify *notifier // nil when Config.DisableNotify
 }
 
 // Open connects to the database cfg.DSN names and brings its schema up to
 // date (see migrate.go). The caller closes the Store. ctx bounds the
 // connecting and the migrations only.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, migrations)
+}
+
+// open is Open bringing the schema to the last of migs.
+func open(ctx context.Context, cfg Config, migs [][]string) (*Store, error) {
 	if cfg.MaxConns < 0 {
 		return nil, fmt.Errorf("opening postgres store: max connections %d, want at least 1 (0 for the default)", cfg.MaxConns)
 	}
@@ -83,12 +103,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening postgres store %s: %w", target, scrub(err, password))
 	}
-	s := &Store{pool: pool, target: target, log: log}
+	h := newHealth(log, time.Now)
+	s := &Store{pool: &db{Pool: pool, health: h}, target: target, log: log, health: h}
+	if !cfg.DisableNotify {
+		s.notify = newNotifier(pcfg.ConnConfig, h, log)
+	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening postgres store %s: connecting: %w", target, scrub(err, password))
 	}
-	version, err := s.migrate(ctx, migrations)
+	version, err := s.migrate(ctx, migs)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening postgres store %s: %w", target, scrub(err, password))
@@ -99,6 +123,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		zap.String("database", target.Database),
 		zap.String("user", target.User),
 		zap.Int32("max_conns", pcfg.MaxConns),
+		zap.Bool("revocation_notify", !cfg.DisableNotify),
 		zap.Int("schema_version", version))
 	return s, nil
 }
@@ -106,14 +131,30 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // Target tells where the Store is connected, without the password.
 func (s *Store) Target() Target { return s.target }
 
-// Close waits for the statements in progress, then closes every
-// connection of the pool. Calls after Close fail.
+// Unavailable returns how much of the time from from to to this Store
+// found the database unreachable (store.Outages): from the first statement
+// that failed to reach it, or the loss of the listener's connection, to
+// the first success after. The last 64 outages are remembered.
+func (s *Store) Unavailable(from, to time.Time) time.Duration {
+	return s.health.Unavailable(from, to)
+}
+
+// Close stops the listener, if any (closing the channels of
+// RevocationNotices), waits for the statements in progress, then closes
+// every connection of the pool. Calls after Close fail.
 func (s *Store) Close() error {
 	if s.pool == nil {
 		return errors.New("closing postgres store: not open")
+	}
+	if s.notify != nil {
+		s.notify.close()
 	}
 	s.pool.Close()
 	return nil
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store              = (*Store)(nil)
+	_ store.RevocationNotifier = (*Store)(nil)
+	_ store.Outages            = (*Store)(nil)
+)

@@ -38,6 +38,22 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestBrowserConformance runs the browser roles' suite, each of its cases
+// on a database of its own.
+func TestBrowserConformance(t *testing.T) {
+	pgtest.ServerDSN(t)
+	storetest.RunBrowser(t, func(t *testing.T) store.BrowserStore {
+		return open(t, pgtest.FreshDatabase(t))
+	})
+}
+
+// TestTwoStoresConsumeCode: two Stores on one database using one code at
+// once, as two gatehouse instances would: exactly one use wins.
+func TestTwoStoresConsumeCode(t *testing.T) {
+	dsn := pgtest.FreshDatabase(t)
+	storetest.ConsumeConcurrently(t, 16, open(t, dsn), open(t, dsn))
+}
+
 // TestTwoStoresRotate: two Stores on one database, as two gatehouse
 // instances have, rotating the same refresh token at once: exactly one
 // winner, whichever instance it is on, and both read the winner's family.

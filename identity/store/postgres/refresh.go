@@ -120,8 +120,9 @@ func (s *Store) whyNotRotated(ctx context.Context, id string, from int) error {
 }
 
 // RevokeRefreshFamily revokes a family at now and, in the same
-// transaction, records the family's revocation until tokensUntil and
-// revokes the access tokens recorded for a legacy family. Revoking a
+// transaction, records the family's revocation until tokensUntil, revokes
+// the access tokens recorded for a legacy family and notifies the
+// listeners (unless notices are off). Revoking a
 // revoked family changes nothing; ErrNotFound if there is none.
 func (s *Store) RevokeRefreshFamily(ctx context.Context, id string, now, tokensUntil time.Time) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -141,7 +142,10 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, id string, now, tokensU
 			}
 			return nil
 		}
-		return revokeFamiliesTx(ctx, tx, familyByID, id, now, tokensUntil)
+		if err := revokeFamiliesTx(ctx, tx, familyByID, id, now, tokensUntil); err != nil {
+			return err
+		}
+		return s.notifyTx(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("revoking refresh family %q: %w", id, err)

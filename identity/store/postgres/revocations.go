@@ -11,12 +11,24 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
+// revokeAccessQuery records the revocation of one access token.
+const revokeAccessQuery = `INSERT INTO revocations (jti, expires_at, revoked_at) VALUES ($1, $2, $3)
+	ON CONFLICT (jti) DO NOTHING`
+
+// revokeAccessNotifyQuery is revokeAccessQuery and its notice in one
+// statement, so in one transaction (a data-modifying WITH runs once,
+// whatever the outer query reads of it).
+const revokeAccessNotifyQuery = `WITH revoked AS (` + revokeAccessQuery + `) ` + notifyQuery
+
 // RevokeAccessToken records the revocation of the access token jti that
-// expires at exp. Revoking twice is not an error and keeps the first
-// revocation.
+// expires at exp, and notifies the listeners with it (unless notices are
+// off). Revoking twice is not an error and keeps the first revocation.
 func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time.Time) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO revocations (jti, expires_at, revoked_at) VALUES ($1, $2, $3)
-		ON CONFLICT (jti) DO NOTHING`, jti, ts(exp), ts(now))
+	q := revokeAccessQuery
+	if s.notify != nil {
+		q = revokeAccessNotifyQuery
+	}
+	_, err := s.pool.Exec(ctx, q, jti, ts(exp), ts(now))
 	if err != nil {
 		return fmt.Errorf("revoking access token %q: %w", jti, err)
 	}
@@ -25,7 +37,8 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 
 // RevokeSubject revokes, in one transaction, the subject's live families
 // (with their revocations, as RevokeRefreshFamily records them) and
-// records the subject's not-before time. A later revocation of the same
+// records the subject's not-before time, and notifies the listeners
+// (unless notices are off). A later revocation of the same
 // subject moves NotBefore and the expiry on, never back.
 func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -41,7 +54,10 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUn
 			ON CONFLICT (subject) DO UPDATE SET not_before = GREATEST(r.not_before, excluded.not_before),
 				expires_at = GREATEST(r.expires_at, excluded.expires_at), revoked_at = GREATEST(r.revoked_at, excluded.revoked_at)`,
 			subject, ts(now), ts(tokensUntil))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.notifyTx(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("revoking the sessions of subject %q: %w", subject, err)

@@ -33,12 +33,17 @@ var txOptions = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 // a subject's families) is run again, fn included, up to maxTxAttempts
 // times: fn must start from scratch each time. Any other error, fn's
 // included, rolls back and is returned; fn's changes are then undone.
+//
+// The outcome goes through the Store's health check, as every statement's
+// does: an unreachable database fails with an error matching
+// store.ErrUnavailable (after which the commit may or may not have
+// happened).
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, s.pool, txOptions, fn)
+		err = pgx.BeginTxFunc(ctx, s.pool.Pool, txOptions, fn)
 		if err == nil || !retryable(err) || attempt == maxTxAttempts {
-			return err
+			return s.health.check(err)
 		}
 		// A short, random pause keeps the writers that met from meeting
 		// again at once.

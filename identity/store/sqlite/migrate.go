@@ -116,6 +116,53 @@ var migrations = [][]string{
 		`CREATE INDEX subject_revocations_revoked_at ON subject_revocations (revoked_at)`,
 		`CREATE INDEX revocations_revoked_at ON revocations (revoked_at)`,
 	},
+	// 4: the browser flows (store.BrowserStore): login sessions,
+	// authorization codes and consents.
+	{
+		`CREATE TABLE sessions (
+			hash                BLOB NOT NULL PRIMARY KEY,
+			id                  TEXT NOT NULL UNIQUE,
+			subject             TEXT NOT NULL,
+			auth_time           INTEGER,
+			created_at          INTEGER,
+			last_seen           INTEGER,
+			expires_at          INTEGER NOT NULL,
+			absolute_expires_at INTEGER,
+			clients             TEXT NOT NULL
+		) STRICT`,
+		`CREATE INDEX sessions_expires_at ON sessions (expires_at)`,
+		`CREATE INDEX sessions_subject ON sessions (subject)`,
+		`CREATE TABLE auth_codes (
+			hash                    BLOB NOT NULL PRIMARY KEY,
+			client_id               TEXT NOT NULL,
+			redirect_uri            TEXT NOT NULL,
+			subject                 TEXT NOT NULL,
+			scopes                  TEXT NOT NULL,
+			nonce                   TEXT NOT NULL,
+			session_id              TEXT NOT NULL,
+			auth_time               INTEGER,
+			code_challenge          TEXT NOT NULL,
+			code_challenge_method   TEXT NOT NULL,
+			created_at              INTEGER,
+			expires_at              INTEGER NOT NULL,
+			retain_until            INTEGER NOT NULL,
+			used_at                 INTEGER,
+			replayed_at             INTEGER,
+			family_id               TEXT NOT NULL,
+			access_token_id         TEXT NOT NULL,
+			access_token_expires_at INTEGER
+		) STRICT`,
+		`CREATE INDEX auth_codes_retain_until ON auth_codes (retain_until)`,
+		`CREATE TABLE consents (
+			subject    TEXT NOT NULL,
+			client_id  TEXT NOT NULL,
+			scopes     TEXT NOT NULL,
+			created_at INTEGER,
+			expires_at INTEGER,
+			PRIMARY KEY (subject, client_id)
+		) STRICT`,
+		`CREATE INDEX consents_expires_at ON consents (expires_at)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

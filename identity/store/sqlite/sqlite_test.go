@@ -45,6 +45,19 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestBrowserConformance(t *testing.T) {
+	storetest.RunBrowser(t, func(t *testing.T) store.BrowserStore {
+		return open(t, filepath.Join(t.TempDir(), "gatehouse.db"))
+	})
+}
+
+// TestTwoStoresConsumeCode: two Stores on one file using one code at once:
+// exactly one use wins.
+func TestTwoStoresConsumeCode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gatehouse.db")
+	storetest.ConsumeConcurrently(t, 16, open(t, path), open(t, path))
+}
+
 // TestTwoStoresRotate: two Stores on one file, as two processes would have,
 // rotating the same token at once: still exactly one winner, no lock errors.
 func TestTwoStoresRotate(t *testing.T) {

@@ -90,6 +90,19 @@ func testCountersAdmit(t *testing.T, s store.Store) {
 			},
 		},
 		{
+			// A key is bytes: the password checker's pair keys hold a NUL
+			// between the user and the source, and a user name from a
+			// form may hold any byte; keys that differ after a NUL are
+			// other keys.
+			name: "KeysOfAnyBytes",
+			failures: []failure{
+				{key: "pair:demo\x00127.0.0.1", at: 0, want: store.Counter{Count: 1, WindowStart: t0}},
+				{key: "pair:demo\x00127.0.0.2", at: 0, want: store.Counter{Count: 1, WindowStart: t0}},
+				{key: "pair:demo\x00127.0.0.1", at: time.Minute, want: store.Counter{Count: 2, WindowStart: t0}},
+				{key: "user:\xff\xfe", at: 0, want: store.Counter{Count: 1, WindowStart: t0}},
+			},
+		},
+		{
 			name:  "LimitOne",
 			limit: 1,
 			failures: []failure{

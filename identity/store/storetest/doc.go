@@ -24,6 +24,11 @@
 // (made before the constant scheme) run only on a store that implements
 // store.LegacySeeder, and skip otherwise.
 //
+// RunBrowser is the suite of store.BrowserStore (sessions, authorization
+// codes, consents), for a backend that implements it; its race is a code
+// used by many requests at once (exactly one wins), which
+// ConsumeConcurrently also runs over several stores sharing one database.
+//
 // Every wait is bounded by Timeout. The package is imported only by tests; it
 // must not depend on any backend.
 package storetest

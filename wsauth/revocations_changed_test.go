@@ -1,0 +1,80 @@
+package wsauth
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// changes is a Config.RevocationsChanged the test fires.
+type changes struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (c *changes) wait() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+func (c *changes) fire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+}
+
+// TestRevocationsChanged: with the supervisor's walks and rechecks an
+// hour apart, a revocation ends a live session's authority only once
+// Config.RevocationsChanged signals, and then at once; a session whose
+// token the verifier still accepts is checked and goes on; and the next
+// signal (a fresh channel) works as the first.
+func TestRevocationsChanged(t *testing.T) {
+	sig := new(changes)
+	e, _ := newLiveEnv(t, func(c *Config) {
+		c.SuperviseInterval, c.RecheckInterval = time.Hour, time.Hour
+		c.RevocationsChanged = sig.wait
+	})
+	revoked, kept, later := madeUpToken("u-1", []string{ScopeMarket}, 24*time.Hour), madeUpToken("u-2", []string{ScopeMarket}, 24*time.Hour),
+		madeUpToken("u-3", []string{ScopeMarket}, 24*time.Hour)
+	a, b, c := e.dial(bearer(revoked)), e.dial(bearer(kept)), e.dial(bearer(later))
+	subscribe(t, a, "Market", "Security!BHP.ASX", 1)
+	subscribe(t, b, "Market", "Security!BHP.ASX", 1)
+	subscribe(t, c, "Market", "Security!BHP.ASX", 1)
+
+	e.ver.refuse(revoked, &Refusal{Reason: "revoked"})
+	time.Sleep(300 * time.Millisecond)
+	if e.lapses(LapseRevoked) != 0 {
+		t.Fatal("the session lapsed before any signal: the test cannot tell the signal's effect")
+	}
+	calls := e.ver.calls.Load()
+	start := time.Now()
+	sig.fire()
+	want := `{"Controller":"Auth","Topic":"Identify","Action":"Publish","Data":{"Result":"Reject"}}`
+	if got := readMsg(t, a); got != want {
+		t.Fatalf("push after the signal:\n got %s\nwant %s", got, want)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the revocation took %v after the signal", d)
+	}
+	eventually(t, "every live session verified again", func() bool { return e.ver.calls.Load() >= calls+3 })
+	echo := `{"Controller":"Market","Topic":"Echo"}`
+	if got := roundTrip(t, b, echo); got != echo {
+		t.Fatalf("the session not revoked, after the signal: %s", got)
+	}
+
+	e.ver.refuse(later, &Refusal{Reason: "revoked"})
+	sig.fire()
+	if got := readMsg(t, c); got != want {
+		t.Fatalf("push after the second signal:\n got %s\nwant %s", got, want)
+	}
+	if n := e.lapses(LapseRevoked); n != 2 {
+		t.Fatalf("%d revocations counted, want 2", n)
+	}
+}
