@@ -44,6 +44,14 @@ func newBrowser(t testing.TB, g *Gatehouse) *browser {
 	}}
 }
 
+// on is the same browser (its cookies) reaching g instead: g shares b's
+// issuer URL, as instances behind one load balancer do.
+func (b *browser) on(g *Gatehouse) *browser {
+	c := *b.client
+	c.Transport = g.Client.Transport
+	return &browser{t: b.t, g: g, client: &c}
+}
+
 // page is a response to the browser, its body read.
 type page struct {
 	status   int

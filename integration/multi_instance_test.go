@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // Several gatehouse instances on one PostgreSQL store (issue 14): two
@@ -60,7 +62,67 @@ func TestMultiInstanceTokens(t *testing.T) {
 	t.Run("refresh across instances", func(t *testing.T) { refreshAcross(t, a, b) })
 	t.Run("same refresh token on both at once", func(t *testing.T) { refreshRace(t, a, b) })
 	t.Run("revocation on A seen by B", func(t *testing.T) { revocationSeen(t, a, b) })
+	t.Run("login session made on A valid on B", func(t *testing.T) { browserSessionAcross(t, a, b) })
 	t.Run("key rotated on A published by B before it signs", func(t *testing.T) { rotationPublished(t, a, b) })
+}
+
+// browserSessionAcross: a browser's login session lives in the store, so
+// a load balancer may send its requests to either instance. A login made
+// on A lets B answer prompt=none with a code, which A redeems; a login
+// page served by one instance is accepted when posted to the other (its
+// pending request and CSRF token are sealed with keys both share); a
+// code made on one instance is redeemed once across both.
+func browserSessionAcross(t *testing.T, a, b *Gatehouse) {
+	redirect := "http://127.0.0.1:40000/callback"
+	onA := newBrowser(t, a)
+	onB := onA.on(b) // the same browser (cookie jar) reaching B
+
+	verifier := oauth2.GenerateVerifier()
+	if onB.hasSession() {
+		t.Fatal("a session before the login")
+	}
+	code := onA.login(onA.get(codeURL(a, verifier)), "demo", "demo").params(t, false).Get("code")
+	if code == "" || !onA.hasSession() {
+		t.Fatalf("login on A: code %t, session %t", code != "", onA.hasSession())
+	}
+	status, first := exchangeCode(t, b, publicClient, "", code, redirect, verifier)
+	if status != http.StatusOK {
+		t.Fatalf("A's code redeemed on B: %d %v", status, first)
+	}
+	idToken, _ := first["id_token"].(string)
+	_, claims := decodeJWT(t, idToken)
+	user := claims["sub"]
+	if status, body := exchangeCode(t, a, publicClient, "", code, redirect, verifier); status != http.StatusBadRequest || body["error"] != "invalid_grant" {
+		t.Fatalf("A's code redeemed again on A after B: %d %v", status, body)
+	}
+
+	// B knows the session A made: prompt=none gives a code, no login page.
+	verifier = oauth2.GenerateVerifier()
+	silent := onB.get(codeURL(b, verifier, "prompt", "none")).params(t, false)
+	if silent.Get("error") != "" || silent.Get("code") == "" {
+		t.Fatalf("prompt=none on B with A's session: %v", silent)
+	}
+	status, tok := exchangeCode(t, a, publicClient, "", silent.Get("code"), redirect, verifier)
+	if status != http.StatusOK {
+		t.Fatalf("B's code redeemed on A: %d %v", status, tok)
+	}
+	idToken, _ = tok["id_token"].(string)
+	if _, claims := decodeJWT(t, idToken); claims["sub"] != user || claims["sid"] == nil {
+		t.Fatalf("the id_token of the session across instances: sub %v (the login's %v), sid %v", claims["sub"], user, claims["sid"])
+	}
+
+	// A login page from B posted to A (no sticky sessions), in a fresh
+	// browser.
+	fresh := newBrowser(t, b)
+	verifier = oauth2.GenerateVerifier()
+	form := fresh.loginForm(fresh.get(codeURL(b, verifier)), "demo", "demo")
+	got := fresh.on(a).post("/connect/login", form).params(t, false)
+	if got.Get("code") == "" {
+		t.Fatalf("B's login page posted to A: %v", got)
+	}
+	if status, body := exchangeCode(t, b, publicClient, "", got.Get("code"), redirect, verifier); status != http.StatusOK {
+		t.Fatalf("the code of B's login page posted to A, redeemed on B: %d %v", status, body)
+	}
 }
 
 // refreshAcross: a chain begun on A goes on alternately on B and A; each
