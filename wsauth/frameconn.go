@@ -346,12 +346,14 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 		return websocket.ErrCloseSent
 	}
 	n := maxFrameHeader + len(data)
-	if len(c.pending) > 0 && len(c.pending)+n > cap(c.pending) {
+	direct := n > batchBytes && !c.client
+	if len(c.pending) > 0 && (direct || len(c.pending)+n > cap(c.pending)) {
+		// The batch goes first: a frame written alone must not overtake it.
 		if err := c.flushLocked(); err != nil {
 			return err
 		}
 	}
-	if n > batchBytes && !c.client {
+	if direct {
 		// Alone, and not copied: the header and data in one writev.
 		var hdr [maxFrameHeader]byte
 		h := appendHeader(hdr[:0], typ, len(data), nil)
