@@ -49,7 +49,7 @@ const CodeUnknown = "Operation.Unknown"
 //
 // mu guards what the client reader shares with the supervisor: id, bc, bw,
 // authority, gen, lapsedAt, checkedAt, subs, subBytes, identifySub, tidSeq,
-// ended and graceClosed, and every data write to the backend leg (one
+// owed, ended and graceClosed, and every data write to the backend leg (one
 // writer; the client's forwards and the gateway's own Unsubs and re-Subs
 // must not interleave, and a forward's authority check and its write are
 // one step). The client reader writes id, bc and bw only under mu and
@@ -102,11 +102,12 @@ type session struct {
 	lapsedAt    time.Time // when authority lapsed (Config.Now)
 	checkedAt   time.Time // the token's last verification (system clock)
 	subs        map[subKey][]byte
-	subBytes    int64  // the bytes of subs' messages
-	identifySub bool   // the client subscribed to Auth/Identify
-	tidSeq      uint32 // the next reserved TransactionID's offset
-	ended       bool   // teardown has begun: nothing more is written or pushed
-	graceClosed bool   // closed for ExpiryGrace
+	subBytes    int64    // the bytes of subs' messages
+	identifySub bool     // the client subscribed to Auth/Identify
+	tidSeq      uint32   // the next reserved TransactionID's offset
+	owed        []subKey // the backend's Unsubs since a lapse, not yet written (unsubscribe)
+	ended       bool     // teardown has begun: nothing more is written or pushed
+	graceClosed bool     // closed for ExpiryGrace
 
 	// The client's send queue (relay.go), guarded by omu.
 	omu      sync.Mutex

@@ -176,8 +176,8 @@ func (s *session) subKeysLocked() []subKey {
 
 // writeBackendLocked adds one data message to the backend leg's batch
 // (frameConn.appendFrame), which the client reader flushes before it
-// reads the client again (flushBackend) and the supervisor after its own
-// messages (lapseLocked); each write within WriteTimeout. s.mu held: it
+// reads the client again (flushBackend) and a lapse's goroutine after
+// its Unsubs (unsubscribe); each write within WriteTimeout. s.mu held: it
 // is the leg's one data writer.
 func (s *session) writeBackendLocked(msg []byte) error {
 	if s.bw == nil {
