@@ -54,8 +54,11 @@ type frameConn struct {
 	rbuf       *[]byte // bytes read and not yet taken: (*rbuf)[rpos:rend]; nil with none
 	rpos, rend int
 	rfn        func(fd uintptr) bool // tryRead, for rc.Read
+	rctl       func(fd uintptr)      // tryRead, for rc.Control
 	rn         int                   // tryRead's result
 	rerr       error                 // likewise
+	idleDue    bool                  // tryRead found the socket dry: fill runs idle
+	waitOnly   bool                  // idle has run: tryRead has rc.Read wait
 	readAt     time.Time             // when the last read from the socket returned
 	handshake  bool                  // the backend's 101 is being read: Read gives a line at a time
 	hsTail     uint32                // the last four bytes Read gave during it
@@ -89,6 +92,7 @@ func newFrameConn(c net.Conn, client bool, timeout time.Duration) *frameConn {
 	if tc, ok := c.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
 			fc.rc, fc.rfn = rc, fc.tryRead
+			fc.rctl = func(fd uintptr) { fc.tryRead(fd) }
 		}
 	}
 	return fc
@@ -108,11 +112,11 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 func (c *frameConn) Read(p []byte) (int, error) {
 	if c.rend == c.rpos {
 		if c.rc == nil || len(p) >= readChunk {
-			if c.beforeRead != nil {
-				c.beforeRead()
-			}
 			if c.idle != nil {
 				c.idle()
+			}
+			if c.beforeRead != nil {
+				c.beforeRead() // the deadline counts from after idle
 			}
 			n, err := c.Conn.Read(p)
 			c.readAt = time.Now()
@@ -170,12 +174,15 @@ func (c *frameConn) need(n int) ([]byte, error) {
 	return (*c.rbuf)[c.rpos : c.rpos+n], nil
 }
 
-// fill reads the TCP socket once (after beforeRead; idle runs if it has
-// to wait; readAt notes when it returned),
-// adding to what is buffered: into a readBufs buffer taken only once the
-// socket is readable when nothing is buffered (an idle connection holds
-// none), else after the bytes buffered, moved to the buffer's start. Its
-// errors are those of net.Conn.Read.
+// fill reads the TCP socket once (after beforeRead; readAt notes when it
+// returned), adding to what is buffered: into a readBufs buffer taken
+// only once the socket is readable when nothing is buffered (an idle
+// connection holds none), else after the bytes buffered, moved to the
+// buffer's start. When the socket is dry, idle runs, then beforeRead
+// again (the read deadline counts from after idle), then the read waits.
+// idle runs outside rc.Read, which holds the socket: a Close waits for
+// it to return. A read deadline that passed meanwhile is a timeout only
+// if one more read finds nothing. Its errors are those of net.Conn.Read.
 func (c *frameConn) fill() error {
 	if c.beforeRead != nil {
 		c.beforeRead()
@@ -184,7 +191,25 @@ func (c *frameConn) fill() error {
 		c.rend = copy(*c.rbuf, (*c.rbuf)[c.rpos:c.rend])
 		c.rpos = 0
 	}
+	c.waitOnly = false
 	err := c.rc.Read(c.rfn)
+	if err == nil && c.idleDue {
+		c.idleDue = false
+		c.idle()
+		if c.beforeRead != nil {
+			c.beforeRead()
+		}
+		c.waitOnly = true
+		err = c.rc.Read(c.rfn)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The deadline passed, perhaps while idle ran: what arrived
+			// meanwhile is read, not lost to the timeout.
+			c.rn, c.rerr = 0, syscall.EAGAIN
+			if c.rc.Control(c.rctl) == nil && c.rerr != syscall.EAGAIN {
+				err = nil
+			}
+		}
+	}
 	c.readAt = time.Now()
 	n, rerr := c.rn, c.rerr
 	c.rn, c.rerr = 0, nil
@@ -210,7 +235,8 @@ func (c *frameConn) fill() error {
 
 // tryRead is fill's read, for rc.Read: it reads into the buffer, after
 // its bytes, taking one when there is none; when nothing is there it
-// gives a buffer it took back, runs idle, and has rc.Read wait until the
+// gives a buffer it took back and, unless idle has run (waitOnly), has
+// rc.Read return for fill to run it (idleDue), else wait until the
 // socket is readable.
 func (c *frameConn) tryRead(fd uintptr) bool {
 	took := c.rbuf == nil
@@ -228,8 +254,9 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 			readBufs.Put(c.rbuf)
 			c.rbuf = nil
 		}
-		if c.idle != nil {
-			c.idle() // before waiting
+		if c.idle != nil && !c.waitOnly {
+			c.idleDue = true // run by fill, outside rc.Read
+			return true
 		}
 		return false
 	}

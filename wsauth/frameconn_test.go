@@ -69,3 +69,86 @@ func TestAppendFrameKeepsOrder(t *testing.T) {
 func payloadOf(i, n int) []byte {
 	return bytes.Repeat([]byte{byte('a' + i)}, n)
 }
+
+// tcpPair is both ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return s.(*net.TCPConn), c.(*net.TCPConn)
+}
+
+// TestCloseDoesNotWaitForIdle: closing a frameConn whose reader is in its
+// idle hook (a flush to the other leg, waiting on a slow peer) returns at
+// once: the hook runs outside the socket's read, which would hold the
+// socket until it returned.
+func TestCloseDoesNotWaitForIdle(t *testing.T) {
+	a, _ := tcpPair(t)
+	fc := newFrameConn(a, false, 5*time.Second)
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	fc.idle = func() { close(entered); <-release }
+	go func() { _ = fc.fill() }()
+	<-entered
+	closed := make(chan struct{})
+	go func() { _ = fc.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Second):
+		t.Fatal("Close waited for the idle hook")
+	}
+}
+
+// TestIdleDoesNotCostTheReadDeadline: the time the idle hook takes does
+// not count against the read deadline (beforeRead runs again after it),
+// and bytes that arrived while it ran are read even if the deadline
+// passed meanwhile.
+func TestIdleDoesNotCostTheReadDeadline(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		fixed   bool          // beforeRead sets the deadline once, not from now
+		writeAt time.Duration // when the peer's bytes arrive
+	}{
+		{"deadline from after idle", false, 400 * time.Millisecond},
+		{"arrived while idle ran", true, 100 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := tcpPair(t)
+			fc := newFrameConn(a, false, 5*time.Second)
+			start := time.Now()
+			set := false
+			fc.beforeRead = func() {
+				if !tt.fixed || !set {
+					_ = a.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+					set = true
+				}
+			}
+			idled := false
+			fc.idle = func() {
+				if !idled {
+					idled = true
+					time.Sleep(300 * time.Millisecond)
+				}
+			}
+			time.AfterFunc(tt.writeAt, func() { _, _ = b.Write([]byte("hello")) })
+			if err := fc.fill(); err != nil {
+				t.Fatalf("after %v: %v", time.Since(start), err)
+			}
+			if got := string(fc.buffered()); got != "hello" {
+				t.Fatalf("read %q", got)
+			}
+		})
+	}
+}

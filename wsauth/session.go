@@ -261,7 +261,7 @@ func isConnError(err error) bool {
 }
 
 // now is the time the client's last bytes arrived (the last read from its
-// socket returned), for the read deadline and the rate limits: one clock
+// socket returned), for the rate limits: one clock
 // reading per read, not per message. Client reader only.
 func (s *session) now() time.Time {
 	if s.cw != nil && !s.cw.readAt.IsZero() {
@@ -270,8 +270,8 @@ func (s *session) now() time.Time {
 	return time.Now()
 }
 
-// extend sets the read deadline: IdleTimeout from the client's last bytes
-// (now), no later than the auth deadline while unauthenticated; while
+// extend sets the read deadline: IdleTimeout from now (it runs before each
+// read from the client's socket, and again after the idle hook), no later than the auth deadline while unauthenticated; while
 // closing, closeBy. A deadline later than the one set by less than
 // IdleTimeout/64 is not set (each costs a timer update, which a busy
 // client would pay per message): the idle timeout may end up to that much
@@ -280,7 +280,7 @@ func (s *session) extend() {
 	if s.closing.Load() {
 		return
 	}
-	d := s.now().Add(s.cfg.IdleTimeout)
+	d := time.Now().Add(s.cfg.IdleTimeout)
 	if s.state != StateAuthenticated && s.authDeadline.Before(d) {
 		d = s.authDeadline
 	}
