@@ -267,7 +267,9 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 }
 
 // Write is gorilla's: it writes the pending frames and p now, within the
-// deadline gorilla set.
+// deadline gorilla set or, with frames pending, a flush's when later (a
+// control frame's short deadline, gorilla's 1 s pong, must not bound a
+// batch's write: a timeout fails every later write).
 func (c *frameConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -284,12 +286,15 @@ func (c *frameConn) Write(p []byte) (int, error) {
 		// are gorilla's only when compressed.
 		c.closeSent = true
 	}
-	b := p
+	b, dl := p, c.wdl
 	if len(c.pending) > 0 {
 		c.pending = append(c.pending, p...)
 		b = c.pending
+		if f := c.flushDeadlineLocked(); !dl.IsZero() && f.After(dl) {
+			dl = f
+		}
 	}
-	err := c.writeLocked(b, c.wdl)
+	err := c.writeLocked(b, dl)
 	c.releaseLocked()
 	if err != nil {
 		return 0, err

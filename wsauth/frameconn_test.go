@@ -152,3 +152,44 @@ func TestIdleDoesNotCostTheReadDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestControlWriteAfterBatch: a control frame written with a short
+// deadline (gorilla's pong, 1 s) behind a batch is written within the
+// batch's deadline (WriteTimeout): a peer slower than the control
+// deadline to take the batch does not fail the connection.
+func TestControlWriteAfterBatch(t *testing.T) {
+	a, b := net.Pipe() // unbuffered: a write waits for the peer's read
+	defer a.Close()
+	defer b.Close()
+	fc := newFrameConn(a, true, 5*time.Second)
+	if err := fc.appendFrame(websocket.TextMessage, payloadOf(0, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond) // slower than the control deadline
+		br := bufio.NewReader(b)
+		defer func() { _, _ = io.Copy(io.Discard, br) }()
+		for i, want := range []byte{websocket.TextMessage, websocket.PongMessage} {
+			op, _, err := readClientFrame(br)
+			if err == nil && op != want {
+				err = fmt.Errorf("opcode %d, want %d", op, want)
+			}
+			if err != nil {
+				got <- fmt.Errorf("frame %d: %w", i, err)
+				return
+			}
+		}
+		got <- nil
+	}()
+	_ = fc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := fc.Write([]byte{finalBit | websocket.PongMessage, maskBit, 0, 0, 0, 0}); err != nil {
+		t.Fatalf("the pong behind the batch: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.appendFrame(websocket.TextMessage, []byte("after")); err != nil {
+		t.Fatalf("a write after the pong: %v", err)
+	}
+}
