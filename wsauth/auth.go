@@ -160,6 +160,7 @@ func (s *session) authenticate(id Identity) bool {
 	s.mu.Lock()
 	s.id = id
 	s.mu.Unlock()
+	s.polValid = false
 	bc, code := s.dialBackend()
 	if bc == nil {
 		s.closeAfterQueued(code)
@@ -169,14 +170,22 @@ func (s *session) authenticate(id Identity) bool {
 	s.user = id.Subject
 	s.state = StateAuthenticated
 	s.g.unauth.Add(-1)
+	bw, _ := bc.NetConn().(*frameConn)
 	s.mu.Lock()
-	s.bc = bc
+	s.bc, s.bw = bc, bw
 	s.gen++
 	s.checkedAt = time.Now()
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
+	if bw != nil {
+		bw.idle = s.backendIdle
+	}
 	s.wg.Add(1)
-	go s.backendLoop(bc)
+	if bw != nil && bw.rc != nil && !bw.handshake {
+		go s.backendFrames(bc, bw)
+	} else {
+		go s.backendLoop(bc)
+	}
 	return true
 }
 

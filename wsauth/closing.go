@@ -15,9 +15,7 @@ func (s *session) closeAfterQueued(code int) {
 		return
 	}
 	s.stopping, s.stopCode = true, code
-	select {
-	case s.sendq <- outMsg{close: code}:
-	default:
+	if !s.tryPut(outMsg{close: code}) {
 		s.closeClient(code)
 	}
 }
@@ -63,6 +61,7 @@ func (s *session) teardown() {
 		s.closeClient(s.stopCode) // if the writer has not yet
 	}
 	s.ending.Store(true)
+	s.reportRelayed()
 	s.cancel()
 	s.mu.Lock()
 	s.ended = true // the supervisor leaves the session alone

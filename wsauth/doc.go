@@ -27,7 +27,9 @@
 //	limits.go    entitlement limits (subscriptions, message rate) and
 //	             require_tls's withheld scopes
 //	relay.go     the backend leg (dial with failover, the backend reader),
-//	             the client writer and the bounded send queue
+//	             the bounded send queue and its writers
+//	frameconn.go the connection under each leg's gorilla Conn: the
+//	             session's batched data frames, a hook before each read
 //	closing.go   the close handshake and the session's teardown
 //
 // Goroutines: Scan, the Append functions and ParseAuthToken keep no state
@@ -36,9 +38,10 @@
 // (the connection's reader). A Policy is immutable once built and safe for
 // concurrent use; a PolicyConfig is a value not to be changed while
 // NewPolicy reads it. A Gateway is safe for concurrent use; each socket
-// has a client reader (the ServeHTTP goroutine, which also writes the
-// backend leg), a client writer and, once authenticated, a backend
-// reader; one supervisor per Gateway walks the authenticated sessions.
+// has a client reader (a goroutine ServeHTTP starts before it returns; it
+// also writes the backend leg), a client writer and, once authenticated,
+// a backend reader (which also writes the client, when it can); one
+// supervisor per Gateway walks the authenticated sessions.
 // The session type says which owns what, and what its lock guards.
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it

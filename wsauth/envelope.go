@@ -117,8 +117,23 @@ func TopicBase(topic string) string {
 // decoded Controller and Topic and, for an escaped one, a transient buffer
 // as long as its JSON text: memory does not grow with the rest of the
 // message (its names, nesting or Data). A size limit is the caller's.
-// Scan is safe for concurrent use.
-func Scan(msg []byte) (Envelope, error) {
+// Scan is safe for concurrent use. The common message (ASCII, no escape)
+// is read without the decoder (scanFast), to the same result.
+func Scan(msg []byte) (Envelope, error) { return scan(msg, nil) }
+
+// scan is Scan; when topic is not nil, a Topic equal to *topic is *topic,
+// without a new string, and *topic becomes the Topic read (a session reads
+// the same topics again and again).
+func scan(msg []byte, topic *string) (Envelope, error) {
+	if env, ok := scanFast(msg, topic); ok {
+		return env, nil
+	}
+	return scanDecoder(msg)
+}
+
+// scanDecoder is Scan with the decoder, for every message scanFast does
+// not take.
+func scanDecoder(msg []byte) (Envelope, error) {
 	var env Envelope
 	if !utf8.Valid(msg) {
 		off := 0
@@ -208,6 +223,12 @@ func (s *scanState) classify(raw []byte) (Fields, string) {
 		}
 		name = s.name
 	}
+	return classifyName(name, escaped)
+}
+
+// classifyName is classify of a name, decoded; escaped says it was
+// written with an escape.
+func classifyName(name []byte, escaped bool) (Fields, string) {
 	for _, c := range name {
 		if c < 0x20 || c > 0x7e {
 			return 0, "member name not printable ASCII"
@@ -256,22 +277,37 @@ func foldName(dst, name []byte) (folded []byte, ok bool) {
 // member stores the value v of envelope member field in env, or gives the
 // reason it is refused.
 func (s *scanState) member(env *Envelope, field Fields, v []byte) string {
+	return setMember(env, field, v, s.str, nil)
+}
+
+// setMember is member, with str decoding a string value; when topic is
+// not nil, a Topic equal to *topic is *topic (no new string), and *topic
+// becomes the Topic read. topic is for strings without escapes only.
+func setMember(env *Envelope, field Fields, v []byte, str func([]byte) string, topic *string) string {
 	switch field {
 	case HasController:
 		if v[0] != '"' {
 			return "Controller not a string"
 		}
-		env.Controller = s.str(v)
+		env.Controller = str(v)
 	case HasTopic:
 		if v[0] != '"' {
 			return "Topic not a string"
 		}
-		env.Topic = s.str(v)
+		switch {
+		case topic == nil:
+			env.Topic = str(v)
+		case string(v[1:len(v)-1]) == *topic:
+			env.Topic = *topic
+		default:
+			env.Topic = str(v)
+			*topic = env.Topic
+		}
 	case HasAction:
 		if v[0] != '"' {
 			return "Action not a string"
 		}
-		switch a := s.str(v); a {
+		switch a := str(v); a {
 		case ActionPublish, ActionSub, ActionUnsub, ActionCancel, ActionError:
 			env.Action = a
 		default:
@@ -312,6 +348,15 @@ func (s *scanState) str(v []byte) string {
 			body = s.name
 		}
 	}
+	return internName(body)
+}
+
+// plainStr is str of a string without escapes.
+func plainStr(v []byte) string { return internName(v[1 : len(v)-1]) }
+
+// internName is body as a string, the common controller and action names
+// without an allocation.
+func internName(body []byte) string {
 	switch string(body) {
 	case "Zenith":
 		return "Zenith"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// FuzzScan: whatever Scan accepts, every reference parser below (exact,
+// FuzzScan: scanFast, when it takes a message, gives what the decoder
+// does (checkScanFast). Whatever Scan accepts, every reference parser below (exact,
 // case-insensitive as encoding/json, case-, '_'- and '-'-insensitive as
 // encoding/json/v2's nocase, or comparing names undecoded; each with the
 // first or the last duplicate winning) sees exactly the Controller, Topic
@@ -32,6 +34,7 @@ func FuzzScan(f *testing.F) {
 	f.Add([]byte(`{"Controller":"Market","Topic":"Depth!BHP.ASX","Action":"Sub","TransactionID":3,"Confirm":false,"Data":{"Controller":"Auth"}}`))
 	f.Add([]byte(`{"Controller":"Trading","Topic":"PlaceOrder","TransactionID":1,"Data":{"Account":"1\u0000","Side":"Buy","Controller":[{"a":null}]}}`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
+		checkScanFast(t, msg)
 		env, err := Scan(msg)
 		if err != nil {
 			se, ok := errors.AsType[*ScanError](err)
@@ -363,4 +366,50 @@ func ownerNameTwice(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// checkScanFast fails t unless scanFast, when it takes msg, returns what
+// the decoder does (scanDecoder), and takes every ASCII message without
+// an escape, nested at most fastDepth deep, that the decoder accepts.
+func checkScanFast(t *testing.T, msg []byte) {
+	t.Helper()
+	fast, ok := scanFast(msg, nil)
+	slow, err := scanDecoder(msg)
+	if ok {
+		if err != nil {
+			t.Fatalf("scanFast took %q, which the decoder refuses: %v", msg, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("scanFast read %q as %+v, the decoder as %+v", msg, fast, slow)
+		}
+		return
+	}
+	if err == nil && !bytes.ContainsAny(msg, "\\") && asciiOnly(msg) && depth(msg) <= fastDepth {
+		t.Fatalf("scanFast left %q, which it could read, to the decoder", msg)
+	}
+}
+
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// depth is the deepest nesting of brackets in msg, counting those in
+// strings too (an upper bound).
+func depth(msg []byte) int {
+	d, deepest := 0, 0
+	for _, c := range msg {
+		switch c {
+		case '{', '[':
+			d++
+			deepest = max(deepest, d)
+		case '}', ']':
+			d--
+		}
+	}
+	return deepest
 }

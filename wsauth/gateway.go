@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
@@ -22,10 +23,12 @@ import (
 // between the two (DESIGN.md, "How data flows": Message service). Build it
 // with New; it is safe for concurrent use.
 //
-// Goroutines: ServeHTTP runs on the server's goroutine and, after the
-// upgrade, becomes the session's client reader; each session adds a
-// client writer and, once authenticated, a backend reader (session.go
-// says what each owns). One supervisor per Gateway (supervise.go), started
+// Goroutines: after the upgrade ServeHTTP starts the session's client
+// reader on a goroutine of its own and returns (on an extended CONNECT it
+// becomes the client reader itself, the stream ending with the handler);
+// each session adds a client writer and, once authenticated, a backend
+// reader (session.go says what each owns). Gateway.wg counts the sessions
+// as ServeHTTP calls, until the client reader ends. One supervisor per Gateway (supervise.go), started
 // with the first session and ended by Shutdown, watches the authenticated
 // sessions' expiry, revocation and grace. The Gateway's own state (the
 // live sessions, the closed flag, the supervisor's handles) is guarded by
@@ -63,15 +66,25 @@ func New(cfg Config) (*Gateway, error) {
 			http.Error(w, http.StatusText(status), status)
 		},
 	}
-	g.dialer = websocket.Dialer{HandshakeTimeout: cfg.DialTimeout, Proxy: nil}
+	g.upgrader.WriteBufferPool = &bufferPool{}
+	g.dialer = websocket.Dialer{
+		HandshakeTimeout:  cfg.DialTimeout,
+		Proxy:             nil,
+		NetDialContext:    dialFrameConn(cfg.WriteTimeout),
+		NetDialTLSContext: dialTLSFrameConn(cfg.WriteTimeout),
+		WriteBufferPool:   &bufferPool{},
+		// The frameConn reads a TCP socket 32 KiB at a time; gorilla's
+		// own buffer, held by every connection, holds frame headers.
+		ReadBufferSize: 1 << 10,
+	}
 	return g, nil
 }
 
 // versionForm is the form a ?version= must have (1.1, 2.0, 3).
 var versionForm = regexp.MustCompile(`^[0-9]{1,4}(\.[0-9]{1,4}){0,3}$`)
 
-// ServeHTTP upgrades r to a WebSocket and runs the session until either
-// leg ends. Before the 101 it checks, in order: that the gateway is not
+// ServeHTTP upgrades r to a WebSocket and starts the session, which runs
+// until either leg ends (on HTTP/1.1, after ServeHTTP has returned). Before the 101 it checks, in order: that the gateway is not
 // shut down (503), the upgrade itself (400), ?version= (400), Origin
 // (403), the sub-protocol (400), an Authorization header (403 when
 // refused, 503 on a verifier fault) and, without one, the bound on
@@ -89,7 +102,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.wg.Done()
 
-	if isExtendedConnect(r) {
+	extended := isExtendedConnect(r)
+	if extended {
 		w, r = extendedUpgrade(w, r)
 	}
 	if !websocket.IsWebSocketUpgrade(r) {
@@ -132,7 +146,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	conn, err := g.upgrader.Upgrade(hijacker{w}, r, nil)
+	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg.WriteTimeout}, r, nil)
 	if err != nil {
 		if id == nil {
 			g.unauth.Add(-1)
@@ -148,6 +162,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.WriteTimeout))
 		_ = conn.Close()
+		return
+	}
+	if !extended {
+		// The hijacked connection is the session's: the session runs on a
+		// goroutine of its own, and the server's goroutine, its deep stack
+		// and its request go. (Its context is cancelled on return: the
+		// session has its own.) A stream of an extended CONNECT lives only
+		// as long as this handler, which then runs the session itself.
+		g.wg.Add(1) // while ServeHTTP's count is held: Shutdown waits for it
+		go func() {
+			defer g.wg.Done()
+			defer g.untrack(s)
+			s.run(id)
+		}()
 		return
 	}
 	defer g.untrack(s)
@@ -244,12 +272,12 @@ func (g *Gateway) untrack(s *session) {
 	g.mu.Unlock()
 }
 
-// Shutdown refuses new sockets and closes every live one with code: 1001
-// (websocket.CloseGoingAway) when the process exits, 1012
-// (websocket.CloseServiceRestart) on a config reload; the Caddy glue
-// decides, and when. It returns once every session and the supervisor
-// have ended, which the close handshake bounds (WriteTimeout and
-// CloseGrace).
+// Shutdown refuses new sockets and closes every live one (and one whose
+// upgrade it overtakes) with code: 1001 (websocket.CloseGoingAway) when
+// the process exits, 1012 (websocket.CloseServiceRestart) on a config
+// reload; the Caddy glue decides, and when. It returns once every session
+// and the supervisor have ended, which the close handshake bounds
+// (WriteTimeout and CloseGrace).
 func (g *Gateway) Shutdown(code int) {
 	g.mu.Lock()
 	g.closed, g.closeAs = true, code
@@ -272,11 +300,19 @@ func (g *Gateway) Shutdown(code int) {
 // hijacker gives gorilla's Upgrader the http.Hijacker it asserts. Caddy's
 // ResponseWriter does not implement it itself (it wraps the server's), so
 // Hijack goes through http.NewResponseController, which follows Unwrap
-// (DESIGN.md, "Caddy mechanics").
-type hijacker struct{ http.ResponseWriter }
+// (DESIGN.md, "Caddy mechanics"). The connection it hands gorilla is a
+// frameConn, through which the session batches its writes.
+type hijacker struct {
+	http.ResponseWriter
+	writeTimeout time.Duration
+}
 
 func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(h.ResponseWriter).Hijack()
+	c, rw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return newFrameConn(c, false, h.writeTimeout), rw, nil
 }
 
 func (h hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -124,13 +124,13 @@ func (m *fakeMetrics) Auth(a AuthMethod, r string) {
 	m.auth[string(a)+"/"+r]++
 	m.mu.Unlock()
 }
-func (m *fakeMetrics) Relayed(c string) { m.mu.Lock(); m.relayed[c]++; m.mu.Unlock() }
-func (m *fakeMetrics) Denied(c string)  { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
-func (m *fakeMetrics) Delivered()       { m.mu.Lock(); m.deliv++; m.mu.Unlock() }
-func (m *fakeMetrics) SlowClient()      { m.mu.Lock(); m.slow++; m.mu.Unlock() }
-func (m *fakeMetrics) Reauthenticated() { m.mu.Lock(); m.reauth++; m.mu.Unlock() }
-func (m *fakeMetrics) Lapsed(r string)  { m.mu.Lock(); m.lapsed[r]++; m.mu.Unlock() }
-func (m *fakeMetrics) Limited(k string) { m.mu.Lock(); m.limited[k]++; m.mu.Unlock() }
+func (m *fakeMetrics) Relayed(c string, n int) { m.mu.Lock(); m.relayed[c] += n; m.mu.Unlock() }
+func (m *fakeMetrics) Denied(c string)         { m.mu.Lock(); m.denied[c]++; m.mu.Unlock() }
+func (m *fakeMetrics) Delivered(n int)         { m.mu.Lock(); m.deliv += n; m.mu.Unlock() }
+func (m *fakeMetrics) SlowClient()             { m.mu.Lock(); m.slow++; m.mu.Unlock() }
+func (m *fakeMetrics) Reauthenticated()        { m.mu.Lock(); m.reauth++; m.mu.Unlock() }
+func (m *fakeMetrics) Lapsed(r string)         { m.mu.Lock(); m.lapsed[r]++; m.mu.Unlock() }
+func (m *fakeMetrics) Limited(k string)        { m.mu.Lock(); m.limited[k]++; m.mu.Unlock() }
 func (m *fakeMetrics) Subscriptions(c string, d int) {
 	m.mu.Lock()
 	m.subs[c] += d
@@ -159,10 +159,13 @@ type fakeBackend struct {
 	closed  int // backend legs ended
 	// closeCodes are the codes of the close frames the gateway sent.
 	closeCodes []int
+	// stall, closed at the test's end, is what a leg sent Topic "Stall"
+	// waits for, reading nothing more.
+	stall chan struct{}
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
-	b := &fakeBackend{}
+	b := &fakeBackend{stall: make(chan struct{})}
 	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol, "ZenithJson"}}
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
@@ -231,6 +234,8 @@ func newFakeBackend(t testing.TB) *fakeBackend {
 				}
 			case "Echo":
 				_ = c.WriteMessage(websocket.TextMessage, msg)
+			case "Stall":
+				<-b.stall
 			case "Blast":
 				var n int
 				_ = json.Unmarshal(env.Data, &n)
@@ -251,6 +256,7 @@ func newFakeBackend(t testing.TB) *fakeBackend {
 		}
 	}))
 	t.Cleanup(b.srv.Close)
+	t.Cleanup(func() { close(b.stall) }) // before Close, which waits for the handlers
 	return b
 }
 

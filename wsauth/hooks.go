@@ -131,13 +131,13 @@ type Metrics interface {
 	Sessions(state State, delta int)
 	// Auth counts an authentication attempt and its result (AuthResult*).
 	Auth(method AuthMethod, result string)
-	// Relayed counts a client message forwarded to the backend.
-	Relayed(controller string)
+	// Relayed counts n client messages forwarded to the backend.
+	Relayed(controller string, n int)
 	// Denied counts a client message refused by the policy or before
 	// authentication.
 	Denied(controller string)
-	// Delivered counts a backend message written to the client.
-	Delivered()
+	// Delivered counts n backend messages written to the client.
+	Delivered(n int)
 	// SlowClient counts a client closed because it stopped reading.
 	SlowClient()
 	// Reauthenticated counts a successful authentication of a session
@@ -158,9 +158,9 @@ type nopMetrics struct{}
 
 func (nopMetrics) Sessions(State, int)       {}
 func (nopMetrics) Auth(AuthMethod, string)   {}
-func (nopMetrics) Relayed(string)            {}
+func (nopMetrics) Relayed(string, int)       {}
 func (nopMetrics) Denied(string)             {}
-func (nopMetrics) Delivered()                {}
+func (nopMetrics) Delivered(int)             {}
 func (nopMetrics) SlowClient()               {}
 func (nopMetrics) Reauthenticated()          {}
 func (nopMetrics) Lapsed(string)             {}

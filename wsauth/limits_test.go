@@ -55,8 +55,9 @@ func TestReservedTransactionIDFromClient(t *testing.T) {
 	}
 }
 
-// TestBackendAnswersToTheGatewayAreDropped: backend messages carrying a
-// reserved TransactionID never reach the client; others do, in order.
+// TestBackendAnswersToTheGatewayAreDropped: once the gateway has sent the
+// backend a message of its own, backend messages carrying a reserved
+// TransactionID never reach the client; others do, in order.
 func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 	tests := []struct {
 		name, msg string
@@ -80,23 +81,48 @@ func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 	e := newTestEnv(t, nil)
 	c := e.dial(bearer(tokDemo))
 	says := make([]string, 0, len(tests)+1)
-	var want []string
+	var all, want []string
 	for _, tt := range tests {
 		says = append(says, strconv.Quote(tt.msg))
+		all = append(all, tt.msg)
 		if !tt.dropped {
 			want = append(want, tt.msg)
 		}
 	}
 	end := `{"Controller":"Zenith","Topic":"End"}`
 	says = append(says, strconv.Quote(end))
-	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Say","Data":[`+strings.Join(says, ",")+`]}`)); err != nil {
-		t.Fatal(err)
+	say := func() []string {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Say","Data":[`+strings.Join(says, ",")+`]}`)); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for m := readMsg(t, c); m != end; m = readMsg(t, c) {
+			got = append(got, m)
+		}
+		return got
 	}
-	var got []string
-	for m := readMsg(t, c); m != end; m = readMsg(t, c) {
-		got = append(got, m)
+	// Before the gateway has sent the backend a message of its own,
+	// nothing can answer it: the backend's messages are not searched.
+	if got := say(); strings.Join(got, "\n") != strings.Join(all, "\n") {
+		t.Fatalf("before the gateway's own message, the client got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(all, "\n"))
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+	// The gateway sends its own Unsub, as at a lapse; from then on the
+	// answers are dropped.
+	e.gw.mu.Lock()
+	for s := range e.gw.sessions {
+		s.mu.Lock()
+		if err := s.unsubBackendLocked(subKey{"Market", "Security!BHP.ASX"}); err != nil {
+			t.Error(err)
+		}
+		if err := s.bw.flush(); err != nil {
+			t.Error(err)
+		}
+		s.mu.Unlock()
+	}
+	e.gw.mu.Unlock()
+	eventually(t, "the gateway's Unsub at the backend", func() bool { return e.backend.gatewayUnsubs("Market", "Security!BHP.ASX") == 1 })
+	if got := say(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the client got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

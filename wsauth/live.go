@@ -54,32 +54,70 @@ func (s *session) live() bool {
 }
 
 // lapseLocked ends the session's authority (a is authExpired or
-// authRevoked) at now: the backend gets an Unsub for each subscription,
-// so the client's feed stops cleanly; the subscriptions are remembered for
-// a fresh credential. On revocation the client is told with an Identify
-// push whose Result is Reject (Rejected in the motif profile). From then
-// on the client's messages other than Auth ones are refused
-// (Error/Authority), not forwarded. s.mu held, the authority live; the
-// caller calls lapsed once it has released s.mu.
-func (s *session) lapseLocked(a authority, now time.Time) error {
+// authRevoked) at now: from then on the client's messages other than
+// Auth ones are refused (Error/Authority), not forwarded. The backend is
+// owed an Unsub for each subscription (owed), so the client's feed stops
+// cleanly; the subscriptions are remembered for a fresh credential. The
+// Unsubs are written by a goroutine of the session's own (unsubscribe),
+// not the caller's: the supervisor, which must not wait on a backend. On
+// revocation the client is told with an Identify push whose Result is
+// Reject (Rejected in the motif profile). s.mu held, the authority live;
+// the caller calls lapsed once it has released s.mu.
+func (s *session) lapseLocked(a authority, now time.Time) {
 	s.setAuthorityLocked(a)
 	s.lapsedAt = now
-	var err error
-	for _, k := range s.subKeysLocked() {
-		if err = s.unsubBackendLocked(k); err != nil {
-			break
-		}
+	if s.bc != nil {
+		s.owed = append(s.owed, s.subKeysLocked()...)
+		// Added under s.mu before teardown sets ended, so before its
+		// Wait; the writer is still counted.
+		s.wg.Add(1)
+		go s.unsubscribe()
 	}
 	if a == authRevoked {
 		s.push(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, &Identify{}, s.cfg.Profile, now))
 	}
-	return err
+}
+
+// unsubscribe writes the Unsubs owed since a lapse (lapseLocked) and the
+// leg's batch with them (the client reader's forwards before the lapse),
+// each write within WriteTimeout; it closes the session (1011) when a
+// write fails. It waits on the backend as the client reader would, not
+// as the supervisor may: the supervisor skips the session meanwhile.
+func (s *session) unsubscribe() {
+	defer s.wg.Done()
+	s.mu.Lock()
+	err := s.writeOwedLocked()
+	bw, user := s.bw, s.id.Subject
+	s.mu.Unlock()
+	if err == nil && bw != nil && !s.ending.Load() {
+		err = bw.flush()
+	}
+	if err != nil && !s.ending.Load() {
+		s.g.log.Warn("ws backend write failed", zap.String("user", user), zap.Error(err))
+		s.closeSoon(websocket.CloseInternalServerErr)
+	}
+}
+
+// writeOwedLocked writes the backend the Unsubs owed since a lapse, before
+// anything else the session writes it after the lapse (a re-Sub). s.mu
+// held.
+func (s *session) writeOwedLocked() error {
+	keys := s.owed
+	s.owed = nil
+	if s.ended {
+		return nil
+	}
+	for _, k := range keys {
+		if err := s.unsubBackendLocked(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lapsed counts and logs (the audit entry) a lapse of id's authority,
-// with the verifier's refusal reason for a revocation, and closes the
-// session (1011) when a write to the backend failed.
-func (s *session) lapsed(a authority, id *Identity, refusal string, err error) {
+// with the verifier's refusal reason for a revocation.
+func (s *session) lapsed(a authority, id *Identity, refusal string) {
 	s.cfg.Metrics.Lapsed(a.reason())
 	f := []zap.Field{zap.String("reason", a.reason()), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.String("remote", s.remote)}
@@ -87,10 +125,6 @@ func (s *session) lapsed(a authority, id *Identity, refusal string, err error) {
 		f = append(f, zap.String("refusal", refusal))
 	}
 	s.g.log.Info("ws authority lapsed", f...)
-	if err != nil {
-		s.g.log.Warn("ws backend write failed", zap.String("user", id.Subject), zap.Error(err))
-		s.closeSoon(websocket.CloseInternalServerErr)
-	}
 }
 
 // reauthenticate replaces the identity of an authenticated session with
@@ -110,12 +144,16 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, e
 	s.mu.Lock()
 	wasLive := s.authority == authLive
 	s.id = id
+	s.polValid = false
 	s.gen++
 	gen := s.gen
 	s.checkedAt = time.Now()
 	s.setAuthorityLocked(authLive)
 	s.limits = s.cfg.limitsFor(&s.id)
 	var err error
+	if !wasLive {
+		err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
+	}
 	var resend []subKey
 	for _, k := range s.subKeysLocked() {
 		if ok, _ := s.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
@@ -218,18 +256,7 @@ func (s *session) identify(success bool) *Identify {
 // waiting: when the queue is full the message is dropped (the client is
 // then not reading, and being closed for it). Safe from any goroutine.
 func (s *session) push(msg []byte) bool {
-	n := int64(len(msg))
-	if q := s.queued.Load(); q != 0 && q+n > s.cfg.SendQueueBytes {
-		return false
-	}
-	s.queued.Add(n)
-	select {
-	case s.sendq <- outMsg{typ: websocket.TextMessage, data: msg}:
-		return true
-	default:
-		s.queued.Add(-n)
-		return false
-	}
+	return s.tryPut(outMsg{typ: websocket.TextMessage, data: msg})
 }
 
 // closeSoon closes the client with code once what is queued is written,
@@ -237,9 +264,7 @@ func (s *session) push(msg []byte) bool {
 // goroutine of its own (closeClient may wait WriteTimeout on a writer
 // stuck on a slow client). Safe from any goroutine.
 func (s *session) closeSoon(code int) {
-	select {
-	case s.sendq <- outMsg{close: code}:
-	default:
+	if !s.tryPut(outMsg{close: code}) {
 		go s.closeClient(code)
 	}
 }

@@ -143,7 +143,8 @@ func TestExpiryGrace(t *testing.T) {
 // subscription no longer allowed: Error/Authority then a server Unsub
 // (Confirm true) to the client, an Unsub to the backend (at once on a live
 // session, already at the lapse on a lapsed one); the others stay, and a
-// lapsed session's are re-sent.
+// lapsed session's are re-sent. The policy's answer the session kept for
+// the last message's Controller and Topic goes with the old scopes.
 func TestScopeShrink(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -178,6 +179,12 @@ func TestScopeShrink(t *testing.T) {
 			if i, j := indexOf(msgs, errMsg), indexOf(msgs, unsub); i > j {
 				t.Fatal("the Unsub came before the Error")
 			}
+			// The Controller and Topic of the last message before the
+			// shrink, whose policy answer the session kept: the new scopes
+			// decide it.
+			if got, want := roundTrip(t, c, subMsg("News", "News!ASX", 24)), errorMsg("News", "News!ASX", 24, CodeAuthority); got != want {
+				t.Fatalf("News!ASX again after the shrink: %s", got)
+			}
 			eventually(t, "the backend's Unsub of the News subscription", func() bool { return e.backend.gatewayUnsubs("News", "News!ASX") == 1 })
 			wantMarket := 0
 			if tt.lapsed {
@@ -188,6 +195,9 @@ func TestScopeShrink(t *testing.T) {
 			}
 			if n := e.backend.countExact(subMsg("News", "News!ASX", 22)); n != 1 {
 				t.Fatalf("the News Sub reached the backend %d times, want once", n)
+			}
+			if n := e.backend.countExact(subMsg("News", "News!ASX", 24)); n != 0 {
+				t.Fatalf("the News Sub after the shrink reached the backend %d times", n)
 			}
 			if got, want := roundTrip(t, c, `{"Controller":"News","Topic":"QueryNews","TransactionID":23}`), errorMsg("News", "QueryNews", 23, CodeAuthority); got != want {
 				t.Fatalf("News after the shrink: %s", got)

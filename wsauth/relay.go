@@ -1,9 +1,9 @@
 package wsauth
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -59,34 +59,162 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 
 // backendLoop is the backend reader: it reads each backend message whole
 // (the one copy, from the socket into its buffer; never JSON-parsed) and
-// hands it to the client writer, but for the backend's answers to the
+// queues it for the client, but for the backend's answers to the
 // gateway's own messages, found by their reserved TransactionID
-// (answersGateway), which it drops. It waits on the client only while this
-// client's queue is full, WriteTimeout at most, after which the client is
-// closed as not reading (enqueue). When the backend leg ends it queues the
-// matching close behind the messages already queued.
+// (answersGateway), which it drops. Until the gateway has sent the backend
+// a message of its own (ownSent) there is no such answer, and the search
+// is skipped. It writes what it queued to the client itself, batched,
+// when the backend socket has nothing more to read (backendIdle, the
+// backend leg's idle) or a batch is full: a message waits only while the
+// reader has more to read, and no other goroutine is woken per message. It waits on the
+// client only for that write, or while this client's queue is full and
+// another goroutine writes it, WriteTimeout at most, after which the
+// client is closed as not reading (put, clientWriteFailed). When the
+// backend leg ends it queues the matching close behind the messages
+// already queued.
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.wg.Done()
 	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
+	batch := s.cw != nil && !s.cw.deflate // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
 		if err != nil {
 			s.backendEnded(err)
 			return
 		}
-		bp := msgBufs.Get().(*[]byte)
-		buf := bytes.NewBuffer((*bp)[:0])
-		if _, err := buf.ReadFrom(r); err != nil {
+		if s.scratch == nil {
+			s.scratch = msgBufs.Get().(*[]byte)
+		}
+		s.reading = true // the hook must leave scratch alone
+		*s.scratch, err = readAll((*s.scratch)[:0], r)
+		s.reading = false
+		if err != nil {
 			s.backendEnded(err)
 			return
 		}
-		*bp = buf.Bytes()
-		if answersGateway(*bp) {
-			releaseBuf(bp) // the backend's answer to the gateway's own message
-			continue
-		}
-		if !s.enqueue(outMsg{typ: typ, data: *bp, buf: bp, backend: true}) {
+		if !s.relayBackend(typ, batch) {
 			return
+		}
+	}
+}
+
+// relayBackend passes on the backend message in scratch: it drops it when
+// it answers the gateway, or when nothing more is written to the client;
+// frames it into the reader's batch (lb) when batch (the client's frames
+// are the gateway's own); or else queues it. false when the session is
+// done. Backend reader only.
+func (s *session) relayBackend(typ int, batch bool) bool {
+	bp := s.scratch
+	msg := *bp
+	if s.ownSent.Load() && answersGateway(msg) {
+		return true // the backend's answer to the gateway's own message
+	}
+	if batch {
+		if s.dead.Load() || s.closing.Load() {
+			return true
+		}
+		n := maxFrameHeader + len(msg)
+		if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.flushLB() {
+			return false
+		}
+		if n <= batchBytes {
+			if s.lb == nil {
+				s.lbp = batchBufs.Get().(*[]byte)
+				s.lb = (*s.lbp)[:0]
+			}
+			s.lb = appendHeader(s.lb, typ, len(msg), nil)
+			s.lb = append(s.lb, msg...)
+			s.lbn++
+			return true
+		}
+	}
+	s.scratch = nil // the queue has it
+	return s.put(outMsg{typ: typ, data: msg, buf: bp, backend: true}, fromBackendReader)
+}
+
+// handOff queues the backend reader's batch (lb), its messages framed, as
+// one entry: drain writes it whole, usually at once, the reader being the
+// flusher. So a message costs the queue nothing. Backend reader only.
+func (s *session) handOff() bool {
+	if len(s.lb) == 0 {
+		return true
+	}
+	m := outMsg{data: s.lb, buf: s.lbp, framed: s.lbn}
+	s.lb, s.lbp, s.lbn = nil, nil, 0
+	return s.put(m, fromBackendReader)
+}
+
+// backendIdle runs when the backend socket has nothing to read, before
+// the reader waits (the backend leg's idle): it queues the reader's batch
+// (handOff) and writes the queue to the client (drain); between messages
+// the reader gives back its message buffer, so an idle session holds
+// none. Backend reader only.
+func (s *session) backendIdle() {
+	if !s.reading && s.scratch != nil {
+		releaseBuf(s.scratch)
+		s.scratch = nil
+	}
+	if len(s.lb) > 0 && s.writeLB() {
+		return
+	}
+	s.handOff()
+	s.drain()
+}
+
+// writeLB is handOff and drain's short cut when the queue is empty and
+// nobody is writing it, as it is most of the time: the reader, flusher,
+// writes its batch at once, without queueing it. false when it could
+// not. Backend reader only.
+func (s *session) writeLB() bool {
+	s.omu.Lock()
+	if s.qn != 0 || s.flushing {
+		s.omu.Unlock()
+		return false
+	}
+	s.flushing = true
+	s.omu.Unlock()
+	n := s.lbn
+	err := s.cw.writeFrames(s.lb, s.lbp)
+	s.lb, s.lbp, s.lbn = nil, nil, 0
+	if err != nil {
+		s.clientWriteFailed(err)
+	} else {
+		s.cfg.Metrics.Delivered(n)
+	}
+	s.omu.Lock()
+	s.flushing = false
+	more := s.qn != 0
+	s.omu.Unlock()
+	if more {
+		s.drain() // queued meanwhile
+	}
+	return true
+}
+
+// flushLB queues the reader's batch, full, and writes the queue (the
+// reader does not wait for its socket to run dry when there is a batch's
+// worth). false when the session is done. Backend reader only.
+func (s *session) flushLB() bool {
+	if !s.handOff() {
+		return false
+	}
+	s.drain()
+	return true
+}
+
+// readAll appends what r holds, to its end, to b.
+func readAll(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
 		}
 	}
 }
@@ -96,9 +224,10 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 // is left to the collector.
 var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-// releaseBuf returns a written message's buffer to msgBufs. Client writer
-// only, after the write: gorilla holds no reference once WriteMessage
-// returns.
+// releaseBuf returns a message's buffer to msgBufs: the client leg's
+// flusher (drain) once the message is copied into its batch or written,
+// or the backend reader its scratch buffer. Nothing holds a reference
+// after.
 func releaseBuf(bp *[]byte) {
 	if bp == nil || cap(*bp) > 64<<10 {
 		return
@@ -126,7 +255,8 @@ func (s *session) backendEnded(err error) {
 	} else {
 		s.g.log.Warn("ws backend leg failed", zap.String("user", s.user), zap.Error(err))
 	}
-	if !s.enqueue(outMsg{close: code}) {
+	s.handOff() // the messages read before the end go first
+	if !s.put(outMsg{close: code}, fromOther) {
 		s.closeClient(code)
 	}
 }
@@ -143,47 +273,269 @@ func sendableCloseCode(code int) bool {
 	return false
 }
 
-// writeLoop is the client writer: it writes queued messages, each within
-// WriteTimeout, and pings every PingInterval, until done. A write that
-// fails or times out gives the client up: a client that stops reading is
-// counted and its connection dropped, which ends the reader.
+// The client's send queue: a ring of outMsg under omu, bounded by
+// SendQueue messages and SendQueueBytes bytes (a single larger message
+// passes when the queue is empty), holding no memory while empty. Its
+// producers are the client reader (replies), the backend reader (the
+// backend's messages), the supervisor and Shutdown (push, close markers).
+// One goroutine at a time, the flusher (flushing), takes messages from it
+// in order and writes them to the client, batched (drain): the backend
+// reader for its own messages, before it reads the backend again, or the
+// client writer, woken (wake) by the other producers when nobody is
+// flushing. The flusher holds no lock while it writes. The backend reader
+// frames its messages itself, into a batch of its own (lb), which it
+// queues as one entry (handOff) when the backend has nothing more to read
+// or the batch is full.
+
+// producer is who queues a message, for put.
+type producer uint8
+
+const (
+	fromClientReader  producer = iota // flushes the backend leg before it waits
+	fromBackendReader                 // drains the queue itself
+	fromOther                         // wakes the client writer
+)
+
+// put queues m for the client. The backend reader's messages are written
+// by the backend reader itself (drain, when its socket runs dry); other
+// producers wake the client writer unless a flusher is at work. When the
+// queue is full (in messages, or in bytes) the backend reader drains it
+// itself when nobody else is; otherwise the producer waits for room, at
+// most WriteTimeout: a client that cannot take messages for that long
+// has stopped reading, is closed with 1008 and counted. Only this
+// session's legs ever wait here.
+func (s *session) put(m outMsg, from producer) bool {
+	var timer *time.Timer
+	for {
+		s.omu.Lock()
+		if s.fitsLocked(&m) {
+			s.pushLocked(m)
+			wake := !s.flushing && from != fromBackendReader
+			s.omu.Unlock()
+			if timer != nil {
+				timer.Stop()
+			}
+			if wake {
+				s.wakeWriter()
+			}
+			return true
+		}
+		if from == fromBackendReader && !s.flushing {
+			s.omu.Unlock()
+			s.drain()
+			continue
+		}
+		if s.space == nil {
+			s.space = make(chan struct{})
+		}
+		space := s.space
+		s.omu.Unlock()
+		if from == fromClientReader {
+			s.flushBackend() // it must not wait behind the client
+		}
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.WriteTimeout)
+		}
+		select {
+		case <-space:
+		case <-timer.C:
+			return s.slow()
+		case <-s.done:
+			timer.Stop()
+			return false
+		}
+	}
+}
+
+// tryPut queues m without waiting; false when the queue is full.
+func (s *session) tryPut(m outMsg) bool {
+	s.omu.Lock()
+	ok := s.fitsLocked(&m)
+	if ok {
+		s.pushLocked(m)
+	}
+	wake := ok && !s.flushing
+	s.omu.Unlock()
+	if wake {
+		s.wakeWriter()
+	}
+	return ok
+}
+
+// fitsLocked reports whether the queue has room for m: a close marker
+// needs a slot, a message a slot and its bytes, a batch a slot for each
+// of its messages and its bytes (an empty queue takes any batch). s.omu
+// held.
+func (s *session) fitsLocked(m *outMsg) bool {
+	if s.qmsgs != 0 && s.qmsgs+m.count() > s.cfg.SendQueue {
+		return false
+	}
+	n := int64(len(m.data))
+	return m.close != 0 || s.queued == 0 || s.queued+n <= s.cfg.SendQueueBytes
+}
+
+// pushLocked adds m at the queue's tail, growing the ring. s.omu held,
+// and room for m.
+func (s *session) pushLocked(m outMsg) {
+	if s.qn == len(s.ring) {
+		ring := make([]outMsg, max(8, 2*len(s.ring)))
+		for i := range s.qn {
+			ring[i] = s.ring[(s.qhead+i)&(len(s.ring)-1)]
+		}
+		s.ring, s.qhead = ring, 0
+	}
+	s.ring[(s.qhead+s.qn)&(len(s.ring)-1)] = m
+	s.qn++
+	s.qmsgs += m.count()
+	s.queued += int64(len(m.data))
+}
+
+// popLocked takes the message at the queue's head and tells the producers
+// waiting for room. s.omu held, the queue not empty.
+func (s *session) popLocked() outMsg {
+	m := s.ring[s.qhead]
+	s.ring[s.qhead] = outMsg{}
+	s.qhead = (s.qhead + 1) & (len(s.ring) - 1)
+	s.qn--
+	s.qmsgs -= m.count()
+	s.queued -= int64(len(m.data))
+	if s.space != nil {
+		close(s.space)
+		s.space = nil
+	}
+	return m
+}
+
+// wakeWriter tells the client writer the queue has messages.
+func (s *session) wakeWriter() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain writes the queued messages to the client, in order, batched into
+// as few writes as it can (the client frameConn's appendFrame and flush,
+// each flush within WriteTimeout): the caller becomes the flusher, unless
+// another goroutine is, and writes until the queue is empty. A close
+// marker is sent after what precedes it is written. Once writes have
+// failed (dead) or the close handshake has begun, messages are only taken
+// and dropped, so no producer waits.
+func (s *session) drain() {
+	s.omu.Lock()
+	if s.flushing || s.qn == 0 {
+		s.omu.Unlock()
+		return
+	}
+	s.flushing = true
+	delivered := 0
+	for {
+		if s.qn == 0 {
+			s.omu.Unlock()
+			delivered = s.flushClient(delivered)
+			s.omu.Lock()
+			if s.qn == 0 {
+				s.flushing = false
+				s.omu.Unlock()
+				return
+			}
+			continue
+		}
+		m := s.popLocked()
+		s.omu.Unlock()
+		delivered = s.writeOut(&m, delivered)
+		s.omu.Lock()
+	}
+}
+
+// writeOut writes m, one message taken from the queue, into the client's
+// batch; delivered counts the backend messages batched and not yet
+// flushed. The flusher only.
+func (s *session) writeOut(m *outMsg, delivered int) int {
+	switch {
+	case m.close != 0:
+		delivered = s.flushClient(delivered) // the close frame must not overtake them
+		s.closeClient(m.close)
+	case s.dead.Load() || s.closing.Load():
+	case m.framed > 0:
+		err := s.cw.appendFrames(m.data, m.buf)
+		m.buf = nil // the frameConn's now
+		if err != nil {
+			s.clientWriteFailed(err)
+		} else {
+			delivered += m.framed
+		}
+	case s.cw == nil || s.cw.deflate:
+		// Compressed: gorilla frames it, and writes it at once.
+		_ = s.cc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+		if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
+			s.clientWriteFailed(err)
+		} else if m.backend {
+			s.cfg.Metrics.Delivered(1)
+		}
+	default:
+		if err := s.cw.appendFrame(m.typ, m.data); err != nil {
+			s.clientWriteFailed(err)
+		} else if m.backend {
+			delivered++
+		}
+	}
+	m.release()
+	return delivered
+}
+
+// flushClient writes the client's batch and counts its delivered backend
+// messages; it returns 0, the count of the next batch. The flusher only.
+func (s *session) flushClient(delivered int) int {
+	if s.cw == nil {
+		return 0
+	}
+	if err := s.cw.flush(); err != nil {
+		s.clientWriteFailed(err)
+		return 0
+	}
+	if delivered > 0 {
+		s.cfg.Metrics.Delivered(delivered)
+	}
+	return 0
+}
+
+// clientWriteFailed gives the client up after a write to it failed: a
+// client that stops reading (the write timed out) is counted and its
+// connection dropped, which ends the reader. After a close frame nothing
+// more is written, and that is no failure.
+func (s *session) clientWriteFailed(err error) {
+	if errors.Is(err, websocket.ErrCloseSent) || s.dead.Swap(true) {
+		return
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		s.countSlow("client write timeout")
+	}
+	s.giveUp()
+}
+
+// writeLoop is the client writer: it drains the queue when woken (the
+// messages other producers than the backend reader queued), and pings
+// every PingInterval, until done. At each ping an empty queue's ring goes
+// back to the collector: an idle session holds none, a busy one keeps
+// its own.
 func (s *session) writeLoop() {
 	defer s.wg.Done()
 	ping := time.NewTicker(s.cfg.PingInterval)
 	defer ping.Stop()
-	dead := false // writes failed: only drain the queue, so no producer waits
 	for {
 		select {
 		case <-s.done:
 			return
-		case m := <-s.sendq:
-			s.queued.Add(-int64(len(m.data)))
-			select {
-			case s.drained <- struct{}{}:
-			default:
-			}
-			if m.close != 0 {
-				s.closeClient(m.close)
-				continue
-			}
-			if dead || s.closing.Load() {
-				continue
-			}
-			_ = s.cc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
-			if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
-				if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-					s.countSlow("client write timeout")
-				}
-				s.giveUp()
-				dead = true
-				continue
-			}
-			releaseBuf(m.buf)
-			if m.backend {
-				s.cfg.Metrics.Delivered()
-			}
+		case <-s.wake:
+			s.drain()
 		case <-ping.C:
-			if dead || s.closing.Load() {
+			s.omu.Lock()
+			if s.qn == 0 {
+				s.ring, s.qhead = nil, 0
+			}
+			s.omu.Unlock()
+			if s.dead.Load() || s.closing.Load() {
 				continue
 			}
 			_ = s.cc.WriteControl(websocket.PingMessage, nil, deadline(s.cfg.WriteTimeout))
@@ -191,55 +543,30 @@ func (s *session) writeLoop() {
 	}
 }
 
-// enqueue hands m to the client writer. When the queue is full (in
-// messages, or in bytes: SendQueueBytes, a single larger message passing
-// when the queue is empty) it waits for the writer, at most WriteTimeout:
-// a client that cannot take messages for that long has stopped reading, is
-// closed with 1008 and counted. Only this session's legs ever wait here.
-func (s *session) enqueue(m outMsg) bool {
-	n := int64(len(m.data))
-	var timer *time.Timer
-	expired := func() <-chan time.Time {
-		if timer == nil {
-			timer = time.NewTimer(s.cfg.WriteTimeout)
-		}
-		return timer.C
+// flushBackend writes the client's messages batched for the backend leg
+// (forward appends them; a full batch is written at once). Client reader
+// only: when the client socket has nothing more to read, before it waits
+// (the client leg's idle), so a message waits only while the reader has
+// more to read, and before it waits on anything else.
+func (s *session) flushBackend() {
+	s.reportRelayed()
+	if s.bw == nil || s.ending.Load() {
+		return
 	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		q := s.queued.Load()
-		if q == 0 || q+n <= s.cfg.SendQueueBytes {
-			break
-		}
-		select {
-		case <-s.drained:
-		case <-expired():
-			return s.slow()
-		case <-s.done:
-			return false
-		}
+	if err := s.bw.flush(); err != nil {
+		s.backendWriteFailed(err)
 	}
-	s.queued.Add(n)
-	select {
-	case s.sendq <- m:
-		return true
-	default:
-	}
-	select {
-	case s.sendq <- m:
-		return true
-	case <-expired():
-	case <-s.done:
-		s.queued.Add(-n)
-		return false
-	}
-	s.queued.Add(-n)
-	return s.slow()
 }
+
+// backendWriteFailed logs a failed write to the backend leg and closes the
+// client with 1011. Client reader only.
+func (s *session) backendWriteFailed(err error) {
+	s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
+	s.closeAfterQueued(websocket.CloseInternalServerErr)
+}
+
+// enqueue queues one of the client reader's replies (put).
+func (s *session) enqueue(m outMsg) bool { return s.put(m, fromClientReader) }
 
 // slow closes a client that stopped reading (1008) and counts it; false.
 func (s *session) slow() bool {

@@ -21,31 +21,45 @@ const CodeUnknown = "Operation.Unknown"
 // session is one client socket and, once authenticated, its backend leg.
 //
 // Goroutines and what they own:
-//   - the client reader (the ServeHTTP goroutine, run and everything it
-//     calls: readLoop, handle, the auth handlers, openBackend, teardown)
-//     owns state, authDeadline, unauthMsgs, clientCode, buf, insecure,
-//     limits and bucket, reads the client socket and writes the backend
-//     leg (under mu);
-//   - the client writer (writeLoop) is the client socket's only writer of
-//     data messages and pings; it owns nothing else;
-//   - the backend reader (backendLoop) reads the backend leg and hands
-//     each message, as read, to the client writer through sendq;
+//   - the client reader (the goroutine ServeHTTP starts, or ServeHTTP's
+//     own on an extended CONNECT: run and everything it calls: readLoop,
+//     handle, the auth handlers, openBackend, teardown) owns state,
+//     authDeadline, readBy, relLabel, relN, topic, the policy's cached
+//     answer (pol*), unauthMsgs, clientCode, buf, lr, insecure, limits
+//     and bucket, reads the client socket and writes the backend leg
+//     (under mu): its forwards are batched in the leg's frameConn and
+//     written when the client socket has nothing more to read, or before
+//     the reader waits on anything else (flushBackend);
+//   - the backend reader (backendLoop, backendFrames) owns scratch,
+//     reading, lb, lbp and lbn; it reads the backend leg, frames its
+//     messages into a batch of its own (lb), and when the backend socket
+//     has nothing more to read queues the batch (handOff) and writes the
+//     queue to the client itself (drain);
+//   - the client writer (writeLoop) writes the queue when another producer
+//     (a reply, a push, a close) finds nobody writing it, and pings; it
+//     owns nothing;
 //   - the gateway's supervisor (supervise.go), one for all sessions,
 //     inspects each authenticated session every SuperviseInterval.
 //
-// mu guards what the client reader shares with the supervisor: id, bc,
+// One goroutine at a time writes the queue to the client (the flusher,
+// drain): it alone writes data frames to the client socket. Control frames
+// (pings, pongs, closes) go through gorilla's WriteControl, which any
+// goroutine may call; the client frameConn writes them at once, after the
+// batch so far.
+//
+// mu guards what the client reader shares with the supervisor: id, bc, bw,
 // authority, gen, lapsedAt, checkedAt, subs, subBytes, identifySub, tidSeq,
-// ended and graceClosed, and every data write to the backend leg (gorilla
-// allows one writer; the client's forwards and the gateway's own Unsubs and
-// re-Subs must not interleave, and a forward's authority check and its
-// write are one step). The client reader writes id and bc only under mu
-// and reads them, its own, without it; the supervisor reads them under mu.
+// owed, ended and graceClosed, and every data write to the backend leg (one
+// writer; the client's forwards and the gateway's own Unsubs and re-Subs
+// must not interleave, and a forward's authority check and its write are
+// one step). The client reader writes id, bc and bw only under mu and
+// reads them, its own, without it; the supervisor reads them under mu.
 // Nobody holding mu waits on the client: replies are queued after it is
 // released, and what is queued under it uses push, which never waits.
 //
-// Shared otherwise: sendq and queued (the bounded send queue), the close
-// state (closeOnce, closing, closeBy), ending and done. Close frames are
-// sent with WriteControl, which gorilla allows from any goroutine.
+// omu guards the client's send queue (relay.go says how it works). Shared
+// otherwise: cw, dead, the close state (closeOnce, closing, closeBy),
+// ending and done.
 type session struct {
 	g      *Gateway
 	cfg    *Config
@@ -58,68 +72,118 @@ type session struct {
 	// Client reader's.
 	state        State
 	authDeadline time.Time
+	readBy       time.Time // the read deadline extend set last
+	relLabel     string    // the controller label of the forwards not yet counted
+	relN         int       // how many (reportRelayed)
+	topic        string    // the last message's Topic, reused by the next alike (scan)
+	polOK        bool      // the policy's answer for polController and polTopic, polValid
+	polNeeded    string
+	polValid     bool
+	polCtl       string
+	polTopic     string
 	unauthMsgs   int
 	clientCode   int  // the close code the client sent, 0 if none
 	stopping     bool // closeAfterQueued was called: the reader only drains
 	stopCode     int  // its code
 	buf          bytes.Buffer
-	insecure     bool   // RequireTLS, and the connection is not secure
-	limits       Limits // the effective limits of the identity
-	bucket       bucket // the message rate's
-	authBucket   bucket // the Auth messages' once authenticated
+	lr           io.LimitedReader // reads buf's message, reused
+	insecure     bool             // RequireTLS, and the connection is not secure
+	limits       Limits           // the effective limits of the identity
+	bucket       bucket           // the message rate's
+	authBucket   bucket           // the Auth messages' once authenticated
 
 	// Guarded by mu (written by the client reader, or the supervisor).
 	mu          sync.Mutex
 	id          Identity        // the client reader reads it without mu
 	bc          *websocket.Conn // the backend leg, nil until authenticated; likewise
+	bw          *frameConn      // bc's connection; likewise
 	authority   authority
 	gen         uint32    // one more at each (re-)authentication
 	lapsedAt    time.Time // when authority lapsed (Config.Now)
 	checkedAt   time.Time // the token's last verification (system clock)
 	subs        map[subKey][]byte
-	subBytes    int64  // the bytes of subs' messages
-	identifySub bool   // the client subscribed to Auth/Identify
-	tidSeq      uint32 // the next reserved TransactionID's offset
-	ended       bool   // teardown has begun: nothing more is written or pushed
-	graceClosed bool   // closed for ExpiryGrace
+	subBytes    int64    // the bytes of subs' messages
+	identifySub bool     // the client subscribed to Auth/Identify
+	tidSeq      uint32   // the next reserved TransactionID's offset
+	owed        []subKey // the backend's Unsubs since a lapse, not yet written (unsubscribe)
+	ended       bool     // teardown has begun: nothing more is written or pushed
+	graceClosed bool     // closed for ExpiryGrace
+
+	// The client's send queue (relay.go), guarded by omu.
+	omu      sync.Mutex
+	ring     []outMsg      // a power of two long, or nil
+	qhead    int           // the first message's index in ring
+	qn       int           // the entries in ring
+	qmsgs    int           // the messages in them (a batch holds several)
+	queued   int64         // their bytes
+	flushing bool          // a goroutine is draining the queue (drain)
+	space    chan struct{} // closed when a message is taken; nil unless a producer waits
 
 	// Shared.
-	sendq     chan outMsg
-	queued    atomic.Int64  // bytes in sendq
-	drained   chan struct{} // the writer took a message (capacity 1)
+	wake      chan struct{} // the client writer has messages to drain (capacity 1)
+	cw        *frameConn    // the client's connection, under cc
+	dead      atomic.Bool   // a write to the client failed: nothing more is written
 	user      string        // the subject, set once before the backend reader starts
 	closeOnce sync.Once
 	closing   atomic.Bool  // a close frame is sent or the socket is given up
 	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
 	ending    atomic.Bool  // teardown has begun: leg errors are expected
 	slowSeen  atomic.Bool  // a slow client was counted
+	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
+	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
+	reading   bool         // the backend reader's: reading a message into scratch
+	lb        []byte       // the backend reader's: messages framed for the client, not yet queued
+	lbp       *[]byte      // lb's batchBufs buffer
+	lbn       int          // the messages in lb
 	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
 }
 
-// outMsg is one message for the client writer: a frame, or a close.
+// outMsg is one message in the client's send queue: a frame, or a close.
 type outMsg struct {
 	typ     int
 	data    []byte
 	backend bool    // from the backend (counted as delivered)
-	buf     *[]byte // data's pooled buffer (msgBufs), or nil
+	buf     *[]byte // data's pooled buffer (msgBufs; batchBufs for a batch), or nil
 	close   int     // non-zero: send this close code instead
+	framed  int     // non-zero: data is this many backend messages, framed (handOff)
+}
+
+// count is how many messages m is, for SendQueue.
+func (m *outMsg) count() int { return max(1, m.framed) }
+
+// release gives back m's pooled buffer, if any.
+func (m *outMsg) release() {
+	switch {
+	case m.buf == nil:
+	case m.framed > 0:
+		*m.buf = (*m.buf)[:0]
+		batchBufs.Put(m.buf)
+	default:
+		releaseBuf(m.buf)
+	}
+	m.buf = nil
 }
 
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
 	s := &session{
 		g: g, cfg: &g.cfg, cc: cc, remote: r.RemoteAddr,
-		state:   StateUnauthenticated,
-		sendq:   make(chan outMsg, g.cfg.SendQueue),
-		drained: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		state: StateUnauthenticated,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	if cw, ok := cc.NetConn().(*frameConn); ok {
+		s.cw = cw
+		cw.beforeRead, cw.idle = s.extend, s.flushBackend
 	}
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape
 	}
 	s.insecure = g.cfg.RequireTLS && !g.cfg.Secure(r)
-	s.ctx, s.cancel = context.WithCancel(r.Context())
+	// The request's values, not its cancellation: the request ends at the
+	// upgrade (ServeHTTP returns), the session later.
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
 	return s
 }
 
@@ -152,7 +216,9 @@ func (s *session) readLoop() {
 		return nil
 	})
 	for {
-		s.extend()
+		if s.cw == nil {
+			s.extend() // else before each read from the socket (cw.beforeRead)
+		}
 		typ, r, err := cc.NextReader()
 		if err != nil {
 			s.readFailed(err)
@@ -166,7 +232,9 @@ func (s *session) readLoop() {
 			continue
 		}
 		s.buf.Reset()
-		n, err := s.buf.ReadFrom(io.LimitReader(r, maxMsg+1))
+		s.lr = io.LimitedReader{R: r, N: maxMsg + 1}
+		n, err := s.buf.ReadFrom(&s.lr)
+		s.lr.R = nil
 		switch {
 		case errors.Is(err, websocket.ErrReadLimit):
 			s.closeClient(websocket.CloseMessageTooBig) // gorilla has sent it
@@ -192,8 +260,22 @@ func isConnError(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
-// extend sets the read deadline: IdleTimeout from now, no later than the
-// auth deadline while unauthenticated; while closing, closeBy.
+// now is the time the client's last bytes arrived (the last read from its
+// socket returned), for the rate limits: one clock
+// reading per read, not per message. Client reader only.
+func (s *session) now() time.Time {
+	if s.cw != nil && !s.cw.readAt.IsZero() {
+		return s.cw.readAt
+	}
+	return time.Now()
+}
+
+// extend sets the read deadline: IdleTimeout from now (it runs before each
+// read from the client's socket, and again after the idle hook), no later than the auth deadline while unauthenticated; while
+// closing, closeBy. A deadline later than the one set by less than
+// IdleTimeout/64 is not set (each costs a timer update, which a busy
+// client would pay per message): the idle timeout may end up to that much
+// early.
 func (s *session) extend() {
 	if s.closing.Load() {
 		return
@@ -202,6 +284,10 @@ func (s *session) extend() {
 	if s.state != StateAuthenticated && s.authDeadline.Before(d) {
 		d = s.authDeadline
 	}
+	if ahead := d.Sub(s.readBy); ahead >= 0 && ahead < s.cfg.IdleTimeout/64 {
+		return
+	}
+	s.readBy = d
 	_ = s.cc.NetConn().SetReadDeadline(d)
 	if s.closing.Load() { // closeClient ran meanwhile: its deadline wins
 		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.closeBy.Load()))
@@ -239,7 +325,7 @@ func (s *session) handle(msg []byte) {
 			return
 		}
 	}
-	env, err := Scan(msg)
+	env, err := scan(msg, &s.topic)
 	if err != nil {
 		se, _ := errors.AsType[*ScanError](err)
 		if errors.Is(err, ErrInvalidUTF8) {
@@ -253,10 +339,11 @@ func (s *session) handle(msg []byte) {
 	if env.Controller == "Auth" {
 		// Unauthenticated, AuthMaxMessages bounds them; afterwards a bucket
 		// of their own, so a client cannot keep the verifier busy.
-		if s.state == StateAuthenticated && !s.authBucket.take(time.Now(), &authLimits) {
+		if s.state == StateAuthenticated && !s.authBucket.take(s.now(), &authLimits) {
 			s.limited(&env, LimitAuth)
 			return
 		}
+		s.flushBackend() // what it forwarded goes before a verification
 		s.handleAuth(&env)
 		return
 	}
@@ -264,7 +351,7 @@ func (s *session) handle(msg []byte) {
 		s.deny(&env, "unauthenticated")
 		return
 	}
-	if !s.bucket.take(time.Now(), &s.limits) {
+	if !s.bucket.take(s.now(), &s.limits) {
 		s.limited(&env, LimitRate)
 		return
 	}
@@ -275,7 +362,7 @@ func (s *session) handle(msg []byte) {
 		s.reply(AppendError(nil, &env, CodeSession))
 		return
 	}
-	ok, needed := s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
+	ok, needed := s.allowed(&env)
 	if !ok {
 		s.deny(&env, "policy")
 		return
@@ -284,6 +371,17 @@ func (s *session) handle(msg []byte) {
 		s.g.log.Info("ws order message", s.messageFields(&env)...)
 	}
 	s.forward(msg, &env)
+}
+
+// allowed is the policy's answer for env under the session's scopes
+// (Policy.Allowed), kept for the next message with the same Controller
+// and Topic until the identity changes (polValid). Client reader only.
+func (s *session) allowed(env *Envelope) (bool, string) {
+	if !s.polValid || env.Controller != s.polCtl || env.Topic != s.polTopic {
+		s.polOK, s.polNeeded = s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
+		s.polCtl, s.polTopic, s.polValid = env.Controller, env.Topic, true
+	}
+	return s.polOK, s.polNeeded
 }
 
 // deny answers env with Error/Authority, counts and logs it.

@@ -26,7 +26,9 @@ const CodeSession = "Session"
 // traffic is never JSON-parsed. It holds as long as the backend echoes a
 // TransactionID as it received it (a number, in decimal, as the protocol
 // has it); a nested member named TransactionID with a reserved value, in a
-// message's Data, drops that message too.
+// message's Data, drops that message too. The search starts once the
+// session has sent the backend a message of its own (session.ownSent):
+// before that, nothing the backend sends can answer the gateway.
 const (
 	reservedBase = 9007199254000000
 	reservedSpan = 740991 // reservedBase+reservedSpan-1 = 2^53 - 2
@@ -104,7 +106,21 @@ func (s *session) forward(msg []byte, env *Envelope) {
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 		return
 	}
-	s.cfg.Metrics.Relayed(controllerLabel(env.Controller))
+	if label := controllerLabel(env.Controller); label != s.relLabel {
+		s.reportRelayed()
+		s.relLabel = label
+	}
+	s.relN++ // reported with the batch (flushBackend)
+}
+
+// reportRelayed counts the forwards not yet counted (Metrics.Relayed): a
+// run of messages for one controller label at once, not one at a time.
+// Client reader only.
+func (s *session) reportRelayed() {
+	if s.relN > 0 {
+		s.cfg.Metrics.Relayed(s.relLabel, s.relN)
+		s.relN = 0
+	}
 }
 
 // trackLocked records the Sub msg for k, replacing an earlier one; false
@@ -158,16 +174,25 @@ func (s *session) subKeysLocked() []subKey {
 	return keys
 }
 
-// writeBackendLocked writes one data message to the backend leg, within
-// WriteTimeout. s.mu held: it is the leg's one writer.
+// writeBackendLocked adds one data message to the backend leg's batch
+// (frameConn.appendFrame), which the client reader flushes before it
+// reads the client again (flushBackend) and a lapse's goroutine after
+// its Unsubs (unsubscribe); each write within WriteTimeout. s.mu held: it
+// is the leg's one data writer.
 func (s *session) writeBackendLocked(msg []byte) error {
-	_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
-	return s.bc.WriteMessage(websocket.TextMessage, msg)
+	if s.bw == nil {
+		_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+		return s.bc.WriteMessage(websocket.TextMessage, msg)
+	}
+	return s.bw.appendFrame(websocket.TextMessage, msg)
 }
 
 // unsubBackendLocked sends the backend the gateway's own Unsub of k, with
-// a reserved TransactionID. s.mu held.
+// a reserved TransactionID. s.mu held. From then on the backend reader
+// looks for the backend's answers to drop them (ownSent), before the
+// message can reach the backend.
 func (s *session) unsubBackendLocked(k subKey) error {
+	s.ownSent.Store(true)
 	msg := AppendUnsub(nil, k.controller, k.topic, s.nextTransactionIDLocked(nil), false)
 	return s.writeBackendLocked(msg)
 }

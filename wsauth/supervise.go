@@ -30,11 +30,13 @@ const maxRecheckTimeout = 2 * time.Second
 //   - closes with 1008 a session whose authority lapsed more than
 //     ExpiryGrace ago (a recoverable state: never a 4xxx code).
 //
-// It never waits on a client: what it sends the client is pushed without
-// waiting (push, closeSoon). It takes a session's lock only when free
-// (TryLock): a session whose client reader is writing to the backend is
-// looked at on the next walk. Its own writes to a backend leg are bounded
-// by WriteTimeout.
+// It never waits on a client or a backend: what it sends the client is
+// pushed without waiting (push, closeSoon), and a lapse's Unsubs are
+// written to the backend by a goroutine of the session's (unsubscribe).
+// It takes a session's lock only when free (TryLock): a session whose
+// lock is held (its client reader, or that goroutine, writing to a slow
+// backend) is looked at on the next walk; so is a verification's outcome,
+// the session being due again.
 func (g *Gateway) supervise(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(g.cfg.SuperviseInterval)
@@ -92,14 +94,13 @@ func (s *session) inspect(now, wall, changedAt time.Time) (recheck, bool) {
 	}
 	var r recheck
 	var due, closeIt bool
-	var lapseErr error
 	var id Identity // for the log, copied only when needed
 	lapsed := authNone
 	switch {
 	case s.ended || s.authority == authNone:
 	case s.authority == authLive && !s.id.Expiry.IsZero() && !s.id.Expiry.After(now):
 		lapsed, id = authExpired, s.id
-		lapseErr = s.lapseLocked(lapsed, now)
+		s.lapseLocked(lapsed, now)
 	case s.authority == authLive:
 		if s.id.Token != "" && (wall.Sub(s.checkedAt) >= s.cfg.RecheckInterval || s.checkedAt.Before(changedAt)) {
 			r, due = recheck{s: s, token: s.id.Token, gen: s.gen}, true
@@ -109,7 +110,7 @@ func (s *session) inspect(now, wall, changedAt time.Time) (recheck, bool) {
 	}
 	s.mu.Unlock()
 	if lapsed != authNone {
-		s.lapsed(lapsed, &id, "", lapseErr)
+		s.lapsed(lapsed, &id, "")
 	}
 	if closeIt {
 		s.g.log.Info("ws session closed", zap.String("reason", "authority lapsed past the grace period"),
@@ -144,9 +145,12 @@ func (g *Gateway) recheck(ctx context.Context, due []recheck) {
 }
 
 // checked records a verification at wall of the identity of generation
-// gen.
+// gen; not when the session's lock is busy (the token is then due again
+// at the next walk).
 func (s *session) checked(gen uint32, wall time.Time) {
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		return
+	}
 	if s.gen == gen {
 		s.checkedAt = wall
 	}
@@ -155,10 +159,14 @@ func (s *session) checked(gen uint32, wall time.Time) {
 
 // revoke lapses the session's authority after the verifier refused the
 // token of the identity of generation gen (why is its reason, safe to
-// log), unless the session has re-authenticated or lapsed meanwhile.
+// log), unless the session has re-authenticated or lapsed meanwhile. When
+// the session's lock is busy it does nothing: the token, not checked
+// since, is verified again at the next walk.
 func (s *session) revoke(gen uint32, why string) {
 	now := s.cfg.Now()
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		return
+	}
 	if s.ended || s.authority != authLive || s.gen != gen {
 		s.mu.Unlock()
 		return
@@ -168,7 +176,7 @@ func (s *session) revoke(gen uint32, why string) {
 		a = authExpired // the verifier's refusal is the expiry
 	}
 	id := s.id
-	err := s.lapseLocked(a, now)
+	s.lapseLocked(a, now)
 	s.mu.Unlock()
-	s.lapsed(a, &id, why, err)
+	s.lapsed(a, &id, why)
 }

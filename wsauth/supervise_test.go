@@ -3,6 +3,7 @@ package wsauth
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,4 +212,81 @@ func TestSupervisorLifecycle(t *testing.T) {
 	default:
 		t.Fatal("the supervisor outlived Shutdown")
 	}
+}
+
+// TestSlowBackendDoesNotDelayOthers: a session whose backend has stopped
+// reading (its client reader blocked writing to it, WriteTimeout long)
+// does not hold up the supervisor: when that session expires, and another
+// after it, the other lapses within a few walks, its Unsub at its backend,
+// not once the slow leg's write has timed out.
+func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
+	const writeTimeout = 5 * time.Second
+	e, clock := newLiveEnv(t, func(c *Config) { c.WriteTimeout = writeTimeout })
+	slow := dialAuthenticated(t, e, madeUpToken("u-slow", []string{ScopeMarket}, -30*time.Minute), false)
+	subscribe(t, slow, "Market", "Security!BHP.ASX", 1)
+	other := dialAuthenticated(t, e, tokDemo, false)
+	subscribe(t, other, "News", "News!ASX", 2)
+
+	// The slow session's backend stops reading; its socket buffers made
+	// small, one message is more than they hold.
+	var s *session
+	e.gw.mu.Lock()
+	for x := range e.gw.sessions {
+		x.mu.Lock()
+		if x.id.Subject == "u-slow" {
+			s = x
+		}
+		x.mu.Unlock()
+	}
+	e.gw.mu.Unlock()
+	if err := s.bw.Conn.(*net.TCPConn).SetWriteBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	e.backend.mu.Lock()
+	bconn := e.backend.conns[0].NetConn().(*net.TCPConn) // the first leg opened
+	e.backend.mu.Unlock()
+	if err := bconn.SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Stall"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Messages one at a time, each written to the backend by the client
+	// reader outside the session's lock (flushBackend, the client socket
+	// dry), until one waits there.
+	big := `{"Controller":"Market","Topic":"Echo","Data":"` + strings.Repeat("x", 30<<10) + `"}`
+	flushWaits := func() bool {
+		if !s.mu.TryLock() {
+			return false
+		}
+		defer s.mu.Unlock()
+		if !s.bw.mu.TryLock() {
+			return true
+		}
+		s.bw.mu.Unlock()
+		return false
+	}
+	for i := 0; !flushWaits(); i++ {
+		if i == 300 {
+			t.Fatal("the slow session's flush never waited on its backend")
+		}
+		_ = slow.SetWriteDeadline(time.Now().Add(time.Second))
+		if err := slow.WriteMessage(websocket.TextMessage, []byte(big)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	clock.set(testExpiry.Add(-30 * time.Minute)) // the slow session expires
+	time.Sleep(5 * testTick)
+	clock.set(testExpiry) // then the other
+	start := time.Now()
+	eventually(t, "the other session's lapse", func() bool { return e.backend.gatewayUnsubs("News", "News!ASX") == 1 })
+	if d := time.Since(start); d > writeTimeout/5 {
+		t.Fatalf("the other session lapsed after %v, behind the slow backend", d)
+	}
+	if got, want := roundTrip(t, other, subMsg("News", "News!ASX", 3)), errorMsg("News", "News!ASX", 3, CodeAuthority); got != want {
+		t.Fatalf("the other session after its expiry: %s", got)
+	}
+	eventually(t, "both lapses counted", func() bool { return e.lapses(LapseExpired) == 2 })
 }

@@ -2,6 +2,7 @@ package wshandler
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +60,7 @@ var (
 )
 
 // controllers are the controller label values counted by name.
-var controllers = []string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
+var controllers = [...]string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
 
 func registerMetrics(ctx caddy.Context) error {
 	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), sessions, authResults, relayed, denied, delivered, slowClients,
@@ -70,11 +71,39 @@ func registerMetrics(ctx caddy.Context) error {
 type metrics struct{}
 
 func controllerLabel(c string) string {
-	if slices.Contains(controllers, c) {
+	if slices.Contains(controllers[:], c) {
 		return c
 	}
 	return "other"
 }
+
+// counterCache holds a CounterVec's child per controller label, looked up
+// once: Relayed is counted for every batch of messages a client sends, and
+// a WithLabelValues (hashing the label, a lookup under the vector's lock)
+// each time shows in profiles. Each child is created on first use, so
+// /metrics shows the same series as without the cache.
+type counterCache struct {
+	vec *prometheus.CounterVec
+	c   [len(controllers) + 1]atomic.Pointer[prometheus.Counter] // "other" last
+}
+
+func (cc *counterCache) get(controller string) prometheus.Counter {
+	i := slices.Index(controllers[:], controller)
+	if i < 0 {
+		i, controller = len(controllers), "other"
+	}
+	if p := cc.c[i].Load(); p != nil {
+		return *p
+	}
+	c := cc.vec.WithLabelValues(controller)
+	cc.c[i].Store(&c)
+	return c
+}
+
+var (
+	relayedBy = counterCache{vec: relayed}
+	deniedBy  = counterCache{vec: denied}
+)
 
 func (metrics) Sessions(state wsauth.State, delta int) {
 	sessions.WithLabelValues(string(state)).Add(float64(delta))
@@ -82,13 +111,13 @@ func (metrics) Sessions(state wsauth.State, delta int) {
 func (metrics) Auth(method wsauth.AuthMethod, result string) {
 	authResults.WithLabelValues(string(method), result).Inc()
 }
-func (metrics) Relayed(controller string) { relayed.WithLabelValues(controllerLabel(controller)).Inc() }
-func (metrics) Denied(controller string)  { denied.WithLabelValues(controllerLabel(controller)).Inc() }
-func (metrics) Delivered()                { delivered.Inc() }
-func (metrics) SlowClient()               { slowClients.Inc() }
-func (metrics) Reauthenticated()          { reauthentications.Inc() }
-func (metrics) Lapsed(reason string)      { lapses.WithLabelValues(reason).Inc() }
-func (metrics) Limited(kind string)       { limited.WithLabelValues(kind).Inc() }
+func (metrics) Relayed(controller string, n int) { relayedBy.get(controller).Add(float64(n)) }
+func (metrics) Denied(controller string)         { deniedBy.get(controller).Inc() }
+func (metrics) Delivered(n int)                  { delivered.Add(float64(n)) }
+func (metrics) SlowClient()                      { slowClients.Inc() }
+func (metrics) Reauthenticated()                 { reauthentications.Inc() }
+func (metrics) Lapsed(reason string)             { lapses.WithLabelValues(reason).Inc() }
+func (metrics) Limited(kind string)              { limited.WithLabelValues(kind).Inc() }
 func (metrics) Subscriptions(controller string, delta int) {
 	subscriptions.WithLabelValues(controllerLabel(controller)).Add(float64(delta))
 }

@@ -1,0 +1,253 @@
+package wsauth
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+)
+
+// backendFrames is the backend reader on a TCP backend leg (the leg's
+// frameConn has rc): it reads the frames itself from the frameConn's
+// buffer, not through gorilla's reader, so a message the buffer holds
+// whole is framed for the client straight from it, one copy (socket to
+// buffer, buffer to batch). Otherwise it works as backendLoop, and answers
+// the backend as gorilla's reader would: a ping with a pong, a close with
+// the close echoed (the error is then a *websocket.CloseError), a message
+// over MaxBackendMessageBytes with close 1009 (websocket.ErrReadLimit), a
+// protocol error with close 1002; the end of the stream is a CloseError
+// with code 1006, as gorilla has it.
+func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
+	defer s.wg.Done()
+	batch := s.cw != nil && !s.cw.deflate
+	limit := s.cfg.MaxBackendMessageBytes
+	for {
+		f, err := s.backendFrame(bc, c, false)
+		if err == nil && f.n > limit {
+			err = backendOverLimit(bc)
+		}
+		if err != nil {
+			s.backendEnded(err)
+			return
+		}
+		if n := int(f.n); batch && f.fin && n <= len(c.buffered()) && maxFrameHeader+n <= batchBytes {
+			// The common message: whole in the buffer.
+			msg := c.buffered()[:n]
+			switch {
+			case s.dead.Load() || s.closing.Load():
+			case s.ownSent.Load() && answersGateway(msg):
+			default:
+				if len(s.lb)+maxFrameHeader+n > batchBytes && !s.flushLB() {
+					return
+				}
+				if s.lb == nil {
+					s.lbp = batchBufs.Get().(*[]byte)
+					s.lb = (*s.lbp)[:0]
+				}
+				s.lb = appendHeader(s.lb, int(f.op), n, nil)
+				s.lb = append(s.lb, msg...)
+				s.lbn++
+			}
+			c.consume(n)
+			continue
+		}
+		if s.scratch == nil {
+			s.scratch = msgBufs.Get().(*[]byte)
+		}
+		s.reading = true // the hook must leave scratch alone
+		*s.scratch, err = s.backendMessage(bc, c, f, (*s.scratch)[:0], limit)
+		s.reading = false
+		if err != nil {
+			s.backendEnded(err)
+			return
+		}
+		if !s.relayBackend(int(f.op), batch) {
+			return
+		}
+	}
+}
+
+// frame is a frame's header: its opcode, FIN bit, and payload length.
+type frame struct {
+	op  byte
+	fin bool
+	n   int64
+}
+
+// backendFrame reads frame headers until a data frame's, answering the
+// control frames on the way; cont is true within a message (the frame
+// must be a continuation), false between messages (it must not).
+func (s *session) backendFrame(bc *websocket.Conn, c *frameConn, cont bool) (frame, error) {
+	for {
+		p, err := c.need(2)
+		if err != nil {
+			return frame{}, backendReadError(err)
+		}
+		f := frame{op: p[0] & 0xf, fin: p[0]&finalBit != 0, n: int64(p[1] & 0x7f)}
+		var errs []string
+		if p[0]&0x40 != 0 {
+			errs = append(errs, "RSV1 set")
+		}
+		if p[0]&0x20 != 0 {
+			errs = append(errs, "RSV2 set")
+		}
+		if p[0]&0x10 != 0 {
+			errs = append(errs, "RSV3 set")
+		}
+		switch int(f.op) {
+		case websocket.CloseMessage, websocket.PingMessage, websocket.PongMessage:
+			if f.n > 125 {
+				errs = append(errs, "len > 125 for control")
+			}
+			if !f.fin {
+				errs = append(errs, "FIN not set on control")
+			}
+		case websocket.TextMessage, websocket.BinaryMessage:
+			if cont {
+				errs = append(errs, "data before FIN")
+			}
+		case 0: // continuation
+			if !cont {
+				errs = append(errs, "continuation after FIN")
+			}
+		default:
+			errs = append(errs, "bad opcode "+strconv.Itoa(int(f.op)))
+		}
+		if p[1]&maskBit != 0 {
+			errs = append(errs, "bad MASK")
+		}
+		if len(errs) > 0 {
+			return frame{}, backendProtocolError(bc, strings.Join(errs, ", "))
+		}
+		hdr := 2
+		switch f.n {
+		case 126:
+			if p, err = c.need(4); err != nil {
+				return frame{}, backendReadError(err)
+			}
+			f.n, hdr = int64(binary.BigEndian.Uint16(p[2:])), 4
+		case 127:
+			if p, err = c.need(10); err != nil {
+				return frame{}, backendReadError(err)
+			}
+			f.n, hdr = int64(binary.BigEndian.Uint64(p[2:])), 10
+			if f.n < 0 {
+				return frame{}, websocket.ErrReadLimit
+			}
+		}
+		c.consume(hdr)
+		if f.op == 0 || f.op == websocket.TextMessage || f.op == websocket.BinaryMessage {
+			return f, nil
+		}
+		if p, err = c.need(int(f.n)); err != nil {
+			return frame{}, backendReadError(err)
+		}
+		payload := string(p)
+		c.consume(int(f.n))
+		if err := backendControl(bc, f.op, payload); err != nil {
+			return frame{}, err
+		}
+	}
+}
+
+// backendMessage appends to dst the payload of the message whose first
+// frame is f, frames and all, within limit.
+func (s *session) backendMessage(bc *websocket.Conn, c *frameConn, f frame, dst []byte, limit int64) ([]byte, error) {
+	total := f.n
+	for {
+		for n := f.n; n > 0; {
+			b := c.buffered()
+			if len(b) == 0 {
+				if err := c.fill(); err != nil {
+					return dst, backendReadError(err)
+				}
+				continue
+			}
+			k := int(min(n, int64(len(b))))
+			dst = append(dst, b[:k]...)
+			c.consume(k)
+			n -= int64(k)
+		}
+		if f.fin {
+			return dst, nil
+		}
+		var err error
+		if f, err = s.backendFrame(bc, c, true); err != nil {
+			return dst, err
+		}
+		if total += f.n; total < 0 || total > limit {
+			return dst, backendOverLimit(bc)
+		}
+	}
+}
+
+// backendControl answers a control frame's payload as gorilla's default
+// handlers do.
+func backendControl(bc *websocket.Conn, op byte, payload string) error {
+	switch int(op) {
+	case websocket.PingMessage:
+		err := bc.WriteControl(websocket.PongMessage, []byte(payload), time.Now().Add(time.Second))
+		if ne, ok := err.(net.Error); err == nil || err == websocket.ErrCloseSent || ok && ne.Timeout() {
+			return nil
+		}
+		return err
+	case websocket.CloseMessage:
+		code, text := websocket.CloseNoStatusReceived, ""
+		if len(payload) >= 2 {
+			code = int(binary.BigEndian.Uint16([]byte(payload[:2])))
+			if !validReceivedCloseCode(code) {
+				return backendProtocolError(bc, "bad close code "+strconv.Itoa(code))
+			}
+			text = payload[2:]
+			if !utf8.ValidString(text) {
+				return backendProtocolError(bc, "invalid utf8 payload in close frame")
+			}
+		}
+		_ = bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+		return &websocket.CloseError{Code: code, Text: text}
+	}
+	return nil // a pong
+}
+
+// validReceivedCloseCode is gorilla's test of a received close code.
+func validReceivedCloseCode(code int) bool {
+	switch code {
+	case websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseProtocolError,
+		websocket.CloseUnsupportedData, websocket.CloseInvalidFramePayloadData, websocket.ClosePolicyViolation,
+		websocket.CloseMessageTooBig, websocket.CloseMandatoryExtension, websocket.CloseInternalServerErr,
+		websocket.CloseServiceRestart, websocket.CloseTryAgainLater:
+		return true
+	}
+	return code >= 3000 && code <= 4999
+}
+
+// backendProtocolError closes the leg with 1002 and msg, as gorilla does.
+func backendProtocolError(bc *websocket.Conn, msg string) error {
+	data := websocket.FormatCloseMessage(websocket.CloseProtocolError, msg)
+	if len(data) > 125 {
+		data = data[:125]
+	}
+	_ = bc.WriteControl(websocket.CloseMessage, data, time.Now().Add(time.Second))
+	return errors.New("websocket: " + msg)
+}
+
+// backendOverLimit closes the leg with 1009, as gorilla does.
+func backendOverLimit(bc *websocket.Conn) error {
+	_ = bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, ""), time.Now().Add(time.Second))
+	return websocket.ErrReadLimit
+}
+
+// backendReadError is a read error as gorilla gives it: the stream's end
+// is an abnormal closure.
+func backendReadError(err error) error {
+	if err == io.EOF {
+		return &websocket.CloseError{Code: websocket.CloseAbnormalClosure, Text: io.ErrUnexpectedEOF.Error()}
+	}
+	return err
+}

@@ -1,0 +1,218 @@
+package wsauth
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// rawBackend is a backend speaking WebSocket by hand, on TCP: it answers
+// the upgrade with a 101 and, in the same write, the bytes first gives;
+// then run has the connection. Its URL is returned.
+func rawBackend(t *testing.T, first []byte, run func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		h := sha1.Sum([]byte(req.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+			base64.StdEncoding.EncodeToString(h[:]) + "\r\n\r\n"
+		if _, err := c.Write(append([]byte(resp), first...)); err != nil {
+			return
+		}
+		run(c, br)
+	}()
+	return "ws://" + l.Addr().String() + "/zenith"
+}
+
+// rawFrame is a server frame: FIN (or not), opcode op, payload p; b0
+// extra bits (RSV) or'ed into its first byte.
+func rawFrame(fin bool, op byte, p string, b0 byte) []byte {
+	b := []byte{op | b0}
+	if fin {
+		b[0] |= 0x80
+	}
+	switch n := len(p); {
+	case n < 126:
+		b = append(b, byte(n))
+	case n < 1<<16:
+		b = append(b, 126, byte(n>>8), byte(n))
+	default:
+		b = append(b, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, p...)
+}
+
+// readClientFrame reads one (masked) frame the gateway sent.
+func readClientFrame(br *bufio.Reader) (op byte, payload []byte, err error) {
+	var h [2]byte
+	if _, err = io.ReadFull(br, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := uint64(h[1] & 0x7f)
+	switch n {
+	case 126:
+		var l [2]byte
+		_, err = io.ReadFull(br, l[:])
+		n = uint64(binary.BigEndian.Uint16(l[:]))
+	case 127:
+		var l [8]byte
+		_, err = io.ReadFull(br, l[:])
+		n = binary.BigEndian.Uint64(l[:])
+	}
+	var key [4]byte
+	if err == nil && h[1]&0x80 != 0 {
+		_, err = io.ReadFull(br, key[:])
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	payload = make([]byte, n)
+	if _, err = io.ReadFull(br, payload); err != nil {
+		return 0, nil, err
+	}
+	for i := range payload {
+		payload[i] ^= key[i&3]
+	}
+	return h[0] & 0xf, payload, nil
+}
+
+// backendGets reads the gateway's frames until one of opcode op, and
+// returns its payload.
+func backendGets(br *bufio.Reader, op byte) ([]byte, error) {
+	for {
+		o, p, err := readClientFrame(br)
+		if err != nil || o == op {
+			return p, err
+		}
+	}
+}
+
+// TestBackendFrames: the backend leg's own frame reader (TCP) as gorilla's
+// was: frames sent with the 101, fragments with a ping between them (the
+// backend gets its pong), a message over the limit (1009 to the backend,
+// 1011 to the client), a protocol error (1002, 1011), the backend's close
+// (its code to the client, echoed to the backend), the stream's end
+// (1011).
+func TestBackendFrames(t *testing.T) {
+	hello := `{"Controller":"Zenith","Topic":"Hello"}`
+	frag := `{"Controller":"Market","Topic":"Fragmented","Data":"` + strings.Repeat("x", 70000) + `"}`
+	type result struct {
+		op      byte
+		payload []byte
+	}
+	tests := []struct {
+		name  string
+		first []byte
+		run   func(c net.Conn, br *bufio.Reader) result
+		want  []string // the client's messages
+		code  int      // then its close code; 0: none
+		limit int64
+	}{
+		{"frames with the 101, fragments, ping", append(rawFrame(true, 1, hello, 0), rawFrame(false, 1, frag[:10], 0)...),
+			func(c net.Conn, br *bufio.Reader) result {
+				_, _ = c.Write(append(rawFrame(true, 9, "ping?", 0), append(rawFrame(false, 0, frag[10:40000], 0), rawFrame(true, 0, frag[40000:], 0)...)...))
+				p, _ := backendGets(br, websocket.PongMessage)
+				_, _ = c.Write(rawFrame(true, 1, hello, 0))
+				return result{websocket.PongMessage, p}
+			}, []string{hello, frag, hello}, 0, 0},
+		{"over the limit", nil,
+			func(c net.Conn, br *bufio.Reader) result {
+				_, _ = c.Write(rawFrame(true, 1, strings.Repeat("y", 200), 0))
+				p, _ := backendGets(br, websocket.CloseMessage)
+				return result{websocket.CloseMessage, p}
+			}, nil, websocket.CloseInternalServerErr, 100},
+		{"fragments over the limit", nil,
+			func(c net.Conn, br *bufio.Reader) result {
+				_, _ = c.Write(append(rawFrame(false, 1, strings.Repeat("y", 60), 0), rawFrame(true, 0, strings.Repeat("y", 60), 0)...))
+				p, _ := backendGets(br, websocket.CloseMessage)
+				return result{websocket.CloseMessage, p}
+			}, nil, websocket.CloseInternalServerErr, 100},
+		{"protocol error", nil,
+			func(c net.Conn, br *bufio.Reader) result {
+				_, _ = c.Write(rawFrame(true, 1, hello, 0x20))
+				p, _ := backendGets(br, websocket.CloseMessage)
+				return result{websocket.CloseMessage, p}
+			}, nil, websocket.CloseInternalServerErr, 0},
+		{"backend close", append(rawFrame(true, 1, hello, 0), rawFrame(true, 8, "\x0f\xa1bye", 0)...),
+			func(c net.Conn, br *bufio.Reader) result {
+				p, _ := backendGets(br, websocket.CloseMessage)
+				return result{websocket.CloseMessage, p}
+			}, []string{hello}, 4001, 0},
+		{"end of stream", rawFrame(true, 1, hello, 0),
+			func(c net.Conn, br *bufio.Reader) result {
+				time.Sleep(50 * time.Millisecond)
+				return result{}
+			}, []string{hello}, websocket.CloseInternalServerErr, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := make(chan result, 1)
+			url := rawBackend(t, tt.first, func(c net.Conn, br *bufio.Reader) { got <- tt.run(c, br) })
+			e := newTestEnv(t, func(c *Config) {
+				c.Upstreams = []string{url}
+				if tt.limit != 0 {
+					c.MaxBackendMessageBytes = tt.limit
+				}
+			})
+			c := e.dial(bearer(tokDemo))
+			for _, want := range tt.want {
+				if m := readMsg(t, c); m != want {
+					t.Fatalf("client got %.80q, want %.80q", m, want)
+				}
+			}
+			var r result
+			select {
+			case r = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the backend's script did not end")
+			}
+			switch tt.name {
+			case "frames with the 101, fragments, ping":
+				if string(r.payload) != "ping?" {
+					t.Errorf("pong %q", r.payload)
+				}
+			case "over the limit", "fragments over the limit":
+				if code := binary.BigEndian.Uint16(r.payload); code != websocket.CloseMessageTooBig {
+					t.Errorf("backend got close %d", code)
+				}
+			case "protocol error":
+				if code := binary.BigEndian.Uint16(r.payload); code != websocket.CloseProtocolError || !strings.Contains(string(r.payload), "RSV2 set") {
+					t.Errorf("backend got close %q", r.payload)
+				}
+			case "backend close":
+				if code := binary.BigEndian.Uint16(r.payload); code != 4001 {
+					t.Errorf("backend got close %d back", code)
+				}
+			}
+			if tt.code != 0 {
+				if code := closeCode(t, c); code != tt.code {
+					t.Errorf("client close code %d, want %d", code, tt.code)
+				}
+			}
+		})
+	}
+}

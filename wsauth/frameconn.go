@@ -1,0 +1,587 @@
+package wsauth
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// frameConn is a leg's connection, under gorilla's Conn: the client's (as
+// hijacked) or the backend's (as dialed). It lets the session write whole
+// data frames of its own, batched into one write(2) (appendFrame, then
+// flush), and run hooks before each read from the socket (beforeRead) and
+// when the socket has nothing to read, before waiting (idle), where the
+// session flushes what it batched for the other leg: a message waits in a
+// batch only while its writer has more to read and process.
+//
+// Gorilla's own writes (the handshake, control frames from any goroutine,
+// compressed data frames) come through Write, at once: the batch written
+// so far goes first, in the same write(2), so frames keep their order and
+// none is left waiting behind a batch. A close frame written marks the
+// connection: no data frame is appended after it.
+//
+// mu serializes writes to the socket (held during the write(2), as
+// gorilla's write lock was) and guards the fields below it. A write that
+// fails fails every later one.
+type frameConn struct {
+	net.Conn
+	client  bool          // frames are masked: the gateway is the client (the backend leg)
+	timeout time.Duration // bounds one flush (Config.WriteTimeout)
+
+	// beforeRead, when set, runs before each read from the socket; idle
+	// when the socket has nothing to read, before the reader waits for it
+	// (on a TCP socket; else before each read too). Set once, before the
+	// connection's reader starts; called by it only.
+	beforeRead func()
+	idle       func()
+
+	// The read side, the connection's reader's only. On a TCP socket
+	// (rc), reads take up to readChunk bytes at once into a readBufs
+	// buffer, held only until its bytes are taken: waiting for data holds
+	// none (syscall.RawConn.Read).
+	rc         syscall.RawConn
+	rbuf       *[]byte // bytes read and not yet taken: (*rbuf)[rpos:rend]; nil with none
+	rpos, rend int
+	rfn        func(fd uintptr) bool // tryRead, for rc.Read
+	rctl       func(fd uintptr)      // tryRead, for rc.Control
+	rn         int                   // tryRead's result
+	rerr       error                 // likewise
+	idleDue    bool                  // tryRead found the socket dry: fill runs idle
+	waitOnly   bool                  // idle has run: tryRead has rc.Read wait
+	readAt     time.Time             // when the last read from the socket returned
+	handshake  bool                  // the backend's 101 is being read: Read gives a line at a time
+	hsTail     uint32                // the last four bytes Read gave during it
+
+	mu        sync.Mutex
+	pending   []byte    // whole frames not yet written: *pbuf, or nil
+	pbuf      *[]byte   // pending's batchBufs buffer
+	wdl       time.Time // gorilla's write deadline, for its Write
+	applied   time.Time // the write deadline set on Conn
+	hasDl     bool      // applied is set on Conn
+	err       error     // a write failed: every later write fails with it
+	sniffed   bool      // the server's 101 went through Write (deflate is known)
+	deflate   bool      // the client leg negotiated permessage-deflate: data frames are gorilla's
+	closeSent bool      // a close frame was written: no data frame may follow
+}
+
+// batchBytes bounds a batch: frames are written once this much is
+// pending. A frame larger than it is written alone.
+const batchBytes = 64 << 10
+
+// batchBufs are the batches' buffers, held only while frames are pending:
+// an idle connection holds none.
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes+maxFrameHeader); return &b }}
+
+// maxFrameHeader is the longest frame header: 2 bytes, a 64-bit length,
+// a mask key.
+const maxFrameHeader = 14
+
+func newFrameConn(c net.Conn, client bool, timeout time.Duration) *frameConn {
+	fc := &frameConn{Conn: c, client: client, timeout: timeout}
+	if tc, ok := c.(*net.TCPConn); ok {
+		if rc, err := tc.SyscallConn(); err == nil {
+			fc.rc, fc.rfn = rc, fc.tryRead
+			fc.rctl = func(fd uintptr) { fc.tryRead(fd) }
+		}
+	}
+	return fc
+}
+
+// readChunk is the most a frameConn reads from a TCP socket at once.
+const readChunk = 32 << 10
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+// Read gives what an earlier read of the socket left, or else reads the
+// socket (fill; without rc, after beforeRead and idle), and notes when
+// (readAt). During the backend
+// leg's handshake (handshake), it gives at most a line at a time, so
+// gorilla's buffer holds nothing past the 101's header once Dial returns:
+// what follows is the frame reader's (backendFrames).
+func (c *frameConn) Read(p []byte) (int, error) {
+	if c.rend == c.rpos {
+		if c.rc == nil || len(p) >= readChunk {
+			if c.idle != nil {
+				c.idle()
+			}
+			if c.beforeRead != nil {
+				c.beforeRead() // the deadline counts from after idle
+			}
+			n, err := c.Conn.Read(p)
+			c.readAt = time.Now()
+			return n, err
+		}
+		if err := c.fill(); err != nil {
+			return 0, err
+		}
+	}
+	b := (*c.rbuf)[c.rpos:c.rend]
+	if c.handshake {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[:i+1]
+		}
+	}
+	n := copy(p, b)
+	if c.handshake {
+		for _, x := range b[:n] {
+			c.hsTail = c.hsTail<<8 | uint32(x)
+		}
+		if c.hsTail == 0x0d0a0d0a || c.hsTail&0xffff == 0x0a0a {
+			c.handshake = false // the header's end
+		}
+	}
+	c.consume(n)
+	return n, nil
+}
+
+// buffered is what was read from the TCP socket and not yet taken.
+func (c *frameConn) buffered() []byte {
+	if c.rbuf == nil {
+		return nil
+	}
+	return (*c.rbuf)[c.rpos:c.rend]
+}
+
+// consume takes n buffered bytes; the buffer goes back to the pool once
+// all are taken.
+func (c *frameConn) consume(n int) {
+	c.rpos += n
+	if c.rpos == c.rend {
+		readBufs.Put(c.rbuf)
+		c.rbuf, c.rpos, c.rend = nil, 0, 0
+	}
+}
+
+// need gives the next n buffered bytes (n at most a few hundred), reading
+// the socket for more as needed; they stay buffered until consumed.
+func (c *frameConn) need(n int) ([]byte, error) {
+	for c.rend-c.rpos < n {
+		if err := c.fill(); err != nil {
+			return nil, err
+		}
+	}
+	return (*c.rbuf)[c.rpos : c.rpos+n], nil
+}
+
+// fill reads the TCP socket once (after beforeRead; readAt notes when it
+// returned), adding to what is buffered: into a readBufs buffer taken
+// only once the socket is readable when nothing is buffered (an idle
+// connection holds none), else after the bytes buffered, moved to the
+// buffer's start. When the socket is dry, idle runs, then beforeRead
+// again (the read deadline counts from after idle), then the read waits.
+// idle runs outside rc.Read, which holds the socket: a Close waits for
+// it to return. A read deadline that passed meanwhile is a timeout only
+// if one more read finds nothing. Its errors are those of net.Conn.Read.
+func (c *frameConn) fill() error {
+	if c.beforeRead != nil {
+		c.beforeRead()
+	}
+	if c.rbuf != nil && c.rpos > 0 {
+		c.rend = copy(*c.rbuf, (*c.rbuf)[c.rpos:c.rend])
+		c.rpos = 0
+	}
+	c.waitOnly = false
+	err := c.rc.Read(c.rfn)
+	if err == nil && c.idleDue {
+		c.idleDue = false
+		c.idle()
+		if c.beforeRead != nil {
+			c.beforeRead()
+		}
+		c.waitOnly = true
+		err = c.rc.Read(c.rfn)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The deadline passed, perhaps while idle ran: what arrived
+			// meanwhile is read, not lost to the timeout.
+			c.rn, c.rerr = 0, syscall.EAGAIN
+			if c.rc.Control(c.rctl) == nil && c.rerr != syscall.EAGAIN {
+				err = nil
+			}
+		}
+	}
+	c.readAt = time.Now()
+	n, rerr := c.rn, c.rerr
+	c.rn, c.rerr = 0, nil
+	if err == nil && rerr != nil {
+		err = os.NewSyscallError("read", rerr)
+	}
+	if err == nil && n == 0 {
+		err = io.EOF
+	}
+	if err != nil {
+		if c.rbuf != nil && c.rend == 0 {
+			readBufs.Put(c.rbuf)
+			c.rbuf = nil
+		}
+		if err == io.EOF {
+			return err
+		}
+		return &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	c.rend += n
+	return nil
+}
+
+// tryRead is fill's read, for rc.Read: it reads into the buffer, after
+// its bytes, taking one when there is none; when nothing is there it
+// gives a buffer it took back and, unless idle has run (waitOnly), has
+// rc.Read return for fill to run it (idleDue), else wait until the
+// socket is readable.
+func (c *frameConn) tryRead(fd uintptr) bool {
+	took := c.rbuf == nil
+	if took {
+		c.rbuf = readBufs.Get().(*[]byte)
+	}
+	for {
+		c.rn, c.rerr = syscall.Read(int(fd), (*c.rbuf)[c.rend:])
+		if c.rerr != syscall.EINTR {
+			break
+		}
+	}
+	if c.rerr == syscall.EAGAIN {
+		if took {
+			readBufs.Put(c.rbuf)
+			c.rbuf = nil
+		}
+		if c.idle != nil && !c.waitOnly {
+			c.idleDue = true // run by fill, outside rc.Read
+			return true
+		}
+		return false
+	}
+	if c.rn < 0 {
+		c.rn = 0
+	}
+	return true
+}
+
+// Write is gorilla's: it writes the pending frames and p now, within the
+// deadline gorilla set or, with frames pending, a flush's when later (a
+// control frame's short deadline, gorilla's 1 s pong, must not bound a
+// batch's write: a timeout fails every later write).
+func (c *frameConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	if !c.client && !c.sniffed {
+		// The server's first write is the Upgrader's 101: it names the
+		// extension when it negotiated one.
+		c.sniffed = true
+		c.deflate = bytes.Contains(p, []byte("\r\nSec-WebSocket-Extensions: permessage-deflate"))
+	} else if !c.deflate && len(p) >= 2 && p[0] == finalBit|websocket.CloseMessage {
+		// A control frame is one Write, whole; the gateway's data frames
+		// are gorilla's only when compressed.
+		c.closeSent = true
+	}
+	b, dl := p, c.wdl
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, p...)
+		b = c.pending
+		if f := c.flushDeadlineLocked(); !dl.IsZero() && f.After(dl) {
+			dl = f
+		}
+	}
+	err := c.writeLocked(b, dl)
+	c.releaseLocked()
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// SetWriteDeadline sets the deadline of gorilla's next Write; the
+// session's flushes have their own (timeout).
+func (c *frameConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.wdl = t
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *frameConn) SetDeadline(t time.Time) error {
+	_ = c.SetWriteDeadline(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// CloseWrite shuts the socket's write side, when it has one (linger).
+func (c *frameConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// writeLocked writes b within dl. c.mu held.
+func (c *frameConn) writeLocked(b []byte, dl time.Time) error {
+	if !c.hasDl || !dl.Equal(c.applied) {
+		if err := c.Conn.SetWriteDeadline(dl); err != nil {
+			c.err = err
+			return err
+		}
+		c.applied, c.hasDl = dl, true
+	}
+	if _, err := c.Conn.Write(b); err != nil {
+		c.err = err
+		return err
+	}
+	return nil
+}
+
+// flushDeadline is the deadline of a flush starting now: timeout from now,
+// or the one already set when it is at most an eighth of timeout earlier
+// (a deadline costs a timer update; a flush per message would pay it per
+// message).
+func (c *frameConn) flushDeadlineLocked() time.Time {
+	now := time.Now()
+	if c.hasDl && !c.applied.IsZero() && c.applied.Sub(now) >= c.timeout-c.timeout/8 {
+		return c.applied
+	}
+	return now.Add(c.timeout)
+}
+
+func (c *frameConn) releaseLocked() {
+	if c.pending == nil {
+		return
+	}
+	if cap(c.pending) <= batchBytes+maxFrameHeader {
+		*c.pbuf = c.pending[:0]
+		batchBufs.Put(c.pbuf)
+	}
+	c.pending, c.pbuf = nil, nil
+}
+
+// appendFrame adds a data frame (typ websocket.TextMessage or
+// BinaryMessage) holding data to the batch, writing the batch first when
+// the frame would overflow it; a frame larger than a batch is written at
+// once. data is copied: the caller may reuse it on return. After a close
+// frame it returns websocket.ErrCloseSent.
+func (c *frameConn) appendFrame(typ int, data []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if c.closeSent {
+		return websocket.ErrCloseSent
+	}
+	n := maxFrameHeader + len(data)
+	direct := n > batchBytes && !c.client
+	if len(c.pending) > 0 && (direct || len(c.pending)+n > cap(c.pending)) {
+		// The batch goes first: a frame written alone must not overtake it.
+		if err := c.flushLocked(); err != nil {
+			return err
+		}
+	}
+	if direct {
+		// Alone, and not copied: the header and data in one writev.
+		var hdr [maxFrameHeader]byte
+		h := appendHeader(hdr[:0], typ, len(data), nil)
+		bufs := net.Buffers{h, data}
+		dl := c.flushDeadlineLocked()
+		if !c.hasDl || !dl.Equal(c.applied) {
+			if err := c.Conn.SetWriteDeadline(dl); err != nil {
+				c.err = err
+				return err
+			}
+			c.applied, c.hasDl = dl, true
+		}
+		if _, err := bufs.WriteTo(c.Conn); err != nil {
+			c.err = err
+			return err
+		}
+		return nil
+	}
+	if c.pending == nil {
+		c.pbuf = batchBufs.Get().(*[]byte)
+		c.pending = *c.pbuf
+	}
+	if c.client {
+		var key [4]byte
+		binary.LittleEndian.PutUint32(key[:], rand.Uint32())
+		c.pending = appendHeader(c.pending, typ, len(data), key[:])
+		c.pending = appendMasked(c.pending, data, key)
+	} else {
+		c.pending = appendHeader(c.pending, typ, len(data), nil)
+		c.pending = append(c.pending, data...)
+	}
+	if len(c.pending) >= batchBytes {
+		return c.flushLocked()
+	}
+	return nil
+}
+
+// appendFrames adds b, whole frames, to the batch, writing the batch
+// first when b would overflow it. b is held in bp, a batchBufs buffer,
+// which the frameConn takes over (it is given back to the pool, or kept as
+// the batch's own).
+func (c *frameConn) appendFrames(b []byte, bp *[]byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	give := func() {
+		*bp = b[:0]
+		batchBufs.Put(bp)
+	}
+	if c.err != nil {
+		give()
+		return c.err
+	}
+	if c.closeSent {
+		give()
+		return websocket.ErrCloseSent
+	}
+	if len(c.pending) > 0 && len(c.pending)+len(b) > cap(c.pending) {
+		if err := c.flushLocked(); err != nil {
+			give()
+			return err
+		}
+	}
+	if len(c.pending) == 0 {
+		c.releaseLocked()
+		c.pending, c.pbuf = b, bp
+	} else {
+		c.pending = append(c.pending, b...)
+		give()
+	}
+	if len(c.pending) >= batchBytes {
+		return c.flushLocked()
+	}
+	return nil
+}
+
+// writeFrames writes b, whole frames, after the batch so far, at once,
+// within timeout. b is held in bp, a batchBufs buffer, which goes back to
+// the pool.
+func (c *frameConn) writeFrames(b []byte, bp *[]byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() {
+		*bp = b[:0]
+		batchBufs.Put(bp)
+	}()
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.closeSent:
+		return websocket.ErrCloseSent
+	case len(c.pending) > 0:
+		c.pending = append(c.pending, b...)
+		return c.flushLocked()
+	}
+	return c.writeLocked(b, c.flushDeadlineLocked())
+}
+
+// flush writes the batch, within timeout.
+func (c *frameConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flushLocked()
+}
+
+func (c *frameConn) flushLocked() error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	err := c.writeLocked(c.pending, c.flushDeadlineLocked())
+	c.releaseLocked()
+	return err
+}
+
+const (
+	finalBit = 0x80
+	maskBit  = 0x80
+)
+
+// appendHeader appends the header of a final frame of typ with n bytes
+// of payload, masked with key when key is not nil.
+func appendHeader(b []byte, typ, n int, key []byte) []byte {
+	b0 := byte(finalBit | typ)
+	var m byte
+	if key != nil {
+		m = maskBit
+	}
+	switch {
+	case n < 126:
+		b = append(b, b0, m|byte(n))
+	case n < 1<<16:
+		b = append(b, b0, m|126, byte(n>>8), byte(n))
+	default:
+		b = append(b, b0, m|127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, key...)
+}
+
+// appendMasked appends data masked with key (RFC 6455 §5.3), eight bytes
+// at a time.
+func appendMasked(b, data []byte, key [4]byte) []byte {
+	start := len(b)
+	b = append(b, data...)
+	p := b[start:]
+	k := uint64(binary.LittleEndian.Uint32(key[:]))
+	k |= k << 32
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		binary.LittleEndian.PutUint64(p[i:], binary.LittleEndian.Uint64(p[i:])^k)
+	}
+	for ; i < len(p); i++ {
+		p[i] ^= key[i&3]
+	}
+	return b
+}
+
+// dialFrameConn dials the backend for gorilla's Dialer (NetDialContext):
+// a frameConn over TCP.
+func dialFrameConn(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		fc := newFrameConn(c, true, timeout)
+		fc.handshake = fc.rc != nil
+		return fc, nil
+	}
+}
+
+// dialTLSFrameConn is dialFrameConn for wss:// (NetDialTLSContext): the
+// TLS handshake gorilla would do (system roots, the host as server name),
+// under the frameConn.
+func dialTLSFrameConn(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: host})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return newFrameConn(tc, true, timeout), nil
+	}
+}
+
+// bufferPool is gorilla's WriteBufferPool: the session frames data
+// itself, and gorilla takes a write buffer only to write a data message (a
+// compressed one), giving it back after: an idle connection holds none.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() any  { return b.p.Get() }
+func (b *bufferPool) Put(v any) { b.p.Put(v) }

@@ -1,0 +1,195 @@
+package wsauth
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// TestAppendFrameKeepsOrder: frames appended to a frameConn reach the
+// socket in the order appended, whatever their sizes: a frame too large
+// for a batch, written alone, does not overtake the batch before it (a
+// 3-byte message then one of 65,530 bytes: the batch had room for the
+// second's length but not for a batch's worth), on either leg.
+func TestAppendFrameKeepsOrder(t *testing.T) {
+	for _, client := range []bool{false, true} {
+		for _, sizes := range [][]int{
+			{3, 65530},
+			{1, batchBytes - maxFrameHeader + 1},
+			{10, batchBytes},
+			{0, batchBytes + 1},
+			{3, 65530, 2, 70 << 10, 5},
+			{100, batchBytes - maxFrameHeader, 100},
+		} {
+			t.Run(fmt.Sprintf("client=%v/%v", client, sizes), func(t *testing.T) {
+				a, b := net.Pipe()
+				defer a.Close()
+				defer b.Close()
+				fc := newFrameConn(a, client, 5*time.Second)
+				got := make(chan error, 1)
+				go func() {
+					br := bufio.NewReader(b)
+					defer func() { _, _ = io.Copy(io.Discard, br) }() // the writes never wait on a failed check
+					for i, n := range sizes {
+						_, p, err := readClientFrame(br)
+						if err != nil {
+							got <- fmt.Errorf("frame %d: %w", i, err)
+							return
+						}
+						if len(p) != n || !bytes.Equal(p, payloadOf(i, n)) {
+							got <- fmt.Errorf("frame %d: %d bytes, want the %d bytes of message %d (out of order)", i, len(p), n, i)
+							return
+						}
+					}
+					got <- nil
+				}()
+				for i, n := range sizes {
+					if err := fc.appendFrame(websocket.BinaryMessage, payloadOf(i, n)); err != nil {
+						t.Fatalf("appendFrame %d: %v", i, err)
+					}
+				}
+				if err := fc.flush(); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-got; err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// payloadOf is message i's payload, n bytes, each message's different.
+func payloadOf(i, n int) []byte {
+	return bytes.Repeat([]byte{byte('a' + i)}, n)
+}
+
+// tcpPair is both ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return s.(*net.TCPConn), c.(*net.TCPConn)
+}
+
+// TestCloseDoesNotWaitForIdle: closing a frameConn whose reader is in its
+// idle hook (a flush to the other leg, waiting on a slow peer) returns at
+// once: the hook runs outside the socket's read, which would hold the
+// socket until it returned.
+func TestCloseDoesNotWaitForIdle(t *testing.T) {
+	a, _ := tcpPair(t)
+	fc := newFrameConn(a, false, 5*time.Second)
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	fc.idle = func() { close(entered); <-release }
+	go func() { _ = fc.fill() }()
+	<-entered
+	closed := make(chan struct{})
+	go func() { _ = fc.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Second):
+		t.Fatal("Close waited for the idle hook")
+	}
+}
+
+// TestIdleDoesNotCostTheReadDeadline: the time the idle hook takes does
+// not count against the read deadline (beforeRead runs again after it),
+// and bytes that arrived while it ran are read even if the deadline
+// passed meanwhile.
+func TestIdleDoesNotCostTheReadDeadline(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		fixed   bool          // beforeRead sets the deadline once, not from now
+		writeAt time.Duration // when the peer's bytes arrive
+	}{
+		{"deadline from after idle", false, 400 * time.Millisecond},
+		{"arrived while idle ran", true, 100 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := tcpPair(t)
+			fc := newFrameConn(a, false, 5*time.Second)
+			start := time.Now()
+			set := false
+			fc.beforeRead = func() {
+				if !tt.fixed || !set {
+					_ = a.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+					set = true
+				}
+			}
+			idled := false
+			fc.idle = func() {
+				if !idled {
+					idled = true
+					time.Sleep(300 * time.Millisecond)
+				}
+			}
+			time.AfterFunc(tt.writeAt, func() { _, _ = b.Write([]byte("hello")) })
+			if err := fc.fill(); err != nil {
+				t.Fatalf("after %v: %v", time.Since(start), err)
+			}
+			if got := string(fc.buffered()); got != "hello" {
+				t.Fatalf("read %q", got)
+			}
+		})
+	}
+}
+
+// TestControlWriteAfterBatch: a control frame written with a short
+// deadline (gorilla's pong, 1 s) behind a batch is written within the
+// batch's deadline (WriteTimeout): a peer slower than the control
+// deadline to take the batch does not fail the connection.
+func TestControlWriteAfterBatch(t *testing.T) {
+	a, b := net.Pipe() // unbuffered: a write waits for the peer's read
+	defer a.Close()
+	defer b.Close()
+	fc := newFrameConn(a, true, 5*time.Second)
+	if err := fc.appendFrame(websocket.TextMessage, payloadOf(0, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond) // slower than the control deadline
+		br := bufio.NewReader(b)
+		defer func() { _, _ = io.Copy(io.Discard, br) }()
+		for i, want := range []byte{websocket.TextMessage, websocket.PongMessage} {
+			op, _, err := readClientFrame(br)
+			if err == nil && op != want {
+				err = fmt.Errorf("opcode %d, want %d", op, want)
+			}
+			if err != nil {
+				got <- fmt.Errorf("frame %d: %w", i, err)
+				return
+			}
+		}
+		got <- nil
+	}()
+	_ = fc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := fc.Write([]byte{finalBit | websocket.PongMessage, maskBit, 0, 0, 0, 0}); err != nil {
+		t.Fatalf("the pong behind the batch: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.appendFrame(websocket.TextMessage, []byte("after")); err != nil {
+		t.Fatalf("a write after the pong: %v", err)
+	}
+}
