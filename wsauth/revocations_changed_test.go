@@ -74,6 +74,7 @@ func TestRevocationsChanged(t *testing.T) {
 	if got := readMsg(t, c); got != want {
 		t.Fatalf("push after the second signal:\n got %s\nwant %s", got, want)
 	}
+	eventually(t, "two revocations counted", func() bool { return e.lapses(LapseRevoked) >= 2 })
 	if n := e.lapses(LapseRevoked); n != 2 {
 		t.Fatalf("%d revocations counted, want 2", n)
 	}

@@ -64,6 +64,12 @@ func TestRevocation(t *testing.T) {
 			if got, want := roundTrip(t, c, `{"Controller":"Market","Topic":"Depth","TransactionID":32}`), errorMsg("Market", "Depth", 32, CodeAuthority); got != want {
 				t.Fatalf("after the revocation: %s", got)
 			}
+			// Counted and audited by the supervisor once it let go of the
+			// session, which may be just after the client saw the lapse.
+			eventually(t, "the revocation counted and audited", func() bool {
+				return e.lapses(LapseRevoked) == 1 &&
+					e.logs.FilterMessage("ws authority lapsed").FilterField(zap.String("reason", "revoked")).Len() == 1
+			})
 			if e.lapses(LapseRevoked) != 1 || e.gauge(StateExpired) != 1 {
 				t.Fatal("the revocation was not counted")
 			}
@@ -106,6 +112,7 @@ func TestManySessionsLapseAndReauthenticate(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	eventually(t, "every revocation counted", func() bool { return e.lapses(LapseRevoked) >= sessions*rounds })
 	if n := e.lapses(LapseRevoked); n != sessions*rounds {
 		t.Errorf("revocations counted %d, want %d", n, sessions*rounds)
 	}
