@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/device"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
@@ -589,4 +590,74 @@ func TestDeviceUserCodeLimitsApart(t *testing.T) {
 			t.Errorf("%d wrong codes looked up from one address, want at most 10", n)
 		}
 	})
+	t.Run("one IPv6 /64, many sessions and addresses", func(t *testing.T) {
+		f := newDeviceFixture(t)
+		bs := []*browser{newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f), newBrowser(t, f)}
+		if n := burst(t, f, bs, 60, func(i int) string { return fmt.Sprintf("[2001:db8:1:2::%x]:1", i+1) }); n > 10 {
+			t.Errorf("%d wrong codes looked up from one /64, want at most 10", n)
+		}
+	})
+}
+
+// TestDeviceCrossSiteLinks: a link from another site to the verification
+// page with a user code shows the code in the entry form without looking
+// it up, so a page cannot spend the user's allowance of wrong codes; the
+// user's own entry of the good code then works.
+func TestDeviceCrossSiteLinks(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid")
+	b := newBrowser(t, f)
+	b.deviceLogin(b.openVerification(testIssuer+PathDeviceVerification), "demo", "demo-pw")
+	for i := range 15 {
+		req := httptest.NewRequest(http.MethodGet, testIssuer+PathDeviceVerification+"?user_code=CCCC-"+guess(i), nil)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		p := b.do(req)
+		if p.status != http.StatusOK || !strings.Contains(p.body, `name="user_code"`) || !strings.Contains(p.body, guess(i)) {
+			t.Fatalf("cross-site link %d: %d %.300s", i, p.status, p.body)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, res.str("verification_uri_complete"), nil)
+	req.Header.Set("Sec-Fetch-Site", "none") // the user's own navigation
+	if p := b.do(req); p.status != http.StatusOK || !strings.Contains(p.body, `value="decide"`) {
+		t.Fatalf("the good code after the cross-site links: %d %.300s", p.status, p.body)
+	}
+}
+
+// TestDeviceAuthorizationBurst: one address starts at most
+// AuthorizationsPerSource device authorizations in a window, however
+// many it sends at once; the rest get 429 slow_down and store nothing;
+// another address is not affected.
+func TestDeviceAuthorizationBurst(t *testing.T) {
+	f := newDeviceFixture(t)
+	const n = 90
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res := f.deviceAuthorize(form("client_id", "tv", "scope", "openid"), func(r *http.Request) {
+				r.RemoteAddr = fmt.Sprintf("[2001:db8:5::%x]:1", i+1) // one /64
+			})
+			statuses[i] = res.status
+			if res.status == http.StatusTooManyRequests && res.str("error") != oauth.ErrSlowDown {
+				t.Errorf("refusal: %s", res.raw)
+			}
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	if want := device.DefaultLimits.AuthorizationsPerSource; ok != want {
+		t.Errorf("%d device authorizations started from one address, want %d", ok, want)
+	}
+	if res := f.deviceAuthorize(form("client_id", "tv", "scope", "openid"), func(r *http.Request) { r.RemoteAddr = "198.51.100.9:1" }); res.status != http.StatusOK {
+		t.Errorf("another address: %d %s", res.status, res.raw)
+	}
 }

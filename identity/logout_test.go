@@ -336,6 +336,15 @@ func TestEndSessionHostile(t *testing.T) {
 			t.Fatalf("%d %s", res.status, res.body)
 		}
 	})
+	// Nor is an ID token without a sid (a password or refresh grant's),
+	// which, accepted expired, would otherwise end every later session of
+	// its user without asking.
+	t.Run("hint without a sid", func(t *testing.T) {
+		res := lf.endSession(form("id_token_hint", sign(t, key, kid, "JWT", claims(func(c jwt.MapClaims) { delete(c, "sid") }))))
+		if res.status != 200 || !strings.Contains(res.body, `id="confirm-logout"`) || !lf.loggedIn() {
+			t.Fatalf("%d %s", res.status, res.body)
+		}
+	})
 	lf.rc.none(t)
 	if r := lf.refresh("spa", lf.rt); r.status != 200 {
 		t.Fatalf("refresh after the refused requests: %d %s", r.status, r.raw)

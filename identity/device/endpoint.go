@@ -199,6 +199,13 @@ func (e *Endpoint) authorize(r *http.Request, c *clients.Client, scope string) (
 	if len(scopes) == 0 {
 		return nil, oauth.NewError(oauth.ErrInvalidScope, "no scope requested and the client has no default scopes")
 	}
+	switch ok, err := e.admitAuthorization(r.Context(), r); {
+	case err != nil:
+		return nil, oauth.ServerError(err)
+	case !ok:
+		return nil, &oauth.Error{Code: oauth.ErrSlowDown, Status: http.StatusTooManyRequests,
+			Description: "too many device authorizations from this address; try again later"}
+	}
 	deviceCode, err := newDeviceCode()
 	if err != nil {
 		return nil, oauth.ServerError(err)

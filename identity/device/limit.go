@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 // Limits bound user-code entry on the verification page: wrong codes are
@@ -33,11 +34,16 @@ type Limits struct {
 	// GlobalLockout is how long the server refuses entries once over
 	// Global. Default 1 minute.
 	GlobalLockout time.Duration
+	// AuthorizationsPerSource is how many device authorizations (requests
+	// to the device authorization endpoint, each a stored pending code)
+	// one address may start in Window; over it the endpoint answers 429
+	// slow_down until the window ends. Default 60.
+	AuthorizationsPerSource int
 }
 
 // DefaultLimits are the limits of a Config that sets none.
 var DefaultLimits = Limits{PerSource: 10, PerSession: 10, Window: 15 * time.Minute, Lockout: 15 * time.Minute,
-	Global: 1000, GlobalLockout: time.Minute}
+	Global: 1000, GlobalLockout: time.Minute, AuthorizationsPerSource: 60}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -56,6 +62,9 @@ func (l Limits) withDefaults() Limits {
 	if l.Global > 0 {
 		d.Global = l.Global
 	}
+	if l.AuthorizationsPerSource > 0 {
+		d.AuthorizationsPerSource = l.AuthorizationsPerSource
+	}
 	if l.GlobalLockout > 0 {
 		d.GlobalLockout = l.GlobalLockout
 	}
@@ -64,9 +73,10 @@ func (l Limits) withDefaults() Limits {
 
 // Counter keys of the limits.
 const (
-	keySource  = "device-user-code/source/"
-	keySession = "device-user-code/session/"
-	keyGlobal  = "device-user-code/global"
+	keySource        = "device-user-code/source/"
+	keySession       = "device-user-code/session/"
+	keyGlobal        = "device-user-code/global"
+	keyAuthorization = "device-authorization/source/"
 )
 
 // ticket is one counted attempt, to give back when the code was good.
@@ -87,7 +97,7 @@ func (e *Endpoint) admit(ctx context.Context, r *http.Request, sess store.Sessio
 		limit   int
 		lockout time.Duration
 	}{
-		{keySource + e.cfg.ClientIP(r), l.PerSource, l.Lockout},
+		{keySource + users.SourceKey(e.cfg.ClientIP(r)), l.PerSource, l.Lockout}, // an IPv6 /64 is one source
 		{keySession + sess.ID, l.PerSession, l.Lockout},
 		{keyGlobal, l.Global, l.GlobalLockout},
 	} {
@@ -100,6 +110,16 @@ func (e *Endpoint) admit(ctx context.Context, r *http.Request, sess store.Sessio
 		return nil, false, err
 	}
 	return tickets, true, nil
+}
+
+// admitAuthorization counts one device authorization of the request's
+// source (an IPv6 /64 is one), and reports whether it is within
+// AuthorizationsPerSource.
+func (e *Endpoint) admitAuthorization(ctx context.Context, r *http.Request) (bool, error) {
+	l := e.cfg.Limits
+	_, ok, err := e.cfg.Store.Admit(ctx, keyAuthorization+users.SourceKey(e.cfg.ClientIP(r)), e.cfg.Now(), l.Window,
+		l.AuthorizationsPerSource, l.Window)
+	return ok, err
 }
 
 // refund gives back the attempts of a good code.

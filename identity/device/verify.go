@@ -103,11 +103,24 @@ func (e *Endpoint) serveGet(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		code, _ := NormalizeUserCode(typed)
 		e.showLogin(w, r, http.StatusOK, FormatUserCode(code), "", "")
-	case typed == "":
-		e.showEnter(w, r, sess, http.StatusOK, "", "")
+	case typed == "" || crossSite(r):
+		// A code in a link from another site is shown, not looked up: a
+		// page must not spend the user's allowance of wrong codes.
+		e.showEnter(w, r, sess, http.StatusOK, typed, "")
 	default:
 		e.enter(w, r, sess, typed)
 	}
+}
+
+// crossSite reports whether the browser says the request comes from a
+// page of another site (Fetch Metadata). A typed address, a bookmark or a
+// scanned QR code sends "none".
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return true
+	}
+	return false
 }
 
 func (e *Endpoint) servePost(w http.ResponseWriter, r *http.Request) {

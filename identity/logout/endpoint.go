@@ -153,9 +153,12 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				errors.New("anti-forgery token missing or not this session's")})
 			return
 		}
-	case q.hint == nil || q.hint.subject != sess.Subject || (q.hint.sid != "" && q.hint.sid != sess.ID):
-		// Without a hint that names this session, the user confirms: a
-		// logout must not be forced by any page that links here.
+	case q.hint == nil || q.hint.subject != sess.Subject || q.hint.sid != sess.ID:
+		// Without a hint that names this session (its sid), the user
+		// confirms: a logout must not be forced by any page that links
+		// here, nor by an ID token of another flow (a password or refresh
+		// grant's has no sid) which, accepted expired, would never stop
+		// working.
 		e.confirm(w, r, q, sess)
 		return
 	}
