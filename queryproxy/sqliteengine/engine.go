@@ -110,7 +110,7 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 		cancel()
 		return nil, fmt.Errorf("running query: %w", err)
 	}
-	rows, err := newRows(ctx, qctx, cancel, r)
+	rows, err := newRows(ctx, qctx, cancel, r, st.Columns)
 	if err != nil {
 		return nil, fmt.Errorf("running query: %w", err)
 	}

@@ -25,7 +25,18 @@ type rows struct {
 	closed  bool
 }
 
-func newRows(parent, limited context.Context, cancel context.CancelFunc, r *sql.Rows) (*rows, error) {
+func newRows(parent, limited context.Context, cancel context.CancelFunc, r *sql.Rows, cols []sqlgen.Column) (*rows, error) {
+	if len(cols) > 0 {
+		// The statement's columns as sqlgen resolved them from this engine's
+		// catalog, which took their types from the same declared types:
+		// no need to ask the driver again for each query.
+		rs := &rows{r: r, parent: parent, limited: limited, cancel: cancel,
+			cols: cols, vals: make([]any, len(cols)), ptrs: make([]any, len(cols))}
+		for i := range rs.ptrs {
+			rs.ptrs[i] = &rs.vals[i]
+		}
+		return rs, nil
+	}
 	cts, err := r.ColumnTypes()
 	if err != nil {
 		err = classify(parent, limited, err)
