@@ -289,10 +289,12 @@ func csp(nonce, formSelf string, formActions []string, script bool) string {
 	return b.String()
 }
 
-// Origin is the CSP source of an absolute URL: its origin
-// (scheme://host[:port]), or for a URI without a host (a native app's
-// private scheme, "com.example.app:/cb") its scheme ("com.example.app:").
-// "" for anything else.
+// Origin is the origin of an absolute URL as a browser serializes it
+// (scheme://host[:port], the host in lower case, no default port: what a
+// page's location.origin says, which OIDC Session Management's
+// session_state is computed over, and a CSP source), or for a URI without
+// a host (a native app's private scheme, "com.example.app:/cb") its scheme
+// ("com.example.app:"). "" for anything else.
 func Origin(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
@@ -301,7 +303,12 @@ func Origin(raw string) string {
 	case u.Host == "":
 		return u.Scheme + ":"
 	}
-	return u.Scheme + "://" + u.Host
+	host := strings.ToLower(u.Host)
+	switch port := u.Port(); {
+	case u.Scheme == "http" && port == "80", u.Scheme == "https" && port == "443":
+		host = strings.TrimSuffix(host, ":"+port)
+	}
+	return u.Scheme + "://" + host
 }
 
 // merge is the data of a template: the page's fields and those of d (a

@@ -99,6 +99,11 @@ func TestNoncesDiffer(t *testing.T) {
 func TestOrigin(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://app.example:8443/cb?x=1": "https://app.example:8443",
+		"https://App.Example:443/cb":      "https://app.example",
+		"HTTP://app.example:80/cb":        "http://app.example",
+		"http://app.example:443/cb":       "http://app.example:443",
+		"http://[::1]:80/cb":              "http://[::1]",
+		"http://127.0.0.1:8080/cb":        "http://127.0.0.1:8080",
 		"com.example.app:/callback":       "com.example.app:",
 		"::":                              "",
 	} {
