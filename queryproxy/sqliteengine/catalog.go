@@ -79,7 +79,7 @@ func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) {
 // reads the catalog; all in one read transaction, so the version is that of the schema
 // read.
 func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (_ *catalogSnapshot, err error) {
-	tx, err := e.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := e.cat.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}

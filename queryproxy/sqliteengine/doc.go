@@ -4,17 +4,21 @@
 //
 // # Connections
 //
-// Reads and writes use separate pools. Reads (Query, and the catalog) run on a pool of
-// read-only connections, opened with SQLite's mode=ro and query_only, and with an
-// authorizer that lets a statement only read (readonly.go): even a crafted statement
-// could not write, attach another file or change a pragma. Writes (Exec) run on one
-// connection of their own, in BEGIN IMMEDIATE transactions, in WAL mode (so reads go on
-// while a write runs) with a busy timeout for writers in other processes.
+// Reads and writes use separate connections. Reads run on a pool of read-only
+// connections (Config.MaxReadConns, and one more for the catalog), opened with SQLite's
+// mode=ro and query_only, and with an authorizer that lets a statement only read
+// (readonly.go): even a crafted statement could not write, attach another file or change
+// a pragma. The query pool holds the driver's connections itself, not through
+// database/sql (readers.go): each keeps its prepared statements, the 256 most recently
+// used, and runs one query at a time. Writes (Exec) run on one connection of their own,
+// in BEGIN IMMEDIATE transactions, in WAL mode (so reads go on while a write runs) with a
+// busy timeout for writers in other processes.
 //
 // # Time limits and errors
 //
 // Every statement runs under Config.StatementTimeout, through its context: the driver
-// interrupts SQLite when the context ends. Errors wrap the sentinels of package
+// interrupts SQLite when the context ends while a statement starts or waits for a lock,
+// and a result stops between two rows. Errors wrap the sentinels of package
 // queryproxy (errors.go): SQLITE_CONSTRAINT* is ErrConstraint, the time limit (or the
 // caller's deadline) ErrTimeout, the caller's cancellation ErrCanceled, and a database
 // that is locked for longer than the busy timeout, cannot be opened, or is closed,

@@ -3,6 +3,7 @@ package sqliteengine
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -72,11 +73,11 @@ type Config struct {
 // use.
 type Engine struct {
 	cfg     Config
-	path    string  // absolute
-	w       *sql.DB // the writer: one connection
-	r       *sql.DB // the readers: read-only connections
+	path    string   // absolute
+	w       *sql.DB  // the writer: one connection
+	readers *readers // the read-only connections queries run on
+	cat     *sql.DB  // a read-only connection the catalog is read on
 	catalog catalogCache
-	stmts   stmtCache // the readers' prepared statements
 	closed  atomic.Bool
 }
 
@@ -95,26 +96,38 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 	if e.cfg.Trace != nil {
 		e.cfg.Trace(st.SQL, st.Args)
 	}
-	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
-	stmt, err := e.stmts.get(qctx, e.r, st.SQL)
-	var r *sql.Rows
-	switch {
-	case err == nil:
-		r, err = stmt.QueryContext(qctx, bindArgs(st.Args)...)
-	case errors.Is(err, errNotCached):
-		r, err = stmt.QueryContext(qctx, bindArgs(st.Args)...)
-		defer stmt.Close() // once the rows are read: database/sql keeps it open until then
+	args, err := namedArgs(st.Args)
+	if err != nil {
+		return nil, fmt.Errorf("running query: %w", err)
 	}
+	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
+	r, err := e.readers.get(qctx)
 	if err != nil {
 		err = classify(ctx, qctx, err)
 		cancel()
 		return nil, fmt.Errorf("running query: %w", err)
 	}
-	rows, err := newRows(ctx, qctx, cancel, r, st.Columns)
+	dr, err := e.query(qctx, r, st.SQL, args)
+	if err != nil {
+		e.readers.put(r, isBroken(err))
+		err = classify(ctx, qctx, err)
+		cancel()
+		return nil, fmt.Errorf("running query: %w", err)
+	}
+	rows, err := newRows(ctx, qctx, cancel, dr, st.Columns, func(broken bool) { e.readers.put(r, broken) })
 	if err != nil {
 		return nil, fmt.Errorf("running query: %w", err)
 	}
 	return rows, nil
+}
+
+// query runs query on r with args, preparing it there the first time.
+func (e *Engine) query(ctx context.Context, r *reader, query string, args []driver.NamedValue) (driver.Rows, error) {
+	stmt, err := r.prepare(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 }
 
 // Exec runs sts in one transaction on the writer connection, under the statement time
@@ -179,9 +192,11 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	var errs []error
-	e.stmts.close()
-	if e.r != nil {
-		errs = append(errs, e.r.Close())
+	if e.readers != nil {
+		e.readers.close()
+	}
+	if e.cat != nil {
+		errs = append(errs, e.cat.Close())
 	}
 	if e.w != nil {
 		errs = append(errs, e.w.Close())

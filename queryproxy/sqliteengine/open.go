@@ -97,10 +97,13 @@ func (e *Engine) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.r = sql.OpenDB(readOnlyConnector{c})
-	e.r.SetMaxOpenConns(e.cfg.MaxReadConns)
-	e.r.SetMaxIdleConns(e.cfg.MaxReadConns)
-	e.r.SetConnMaxIdleTime(5 * time.Minute)
+	ro := readOnlyConnector{c}
+	e.readers = newReaders(e.cfg.MaxReadConns, ro.Connect)
+	// The catalog is read on a connection of its own, so that its checks never wait
+	// behind the queries.
+	e.cat = sql.OpenDB(ro)
+	e.cat.SetMaxOpenConns(1)
+	e.cat.SetMaxIdleConns(1)
 	if _, err := e.Catalog(ctx); err != nil {
 		return err
 	}

@@ -2,8 +2,9 @@ package sqliteengine
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -11,47 +12,49 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
-// rows is the queryproxy.Rows of a Query: database/sql's rows, with the columns typed by
+// rows is the queryproxy.Rows of a Query: the driver's rows, with the columns typed by
 // their declared types and the values normalized to them.
 type rows struct {
-	r       *sql.Rows
-	parent  context.Context // the caller's context
-	limited context.Context // parent with the statement time limit
+	r       driver.Rows
+	release func(broken bool) // gives the connection back
+	parent  context.Context   // the caller's context
+	limited context.Context   // parent with the statement time limit
 	cancel  context.CancelFunc
 	cols    []sqlgen.Column
-	vals    []any
-	ptrs    []any // &vals[i], for Scan
+	dest    []driver.Value // the driver's values of the current row
+	vals    []any          // dest normalized
 	err     error
+	broken  bool // the connection failed: it is closed, not given back
 	closed  bool
 }
 
-func newRows(parent, limited context.Context, cancel context.CancelFunc, r *sql.Rows, cols []sqlgen.Column) (*rows, error) {
-	if len(cols) > 0 {
-		// The statement's columns as sqlgen resolved them from this engine's
-		// catalog, which took their types from the same declared types:
-		// no need to ask the driver again for each query.
-		rs := &rows{r: r, parent: parent, limited: limited, cancel: cancel,
-			cols: cols, vals: make([]any, len(cols)), ptrs: make([]any, len(cols))}
-		for i := range rs.ptrs {
-			rs.ptrs[i] = &rs.vals[i]
+func newRows(parent, limited context.Context, cancel context.CancelFunc, r driver.Rows, cols []sqlgen.Column, release func(bool)) (*rows, error) {
+	rs := &rows{r: r, release: release, parent: parent, limited: limited, cancel: cancel}
+	if len(cols) == 0 {
+		// A statement sqlgen did not resolve the columns of (tests): the driver's
+		// names, typed by the declared type of the column each one is (empty for
+		// an expression), which is what the catalog reports for it.
+		names := r.Columns()
+		typer, _ := r.(driver.RowsColumnTypeDatabaseTypeName)
+		cols = make([]sqlgen.Column, len(names))
+		for i, n := range names {
+			cols[i].Name = n
+			if typer != nil {
+				cols[i].Type = columnType(typer.ColumnTypeDatabaseTypeName(i))
+			}
 		}
-		return rs, nil
 	}
-	cts, err := r.ColumnTypes()
-	if err != nil {
-		err = classify(parent, limited, err)
+	// Otherwise the statement's columns as sqlgen resolved them from this engine's
+	// catalog, which took their types from the same declared types.
+	if n := len(r.Columns()); n != len(cols) {
+		err := fmt.Errorf("the statement has %d columns, the result %d", len(cols), n)
+		rs.closed = true
 		r.Close()
+		release(false)
 		cancel()
 		return nil, err
 	}
-	rs := &rows{r: r, parent: parent, limited: limited, cancel: cancel,
-		cols: make([]sqlgen.Column, len(cts)), vals: make([]any, len(cts)), ptrs: make([]any, len(cts))}
-	for i, ct := range cts {
-		// The declared type of the column the result column is (empty for an
-		// expression), which is what the catalog reports for it.
-		rs.cols[i] = sqlgen.Column{Name: ct.Name(), Type: columnType(ct.DatabaseTypeName())}
-		rs.ptrs[i] = &rs.vals[i]
-	}
+	rs.cols, rs.dest, rs.vals = cols, make([]driver.Value, len(cols)), make([]any, len(cols))
 	return rs, nil
 }
 
@@ -63,29 +66,26 @@ func (rs *rows) Next() bool {
 	if rs.err != nil || rs.closed {
 		return false
 	}
-	// database/sql notices the end of the context only between rows; checking here
-	// stops at once.
+	// The driver interrupts a statement whose context ends only while it starts, or
+	// waits for a lock; checking here stops a long result at once.
 	if err := rs.limited.Err(); err != nil {
 		rs.fail(err)
 		return false
 	}
-	if !rs.r.Next() {
-		if err := rs.r.Err(); err != nil {
+	if err := rs.r.Next(rs.dest); err != nil {
+		if err != io.EOF {
 			rs.fail(err)
 		}
 		return false
 	}
-	if err := rs.r.Scan(rs.ptrs...); err != nil {
-		rs.fail(err)
-		return false
-	}
 	for i, c := range rs.cols {
-		rs.vals[i] = normalize(c.Type, rs.vals[i])
+		rs.vals[i] = normalize(c.Type, rs.dest[i])
 	}
 	return true
 }
 
 func (rs *rows) fail(err error) {
+	rs.broken = rs.broken || isBroken(err)
 	rs.err = fmt.Errorf("reading rows: %w", classify(rs.parent, rs.limited, err))
 }
 
@@ -95,6 +95,7 @@ func (rs *rows) Close() error {
 	}
 	rs.closed = true
 	err := rs.r.Close()
+	rs.release(rs.broken || err != nil)
 	rs.cancel()
 	if err != nil {
 		return fmt.Errorf("closing rows: %w", err)

@@ -1,0 +1,187 @@
+package sqliteengine
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+)
+
+// TestReaderStatementsBounded: a reader keeps at most maxCachedStatements statements,
+// the least recently used going first; a statement past the bound still runs.
+func TestReaderStatementsBounded(t *testing.T) {
+	e := openTest(t, Config{})
+	c, err := sqlite.NewConnector(readerDSN(e.path, DefaultBusyTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := readOnlyConnector{c}.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReader(conn)
+	defer r.close()
+	ctx := context.Background()
+	query := func(q string) int64 {
+		t.Helper()
+		st, err := r.prepare(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, 1)
+		if err := rows.Next(dest); err != nil {
+			t.Fatal(err)
+		}
+		return dest[0].(int64)
+	}
+	first := query("SELECT 0")
+	for i := range maxCachedStatements + 20 {
+		q := "SELECT " + strconv.Itoa(i)
+		if n := query(q); n != int64(i) {
+			t.Fatalf("%s: %d", q, n)
+		}
+		query("SELECT 0") // kept the most recently used
+	}
+	if first != 0 || len(r.stmts) != maxCachedStatements {
+		t.Fatalf("%d statements kept, want %d", len(r.stmts), maxCachedStatements)
+	}
+	if _, ok := r.stmts["SELECT 0"]; !ok {
+		t.Fatal("the statement used most often was evicted")
+	}
+	if _, ok := r.stmts["SELECT 1"]; ok {
+		t.Fatal("a statement among the least recently used was kept")
+	}
+	n := 0
+	for c := r.lru.next; c != &r.lru; c = c.next {
+		if r.stmts[c.query] != c {
+			t.Fatalf("list and map disagree on %q", c.query)
+		}
+		n++
+	}
+	if n != len(r.stmts) {
+		t.Fatalf("%d statements listed, %d in the map", n, len(r.stmts))
+	}
+}
+
+// TestReadersBounded: a burst of parallel queries never holds more than MaxReadConns
+// connections at once, and every query runs.
+func TestReadersBounded(t *testing.T) {
+	const max = 3
+	e := openTest(t, Config{MaxReadConns: max})
+	var open, peak atomic.Int32
+	connect := e.readers.connect
+	e.readers.connect = func(ctx context.Context) (driver.Conn, error) {
+		c, err := connect(ctx)
+		if err == nil {
+			n := open.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+		}
+		return c, err
+	}
+	var taken, takenPeak atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+			if err != nil {
+				errs <- err
+				return
+			}
+			n := taken.Add(1)
+			for p := takenPeak.Load(); n > p && !takenPeak.CompareAndSwap(p, n); p = takenPeak.Load() {
+			}
+			time.Sleep(time.Millisecond)
+			for rows.Next() {
+			}
+			taken.Add(-1)
+			errs <- errors.Join(rows.Err(), rows.Close())
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if peak.Load() > max || takenPeak.Load() > max {
+		t.Fatalf("%d connections opened, %d queries at once; bound %d", peak.Load(), takenPeak.Load(), max)
+	}
+	if len(e.readers.idle) != int(peak.Load()) {
+		t.Fatalf("%d idle connections after the burst, %d opened", len(e.readers.idle), peak.Load())
+	}
+}
+
+// TestReadersWait: with every connection taken, a query waits for one until its time
+// limit, and fails then with ErrTimeout; a connection given back is taken again.
+func TestReadersWait(t *testing.T) {
+	e := openTest(t, Config{MaxReadConns: 1, StatementTimeout: 100 * time.Millisecond})
+	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if !errors.Is(err, queryproxy.ErrTimeout) {
+		t.Fatalf("query with no connection free: %v, want ErrTimeout", err)
+	}
+	rows.Close()
+	rows, err = e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+}
+
+// TestReadersCloseWhileTaken: Close with a query running ends the waiting queries, and
+// the running one's connection is closed when its rows are.
+func TestReadersCloseWhileTaken(t *testing.T) {
+	e, err := Open(context.Background(), Config{Path: t.TempDir() + "/q.db", Init: testSchema, MaxReadConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error)
+	go func() {
+		_, err := e.readers.get(context.Background())
+		waiting <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, errClosed) {
+			t.Fatalf("waiting query: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a query waiting for a connection did not end at Close")
+	}
+	for rows.Next() {
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.readers.slots); n != 0 {
+		t.Fatalf("%d connections still open", n)
+	}
+}
