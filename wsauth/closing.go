@@ -74,6 +74,12 @@ func (s *session) teardown() {
 			code = websocket.CloseNormalClosure
 		}
 		_ = s.bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(time.Second))
+		// The backend reader may be writing to the client in its idle
+		// hook, inside its read, which the Close would wait for: nothing
+		// more goes to the client now (its close frame went first).
+		if s.cw != nil {
+			s.cw.abort()
+		}
 		_ = s.bc.Close()
 	}
 	if s.closing.Load() && s.clientCode == 0 && !s.gaveUp.Load() {
@@ -89,9 +95,15 @@ func (s *session) teardown() {
 }
 
 // giveUp drops the client's connection without a close handshake (its
-// writes are failing), which ends the reader.
+// writes are failing), which ends the reader, and fails the writes to the
+// backend: the session is over.
 func (s *session) giveUp() {
 	s.gaveUp.Store(true)
 	s.closeOnce.Do(func() { s.closing.Store(true) })
+	// The client reader may be writing to the backend in its idle hook,
+	// inside its read, which the Close would wait for.
+	if bw := s.bwAbort.Load(); bw != nil {
+		bw.abort()
+	}
 	_ = s.cc.NetConn().Close()
 }

@@ -215,3 +215,36 @@ func TestTeardownClosesAStubbornBackend(t *testing.T) {
 		return e.metrics.get(func(m *fakeMetrics) int { return m.sessions[StateAuthenticated] }) == 0
 	})
 }
+
+// TestTeardownDoesNotWaitForAStuckWrite: a client that reads nothing while
+// the backend floods it leaves the backend reader's write to it stuck (in
+// its idle hook, inside its read of the backend socket, which a Close of
+// that socket waits for). When the client then shuts its sending side,
+// the session ends (no close handshake: the client is gone); teardown
+// aborts the client leg's writes before it closes the backend leg, so the
+// session ends at once, not at the stuck write's timeout.
+func TestTeardownDoesNotWaitForAStuckWrite(t *testing.T) {
+	const writeTimeout = 6 * time.Second
+	e := newTestEnv(t, func(c *Config) {
+		c.WriteTimeout = writeTimeout
+	})
+	c := e.dial(bearer(tokDemo))
+	start := time.Now()
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Blast","Data":2000000}`)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the session to start", func() bool { return e.sessions() == 1 })
+	time.Sleep(500 * time.Millisecond) // the socket buffers fill: the write is stuck
+	start = time.Now()
+	if err := c.NetConn().(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * writeTimeout)
+	for e.sessions() != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if took := time.Since(start); took >= writeTimeout-time.Second {
+		t.Fatalf("the session ended after %v: teardown waited for the stuck write (timeout %v)", took, writeTimeout)
+	}
+	c.Close()
+}

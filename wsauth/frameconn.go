@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,8 +58,7 @@ type frameConn struct {
 	rctl       func(fd uintptr)      // tryRead, for rc.Control
 	rn         int                   // tryRead's result
 	rerr       error                 // likewise
-	idleDue    bool                  // tryRead found the socket dry: fill runs idle
-	waitOnly   bool                  // idle has run: tryRead has rc.Read wait
+	idled      bool                  // idle has run in this fill
 	readAt     time.Time             // when the last read from the socket returned
 	handshake  bool                  // the backend's 101 is being read: Read gives a line at a time
 	hsTail     uint32                // the last four bytes Read gave during it
@@ -73,6 +73,8 @@ type frameConn struct {
 	sniffed   bool      // the server's 101 went through Write (deflate is known)
 	deflate   bool      // the client leg negotiated permessage-deflate: data frames are gorilla's
 	closeSent bool      // a close frame was written: no data frame may follow
+
+	aborted atomic.Bool // abort was called: writes fail
 }
 
 // batchBytes bounds a batch: frames are written once this much is
@@ -180,9 +182,14 @@ func (c *frameConn) need(n int) ([]byte, error) {
 // connection holds none), else after the bytes buffered, moved to the
 // buffer's start. When the socket is dry, idle runs, then beforeRead
 // again (the read deadline counts from after idle), then the read waits.
-// idle runs outside rc.Read, which holds the socket: a Close waits for
-// it to return. A read deadline that passed meanwhile is a timeout only
-// if one more read finds nothing. Its errors are those of net.Conn.Read.
+// idle runs inside rc.Read, between the read that found the socket dry
+// and the wait: bytes that arrive meanwhile wake the wait at once, and no
+// read(2) is spent to learn that the socket is still dry (rc.Read forgets
+// the socket's readiness when it starts). rc.Read holds the socket, so a
+// Close waits for idle to return: whoever closes the connection aborts
+// first the one idle writes to (abort). A read deadline that passed
+// while idle ran is a timeout only if one more read finds nothing. Its
+// errors are those of net.Conn.Read.
 func (c *frameConn) fill() error {
 	if c.beforeRead != nil {
 		c.beforeRead()
@@ -191,23 +198,14 @@ func (c *frameConn) fill() error {
 		c.rend = copy(*c.rbuf, (*c.rbuf)[c.rpos:c.rend])
 		c.rpos = 0
 	}
-	c.waitOnly = false
+	c.idled = false
 	err := c.rc.Read(c.rfn)
-	if err == nil && c.idleDue {
-		c.idleDue = false
-		c.idle()
-		if c.beforeRead != nil {
-			c.beforeRead()
-		}
-		c.waitOnly = true
-		err = c.rc.Read(c.rfn)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// The deadline passed, perhaps while idle ran: what arrived
-			// meanwhile is read, not lost to the timeout.
-			c.rn, c.rerr = 0, syscall.EAGAIN
-			if c.rc.Control(c.rctl) == nil && c.rerr != syscall.EAGAIN {
-				err = nil
-			}
+	if c.idled && errors.Is(err, os.ErrDeadlineExceeded) {
+		// The deadline passed, perhaps while idle ran: what arrived
+		// meanwhile is read, not lost to the timeout.
+		c.rn, c.rerr = 0, syscall.EAGAIN
+		if c.rc.Control(c.rctl) == nil && c.rerr != syscall.EAGAIN {
+			err = nil
 		}
 	}
 	c.readAt = time.Now()
@@ -235,9 +233,8 @@ func (c *frameConn) fill() error {
 
 // tryRead is fill's read, for rc.Read: it reads into the buffer, after
 // its bytes, taking one when there is none; when nothing is there it
-// gives a buffer it took back and, unless idle has run (waitOnly), has
-// rc.Read return for fill to run it (idleDue), else wait until the
-// socket is readable.
+// gives a buffer it took back and, the first time in this fill, runs idle
+// and beforeRead; then it has rc.Read wait until the socket is readable.
 func (c *frameConn) tryRead(fd uintptr) bool {
 	took := c.rbuf == nil
 	if took {
@@ -254,9 +251,12 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 			readBufs.Put(c.rbuf)
 			c.rbuf = nil
 		}
-		if c.idle != nil && !c.waitOnly {
-			c.idleDue = true // run by fill, outside rc.Read
-			return true
+		if c.idle != nil && !c.idled {
+			c.idled = true
+			c.idle()
+			if c.beforeRead != nil {
+				c.beforeRead() // the deadline counts from after idle
+			}
 		}
 		return false
 	}
@@ -265,6 +265,23 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 	}
 	return true
 }
+
+// abort fails the connection's writes: one under way returns at once (its
+// deadline is moved to the past), later ones fail with errAborted. Safe
+// from any goroutine, without c.mu (a writer holds it while it writes). A
+// connection's reader may run idle inside its read, where a Close waits
+// for it: the session aborts the leg idle writes to before it closes the
+// other.
+func (c *frameConn) abort() {
+	c.aborted.Store(true)
+	_ = c.Conn.SetWriteDeadline(aLongTimeAgo)
+}
+
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// errAborted fails the writes of an aborted frameConn.
+var errAborted = errors.New("connection aborted")
 
 // Write is gorilla's: it writes the pending frames and p now, within the
 // deadline gorilla set or, with frames pending, a flush's when later (a
@@ -326,6 +343,21 @@ func (c *frameConn) CloseWrite() error {
 
 // writeLocked writes b within dl. c.mu held.
 func (c *frameConn) writeLocked(b []byte, dl time.Time) error {
+	if err := c.deadlineLocked(dl); err != nil {
+		return err
+	}
+	if _, err := c.Conn.Write(b); err != nil {
+		c.err = err
+		return err
+	}
+	return nil
+}
+
+// deadlineLocked sets the socket's write deadline to dl for a write about
+// to start, unless it is set already, and fails if the connection was
+// aborted: checked after the deadline is set, so that either the check
+// sees abort's mark or abort's past deadline comes after dl. c.mu held.
+func (c *frameConn) deadlineLocked(dl time.Time) error {
 	if !c.hasDl || !dl.Equal(c.applied) {
 		if err := c.Conn.SetWriteDeadline(dl); err != nil {
 			c.err = err
@@ -333,9 +365,9 @@ func (c *frameConn) writeLocked(b []byte, dl time.Time) error {
 		}
 		c.applied, c.hasDl = dl, true
 	}
-	if _, err := c.Conn.Write(b); err != nil {
-		c.err = err
-		return err
+	if c.aborted.Load() {
+		c.err = errAborted
+		return errAborted
 	}
 	return nil
 }
@@ -390,13 +422,8 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 		var hdr [maxFrameHeader]byte
 		h := appendHeader(hdr[:0], typ, len(data), nil)
 		bufs := net.Buffers{h, data}
-		dl := c.flushDeadlineLocked()
-		if !c.hasDl || !dl.Equal(c.applied) {
-			if err := c.Conn.SetWriteDeadline(dl); err != nil {
-				c.err = err
-				return err
-			}
-			c.applied, c.hasDl = dl, true
+		if err := c.deadlineLocked(c.flushDeadlineLocked()); err != nil {
+			return err
 		}
 		if _, err := bufs.WriteTo(c.Conn); err != nil {
 			c.err = err

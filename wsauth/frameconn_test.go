@@ -90,24 +90,76 @@ func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 	return s.(*net.TCPConn), c.(*net.TCPConn)
 }
 
-// TestCloseDoesNotWaitForIdle: closing a frameConn whose reader is in its
-// idle hook (a flush to the other leg, waiting on a slow peer) returns at
-// once: the hook runs outside the socket's read, which would hold the
-// socket until it returned.
-func TestCloseDoesNotWaitForIdle(t *testing.T) {
+// TestAbortFreesIdle: a frameConn's reader runs its idle hook inside the
+// socket's read, which a Close waits for; when the hook is a flush to the
+// other leg waiting on a slow peer, aborting that leg first ends the
+// flush at once, and the Close with it. Writes after abort fail.
+func TestAbortFreesIdle(t *testing.T) {
 	a, _ := tcpPair(t)
+	o, _ := tcpPair(t) // the other leg: its peer never reads
 	fc := newFrameConn(a, false, 5*time.Second)
-	entered, release := make(chan struct{}), make(chan struct{})
-	defer close(release)
-	fc.idle = func() { close(entered); <-release }
+	other := newFrameConn(o, false, 5*time.Second)
+	entered := make(chan struct{})
+	flushed := make(chan error, 1)
+	fc.idle = func() {
+		close(entered)
+		big := make([]byte, 1<<20)
+		for {
+			if err := other.appendFrame(websocket.BinaryMessage, big); err != nil {
+				flushed <- err
+				return
+			}
+		}
+	}
 	go func() { _ = fc.fill() }()
 	<-entered
+	time.Sleep(100 * time.Millisecond) // the socket's buffers fill: the write waits
+	start := time.Now()
+	other.abort()
 	closed := make(chan struct{})
 	go func() { _ = fc.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(time.Second):
-		t.Fatal("Close waited for the idle hook")
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close waited for the idle hook after the other leg was aborted")
+	}
+	if err := <-flushed; err == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("the flush ended with %v after %v", err, time.Since(start))
+	}
+	if err := other.appendFrame(websocket.BinaryMessage, []byte("x")); err == nil {
+		t.Fatal("appendFrame after abort succeeded")
+	}
+	if _, err := other.Write([]byte{0x88, 0}); err == nil {
+		t.Fatal("Write after abort succeeded")
+	}
+}
+
+// TestAbortRace: abort racing a writer that sets its deadline never
+// leaves the writer waiting out its full timeout: either the writer sees
+// the mark, or abort's past deadline comes after the writer's.
+func TestAbortRace(t *testing.T) {
+	for i := range 200 {
+		o, _ := tcpPair(t) // the peer never reads: a write of 4 MiB waits
+		c := newFrameConn(o, false, 10*time.Second)
+		done := make(chan error, 1)
+		go func() {
+			big := make([]byte, 4<<20)
+			for {
+				if err := c.appendFrame(websocket.BinaryMessage, big); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		if i%2 == 0 {
+			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+		}
+		c.abort()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			t.Fatalf("round %d: a write outlived abort", i)
+		}
 	}
 }
 
