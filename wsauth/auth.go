@@ -179,7 +179,6 @@ func (s *session) authenticate(id Identity) bool {
 	s.mu.Unlock()
 	if bw != nil {
 		bw.idle = s.backendIdle
-		s.bwAbort.Store(bw)
 	}
 	s.wg.Add(1)
 	if bw != nil && bw.rc != nil && !bw.handshake {

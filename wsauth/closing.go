@@ -94,16 +94,13 @@ func (s *session) teardown() {
 	}
 }
 
-// giveUp drops the client's connection without a close handshake (its
-// writes are failing), which ends the reader, and fails the writes to the
-// backend: the session is over.
+// giveUp drops the client (its writes are failing): the reader's read
+// fails at once (a read deadline in the past, not a Close, which would
+// wait for the reader if it were in its idle hook), and teardown closes
+// the socket. No close handshake, no linger.
 func (s *session) giveUp() {
 	s.gaveUp.Store(true)
 	s.closeOnce.Do(func() { s.closing.Store(true) })
-	// The client reader may be writing to the backend in its idle hook,
-	// inside its read, which the Close would wait for.
-	if bw := s.bwAbort.Load(); bw != nil {
-		bw.abort()
-	}
-	_ = s.cc.NetConn().Close()
+	s.closeBy.Store(aLongTimeAgo.UnixNano()) // extend, racing, sets this
+	_ = s.cc.NetConn().SetReadDeadline(aLongTimeAgo)
 }

@@ -248,3 +248,51 @@ func TestTeardownDoesNotWaitForAStuckWrite(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestGiveUpStillClosesTheBackend: a client given up (it reads nothing
+// and the backend floods it) ends the session, and the backend leg still
+// gets its close frame (1001): giving up the client fails no write to the
+// backend.
+func TestGiveUpStillClosesTheBackend(t *testing.T) {
+	codes := make(chan int, 1)
+	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol}}
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		payload := []byte(`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Publish","Data":{"Last":37.48}}`)
+		go func() { // floods, and reads on
+			for c.WriteMessage(websocket.TextMessage, payload) == nil {
+			}
+		}()
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				code := -1
+				if ce, ok := err.(*websocket.CloseError); ok {
+					code = ce.Code
+				}
+				codes <- code
+				return
+			}
+		}
+	}))
+	defer backend.Close()
+	e := newTestEnv(t, func(c *Config) {
+		c.Upstreams = []string{"ws" + strings.TrimPrefix(backend.URL, "http") + "/"}
+		c.SendQueue, c.SendQueueBytes, c.WriteTimeout = 16, 64<<10, 300*time.Millisecond
+	})
+	_ = e.dial(bearer(tokDemo)) // reads nothing
+	eventually(t, "the slow client to be counted", func() bool {
+		return e.metrics.get(func(m *fakeMetrics) int { return m.slow }) == 1
+	})
+	select {
+	case code := <-codes:
+		if code != websocket.CloseGoingAway {
+			t.Fatalf("the backend got close code %d, want 1001", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the backend leg was not closed")
+	}
+}

@@ -75,6 +75,7 @@ type frameConn struct {
 	closeSent bool      // a close frame was written: no data frame may follow
 
 	aborted atomic.Bool // abort was called: writes fail
+	writing atomic.Bool // a write to the socket is under way
 }
 
 // batchBytes bounds a batch: frames are written once this much is
@@ -271,10 +272,14 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 // from any goroutine, without c.mu (a writer holds it while it writes). A
 // connection's reader may run idle inside its read, where a Close waits
 // for it: the session aborts the leg idle writes to before it closes the
-// other.
+// other. The deadline is moved only when a write is under way: on an
+// HTTP/2 stream (xconnect) a past deadline resets the stream, which a
+// session that ended cleanly must not do.
 func (c *frameConn) abort() {
 	c.aborted.Store(true)
-	_ = c.Conn.SetWriteDeadline(aLongTimeAgo)
+	if c.writing.Load() {
+		_ = c.Conn.SetWriteDeadline(aLongTimeAgo)
+	}
 }
 
 // aLongTimeAgo is a deadline that has passed.
@@ -346,26 +351,33 @@ func (c *frameConn) writeLocked(b []byte, dl time.Time) error {
 	if err := c.deadlineLocked(dl); err != nil {
 		return err
 	}
-	if _, err := c.Conn.Write(b); err != nil {
+	_, err := c.Conn.Write(b)
+	c.writing.Store(false)
+	if err != nil {
 		c.err = err
 		return err
 	}
 	return nil
 }
 
-// deadlineLocked sets the socket's write deadline to dl for a write about
-// to start, unless it is set already, and fails if the connection was
+// deadlineLocked starts a write (writing), sets the socket's write
+// deadline to dl unless it is set already, and fails if the connection was
 // aborted: checked after the deadline is set, so that either the check
-// sees abort's mark or abort's past deadline comes after dl. c.mu held.
+// sees abort's mark, or abort sees the write under way and its past
+// deadline comes after dl. The caller clears writing once the write
+// returns. c.mu held.
 func (c *frameConn) deadlineLocked(dl time.Time) error {
+	c.writing.Store(true)
 	if !c.hasDl || !dl.Equal(c.applied) {
 		if err := c.Conn.SetWriteDeadline(dl); err != nil {
+			c.writing.Store(false)
 			c.err = err
 			return err
 		}
 		c.applied, c.hasDl = dl, true
 	}
 	if c.aborted.Load() {
+		c.writing.Store(false)
 		c.err = errAborted
 		return errAborted
 	}
@@ -425,7 +437,9 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 		if err := c.deadlineLocked(c.flushDeadlineLocked()); err != nil {
 			return err
 		}
-		if _, err := bufs.WriteTo(c.Conn); err != nil {
+		_, err := bufs.WriteTo(c.Conn)
+		c.writing.Store(false)
+		if err != nil {
 			c.err = err
 			return err
 		}

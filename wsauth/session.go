@@ -125,18 +125,17 @@ type session struct {
 	dead      atomic.Bool   // a write to the client failed: nothing more is written
 	user      string        // the subject, set once before the backend reader starts
 	closeOnce sync.Once
-	closing   atomic.Bool               // a close frame is sent or the socket is given up
-	closeBy   atomic.Int64              // the read deadline while closing, Unix ns
-	ending    atomic.Bool               // teardown has begun: leg errors are expected
-	slowSeen  atomic.Bool               // a slow client was counted
-	ownSent   atomic.Bool               // the gateway has sent the backend a message of its own
-	scratch   *[]byte                   // the backend reader's: the message it reads, a msgBufs buffer
-	reading   bool                      // the backend reader's: reading a message into scratch
-	lb        []byte                    // the backend reader's: messages framed for the client, not yet queued
-	lbp       *[]byte                   // lb's batchBufs buffer
-	lbn       int                       // the messages in lb
-	gaveUp    atomic.Bool               // the client's connection was dropped
-	bwAbort   atomic.Pointer[frameConn] // bw, for giveUp from any goroutine (bw is under mu)
+	closing   atomic.Bool  // a close frame is sent or the socket is given up
+	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
+	ending    atomic.Bool  // teardown has begun: leg errors are expected
+	slowSeen  atomic.Bool  // a slow client was counted
+	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
+	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
+	reading   bool         // the backend reader's: reading a message into scratch
+	lb        []byte       // the backend reader's: messages framed for the client, not yet queued
+	lbp       *[]byte      // lb's batchBufs buffer
+	lbn       int          // the messages in lb
+	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
 }
