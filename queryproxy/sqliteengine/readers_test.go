@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,14 +130,17 @@ func TestReadersBounded(t *testing.T) {
 }
 
 // TestReadersWait: with every connection taken, a query waits for one until its time
-// limit, and fails then with ErrTimeout; a connection given back is taken again.
+// limit (here the caller's, shorter), and fails then with ErrTimeout; a connection given
+// back is taken again.
 func TestReadersWait(t *testing.T) {
-	e := openTest(t, Config{MaxReadConns: 1, StatementTimeout: 100 * time.Millisecond})
+	e := openTest(t, Config{MaxReadConns: 1})
 	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = e.Query(ctx, sqlgen.Statement{SQL: `SELECT Code FROM Security`})
 	if !errors.Is(err, queryproxy.ErrTimeout) {
 		t.Fatalf("query with no connection free: %v, want ErrTimeout", err)
 	}
@@ -146,6 +150,68 @@ func TestReadersWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows.Close()
+}
+
+// TestRowsFreeTheirConnection: rows give their connection back as soon as they end,
+// before Close (the caller may still be writing the result to a slow client): at their
+// last row, at a failed step (which keeps the connection: it is not broken), and at the
+// statement time limit even if the caller stops reading. With one connection, a second
+// query runs in each case.
+func TestRowsFreeTheirConnection(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		sql     string
+		consume func(t *testing.T, rows queryproxy.Rows)
+	}{
+		{"last row read", `SELECT Code FROM Security`, func(t *testing.T, rows queryproxy.Rows) {
+			for rows.Next() {
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"failed step", `SELECT CASE WHEN Code = 'XYZ' THEN json_extract(Code, '$') ELSE 1 END FROM Security`,
+			func(t *testing.T, rows queryproxy.Rows) {
+				for rows.Next() {
+				}
+				if rows.Err() == nil {
+					t.Fatal("want a step error (malformed JSON)")
+				}
+			}},
+		{"time limit, caller not reading", `SELECT Code FROM Security`, func(t *testing.T, rows queryproxy.Rows) {
+			if !rows.Next() {
+				t.Fatal(rows.Err())
+			}
+			time.Sleep(300 * time.Millisecond) // writing to a slow client, past the limit
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := openTest(t, Config{MaxReadConns: 1, StatementTimeout: 100 * time.Millisecond})
+			rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: tt.sql})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			tt.consume(t, rows)
+			if n := len(e.readers.idle); n != 1 {
+				t.Fatalf("%d idle connections before Close, want 1", n)
+			}
+			r2, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+			if err != nil {
+				t.Fatalf("a second query before the first one's Close: %v", err)
+			}
+			r2.Close()
+			if strings.HasPrefix(tt.name, "time limit") && (rows.Next() || !errors.Is(rows.Err(), queryproxy.ErrTimeout)) {
+				t.Fatalf("rows after the time limit: %v, want ErrTimeout", rows.Err())
+			}
+			if err := rows.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if n := len(e.readers.slots); n != 1 {
+				t.Fatalf("%d connections open, want 1 (given back once)", n)
+			}
+		})
+	}
 }
 
 // TestReadersCloseWhileTaken: Close with a query running ends the waiting queries, and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gatehouse/gatehouse/queryproxy"
@@ -13,19 +14,28 @@ import (
 )
 
 // rows is the queryproxy.Rows of a Query: the driver's rows, with the columns typed by
-// their declared types and the values normalized to them.
+// their declared types and the values normalized to them. The connection goes back to the
+// pool as soon as the rows end (their last row read, an error, or Close), and at the
+// statement time limit even if the caller stops reading (it may be writing to a slow
+// client): a few slow readers cannot hold every connection, nor a read snapshot that keeps
+// the WAL from being checkpointed.
 type rows struct {
-	r       driver.Rows
-	release func(broken bool) // gives the connection back
-	parent  context.Context   // the caller's context
-	limited context.Context   // parent with the statement time limit
+	parent  context.Context // the caller's context
+	limited context.Context // parent with the statement time limit
 	cancel  context.CancelFunc
+	stop    func() bool // stops expire
 	cols    []sqlgen.Column
 	dest    []driver.Value // the driver's values of the current row
 	vals    []any          // dest normalized
-	err     error
-	broken  bool // the connection failed: it is closed, not given back
-	closed  bool
+
+	mu       sync.Mutex // Next, Err, Close, and expire (the time limit's, on its own goroutine)
+	r        driver.Rows
+	release  func(broken bool) // gives the connection back
+	released bool              // r is closed and the connection given back
+	closeErr error             // r.Close's
+	err      error
+	broken   bool // the connection failed: it is closed, not given back
+	closed   bool
 }
 
 func newRows(parent, limited context.Context, cancel context.CancelFunc, r driver.Rows, cols []sqlgen.Column, release func(bool)) (*rows, error) {
@@ -55,15 +65,23 @@ func newRows(parent, limited context.Context, cancel context.CancelFunc, r drive
 		return nil, err
 	}
 	rs.cols, rs.dest, rs.vals = cols, make([]driver.Value, len(cols)), make([]any, len(cols))
+	rs.stop = context.AfterFunc(limited, rs.expire)
 	return rs, nil
 }
 
 func (rs *rows) Columns() []sqlgen.Column { return rs.cols }
 func (rs *rows) Values() []any            { return rs.vals }
-func (rs *rows) Err() error               { return rs.err }
+
+func (rs *rows) Err() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.err
+}
 
 func (rs *rows) Next() bool {
-	if rs.err != nil || rs.closed {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.err != nil || rs.closed || rs.released {
 		return false
 	}
 	// The driver interrupts a statement whose context ends only while it starts, or
@@ -75,6 +93,8 @@ func (rs *rows) Next() bool {
 	if err := rs.r.Next(rs.dest); err != nil {
 		if err != io.EOF {
 			rs.fail(err)
+		} else {
+			rs.free()
 		}
 		return false
 	}
@@ -84,18 +104,49 @@ func (rs *rows) Next() bool {
 	return true
 }
 
+// fail ends the rows with err. rs.mu held.
 func (rs *rows) fail(err error) {
 	rs.broken = rs.broken || isBroken(err)
 	rs.err = fmt.Errorf("reading rows: %w", classify(rs.parent, rs.limited, err))
+	rs.free()
+}
+
+// free closes the driver's rows and gives the connection back, once. The driver's Close
+// resets the statement, which repeats the error of a failed step: the connection is no
+// worse for it, and goes back unless it is broken. rs.mu held.
+func (rs *rows) free() {
+	if rs.released {
+		return
+	}
+	rs.released = true
+	rs.closeErr = rs.r.Close()
+	rs.release(rs.broken || isBroken(rs.closeErr))
+}
+
+// expire ends the rows at the statement time limit (or the caller's end), if the caller
+// is not reading them: it may be writing the current row to a slow client.
+func (rs *rows) expire() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.released && rs.err == nil {
+		rs.fail(rs.limited.Err())
+	}
 }
 
 func (rs *rows) Close() error {
+	rs.stop()
+	rs.mu.Lock()
 	if rs.closed {
+		rs.mu.Unlock()
 		return nil
 	}
 	rs.closed = true
-	err := rs.r.Close()
-	rs.release(rs.broken || err != nil)
+	rs.free()
+	err := rs.closeErr
+	if rs.err != nil {
+		err = nil // reported by Err; the reset repeats it
+	}
+	rs.mu.Unlock()
 	rs.cancel()
 	if err != nil {
 		return fmt.Errorf("closing rows: %w", err)
