@@ -229,13 +229,12 @@ func TestTeardownDoesNotWaitForAStuckWrite(t *testing.T) {
 		c.WriteTimeout = writeTimeout
 	})
 	c := e.dial(bearer(tokDemo))
-	start := time.Now()
 	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Blast","Data":2000000}`)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the session to start", func() bool { return e.sessions() == 1 })
 	time.Sleep(500 * time.Millisecond) // the socket buffers fill: the write is stuck
-	start = time.Now()
+	start := time.Now()
 	if err := c.NetConn().(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
