@@ -108,9 +108,9 @@ func TestReadersBounded(t *testing.T) {
 			for p := takenPeak.Load(); n > p && !takenPeak.CompareAndSwap(p, n); p = takenPeak.Load() {
 			}
 			time.Sleep(time.Millisecond)
+			taken.Add(-1) // before the last Next, which gives the connection back
 			for rows.Next() {
 			}
-			taken.Add(-1)
 			errs <- errors.Join(rows.Err(), rows.Close())
 		})
 	}
