@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -127,7 +128,7 @@ func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string) error
 		r := po.rate() / ((pb.rate() + pb2.rate()) / 2)
 		fmt.Printf("ratio gatehouse / direct: %.2f (goal >= 0.80: %s)\n\n", r, verdict(r >= 0.8))
 	}
-	if err := stream(gh.base, tok, nrows); err != nil {
+	if err := streamInChild(dir, dbPath, nrows); err != nil {
 		return err
 	}
 	fmt.Println()
@@ -373,6 +374,47 @@ func measure(c int, d time.Duration, op func(*http.Client, int) error) (result, 
 	r.ops = len(r.lat)
 	slices.Sort(r.lat)
 	return r, nil
+}
+
+// streamEnv names the database a child process streams from (streamChild).
+const streamEnv = "QUERYBENCH_STREAM_DB"
+
+// streamInChild runs the streamed-result figure in a process of its own
+// (this program again, streamChild), so that its peak RSS is that of a
+// gatehouse serving the result and the client reading it, not of the
+// load generators, baseline servers and pools of the figures before.
+func streamInChild(dir, dbPath string, nrows int) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, "-rows", strconv.Itoa(nrows))
+	cmd.Env = append(os.Environ(), streamEnv+"="+dbPath, "QUERYBENCH_DIR="+dir)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("streaming in a child process: %w", err)
+	}
+	return nil
+}
+
+// streamChild is the child's whole work: gatehouse over the database the
+// parent built (SQLite only), a token, and the streamed result.
+func streamChild(dbPath string, nrows int) error {
+	dir, err := os.MkdirTemp(os.Getenv("QUERYBENCH_DIR"), "stream-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	gh, err := startGatehouse(dir, dbPath, nrows, "", 1)
+	if err != nil {
+		return err
+	}
+	defer caddy.Stop()
+	tok, err := gh.token()
+	if err != nil {
+		return err
+	}
+	return stream(gh.base, tok, nrows)
 }
 
 // stream reads a whole-table result through gatehouse and reports its
