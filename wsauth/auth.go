@@ -178,7 +178,7 @@ func (s *session) authenticate(id Identity) bool {
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
 	if bw != nil {
-		bw.idle = s.backendIdle
+		bw.idle, bw.eager = s.backendIdle, true
 	}
 	s.wg.Add(1)
 	if bw != nil && bw.rc != nil && !bw.handshake {

@@ -28,6 +28,22 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 	batch := s.cw != nil && !s.cw.deflate
 	limit := s.cfg.MaxBackendMessageBytes
 	for {
+		if batch && !s.ownSent.Load() {
+			// The commonest case of all: a run of such messages, whole in
+			// the buffer, goes to the batch as it came, in one copy.
+			if run, k := verbatimRun(c.buffered(), limit, batchBytes-len(s.lb)); k > 0 {
+				if !s.dead.Load() && !s.closing.Load() {
+					if s.lb == nil {
+						s.lbp = batchBufs.Get().(*[]byte)
+						s.lb = (*s.lbp)[:0]
+					}
+					s.lb = append(s.lb, c.buffered()[:run]...)
+					s.lbn += k
+				}
+				c.consume(run)
+				continue
+			}
+		}
 		f, err := s.backendFrame(bc, c, false)
 		if err == nil && f.n > limit {
 			err = backendOverLimit(bc)
@@ -70,6 +86,38 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 		if !s.relayBackend(int(f.op), batch) {
 			return
 		}
+	}
+}
+
+// verbatimRun measures the run of frames at the start of b that the
+// client can be sent as they are, byte for byte (a backend's frames and
+// the gateway's to its client are both a server's: unmasked): whole, each
+// a message of its own (text or binary, FIN set, no RSV bit) of at most
+// limit bytes, its length in the shortest form (as appendHeader writes
+// it), the run at most room bytes. It returns the run's length and its
+// number of frames; 0, 0 when the first frame is not such a frame.
+func verbatimRun(b []byte, limit int64, room int) (n, frames int) {
+	for {
+		r := b[n:]
+		if len(r) < 2 || r[0] != finalBit|websocket.TextMessage && r[0] != finalBit|websocket.BinaryMessage {
+			return n, frames
+		}
+		size, hdr := int(r[1]), 2
+		switch {
+		case size < 126:
+		case size == 126 && len(r) >= 4:
+			size, hdr = int(binary.BigEndian.Uint16(r[2:])), 4
+			if size < 126 {
+				return n, frames // not the shortest form
+			}
+		default: // masked, a 64-bit length, or the header cut short
+			return n, frames
+		}
+		if int64(size) > limit || hdr+size > len(r) || n+hdr+size > room {
+			return n, frames
+		}
+		n += hdr + size
+		frames++
 	}
 }
 

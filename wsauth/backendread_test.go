@@ -157,6 +157,12 @@ func TestBackendFrames(t *testing.T) {
 				p, _ := backendGets(br, websocket.CloseMessage)
 				return result{websocket.CloseMessage, p}
 			}, nil, websocket.CloseInternalServerErr, 0},
+		{"masked frame", nil,
+			func(c net.Conn, br *bufio.Reader) result {
+				_, _ = c.Write([]byte{0x81, 0x85, 1, 2, 3, 4, 'h' ^ 1, 'e' ^ 2, 'l' ^ 3, 'l' ^ 4, 'o' ^ 1})
+				p, _ := backendGets(br, websocket.CloseMessage)
+				return result{websocket.CloseMessage, p}
+			}, nil, websocket.CloseInternalServerErr, 0},
 		{"backend close", append(rawFrame(true, 1, hello, 0), rawFrame(true, 8, "\x0f\xa1bye", 0)...),
 			func(c net.Conn, br *bufio.Reader) result {
 				p, _ := backendGets(br, websocket.CloseMessage)
@@ -199,8 +205,9 @@ func TestBackendFrames(t *testing.T) {
 				if code := binary.BigEndian.Uint16(r.payload); code != websocket.CloseMessageTooBig {
 					t.Errorf("backend got close %d", code)
 				}
-			case "protocol error":
-				if code := binary.BigEndian.Uint16(r.payload); code != websocket.CloseProtocolError || !strings.Contains(string(r.payload), "RSV2 set") {
+			case "protocol error", "masked frame":
+				reason := map[string]string{"protocol error": "RSV2 set", "masked frame": "bad MASK"}[tt.name]
+				if code := binary.BigEndian.Uint16(r.payload); code != websocket.CloseProtocolError || !strings.Contains(string(r.payload), reason) {
 					t.Errorf("backend got close %q", r.payload)
 				}
 			case "backend close":
@@ -214,5 +221,55 @@ func TestBackendFrames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBackendFrameRuns: frames that arrive together reach the client in
+// order, each with its type and payload, whichever way the backend reader
+// takes them: as they came (verbatimRun: text and binary, 7- and 16-bit
+// lengths) or one by one (a length not in its shortest form, fragments, a
+// ping between them answered with a pong).
+func TestBackendFrameRuns(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	var burst []byte
+	burst = append(burst, rawFrame(true, 1, "one", 0)...)
+	burst = append(burst, rawFrame(true, 2, "\x00two", 0)...)
+	burst = append(burst, rawFrame(true, 1, long, 0)...)
+	burst = append(burst, 0x81, 126, 0, 4, 'f', 'o', 'u', 'r') // 16 bits for 4
+	burst = append(burst, rawFrame(true, 9, "ping?", 0)...)
+	burst = append(burst, rawFrame(false, 1, "fi", 0)...)
+	burst = append(burst, rawFrame(true, 0, "ve", 0)...)
+	burst = append(burst, rawFrame(true, 2, "six", 0)...)
+	burst = append(burst, rawFrame(true, 1, "seven", 0)...)
+	pong := make(chan []byte, 1)
+	url := rawBackend(t, nil, func(c net.Conn, br *bufio.Reader) {
+		_, _ = c.Write(burst)
+		p, _ := backendGets(br, websocket.PongMessage)
+		pong <- p
+		_, _ = backendGets(br, websocket.CloseMessage)
+	})
+	e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+	c := e.dial(bearer(tokDemo))
+	want := []struct {
+		typ  int
+		data string
+	}{{1, "one"}, {2, "\x00two"}, {1, long}, {1, "four"}, {1, "five"}, {2, "six"}, {1, "seven"}}
+	for _, w := range want {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		typ, data, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if typ != w.typ || string(data) != w.data {
+			t.Fatalf("client got %d %.40q, want %d %.40q", typ, data, w.typ, w.data)
+		}
+	}
+	select {
+	case p := <-pong:
+		if string(p) != "ping?" {
+			t.Errorf("pong %q", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no pong")
 	}
 }

@@ -42,7 +42,8 @@ type frameConn struct {
 
 	// beforeRead, when set, runs before each read from the socket; idle
 	// when the socket has nothing to read, before the reader waits for it
-	// (on a TCP socket; else before each read too). Set once, before the
+	// (on a TCP socket; else before each read too), and, when eager,
+	// before a read that follows a short one. Set once, before the
 	// connection's reader starts; called by it only.
 	beforeRead func()
 	idle       func()
@@ -59,7 +60,10 @@ type frameConn struct {
 	rn         int                   // tryRead's result
 	rerr       error                 // likewise
 	idled      bool                  // idle has run in this fill
-	readAt     time.Time             // when the last read from the socket returned
+	eager      bool                  // idle runs after a short read, before the next (set once, with idle)
+	short      bool                  // the last read did not fill the buffer: the socket is likely dry
+	stamp      bool                  // readAt is kept (the client leg: its rate limits read it)
+	readAt     time.Time             // when the last read from the socket returned (when stamp)
 	handshake  bool                  // the backend's 101 is being read: Read gives a line at a time
 	hsTail     uint32                // the last four bytes Read gave during it
 
@@ -189,8 +193,17 @@ func (c *frameConn) need(n int) ([]byte, error) {
 // the socket's readiness when it starts). rc.Read holds the socket, so a
 // Close waits for idle to return: whoever closes the connection aborts
 // first the one idle writes to (abort). A read deadline that passed
-// while idle ran is a timeout only if one more read finds nothing. Its
-// errors are those of net.Conn.Read.
+// while idle ran is a timeout only if one more read finds nothing.
+//
+// On an eager connection (the backend leg), idle runs before the read
+// instead when the last read did not fill the buffer: the socket then
+// most likely had no more, and a read(2) to learn so would cost a system
+// call and, when the read then waits, a wake-up for the reader and for
+// the peer that sends next. The write idle makes (the batch, to the
+// client) takes time in which the backend sends more, which the next
+// read finds: so a busy stream is relayed as reverse_proxy relays it, a
+// read then a write, with no read that finds nothing between them; a
+// quiet one costs what it did. Its errors are those of net.Conn.Read.
 func (c *frameConn) fill() error {
 	if c.beforeRead != nil {
 		c.beforeRead()
@@ -200,6 +213,17 @@ func (c *frameConn) fill() error {
 		c.rpos = 0
 	}
 	c.idled = false
+	if c.short {
+		// The last read took all the socket had: it is likely dry, so
+		// idle runs now rather than after a read(2) that would find
+		// nothing; the read that follows finds what came meanwhile.
+		c.short = false
+		c.idled = true
+		c.idle()
+		if c.beforeRead != nil {
+			c.beforeRead()
+		}
+	}
 	err := c.rc.Read(c.rfn)
 	if c.idled && errors.Is(err, os.ErrDeadlineExceeded) {
 		// The deadline passed, perhaps while idle ran: what arrived
@@ -209,7 +233,9 @@ func (c *frameConn) fill() error {
 			err = nil
 		}
 	}
-	c.readAt = time.Now()
+	if c.stamp {
+		c.readAt = time.Now()
+	}
 	n, rerr := c.rn, c.rerr
 	c.rn, c.rerr = 0, nil
 	if err == nil && rerr != nil {
@@ -264,6 +290,7 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 	if c.rn < 0 {
 		c.rn = 0
 	}
+	c.short = c.eager && c.rend+c.rn < len(*c.rbuf)
 	return true
 }
 

@@ -175,7 +175,7 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 	}
 	if cw, ok := cc.NetConn().(*frameConn); ok {
 		s.cw = cw
-		cw.beforeRead, cw.idle = s.extend, s.flushBackend
+		cw.beforeRead, cw.idle, cw.stamp = s.extend, s.flushBackend, true
 	}
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape

@@ -273,7 +273,8 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 				if err != nil {
 					return fmt.Errorf("%v, max rate: %w", f, err)
 				}
-				progress("%-22v max rate   %-13s %9.0f msg/s", f, p.name, s.rate())
+				progress("%-22v max rate   %-13s %9.0f msg/s  CPU/msg proxy %v backend %v load %v", f, p.name, s.rate(),
+					s.perMsg(s.proxyCPU), s.perMsg(s.backendCPU), s.perMsg(s.loadCPU))
 				fr.max[p.name] = append(fr.max[p.name], s)
 			}
 		}
