@@ -10,7 +10,7 @@
 // (readonly.go): even a crafted statement could not write, attach another file or change
 // a pragma. The query pool holds the driver's connections itself, not through
 // database/sql (readers.go): each keeps its prepared statements, the 256 most recently
-// used, and runs one query at a time. Writes (Exec) run on one connection of their own,
+// used, and runs one query at a time; one unused for five minutes is closed. Writes (Exec) run on one connection of their own,
 // in BEGIN IMMEDIATE transactions, in WAL mode (so reads go on while a write runs) with a
 // busy timeout for writers in other processes.
 //

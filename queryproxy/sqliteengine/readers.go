@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // maxCachedStatements bounds the prepared statements each reader connection keeps. The
@@ -24,16 +25,29 @@ type readers struct {
 	idle    chan *reader  // the open connections not taken
 	done    chan struct{} // closed by close
 
+	// maxIdle is how long a connection stays open unused (maxReaderIdle): then it is
+	// closed, with its statements and its page cache. The idle connections are taken
+	// oldest first, so under a steady load they take turns and stay open; an engine
+	// quiet for maxIdle holds none.
+	maxIdle time.Duration
+	now     func() time.Time // time.Now; a test's clock
+
 	mu     sync.Mutex
 	closed bool
+	expiry *time.Timer // runs expire while connections are idle; nil when none are
 }
+
+// maxReaderIdle is how long a read-only connection stays open unused, as database/sql's
+// ConnMaxIdleTime was set before the engine held its connections itself.
+const maxReaderIdle = 5 * time.Minute
 
 // reader is one read-only connection and the statements prepared on it, least recently
 // used last.
 type reader struct {
-	conn  driver.Conn
-	stmts map[string]*cachedStmt
-	lru   cachedStmt // the list's sentinel: lru.next is the most recently used
+	conn      driver.Conn
+	idleSince time.Time // when it was last given back
+	stmts     map[string]*cachedStmt
+	lru       cachedStmt // the list's sentinel: lru.next is the most recently used
 }
 
 // cachedStmt is a statement prepared on a reader, in its list of statements.
@@ -45,7 +59,7 @@ type cachedStmt struct {
 
 func newReaders(max int, connect func(context.Context) (driver.Conn, error)) *readers {
 	return &readers{connect: connect, slots: make(chan struct{}, max),
-		idle: make(chan *reader, max), done: make(chan struct{})}
+		idle: make(chan *reader, max), done: make(chan struct{}), maxIdle: maxReaderIdle, now: time.Now}
 }
 
 // get takes an idle connection, or opens one if fewer than the bound are open, or waits
@@ -87,10 +101,51 @@ func (p *readers) put(r *reader, broken bool) {
 	p.mu.Lock()
 	closed := p.closed
 	if !closed && !broken {
+		r.idleSince = p.now()
 		p.idle <- r // never blocks: one place per slot
+		if p.expiry == nil {
+			p.expiry = time.AfterFunc(p.maxIdle, p.expire)
+		}
 	}
 	p.mu.Unlock()
 	if closed || broken {
+		p.discard(r)
+	}
+}
+
+// expire closes the connections idle for maxIdle, and runs again when the oldest of the
+// others will have been, while there are any.
+func (p *readers) expire() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	now := p.now()
+	var old, keep []*reader
+drain:
+	for range len(p.idle) {
+		select {
+		case r := <-p.idle:
+			if now.Sub(r.idleSince) >= p.maxIdle {
+				old = append(old, r)
+			} else {
+				keep = append(keep, r)
+			}
+		default:
+			break drain // taken meanwhile
+		}
+	}
+	for _, r := range keep {
+		p.idle <- r // in the same order; their places are free (put waits for p.mu)
+	}
+	if len(keep) == 0 {
+		p.expiry = nil
+	} else {
+		p.expiry.Reset(max(p.maxIdle-now.Sub(keep[0].idleSince), p.maxIdle/64))
+	}
+	p.mu.Unlock()
+	for _, r := range old {
 		p.discard(r)
 	}
 }
@@ -110,6 +165,9 @@ func (p *readers) close() {
 	}
 	p.closed = true
 	close(p.done)
+	if p.expiry != nil {
+		p.expiry.Stop()
+	}
 	p.mu.Unlock()
 	for {
 		select {

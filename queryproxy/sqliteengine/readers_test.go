@@ -251,3 +251,74 @@ func TestReadersCloseWhileTaken(t *testing.T) {
 		t.Fatalf("%d connections still open", n)
 	}
 }
+
+// TestReadersExpire: a connection unused for maxIdle is closed, with its statements; one
+// given back later stays open until its own time comes; a query after that opens a
+// connection again.
+func TestReadersExpire(t *testing.T) {
+	e := openTest(t, Config{MaxReadConns: 2})
+	p := e.readers
+	clock := time.Unix(1_000_000, 0)
+	p.now = func() time.Time { return clock }
+	r1, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1.Close()
+	clock = clock.Add(3 * time.Minute)
+	r2.Close()
+	clock = clock.Add(150 * time.Second) // r1's connection idle 5.5 min, r2's 2.5
+	p.expire()
+	if open, idle := len(p.slots), len(p.idle); open != 1 || idle != 1 {
+		t.Fatalf("after the first expiry: %d open, %d idle; want the later one kept", open, idle)
+	}
+	clock = clock.Add(3 * time.Minute)
+	p.expire()
+	p.mu.Lock()
+	timer := p.expiry
+	p.mu.Unlock()
+	if open := len(p.slots); open != 0 || timer != nil {
+		t.Fatalf("after the second expiry: %d open, timer %v", open, timer != nil)
+	}
+	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatalf("a query after every connection expired: %v", err)
+	}
+	for rows.Next() {
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if open := len(p.slots); open != 1 {
+		t.Fatalf("%d connections open after a query, want 1", open)
+	}
+}
+
+// TestReadersExpireOnTheirOwn: the expiry timer runs by itself, again while connections
+// are left, until a quiet engine holds none.
+func TestReadersExpireOnTheirOwn(t *testing.T) {
+	e := openTest(t, Config{MaxReadConns: 2})
+	e.readers.maxIdle = 100 * time.Millisecond
+	r1, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1.Close()
+	time.Sleep(60 * time.Millisecond)
+	r2.Close() // expires after r1's, so the timer must run twice
+	deadline := time.Now().Add(5 * time.Second)
+	for len(e.readers.slots) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open", len(e.readers.slots))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
