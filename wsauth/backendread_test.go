@@ -157,12 +157,11 @@ func TestBackendFrames(t *testing.T) {
 				p, _ := backendGets(br, websocket.CloseMessage)
 				return result{websocket.CloseMessage, p}
 			}, nil, websocket.CloseInternalServerErr, 0},
-		{"masked frame", nil,
+		{"masked frame", append(rawFrame(true, 1, hello, 0), 0x81, 0x85, 1, 2, 3, 4, 'h'^1, 'e'^2, 'l'^3, 'l'^4, 'o'^1), // one read: a run, then it
 			func(c net.Conn, br *bufio.Reader) result {
-				_, _ = c.Write([]byte{0x81, 0x85, 1, 2, 3, 4, 'h' ^ 1, 'e' ^ 2, 'l' ^ 3, 'l' ^ 4, 'o' ^ 1})
 				p, _ := backendGets(br, websocket.CloseMessage)
 				return result{websocket.CloseMessage, p}
-			}, nil, websocket.CloseInternalServerErr, 0},
+			}, []string{hello}, websocket.CloseInternalServerErr, 0},
 		{"backend close", append(rawFrame(true, 1, hello, 0), rawFrame(true, 8, "\x0f\xa1bye", 0)...),
 			func(c net.Conn, br *bufio.Reader) result {
 				p, _ := backendGets(br, websocket.CloseMessage)
@@ -271,5 +270,43 @@ func TestBackendFrameRuns(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no pong")
+	}
+}
+
+// TestBackendFrameRunsAcrossBatches: thousands of frames of every length
+// class a run takes (empty, 125, 126, a few hundred, over a thousand
+// bytes), arriving in writes that cut frames anywhere, reach the client
+// whole and in order, across many 64 KiB batches.
+func TestBackendFrameRunsAcrossBatches(t *testing.T) {
+	const n = 6000
+	sizes := []int{0, 1, 125, 126, 300, 1200}
+	payload := func(i int) string {
+		return strings.Repeat(string(rune('a'+i%26)), sizes[i%len(sizes)])
+	}
+	var stream []byte
+	for i := range n {
+		stream = append(stream, rawFrame(true, byte(1+i%2), payload(i), 0)...)
+	}
+	url := rawBackend(t, nil, func(c net.Conn, br *bufio.Reader) {
+		for b := stream; len(b) > 0; {
+			k := min(777, len(b))
+			if _, err := c.Write(b[:k]); err != nil {
+				return
+			}
+			b = b[k:]
+		}
+		_, _ = backendGets(br, websocket.CloseMessage)
+	})
+	e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+	c := e.dial(bearer(tokDemo))
+	for i := range n {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		typ, data, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if typ != 1+i%2 || string(data) != payload(i) {
+			t.Fatalf("message %d: %d %.20q (%d bytes), want %d %.20q (%d bytes)", i, typ, data, len(data), 1+i%2, payload(i), len(payload(i)))
+		}
 	}
 }

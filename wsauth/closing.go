@@ -75,8 +75,9 @@ func (s *session) teardown() {
 		}
 		_ = s.bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(time.Second))
 		// The backend reader may be writing to the client in its idle
-		// hook, inside its read, which the Close would wait for: nothing
-		// more goes to the client now (its close frame went first).
+		// hook, perhaps inside its read, which the Close would wait for:
+		// nothing more goes to the client now (its close frame went
+		// first).
 		if s.cw != nil {
 			s.cw.abort()
 		}

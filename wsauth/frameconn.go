@@ -126,7 +126,9 @@ func (c *frameConn) Read(p []byte) (int, error) {
 				c.beforeRead() // the deadline counts from after idle
 			}
 			n, err := c.Conn.Read(p)
-			c.readAt = time.Now()
+			if c.stamp {
+				c.readAt = time.Now()
+			}
 			return n, err
 		}
 		if err := c.fill(); err != nil {
@@ -195,8 +197,9 @@ func (c *frameConn) need(n int) ([]byte, error) {
 // first the one idle writes to (abort). A read deadline that passed
 // while idle ran is a timeout only if one more read finds nothing.
 //
-// On an eager connection (the backend leg), idle runs before the read
-// instead when the last read did not fill the buffer: the socket then
+// On an eager connection (the backend leg), idle runs before the read,
+// outside rc.Read (a Close does not wait for it there), and not again in
+// this fill, when the last read did not fill the buffer: the socket then
 // most likely had no more, and a read(2) to learn so would cost a system
 // call and, when the read then waits, a wake-up for the reader and for
 // the peer that sends next. The write idle makes (the batch, to the
@@ -213,7 +216,7 @@ func (c *frameConn) fill() error {
 		c.rpos = 0
 	}
 	c.idled = false
-	if c.short {
+	if c.short && c.idle != nil {
 		// The last read took all the socket had: it is likely dry, so
 		// idle runs now rather than after a read(2) that would find
 		// nothing; the read that follows finds what came meanwhile.

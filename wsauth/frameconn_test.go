@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -243,5 +244,64 @@ func TestControlWriteAfterBatch(t *testing.T) {
 	}
 	if err := fc.appendFrame(websocket.TextMessage, []byte("after")); err != nil {
 		t.Fatalf("a write after the pong: %v", err)
+	}
+}
+
+// TestEagerIdle: on an eager connection idle runs before the read that
+// follows a short read (with bytes waiting, a plain connection would not
+// run it at all), once per fill (not again when that read finds nothing),
+// and not after a read that filled the buffer; on a plain connection only
+// a dry socket runs it.
+func TestEagerIdle(t *testing.T) {
+	for _, eager := range []bool{true, false} {
+		a, b := tcpPair(t)
+		fc := newFrameConn(a, false, 5*time.Second)
+		fc.eager = eager
+		var idles atomic.Int32
+		fc.idle = func() { idles.Add(1) }
+		send := func(n int) {
+			t.Helper()
+			if _, err := b.Write(make([]byte, n)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond) // all of it in a's receive queue
+		}
+		fill := func() int {
+			t.Helper()
+			if err := fc.fill(); err != nil {
+				t.Fatal(err)
+			}
+			n := len(fc.buffered())
+			fc.consume(n)
+			return n
+		}
+		check := func(step string, want int32) {
+			t.Helper()
+			if !eager {
+				want = map[string]int32{"short": 0, "after a short read": 0, "dry": 1, "after a full read": 1}[step]
+			}
+			if got := idles.Load(); got != want {
+				t.Fatalf("eager %v, %s: idle ran %d times, want %d", eager, step, got, want)
+			}
+		}
+		send(100)
+		fill()
+		check("short", 0)
+		send(50)
+		fill()
+		check("after a short read", 1) // before the read: the socket had bytes
+		got := make(chan int)
+		go func() { got <- fill() }()
+		time.Sleep(50 * time.Millisecond) // the fill waits on a dry socket
+		send(10)
+		if n := <-got; n != 10 {
+			t.Fatalf("eager %v: read %d bytes, want 10", eager, n)
+		}
+		check("dry", 2) // before the read, and not again when it found nothing
+		send(readChunk + 100)
+		for total := 0; total < readChunk+100; {
+			total += fill()
+		}
+		check("after a full read", 3) // before the first read only
 	}
 }
