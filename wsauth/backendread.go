@@ -28,10 +28,10 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 	batch := s.cw != nil && !s.cw.deflate
 	limit := s.cfg.MaxBackendMessageBytes
 	for {
-		if batch && !s.ownSent.Load() {
+		if batch {
 			// The commonest case of all: a run of such messages, whole in
 			// the buffer, goes to the batch as it came, in one copy.
-			if run, k := verbatimRun(c.buffered(), limit, batchBytes-len(s.lb)); k > 0 {
+			if run, k := verbatimRun(c.buffered(), limit, batchBytes-len(s.lb), s.ownSent.Load()); k > 0 {
 				if !s.dead.Load() && !s.closing.Load() {
 					if s.lb == nil {
 						s.lbp = batchBufs.Get().(*[]byte)
@@ -94,9 +94,12 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 // the gateway's to its client are both a server's: unmasked): whole, each
 // a message of its own (text or binary, FIN set, no RSV bit) of at most
 // limit bytes, its length in the shortest form (as appendHeader writes
-// it), the run at most room bytes. It returns the run's length and its
-// number of frames; 0, 0 when the first frame is not such a frame.
-func verbatimRun(b []byte, limit int64, room int) (n, frames int) {
+// it), the run at most room bytes, and, when own (the gateway has sent
+// the backend messages of its own), none the backend's answer to one of
+// them (answersGateway: the frame-by-frame path drops it). It returns the
+// run's length and its number of frames; 0, 0 when the first frame is not
+// such a frame.
+func verbatimRun(b []byte, limit int64, room int, own bool) (n, frames int) {
 	for {
 		r := b[n:]
 		if len(r) < 2 || r[0] != finalBit|websocket.TextMessage && r[0] != finalBit|websocket.BinaryMessage {
@@ -114,6 +117,9 @@ func verbatimRun(b []byte, limit int64, room int) (n, frames int) {
 			return n, frames
 		}
 		if int64(size) > limit || hdr+size > len(r) || n+hdr+size > room {
+			return n, frames
+		}
+		if own && answersGateway(r[hdr:hdr+size]) {
 			return n, frames
 		}
 		n += hdr + size

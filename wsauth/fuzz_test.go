@@ -418,29 +418,33 @@ func depth(msg []byte) int {
 // FuzzVerbatimRun: the run verbatimRun measures is whole frames, each a
 // final text or binary frame, unmasked, without RSV bits, of at most limit
 // bytes, its header byte for byte what appendHeader writes for it (so the
-// client gets what the frame-by-frame path would have framed), the run
-// within room; and it is as long as it can be: the frame after it, when
-// whole, is not such a frame or does not fit.
+// client gets what the frame-by-frame path would have framed), when own
+// none that answers the gateway, the run within room; and it is as long
+// as it can be: the frame after it, when whole, is not such a frame or
+// does not fit.
 func FuzzVerbatimRun(f *testing.F) {
-	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 2, strings.Repeat("x", 300), 0)...), uint16(1000), uint16(2000))
-	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 9, "ping", 0)...), uint16(10), uint16(100))
-	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, "abcdefgh", 0)...), uint16(5), uint16(100)) // over the limit
-	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, "abcdefgh", 0)...), uint16(50), uint16(12)) // over the room
-	f.Add([]byte{0x81, 126, 0, 5, 'h', 'e', 'l', 'l', 'o'}, uint16(10), uint16(100))                        // not the shortest form
-	f.Add([]byte{0x81, 0x85, 1, 2, 3, 4, 'h', 'e', 'l', 'l', 'o'}, uint16(10), uint16(100))                 // masked
-	f.Add([]byte{0x01, 0x03, 'a', 'b', 'c', 0x80, 0x00}, uint16(10), uint16(100))                           // fragments
-	f.Add([]byte{0xc1, 0x03, 'a', 'b', 'c'}, uint16(10), uint16(100))                                       // RSV1
-	f.Add(rawFrame(true, 1, strings.Repeat("y", 200), 0)[:100], uint16(1000), uint16(1000))                 // cut short
-	f.Add(append(rawFrame(true, 2, strings.Repeat("z", 70000), 0), 0x81, 0), uint16(65535), uint16(65535))  // a 64-bit length
-	f.Fuzz(func(t *testing.T, b []byte, limit, room uint16) {
-		n, k := verbatimRun(b, int64(limit), int(room))
+	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 2, strings.Repeat("x", 300), 0)...), uint16(1000), uint16(2000), false)
+	answer := `{"Controller":"Market","TransactionID":9007199254000003}`
+	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, answer, 0)...), uint16(1000), uint16(2000), true) // the gateway's answer
+	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, answer, 0)...), uint16(1000), uint16(2000), false)
+	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 9, "ping", 0)...), uint16(10), uint16(100), false)
+	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, "abcdefgh", 0)...), uint16(5), uint16(100), false) // over the limit
+	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, "abcdefgh", 0)...), uint16(50), uint16(12), false) // over the room
+	f.Add([]byte{0x81, 126, 0, 5, 'h', 'e', 'l', 'l', 'o'}, uint16(10), uint16(100), false)                        // not the shortest form
+	f.Add([]byte{0x81, 0x85, 1, 2, 3, 4, 'h', 'e', 'l', 'l', 'o'}, uint16(10), uint16(100), false)                 // masked
+	f.Add([]byte{0x01, 0x03, 'a', 'b', 'c', 0x80, 0x00}, uint16(10), uint16(100), false)                           // fragments
+	f.Add([]byte{0xc1, 0x03, 'a', 'b', 'c'}, uint16(10), uint16(100), false)                                       // RSV1
+	f.Add(rawFrame(true, 1, strings.Repeat("y", 200), 0)[:100], uint16(1000), uint16(1000), false)                 // cut short
+	f.Add(append(rawFrame(true, 2, strings.Repeat("z", 70000), 0), 0x81, 0), uint16(65535), uint16(65535), false)  // a 64-bit length
+	f.Fuzz(func(t *testing.T, b []byte, limit, room uint16, own bool) {
+		n, k := verbatimRun(b, int64(limit), int(room), own)
 		if n < 0 || n > len(b) || n > int(room) {
 			t.Fatalf("run of %d bytes in %d, room %d", n, len(b), room)
 		}
 		rest := b
 		for i := range k {
 			fr, ok := refFrameAt(rest)
-			if !ok || !fr.verbatim(limit) {
+			if !ok || !fr.verbatim(limit, own) {
 				t.Fatalf("frame %d of the run (%x...) is not one to send as it is", i, rest[:min(len(rest), 12)])
 			}
 			rest = rest[fr.size:]
@@ -448,7 +452,7 @@ func FuzzVerbatimRun(f *testing.F) {
 		if len(b)-len(rest) != n {
 			t.Fatalf("run of %d bytes, its %d frames hold %d", n, k, len(b)-len(rest))
 		}
-		if fr, ok := refFrameAt(rest); ok && fr.verbatim(limit) && n+fr.size <= int(room) {
+		if fr, ok := refFrameAt(rest); ok && fr.verbatim(limit, own) && n+fr.size <= int(room) {
 			t.Fatalf("the run stops before a frame it could take (%x...)", rest[:min(len(rest), 12)])
 		}
 	})
@@ -491,8 +495,10 @@ func refFrameAt(b []byte) (refFrame, bool) {
 	return refFrame{b0: b[0], masked: masked, hdr: b[:h], payload: b[h : h+int(n)], size: h + int(n)}, true
 }
 
-// verbatim: the frame can go to the client as it is.
-func (fr refFrame) verbatim(limit uint16) bool {
+// verbatim: the frame can go to the client as it is (when own, the
+// gateway's answers are dropped, not sent).
+func (fr refFrame) verbatim(limit uint16, own bool) bool {
 	return (fr.b0 == 0x81 || fr.b0 == 0x82) && !fr.masked && len(fr.payload) <= int(limit) &&
-		bytes.Equal(fr.hdr, appendHeader(nil, int(fr.b0&0xf), len(fr.payload), nil))
+		bytes.Equal(fr.hdr, appendHeader(nil, int(fr.b0&0xf), len(fr.payload), nil)) &&
+		!(own && answersGateway(fr.payload))
 }
