@@ -33,10 +33,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			// the buffer, goes to the batch as it came, in one copy.
 			if run, k := verbatimRun(c.buffered(), limit, batchBytes-len(s.lb), s.ownSent.Load()); k > 0 {
 				if !s.dead.Load() && !s.closing.Load() {
-					if s.lb == nil {
-						s.lbp = batchBufs.Get().(*[]byte)
-						s.lb = (*s.lbp)[:0]
-					}
+					s.takeLB()
 					s.lb = append(s.lb, c.buffered()[:run]...)
 					s.lbn += k
 				}
@@ -62,10 +59,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 				if len(s.lb)+maxFrameHeader+n > batchBytes && !s.flushLB() {
 					return
 				}
-				if s.lb == nil {
-					s.lbp = batchBufs.Get().(*[]byte)
-					s.lb = (*s.lbp)[:0]
-				}
+				s.takeLB()
 				s.lb = appendHeader(s.lb, int(f.op), n, nil)
 				s.lb = append(s.lb, msg...)
 				s.lbn++

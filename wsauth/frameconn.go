@@ -221,11 +221,7 @@ func (c *frameConn) fill() error {
 		// idle runs now rather than after a read(2) that would find
 		// nothing; the read that follows finds what came meanwhile.
 		c.short = false
-		c.idled = true
-		c.idle()
-		if c.beforeRead != nil {
-			c.beforeRead()
-		}
+		c.runIdle()
 	}
 	err := c.rc.Read(c.rfn)
 	if c.idled && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -282,11 +278,7 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 			c.rbuf = nil
 		}
 		if c.idle != nil && !c.idled {
-			c.idled = true
-			c.idle()
-			if c.beforeRead != nil {
-				c.beforeRead() // the deadline counts from after idle
-			}
+			c.runIdle()
 		}
 		return false
 	}
@@ -295,6 +287,16 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 	}
 	c.short = c.eager && c.rend+c.rn < len(*c.rbuf)
 	return true
+}
+
+// runIdle runs idle, once in this fill, then beforeRead again: the read
+// deadline counts from after idle.
+func (c *frameConn) runIdle() {
+	c.idled = true
+	c.idle()
+	if c.beforeRead != nil {
+		c.beforeRead()
+	}
 }
 
 // abort fails the connection's writes: one under way returns at once (its

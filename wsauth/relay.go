@@ -118,10 +118,7 @@ func (s *session) relayBackend(typ int, batch bool) bool {
 			return false
 		}
 		if n <= batchBytes {
-			if s.lb == nil {
-				s.lbp = batchBufs.Get().(*[]byte)
-				s.lb = (*s.lbp)[:0]
-			}
+			s.takeLB()
 			s.lb = appendHeader(s.lb, typ, len(msg), nil)
 			s.lb = append(s.lb, msg...)
 			s.lbn++
@@ -130,6 +127,15 @@ func (s *session) relayBackend(typ int, batch bool) bool {
 	}
 	s.scratch = nil // the queue has it
 	return s.put(outMsg{typ: typ, data: msg, buf: bp, backend: true}, fromBackendReader)
+}
+
+// takeLB gives the backend reader's batch (lb) a buffer when it has none.
+// Backend reader only.
+func (s *session) takeLB() {
+	if s.lb == nil {
+		s.lbp = batchBufs.Get().(*[]byte)
+		s.lb = (*s.lbp)[:0]
+	}
 }
 
 // handOff queues the backend reader's batch (lb), its messages framed, as

@@ -260,14 +260,7 @@ func TestReadersExpire(t *testing.T) {
 	p := e.readers
 	clock := time.Unix(1_000_000, 0)
 	p.now = func() time.Time { return clock }
-	r1, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r1, r2 := twoQueries(t, e)
 	r1.Close()
 	clock = clock.Add(3 * time.Minute)
 	r2.Close()
@@ -303,14 +296,7 @@ func TestReadersExpire(t *testing.T) {
 func TestReadersExpireOnTheirOwn(t *testing.T) {
 	e := openTest(t, Config{MaxReadConns: 2})
 	e.readers.maxIdle = 100 * time.Millisecond
-	r1, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r1, r2 := twoQueries(t, e)
 	r1.Close()
 	time.Sleep(60 * time.Millisecond)
 	r2.Close() // expires after r1's, so the timer must run twice
@@ -321,4 +307,18 @@ func TestReadersExpireOnTheirOwn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// twoQueries starts two queries, each holding a connection until its rows are closed.
+func twoQueries(t *testing.T, e *Engine) (queryproxy.Rows, queryproxy.Rows) {
+	t.Helper()
+	var rs [2]queryproxy.Rows
+	for i := range rs {
+		r, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = r
+	}
+	return rs[0], rs[1]
 }
