@@ -66,11 +66,12 @@ func (s *session) authToken(env *Envelope) {
 	}
 	ctx, cancel := s.checkContext()
 	defer cancel()
+	at := time.Now()
 	id, err := s.cfg.Verifier.VerifyAccessToken(ctx, req.AccessToken)
 	if err == nil {
 		id.Token = req.AccessToken
 	}
-	s.accept(AuthTokenMsg, id, err, topic, env)
+	s.accept(AuthTokenMsg, id, at, err, topic, env)
 }
 
 func (s *session) authOwner(env *Envelope) {
@@ -87,8 +88,9 @@ func (s *session) authOwner(env *Envelope) {
 	cred.RemoteAddr = s.remote
 	ctx, cancel := s.checkContext()
 	defer cancel()
+	at := time.Now()
 	id, err := s.cfg.Passwords.CheckOwner(ctx, cred)
-	s.accept(AuthOwnerMsg, id, err, topic, env)
+	s.accept(AuthOwnerMsg, id, at, err, topic, env)
 }
 
 // checkContext is the context of a credential check: the session's, and
@@ -102,11 +104,11 @@ func (s *session) checkContext() (context.Context, context.CancelFunc) {
 }
 
 // accept ends an authentication attempt that reached the verifier (err
-// from it). A refusal leaves the session as it was, lapsed or not. Once
-// authenticated, a new credential must name the same subject; it then
-// replaces the identity (scopes, expiry) the policy reads
-// (reauthenticate).
-func (s *session) accept(method AuthMethod, id Identity, err error, topic string, env *Envelope) {
+// from it; at, when it was asked). A refusal leaves the session as it
+// was, lapsed or not. Once authenticated, a new credential must name the
+// same subject; it then replaces the identity (scopes, expiry) the policy
+// reads (reauthenticate).
+func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error, topic string, env *Envelope) {
 	switch {
 	case errors.Is(err, ErrRefused):
 		s.refuse(method, AuthResultNo, refusalReason(err), topic, env)
@@ -128,10 +130,10 @@ func (s *session) accept(method AuthMethod, id Identity, err error, topic string
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
 	if s.state == StateAuthenticated {
-		s.reauthenticate(method, id, topic, env)
+		s.reauthenticate(method, id, at, topic, env)
 		return
 	}
-	if !s.authenticate(id) {
+	if !s.authenticate(id, at) {
 		return // closed: the backend is down
 	}
 	s.replyIdentify(topic, env, true)
@@ -152,10 +154,12 @@ func (s *session) replyIdentify(topic string, env *Envelope, success bool) {
 	s.reply(AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Now()))
 }
 
-// authenticate makes the session authenticated as id and opens the
-// backend leg; false when the leg could not be opened (the client is then
-// being closed with 1011 or 1013).
-func (s *session) authenticate(id Identity) bool {
+// authenticate makes the session authenticated as id, verified at at
+// (when the verifier was asked: a revocation signalled after that makes
+// the token due for a recheck, even one signalled while the backend leg
+// was being opened), and opens the backend leg; false when the leg could
+// not be opened (the client is then being closed with 1011 or 1013).
+func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.adopt(&id)
 	s.mu.Lock()
 	s.id = id
@@ -174,7 +178,7 @@ func (s *session) authenticate(id Identity) bool {
 	s.mu.Lock()
 	s.bc, s.bw = bc, bw
 	s.gen++
-	s.checkedAt = time.Now()
+	s.checkedAt = at
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
 	if bw != nil {

@@ -1,6 +1,9 @@
 package wsauth
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // CodeCredentials are the Data of an AuthCode message: an authorization
 // code the client got from the identity server's authorization endpoint,
@@ -51,6 +54,7 @@ func (s *session) authCode(env *Envelope) {
 	cred.RemoteAddr = s.remote
 	ctx, cancel := s.checkContext()
 	defer cancel()
+	at := time.Now()
 	id, err := s.cfg.Codes.ExchangeCode(ctx, cred)
-	s.accept(AuthCodeMsg, id, err, topic, env)
+	s.accept(AuthCodeMsg, id, at, err, topic, env)
 }

@@ -132,13 +132,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var id *Identity
+	var at time.Time // when the verifier was asked
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
-		got, status := g.headerAuth(r, h)
+		got, gotAt, status := g.headerAuth(r, h)
 		if status != 0 {
 			http.Error(w, http.StatusText(status), status)
 			return
 		}
-		id = got
+		id, at = got, gotAt
 	} else if g.unauth.Add(1) > int64(g.cfg.MaxUnauthenticated) {
 		g.unauth.Add(-1)
 		g.log.Warn("ws unauthenticated socket bound reached", zap.Int("max", g.cfg.MaxUnauthenticated))
@@ -174,18 +175,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		go func() {
 			defer g.wg.Done()
 			defer g.untrack(s)
-			s.run(id)
+			s.run(id, at)
 		}()
 		return
 	}
 	defer g.untrack(s)
-	s.run(id)
+	s.run(id, at)
 }
 
 // headerAuth verifies an upgrade's Authorization header, "<Provider>
-// <token>" with Provider Bearer (any case, RFC 7235). status is 0 when it
-// is accepted, else the HTTP status to answer.
-func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, int) {
+// <token>" with Provider Bearer (any case, RFC 7235), and says when it
+// asked the verifier. status is 0 when it is accepted, else the HTTP
+// status to answer.
+func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time, int) {
 	m := g.cfg.Metrics
 	scheme, token, ok := strings.Cut(h[0], " ")
 	token = strings.TrimLeft(token, " ")
@@ -193,29 +195,30 @@ func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, int) {
 		m.Auth(AuthHeader, AuthResultNo)
 		g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
 			zap.String("reason", "malformed authorization header"), zap.String("remote", r.RemoteAddr))
-		return nil, http.StatusForbidden
+		return nil, time.Time{}, http.StatusForbidden
 	}
+	at := time.Now()
 	id, err := g.cfg.Verifier.VerifyAccessToken(r.Context(), token)
 	if err != nil {
 		if errors.Is(err, ErrRefused) {
 			m.Auth(AuthHeader, AuthResultNo)
 			g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
 				zap.String("reason", refusalReason(err)), zap.String("remote", r.RemoteAddr))
-			return nil, http.StatusForbidden
+			return nil, time.Time{}, http.StatusForbidden
 		}
 		m.Auth(AuthHeader, AuthResultErr)
 		g.log.Error("ws token verification failed", zap.Error(err))
-		return nil, http.StatusServiceUnavailable
+		return nil, time.Time{}, http.StatusServiceUnavailable
 	}
 	if !id.Expiry.IsZero() && !id.Expiry.After(g.cfg.Now()) {
 		m.Auth(AuthHeader, AuthResultNo)
-		return nil, http.StatusForbidden
+		return nil, time.Time{}, http.StatusForbidden
 	}
 	id.Token = token
 	m.Auth(AuthHeader, AuthResultOK)
 	g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", r.RemoteAddr))
-	return &id, 0
+	return &id, at, 0
 }
 
 func refusalReason(err error) string {

@@ -137,8 +137,9 @@ func (s *session) lapsed(a authority, id *Identity, refusal string) {
 // it had one at the lapse. The client gets the reply first, then those
 // Errors and Unsubs, then, if it subscribed to Identify, the new
 // identity; the Subs are re-sent after them, so the snapshots follow the
-// reply. Client reader only.
-func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, env *Envelope) {
+// reply. at is when the verifier was asked: the token's check time.
+// Client reader only.
+func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, topic string, env *Envelope) {
 	s.adopt(&id)
 	var out [][]byte // for the client, after the reply
 	s.mu.Lock()
@@ -147,7 +148,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, topic string, e
 	s.polValid = false
 	s.gen++
 	gen := s.gen
-	s.checkedAt = time.Now()
+	s.checkedAt = at
 	s.setAuthorityLocked(authLive)
 	s.limits = s.cfg.limitsFor(&s.id)
 	var err error

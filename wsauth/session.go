@@ -109,6 +109,8 @@ type session struct {
 	ended       bool     // teardown has begun: nothing more is written or pushed
 	graceClosed bool     // closed for ExpiryGrace
 
+	looking atomic.Bool // a goroutine waits for mu to do the supervisor's work (whenFree)
+
 	// The client's send queue (relay.go), guarded by omu.
 	omu      sync.Mutex
 	ring     []outMsg      // a power of two long, or nil
@@ -188,15 +190,15 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 }
 
 // run is the session, on the client reader's goroutine: id is the
-// identity verified on the upgrade, or nil.
-func (s *session) run(id *Identity) {
+// identity verified on the upgrade (the verifier asked at at), or nil.
+func (s *session) run(id *Identity, at time.Time) {
 	s.wg.Add(1)
 	go s.writeLoop()
 	s.authDeadline = time.Now().Add(s.cfg.AuthTimeout)
 	s.cfg.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
 		s.g.unauth.Add(1) // authenticate takes it away again
-		s.authenticate(*id)
+		s.authenticate(*id, at)
 	}
 	s.readLoop()
 	s.teardown()

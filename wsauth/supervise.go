@@ -33,10 +33,14 @@ const maxRecheckTimeout = 2 * time.Second
 // It never waits on a client or a backend: what it sends the client is
 // pushed without waiting (push, closeSoon), and a lapse's Unsubs are
 // written to the backend by a goroutine of the session's (unsubscribe).
-// It takes a session's lock only when free (TryLock): a session whose
-// lock is held (its client reader, or that goroutine, writing to a slow
-// backend) is looked at on the next walk; so is a verification's outcome,
-// the session being due again.
+// It takes a session's lock only when free (TryLock). The lock of a
+// session whose client reader writes to a backed-up backend leg is held
+// for as long as each write waits, walk after walk (a client can keep it
+// so, within its limits): such a session is looked at, and a
+// verification's outcome applied, by a goroutine of the session's that
+// waits for the lock (whenFree), so that an expired or revoked identity
+// loses its authority as soon as the write in progress ends, not when a
+// walk happens to find the lock free.
 func (g *Gateway) supervise(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(g.cfg.SuperviseInterval)
@@ -64,7 +68,7 @@ func (g *Gateway) supervise(ctx context.Context, done chan<- struct{}) {
 		g.mu.Unlock()
 		now, wall := g.cfg.Now(), time.Now()
 		for _, s := range live {
-			if r, ok := s.inspect(now, wall, changedAt); ok {
+			if r, ok := s.inspect(ctx, now, wall, changedAt); ok {
 				due = append(due, r)
 			}
 		}
@@ -87,11 +91,39 @@ type recheck struct {
 // wall (the system clock): it lapses an expired identity, closes a session
 // past its grace, and reports a token due for verification (every
 // RecheckInterval, and when it was last checked before changedAt, the
-// last change of the verifier's revocations).
-func (s *session) inspect(now, wall, changedAt time.Time) (recheck, bool) {
+// last change of the verifier's revocations). When the session's lock is
+// busy, a goroutine of the session's looks once it is free, at that time,
+// and verifies a token due itself.
+func (s *session) inspect(ctx context.Context, now, wall, changedAt time.Time) (recheck, bool) {
 	if !s.mu.TryLock() {
+		s.whenFree(func() {
+			s.mu.Lock()
+			if r, due := s.inspectLocked(s.cfg.Now(), time.Now(), changedAt); due {
+				s.g.verify(ctx, r, true)
+			}
+		})
 		return recheck{}, false
 	}
+	return s.inspectLocked(now, wall, changedAt)
+}
+
+// whenFree runs f, which waits for s.mu, on a goroutine of its own: the
+// supervisor's work on a session whose lock is busy. One at a time: while
+// one is under way, f is dropped (the work is due again at the next walk:
+// the lapse that f would make, or the verification it would record, has
+// not happened).
+func (s *session) whenFree(f func()) {
+	if !s.looking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.looking.Store(false)
+		f()
+	}()
+}
+
+// inspectLocked is inspect with s.mu held; it releases it.
+func (s *session) inspectLocked(now, wall, changedAt time.Time) (recheck, bool) {
 	var r recheck
 	var due, closeIt bool
 	var id Identity // for the log, copied only when needed
@@ -120,35 +152,61 @@ func (s *session) inspect(now, wall, changedAt time.Time) (recheck, bool) {
 	return r, due
 }
 
-// recheck verifies each token in due, one at a time, each within
-// min(RecheckInterval, maxRecheckTimeout). A refusal lapses the session
-// (revoked, or expired if its expiry has passed meanwhile) unless it has
-// re-authenticated since; a fault stops the walk's verifications.
+// recheck verifies each token in due, one at a time (verify); a fault
+// stops the walk's verifications.
 func (g *Gateway) recheck(ctx context.Context, due []recheck) {
-	timeout := min(g.cfg.RecheckInterval, maxRecheckTimeout)
 	for _, r := range due {
-		vctx, cancel := context.WithTimeout(ctx, timeout)
-		_, err := g.cfg.Verifier.VerifyAccessToken(vctx, r.token)
-		cancel()
-		switch {
-		case err == nil:
-			r.s.checked(r.gen, time.Now())
-		case errors.Is(err, ErrRefused):
-			r.s.revoke(r.gen, refusalReason(err))
-		case ctx.Err() != nil:
-			return // Shutdown
-		default:
-			g.log.Warn("ws token recheck failed", zap.Error(err))
+		if !g.verify(ctx, r, false) {
 			return
 		}
 	}
 }
 
-// checked records a verification at wall of the identity of generation
-// gen; not when the session's lock is busy (the token is then due again
-// at the next walk).
-func (s *session) checked(gen uint32, wall time.Time) {
-	if !s.mu.TryLock() {
+// verify verifies r's token within min(RecheckInterval,
+// maxRecheckTimeout). A refusal lapses the session (revoked, or expired if
+// its expiry has passed meanwhile) unless it has re-authenticated since;
+// an acceptance is recorded as a check at the time the verifier was asked
+// (a revocation signalled during the verification makes the token due
+// again). With wait, the outcome waits for the session's lock; else, when
+// the lock is busy, a goroutine of the session's applies it (whenFree).
+// false on a fault or at Shutdown.
+func (g *Gateway) verify(ctx context.Context, r recheck, wait bool) bool {
+	at := time.Now()
+	vctx, cancel := context.WithTimeout(ctx, min(g.cfg.RecheckInterval, maxRecheckTimeout))
+	_, err := g.cfg.Verifier.VerifyAccessToken(vctx, r.token)
+	cancel()
+	switch {
+	case err == nil:
+		r.s.checked(r.gen, at, wait)
+	case errors.Is(err, ErrRefused):
+		r.s.revoke(r.gen, refusalReason(err), wait)
+	case ctx.Err() != nil:
+		return false // Shutdown
+	default:
+		g.log.Warn("ws token recheck failed", zap.Error(err))
+		return false
+	}
+	return true
+}
+
+// lockFor takes s.mu for the supervisor's work f: at once with wait, else
+// only when free; when it is busy, f runs with wait on a goroutine of the
+// session's (whenFree). false when the caller does not hold the lock.
+func (s *session) lockFor(wait bool, f func()) bool {
+	switch {
+	case wait:
+		s.mu.Lock()
+	case !s.mu.TryLock():
+		s.whenFree(f)
+		return false
+	}
+	return true
+}
+
+// checked records a verification, asked at wall, of the identity of
+// generation gen.
+func (s *session) checked(gen uint32, wall time.Time, wait bool) {
+	if !s.lockFor(wait, func() { s.checked(gen, wall, true) }) {
 		return
 	}
 	if s.gen == gen {
@@ -159,14 +217,12 @@ func (s *session) checked(gen uint32, wall time.Time) {
 
 // revoke lapses the session's authority after the verifier refused the
 // token of the identity of generation gen (why is its reason, safe to
-// log), unless the session has re-authenticated or lapsed meanwhile. When
-// the session's lock is busy it does nothing: the token, not checked
-// since, is verified again at the next walk.
-func (s *session) revoke(gen uint32, why string) {
-	now := s.cfg.Now()
-	if !s.mu.TryLock() {
+// log), unless the session has re-authenticated or lapsed meanwhile.
+func (s *session) revoke(gen uint32, why string, wait bool) {
+	if !s.lockFor(wait, func() { s.revoke(gen, why, true) }) {
 		return
 	}
+	now := s.cfg.Now()
 	if s.ended || s.authority != authLive || s.gen != gen {
 		s.mu.Unlock()
 		return
