@@ -30,7 +30,8 @@ const (
 	// socket may send; the next closes it.
 	DefaultAuthMaxMessages = 10
 	// DefaultMaxUnauthenticated bounds the sockets open and not yet
-	// authenticated; an upgrade over it gets HTTP 503.
+	// authenticated, and apart the header verifications under way; an
+	// upgrade over it gets HTTP 503.
 	DefaultMaxUnauthenticated = 1024
 	// DefaultPingInterval is how often the gateway pings the client.
 	DefaultPingInterval = 30 * time.Second
@@ -104,8 +105,10 @@ type Config struct {
 	// send; the next one closes it with 1008. Default
 	// DefaultAuthMaxMessages.
 	AuthMaxMessages int
-	// MaxUnauthenticated bounds the sockets open without authentication.
-	// Default DefaultMaxUnauthenticated.
+	// MaxUnauthenticated bounds the sockets open without authentication,
+	// and, apart, the upgrades whose Authorization header is being
+	// verified (each within AuthTimeout). Default
+	// DefaultMaxUnauthenticated.
 	MaxUnauthenticated int
 	// PingInterval is the keep-alive ping period. Default
 	// DefaultPingInterval.

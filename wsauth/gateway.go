@@ -39,7 +39,8 @@ type Gateway struct {
 	upgrader websocket.Upgrader
 	dialer   websocket.Dialer
 
-	unauth atomic.Int64 // sockets open and not yet authenticated
+	unauth    atomic.Int64 // sockets open and not yet authenticated
+	verifying atomic.Int64 // upgrades whose Authorization header is being verified
 
 	mu       sync.Mutex
 	closed   bool                  // Shutdown was called: no new sockets
@@ -131,18 +132,27 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// A socket without a credential counts against MaxUnauthenticated
+	// until it authenticates. An upgrade with an Authorization header
+	// counts against a bound of its own, as large, while its token is
+	// verified (within AuthTimeout): a hung verifier holds no more
+	// requests than that, none longer than AuthTimeout, and sockets
+	// without a credential cannot keep clients with one out.
 	var id *Identity
 	var at time.Time // when the verifier was asked
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
+		if !g.take(&g.verifying, "ws header verification bound reached") {
+			http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+			return
+		}
 		got, gotAt, status := g.headerAuth(r, h)
+		g.verifying.Add(-1)
 		if status != 0 {
 			http.Error(w, http.StatusText(status), status)
 			return
 		}
 		id, at = got, gotAt
-	} else if g.unauth.Add(1) > int64(g.cfg.MaxUnauthenticated) {
-		g.unauth.Add(-1)
-		g.log.Warn("ws unauthenticated socket bound reached", zap.Int("max", g.cfg.MaxUnauthenticated))
+	} else if !g.take(&g.unauth, "ws unauthenticated socket bound reached") {
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 		return
 	}
@@ -183,10 +193,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.run(id, at)
 }
 
+// take takes one of the MaxUnauthenticated places n counts; false, and
+// msg logged, when none is left.
+func (g *Gateway) take(n *atomic.Int64, msg string) bool {
+	if n.Add(1) <= int64(g.cfg.MaxUnauthenticated) {
+		return true
+	}
+	n.Add(-1)
+	g.log.Warn(msg, zap.Int("max", g.cfg.MaxUnauthenticated))
+	return false
+}
+
 // headerAuth verifies an upgrade's Authorization header, "<Provider>
-// <token>" with Provider Bearer (any case, RFC 7235), and says when it
-// asked the verifier. status is 0 when it is accepted, else the HTTP
-// status to answer.
+// <token>" with Provider Bearer (any case, RFC 7235), within AuthTimeout,
+// and says when it asked the verifier. status is 0 when it is accepted,
+// else the HTTP status to answer.
 func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time, int) {
 	m := g.cfg.Metrics
 	scheme, token, ok := strings.Cut(h[0], " ")
@@ -197,8 +218,10 @@ func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time,
 			zap.String("reason", "malformed authorization header"), zap.String("remote", r.RemoteAddr))
 		return nil, time.Time{}, http.StatusForbidden
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.AuthTimeout)
+	defer cancel()
 	at := time.Now()
-	id, err := g.cfg.Verifier.VerifyAccessToken(r.Context(), token)
+	id, err := g.cfg.Verifier.VerifyAccessToken(ctx, token)
 	if err != nil {
 		if errors.Is(err, ErrRefused) {
 			m.Auth(AuthHeader, AuthResultNo)

@@ -3,6 +3,7 @@ package wsauth
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -207,10 +208,8 @@ func (s *session) run(id *Identity, at time.Time) {
 // readLoop reads client messages until the socket fails or closes. After
 // closeClient it only drains, until the client answers or CloseGrace ends.
 func (s *session) readLoop() {
-	cc, maxMsg := s.cc, s.cfg.MaxMessageBytes
-	// gorilla's limit counts bytes on the wire, compressed; the
-	// decompressed size is counted below.
-	cc.SetReadLimit(maxMsg + maxMsg/8 + 1024)
+	cc := s.cc
+	var maxMsg int64 // the bound of the next message: s.maxMessage
 	cc.SetPongHandler(func(string) error { s.extend(); return nil })
 	cc.SetPingHandler(func(data string) error {
 		s.extend()
@@ -220,6 +219,12 @@ func (s *session) readLoop() {
 	for {
 		if s.cw == nil {
 			s.extend() // else before each read from the socket (cw.beforeRead)
+		}
+		if m := s.maxMessage(); m != maxMsg {
+			// gorilla's limit counts bytes on the wire, compressed; the
+			// decompressed size is counted below.
+			maxMsg = m
+			cc.SetReadLimit(maxMsg + maxMsg/8 + 1024)
 		}
 		typ, r, err := cc.NextReader()
 		if err != nil {
@@ -255,6 +260,20 @@ func (s *session) readLoop() {
 			s.buf = bytes.Buffer{}
 		}
 	}
+}
+
+// maxMessage bounds the client's next message, after decompression:
+// MaxMessageBytes once authenticated, and before that what the largest
+// Auth message needs (an AuthToken of MaxTokenBytes, with room for
+// escapes in its text: .NET escapes Base-64's "+"), so that a socket
+// without a credential cannot have the gateway hold a megabyte
+// (permessage-deflate inflates a kilobyte to one) until its auth
+// deadline. Client reader only.
+func (s *session) maxMessage() int64 {
+	if s.state == StateAuthenticated {
+		return s.cfg.MaxMessageBytes
+	}
+	return min(s.cfg.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.cfg.MaxTokenBytes)+8<<10))
 }
 
 func isConnError(err error) bool {

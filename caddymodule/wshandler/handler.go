@@ -94,8 +94,9 @@ type Handler struct {
 	// send. Default 10.
 	AuthMaxMessages int `json:"auth_max_messages,omitempty"`
 
-	// MaxUnauthenticated bounds the sockets open without authentication.
-	// Default: wsauth's.
+	// MaxUnauthenticated bounds the sockets open without authentication,
+	// and apart the upgrades whose Authorization header is being verified
+	// (each within auth_timeout). Default: wsauth's.
 	MaxUnauthenticated int `json:"max_unauthenticated,omitempty"`
 
 	// PingInterval is the keep-alive ping period. Default 30s.
