@@ -23,7 +23,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,14 +156,6 @@ func afDeflate(t testing.TB, data []byte) []byte {
 	_, _ = w.Write(data)
 	_ = w.Flush()
 	return bytes.TrimSuffix(buf.Bytes(), []byte{0, 0, 0xff, 0xff})
-}
-
-func afLiveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // --- the two that found bugs ---------------------------------------------------
