@@ -37,6 +37,13 @@ type Engine interface {
 	Close() error
 }
 
+// RowChecker is an Engine whose SELECTs must call a function of its own on every row they
+// read (sqlgen.Options.RowCheck), to hold a limit while a statement runs: the SQLite
+// engine's statement time limit.
+type RowChecker interface {
+	RowCheck() string
+}
+
 // Rows is the result of Query, read one row at a time:
 //
 //	defer rows.Close()

@@ -113,10 +113,11 @@ func (cfg *Config) Validate() error {
 
 // Handler is the query service's http.Handler. Safe for concurrent use.
 type Handler struct {
-	cfg    Config
-	policy *Policy
-	log    *zap.Logger
-	users  userLimiter
+	cfg      Config
+	policy   *Policy
+	log      *zap.Logger
+	users    userLimiter
+	rowCheck string // the engine's RowChecker function; "" for none
 }
 
 // New builds the handler cfg configures.
@@ -143,7 +144,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &Handler{cfg: cfg, policy: p, log: cfg.Logger, users: userLimiter{max: cfg.MaxConcurrentPerUser, n: map[string]int{}}}, nil
+	h := &Handler{cfg: cfg, policy: p, log: cfg.Logger, users: userLimiter{max: cfg.MaxConcurrentPerUser, n: map[string]int{}}}
+	if rc, ok := cfg.Engine.(RowChecker); ok {
+		h.rowCheck = rc.RowCheck()
+	}
+	return h, nil
 }
 
 // CheckCatalog checks the table policy against the engine's catalog.

@@ -44,11 +44,18 @@ type testService struct {
 
 func newService(t testing.TB, mod func(*queryproxy.Config)) *testService {
 	t.Helper()
+	return newServiceWith(t, sqliteengine.Config{}, "", mod)
+}
+
+// newServiceWith is newService on an engine configured as ecfg (its Path, Init and Trace
+// set here), with extraSQL run after the demo's script. A token "attackerN" is a user of
+// its own holding the market scope only.
+func newServiceWith(t testing.TB, ecfg sqliteengine.Config, extraSQL string, mod func(*queryproxy.Config)) *testService {
+	t.Helper()
 	s := &testService{}
-	eng, err := sqliteengine.Open(context.Background(), sqliteengine.Config{
-		Path: filepath.Join(t.TempDir(), "q.db"), Init: querydb.SQL,
-		Trace: func(sql string, _ []any) { s.mu.Lock(); s.trace = append(s.trace, sql); s.mu.Unlock() },
-	})
+	ecfg.Path, ecfg.Init = filepath.Join(t.TempDir(), "q.db"), querydb.SQL+"\n"+extraSQL
+	ecfg.Trace = func(sql string, _ []any) { s.mu.Lock(); s.trace = append(s.trace, sql); s.mu.Unlock() }
+	eng, err := sqliteengine.Open(context.Background(), ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +63,11 @@ func newService(t testing.TB, mod func(*queryproxy.Config)) *testService {
 	cfg := queryproxy.Config{
 		Engine: eng, Tables: demoTables, AllowedOrigins: []string{"http://localhost:8080"},
 		Authenticate: func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
-			c, ok := callers[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+			tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			c, ok := callers[tok]
+			if !ok && strings.HasPrefix(tok, "attacker") {
+				return &queryproxy.Caller{Subject: tok, ClientID: "x", Scopes: []string{"Service/Market"}}, true
+			}
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="gatehouse"`)
 				w.WriteHeader(http.StatusUnauthorized)

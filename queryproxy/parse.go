@@ -301,12 +301,19 @@ func putDecoder(d *decoder) {
 
 // parseInsert builds inserts from a JSON object column -> value, or an
 // array of such objects (one transaction). Column names are compared
-// ignoring ASCII case; one named twice is refused.
+// ignoring ASCII case; one named twice is refused, and so is a row of
+// more than MaxColumns as soon as it has one more (the check for names
+// named twice is quadratic, so it must run on a bounded row: a 1 MiB
+// object holds some 87,000 short names).
 func (h *Handler) parseInsert(table string, body []byte) (iql.Statement, *Error) {
 	d := jsontext.NewDecoder(bytes.NewReader(body))
 	first := d.PeekKind()
 	if first != '{' && first != '[' {
 		return nil, errInvalid("the body must be a JSON object (column -> value) or an array of them")
+	}
+	maxCols := h.cfg.Limits.MaxColumns
+	if maxCols <= 0 {
+		maxCols = iql.DefaultMaxColumns
 	}
 	var rows []map[string]any
 	var order [][]string
@@ -317,6 +324,10 @@ func (h *Handler) parseInsert(table string, body []byte) (iql.Statement, *Error)
 		row := map[string]any{}
 		var names []string
 		for d.PeekKind() != '}' {
+			if len(names) == maxCols {
+				return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+					Message: fmt.Sprintf("row %d: more than %d columns", len(rows), maxCols)}
+			}
 			tok, err := d.ReadToken()
 			if err != nil {
 				return errInvalid("malformed JSON")

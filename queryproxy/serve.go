@@ -52,7 +52,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, st
 	if !pl.write {
 		pl.opts.MaxRows = h.cfg.MaxRows
 	}
-	st, err := sqlgen.Generate(h.cfg.Engine.Dialect(), pl.catalog, stmt, pl.opts)
+	opts := pl.opts
+	opts.RowCheck = h.rowCheck
+	st, err := sqlgen.Generate(h.cfg.Engine.Dialect(), pl.catalog, stmt, opts)
 	if err != nil {
 		h.fail(w, req, generateError(err))
 		return
@@ -129,7 +131,7 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, req *request
 	names := append(h.policy.readable(cat, req.caller), CatalogueTable)
 	table := sqlgen.Table{Name: CatalogueTable, Columns: []sqlgen.Column{{Name: "Name", Type: sqlgen.String}, {Name: "IsSystem", Type: sqlgen.Boolean}}}
 	d := h.cfg.Engine.Dialect()
-	st, err := sqlgen.Generate(d, sqlgen.Catalog{Tables: []sqlgen.Table{table}}, sel, sqlgen.Options{MaxRows: h.cfg.MaxRows})
+	st, err := sqlgen.Generate(d, sqlgen.Catalog{Tables: []sqlgen.Table{table}}, sel, sqlgen.Options{MaxRows: h.cfg.MaxRows, RowCheck: h.rowCheck})
 	if err != nil {
 		h.fail(w, req, generateError(err))
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,17 +18,22 @@ import (
 // rows is the queryproxy.Rows of a Query: the statement's result in the pipeline of a
 // read (read.go), its values read raw and decoded per column into the values the result
 // reports. Close (or the last Next) reads the rest of the pipeline and frees the
-// connection.
+// connection; so does the statement time limit (expire) when the caller has stopped
+// reading: it may be writing a row to a client that does not read, and must not hold a
+// pool connection as long.
 type rows struct {
 	rd      *reading
 	parent  context.Context // the caller's context
 	limited context.Context // parent with the statement time limit
 	cancel  context.CancelFunc
+	stop    func() bool // stops expire
 	cols    []sqlgen.Column
 	dec     []decoder
 	vals    []any
-	err     error
-	closed  bool
+
+	mu     sync.Mutex // Next, Err, Close, and expire (on its own goroutine)
+	err    error
+	closed bool
 }
 
 func newRows(parent, limited context.Context, cancel context.CancelFunc, m *pgtype.Map, rd *reading) *rows {
@@ -38,14 +44,22 @@ func newRows(parent, limited context.Context, cancel context.CancelFunc, m *pgty
 		rs.cols[i] = sqlgen.Column{Name: fd.Name, Type: columnType(fd.DataTypeOID)}
 		rs.dec[i] = newDecoder(m, fd)
 	}
+	rs.stop = context.AfterFunc(limited, rs.expire)
 	return rs
 }
 
 func (rs *rows) Columns() []sqlgen.Column { return rs.cols }
 func (rs *rows) Values() []any            { return rs.vals }
-func (rs *rows) Err() error               { return rs.err }
+
+func (rs *rows) Err() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.err
+}
 
 func (rs *rows) Next() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	if rs.err != nil || rs.closed {
 		return false
 	}
@@ -80,14 +94,30 @@ func (rs *rows) Next() bool {
 	return true
 }
 
+// fail ends the rows with err. rs.mu held.
 func (rs *rows) fail(err error) {
 	rs.err = fmt.Errorf("reading rows: %w", classify(rs.parent, rs.limited, err))
+}
+
+// expire ends the rows at the statement time limit (or the caller's end) if the caller is
+// not reading them, and frees the connection: the statement was canceled on the server
+// when the context ended, and what is left of the pipeline is dropped.
+func (rs *rows) expire() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.err == nil && !rs.closed && !rs.rd.done { // not read to the end
+		rs.fail(rs.limited.Err())
+		_ = rs.rd.finish(rs.parent)
+	}
 }
 
 // Close ends the query and its read-only transaction (rolled back: it wrote nothing, and
 // a setting a statement may have changed is undone), and frees the connection. Rows not
 // read are dropped; when the context has ended, the statement was canceled on the server.
 func (rs *rows) Close() error {
+	rs.stop()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	if rs.closed {
 		return nil
 	}

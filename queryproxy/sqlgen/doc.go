@@ -36,7 +36,9 @@
 //
 // The column's catalog Type is checked first, where engines would otherwise disagree or
 // fail inside the driver: a Boolean column takes only TRUE and FALSE (and NULL); a column of
-// any other known type takes no boolean; a number compared with or written to a String
+// any other known type takes no boolean; a DateTime or Binary column takes no number
+// (PostgreSQL cannot bind one to a timestamp or bytea, where SQLite would compare a number
+// with text); a number compared with or written to a String
 // column is bound as its exact text ("007" stays "007"), since SQLite would compare it as
 // text anyway and PostgreSQL cannot take a number for text. Anything else refused is a
 // *StatementError. Strings for number or time columns are left to the engine's conversion.

@@ -31,6 +31,9 @@ func TestGenerateErrors(t *testing.T) {
 		{"boolean for a Decimal", "select * from Security where Price between true and 2", Options{}, nil, `column "Price" is Decimal; it cannot take a boolean`},
 		{"boolean for a String in SET", "update Security set Name = true where Code = 'x'", Options{}, nil, `column "Name" is String; it cannot take a boolean`},
 		{"boolean for a DateTime in INSERT", "insert into News (Published) values (false)", Options{}, nil, "cannot take a boolean"},
+		{"number for a DateTime", "select * from News where Published = 123", Options{}, nil, `column "Published" is DateTime; it cannot take a number`},
+		{"number for a DateTime in BETWEEN", "select * from News where Published between 1 and 2", Options{}, nil, "cannot take a number"},
+		{"number for a DateTime in INSERT", "insert into News (Published) values (20260101)", Options{}, nil, "cannot take a number"},
 		{"owner in insert", "insert into Order (Code, owner) values ('x', 'user-2')", owner1, nil, `column "Owner" holds the row's owner`},
 		{"owner in set", "update Order set Owner = 'user-2' where Id = 1", owner1, nil, `column "Owner" holds the row's owner`},
 	}
@@ -165,5 +168,41 @@ func TestResultColumns(t *testing.T) {
 	got, err = Generate(SQLite, testCatalog, mustParse(t, "delete from News where Id = 1"), Options{})
 	if err != nil || got.Columns != nil {
 		t.Fatalf("DELETE Columns = %v, %v", got.Columns, err)
+	}
+}
+
+// TestRowCheck: a SELECT's WHERE calls Options.RowCheck first, with a RowCheckArg, and
+// keeps the rest together in parentheses (an OR stays under the check and the owner
+// predicate); a SELECT without a WHERE, and other statements, have no call; a name that is
+// not a plain one is refused.
+func TestRowCheck(t *testing.T) {
+	for _, tt := range []struct {
+		stmt string
+		opts Options
+		sql  string
+	}{
+		{"select Code from Security", Options{RowCheck: "chk"}, `SELECT "Code" FROM "Security"`},
+		{"select Code from Security where Code = 'a' or Code = 'b'", Options{RowCheck: "chk"},
+			`SELECT "Code" FROM "Security" WHERE chk(?) AND ("Code" COLLATE BINARY = ? OR "Code" COLLATE BINARY = ?)`},
+		{"select Code from Order where Code = 'a' or Code = 'b'", Options{RowCheck: "chk", Owner: owner1.Owner},
+			`SELECT "Code" FROM "Order" WHERE chk(?) AND ("Owner" COLLATE BINARY = ? AND ("Code" COLLATE BINARY = ? OR "Code" COLLATE BINARY = ?))`},
+		{"delete from News where Id = 1", Options{RowCheck: "chk"}, `DELETE FROM "News" WHERE "Id" = ?`},
+	} {
+		st, err := Generate(SQLite, testCatalog, mustParse(t, tt.stmt), tt.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.stmt, err)
+		}
+		if st.SQL != tt.sql {
+			t.Errorf("%s:\n got %s\nwant %s", tt.stmt, st.SQL, tt.sql)
+		}
+		if strings.Contains(tt.sql, "chk(?)") && st.Args[0] != (RowCheckArg{}) {
+			t.Errorf("%s: first argument %#v, want RowCheckArg", tt.stmt, st.Args[0])
+		}
+	}
+	for _, name := range []string{"chk()", `"chk"`, "1chk", "chk;drop", ""} {
+		_, err := Generate(SQLite, testCatalog, mustParse(t, "select Code from Security"), Options{RowCheck: name})
+		if (err == nil) != (name == "") {
+			t.Errorf("row check %q: %v", name, err)
+		}
 	}
 }

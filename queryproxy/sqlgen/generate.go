@@ -17,7 +17,20 @@ type Options struct {
 	// MaxRows, when above zero, caps a SELECT at MaxRows+1 rows, so that the caller can tell
 	// "exactly MaxRows" from "more than MaxRows". It does not apply to other statements.
 	MaxRows int
+	// RowCheck, when set, names an SQL function of one argument that a SELECT's WHERE
+	// calls first, so on every row the statement reads, before any other term (a SELECT
+	// without a WHERE returns every row it reads, so it has no call): its
+	// argument is a RowCheckArg, which the engine replaces, and a row the function answers
+	// with an error ends the statement with it. The engine's (Engine.RowCheck), for a
+	// limit it must hold while a statement runs: the SQLite engine's statement time limit
+	// on a statement whose first row is out (its driver interrupts only the first). The
+	// name is the engine's, never a request's. It does not apply to other statements.
+	RowCheck string
 }
+
+// RowCheckArg is the argument of a RowCheck call, as Generate binds it: a placeholder
+// the engine replaces with its own value.
+type RowCheckArg struct{}
 
 // Owner names the column that holds a row's owner and the owner of this request.
 type Owner struct {
@@ -54,6 +67,12 @@ func Generate(d Dialect, cat Catalog, stmt iql.Statement, opts Options) (Stateme
 		return Statement{}, err
 	}
 	g := &gen{d: d, t: t}
+	if _, ok := stmt.(*iql.Select); ok && opts.RowCheck != "" {
+		if !plainName(opts.RowCheck) {
+			return Statement{}, fmt.Errorf("sqlgen: row check %q is not a plain function name", opts.RowCheck)
+		}
+		g.rowCheck = opts.RowCheck
+	}
 	if opts.Owner != nil {
 		c, ok := t.Column(opts.Owner.Column)
 		if !ok {
@@ -92,6 +111,7 @@ type gen struct {
 	t          Table
 	owner      *Column // nil: no owner predicate
 	ownerValue any
+	rowCheck   string // a function WHERE calls first (Options.RowCheck); "" for none
 	b          strings.Builder
 	args       []any
 	columns    []Column
@@ -126,6 +146,17 @@ func (g *gen) columnList(names []string) ([]Column, error) {
 }
 
 // checkCatalogName refuses catalog names that no dialect can quote.
+// plainName reports whether name is a letter or underscore then letters, digits and
+// underscores (ASCII), written unquoted.
+func plainName(name string) bool {
+	for i, c := range []byte(name) {
+		if c != '_' && (c|0x20 < 'a' || c|0x20 > 'z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return name != ""
+}
+
 func checkCatalogName(name string) error {
 	if name == "" || strings.IndexByte(name, 0) >= 0 {
 		return fmt.Errorf("sqlgen: catalog name %q cannot be quoted", name)
@@ -279,6 +310,15 @@ func (g *gen) where(e iql.Expr) error {
 		return nil
 	}
 	g.b.WriteString(" WHERE ")
+	if g.rowCheck != "" {
+		// First: SQLite evaluates the terms a row is tested with in order, and stops at
+		// the first false one.
+		g.b.WriteString(g.rowCheck)
+		g.b.WriteByte('(')
+		g.bind(RowCheckArg{}, "")
+		g.b.WriteString(") AND (")
+		defer g.b.WriteByte(')')
+	}
 	if g.owner != nil {
 		g.ident(g.owner.Name)
 		g.collate(*g.owner, false)

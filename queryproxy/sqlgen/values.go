@@ -25,8 +25,8 @@ func (g *gen) bind(v any, cast string) {
 }
 
 // value binds literal l as a value of column c: a Boolean column takes only booleans (and
-// NULL), other typed columns no booleans, and a String column takes a number as its exact
-// text, so that every engine compares and stores the same thing ("Values" in the package
+// NULL), other typed columns no booleans, DateTime and Binary columns no numbers, and a
+// String column takes a number as its exact text, so that every engine compares and stores the same thing ("Values" in the package
 // doc). A column of unknown type takes any literal as literal binds it.
 func (g *gen) value(c Column, l iql.Literal) error {
 	switch {
@@ -38,6 +38,8 @@ func (g *gen) value(c Column, l iql.Literal) error {
 	case c.Type == String && l.Kind == iql.KindNumber:
 		g.bind(l.Text, "")
 		return nil
+	case (c.Type == DateTime || c.Type == Binary) && l.Kind == iql.KindNumber:
+		return &StatementError{Msg: fmt.Sprintf("column %q is %s; it cannot take a number", c.Name, c.Type)}
 	}
 	g.literal(l)
 	return nil

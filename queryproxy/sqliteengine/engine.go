@@ -96,11 +96,13 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 	if e.cfg.Trace != nil {
 		e.cfg.Trace(st.SQL, st.Args)
 	}
-	args, err := namedArgs(st.Args)
+	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
+	deadline, _ := qctx.Deadline()
+	args, err := namedArgs(withDeadline(st.Args, deadline))
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("running query: %w", err)
 	}
-	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
 	r, err := e.readers.get(qctx)
 	if err != nil {
 		err = classify(ctx, qctx, err)

@@ -35,7 +35,7 @@ func classify(parent, limited context.Context, err error) error {
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
 			kind = queryproxy.ErrTimeout
 		}
-	case limited.Err() != nil:
+	case limited.Err() != nil, pastLimit(err):
 		kind = queryproxy.ErrTimeout
 	case errors.Is(err, sql.ErrConnDone), errors.Is(err, errClosed):
 		kind = queryproxy.ErrUnavailable
