@@ -252,6 +252,29 @@ func TestAttackAuthorizationHeld(t *testing.T) {
 	}
 }
 
+// TestPerUserKeyNotAnOracle: a per-user table's rows are invisible to other users, but
+// its key is shared: an UPDATE of one's own order to another OrderId answered 409 when
+// another user's order held that id and 200 otherwise, and so did an insert naming one,
+// so a trader could enumerate the order ids (the number and timing of orders) of every
+// other user. With OrderId read-only (TablePolicy.ReadOnly, as the demo has it) both are
+// refused alike, 403, whether the id is taken or not, and an insert without it gets one.
+func TestPerUserKeyNotAnOracle(t *testing.T) {
+	s := attackService(t, sqliteengine.Config{}, "", nil, nil)
+	for _, id := range []int{1, 2, 1000} { // the demo user's orders 1 and 2; the trader owns 3 to 6
+		for _, stmt := range []string{
+			fmt.Sprintf(`update Order set OrderId = %d where OrderId = 3`, id),
+			fmt.Sprintf(`insert into Order (OrderId, AccountId, Code, Exchange, Side, Quantity) values (%d, 'TRD-200001', 'BHP', 'ASX', 'Buy', 1)`, id),
+		} {
+			if r := s.query(t, "trader", stmt); r.status != http.StatusForbidden || !strings.Contains(r.body, "read-only") {
+				t.Errorf("%s: %d %s, want 403 read-only", stmt, r.status, r.body)
+			}
+		}
+	}
+	if r := s.query(t, "trader", `insert into Order (AccountId, Code, Exchange, Side, Quantity) values ('TRD-200001', 'BHP', 'ASX', 'Buy', 1)`); r.status != 200 {
+		t.Fatalf("an insert without the key: %d %s", r.status, r.body)
+	}
+}
+
 // TestAttackForwarderHeld: through the pass-through (iq) engine, a string value that
 // tries to break out of its quotes, headers a client could forge (identity, cookies,
 // hop-by-hop, a second Authorization) and a CRLF in Request-Id reach the upstream neither
@@ -347,5 +370,21 @@ b'`,
 		if _, one := sel.Where.(*iql.Compare); !one {
 			t.Errorf("a value changed the shape of the forwarded statement: %q", bodies[i])
 		}
+	}
+}
+
+// TestReadOnlyPolicyChecks: a read-only column must be an identifier, and in the table.
+func TestReadOnlyPolicyChecks(t *testing.T) {
+	if err := queryproxy.ValidatePolicy([]queryproxy.TablePolicy{{Table: "Order", Read: []string{"r"}, ReadOnly: []string{"Order Id"}}}); err == nil ||
+		!strings.Contains(err.Error(), `read-only column "Order Id" is not an identifier`) {
+		t.Errorf("a read-only column not an identifier: %v", err)
+	}
+	p, err := queryproxy.NewPolicy([]queryproxy.TablePolicy{{Table: "Order", Read: []string{"r"}, ReadOnly: []string{"Missing"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := sqlgen.Catalog{Tables: []sqlgen.Table{{Name: "Order", Columns: []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer}}}}}
+	if err := p.CheckCatalog(cat); err == nil || !strings.Contains(err.Error(), `read-only column "Missing" not in the table`) {
+		t.Errorf("a read-only column not in the table: %v", err)
 	}
 }

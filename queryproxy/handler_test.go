@@ -23,7 +23,7 @@ var demoTables = []queryproxy.TablePolicy{
 	{Table: "News", Read: []string{"Service/News"}},
 	{Table: "NewsSources", Read: []string{"Service/News"}},
 	{Table: "Account", Read: []string{"Service/Trading"}, Owner: "Owner", Hidden: []string{"InternalRef"}},
-	{Table: "Order", Read: []string{"Service/Trading"}, Write: []string{"Service/OrderPad"}, Owner: "Owner", Hidden: []string{"RoutingNote"}},
+	{Table: "Order", Read: []string{"Service/Trading"}, Write: []string{"Service/OrderPad"}, Owner: "Owner", Hidden: []string{"RoutingNote"}, ReadOnly: []string{"OrderId"}},
 }
 
 // callers are the test tokens: "Bearer <name>".

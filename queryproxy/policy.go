@@ -47,6 +47,12 @@ type TablePolicy struct {
 	// values); to the caller they do not exist. The owner column cannot be
 	// hidden (it is how a caller's own rows are found).
 	Hidden []string `json:"hidden,omitempty"`
+	// ReadOnly columns can be read and filtered on but not written (SET, an
+	// insert): the database assigns them. A per-user table's key belongs
+	// here when other users' rows share its values: writing a value
+	// another user's row holds answers 409, which would tell a caller the
+	// keys of rows it cannot see.
+	ReadOnly []string `json:"read_only,omitempty"`
 }
 
 // Caller is who a request speaks for: the verified access token.
@@ -112,6 +118,11 @@ func ValidatePolicy(tables []TablePolicy) error {
 		if t.OwnerClaim != "" && t.Owner == "" {
 			errs = append(errs, fmt.Errorf("table %q: owner_claim without an owner column", t.Table))
 		}
+		for _, r := range t.ReadOnly {
+			if !iql.ValidIdent(r) {
+				errs = append(errs, fmt.Errorf("table %q: read-only column %q is not an identifier", t.Table, r))
+			}
+		}
 		for _, h := range t.Hidden {
 			if !iql.ValidIdent(h) {
 				errs = append(errs, fmt.Errorf("table %q: hidden column %q is not an identifier", t.Table, h))
@@ -147,8 +158,8 @@ func (p *Policy) table(name string) (*TablePolicy, bool) {
 	return nil, false
 }
 
-// CheckCatalog reports the policies whose table, owner column or hidden
-// columns the engine's catalog lacks: a configuration error, found at
+// CheckCatalog reports the policies whose table, owner column, hidden or
+// read-only columns the engine's catalog lacks: a configuration error, found at
 // start rather than on the first request.
 func (p *Policy) CheckCatalog(cat sqlgen.Catalog) error {
 	var errs []error
@@ -166,6 +177,11 @@ func (p *Policy) CheckCatalog(cat sqlgen.Catalog) error {
 		for _, h := range tp.Hidden {
 			if _, ok := t.Column(h); !ok {
 				errs = append(errs, fmt.Errorf("table %q: hidden column %q not in the table", tp.Table, h))
+			}
+		}
+		for _, r := range tp.ReadOnly {
+			if _, ok := t.Column(r); !ok {
+				errs = append(errs, fmt.Errorf("table %q: read-only column %q not in the table", tp.Table, r))
 			}
 		}
 	}
@@ -218,6 +234,11 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ow
 	case write && !c.holdsAny(tp.Write):
 		return nil, errForbidden(fmt.Sprintf("writing table %s needs one of the scopes %s", t.Name, strings.Join(tp.Write, ", ")))
 	}
+	if write {
+		if e := tp.checkReadOnly(stmt); e != nil {
+			return nil, e
+		}
+	}
 	visible := t
 	if len(tp.Hidden) > 0 {
 		visible = sqlgen.Table{Name: t.Name}
@@ -241,6 +262,26 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ow
 		}
 	}
 	return pl, nil
+}
+
+// checkReadOnly refuses (403) a write that names a ReadOnly column: in
+// SET, or an insert's columns.
+func (tp *TablePolicy) checkReadOnly(stmt iql.Statement) *Error {
+	var cols []string
+	switch s := stmt.(type) {
+	case *iql.Update:
+		for _, a := range s.Set {
+			cols = append(cols, a.Column)
+		}
+	case *iql.Insert:
+		cols = s.Columns
+	}
+	for _, c := range cols {
+		if slices.ContainsFunc(tp.ReadOnly, func(r string) bool { return sqlgen.EqualFold(r, c) }) {
+			return errForbidden(fmt.Sprintf("column %s is read-only: the database assigns it", c))
+		}
+	}
+	return nil
 }
 
 // dropOwnColumn removes the owner column from an insert whose every row

@@ -50,6 +50,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //			write <scope>...                # any one of them writes (with read)
 //			owner <column> [<claim>]        # per-user rows (claim default sub)
 //			hidden <column>...
+//			read_only <column>...           # read, never written (a key the database assigns)
 //		}
 //		allowed_origins <origin>...
 //		max_body_size <bytes>
@@ -197,7 +198,7 @@ func (h *Handler) parsePostgres(d *caddyfile.Dispenser, args []string) error {
 	return nil
 }
 
-// parseTable parses "table <Name> { read ...; write ...; owner ...; hidden ... }".
+// parseTable parses "table <Name> { read ...; write ...; owner ...; hidden ...; read_only ... }".
 func (h *Handler) parseTable(d *caddyfile.Dispenser) error {
 	name, err := cfutil.OneArg(d)
 	if err != nil {
@@ -221,6 +222,8 @@ func (h *Handler) parseTable(d *caddyfile.Dispenser) error {
 			}
 		case "hidden":
 			t.Hidden, err = cfutil.ListArgs(d)
+		case "read_only":
+			t.ReadOnly, err = cfutil.ListArgs(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}
