@@ -373,11 +373,16 @@ b'`,
 	}
 }
 
-// TestReadOnlyPolicyChecks: a read-only column must be an identifier, and in the table.
+// TestReadOnlyPolicyChecks: a read-only column must be an identifier, not hidden, and in
+// the table.
 func TestReadOnlyPolicyChecks(t *testing.T) {
 	if err := queryproxy.ValidatePolicy([]queryproxy.TablePolicy{{Table: "Order", Read: []string{"r"}, ReadOnly: []string{"Order Id"}}}); err == nil ||
 		!strings.Contains(err.Error(), `read-only column "Order Id" is not an identifier`) {
 		t.Errorf("a read-only column not an identifier: %v", err)
+	}
+	if err := queryproxy.ValidatePolicy([]queryproxy.TablePolicy{{Table: "Order", Read: []string{"r"}, Hidden: []string{"Note"}, ReadOnly: []string{"note"}}}); err == nil ||
+		!strings.Contains(err.Error(), "both hidden and read-only") {
+		t.Errorf("a column both hidden and read-only (a write naming it would tell it exists): %v", err)
 	}
 	p, err := queryproxy.NewPolicy([]queryproxy.TablePolicy{{Table: "Order", Read: []string{"r"}, ReadOnly: []string{"Missing"}}})
 	if err != nil {

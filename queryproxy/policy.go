@@ -51,7 +51,10 @@ type TablePolicy struct {
 	// insert): the database assigns them. A per-user table's key belongs
 	// here when other users' rows share its values: writing a value
 	// another user's row holds answers 409, which would tell a caller the
-	// keys of rows it cannot see.
+	// keys of rows it cannot see. (A key the database assigns in sequence
+	// still tells, by the gap between two of a caller's own rows, how many
+	// rows others made meanwhile: a table that must hide that needs keys
+	// that are not sequential.)
 	ReadOnly []string `json:"read_only,omitempty"`
 }
 
@@ -121,6 +124,9 @@ func ValidatePolicy(tables []TablePolicy) error {
 		for _, r := range t.ReadOnly {
 			if !iql.ValidIdent(r) {
 				errs = append(errs, fmt.Errorf("table %q: read-only column %q is not an identifier", t.Table, r))
+			}
+			if slices.ContainsFunc(t.Hidden, func(h string) bool { return sqlgen.EqualFold(h, r) }) {
+				errs = append(errs, fmt.Errorf("table %q: column %q is both hidden and read-only (a hidden column does not exist to the caller)", t.Table, r))
 			}
 		}
 		for _, h := range t.Hidden {

@@ -145,8 +145,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 			return
 		}
-		got, gotAt, status := g.headerAuth(r, h)
-		g.verifying.Add(-1)
+		got, gotAt, status := func() (*Identity, time.Time, int) {
+			defer g.verifying.Add(-1)
+			return g.headerAuth(r, h)
+		}()
 		if status != 0 {
 			http.Error(w, http.StatusText(status), status)
 			return

@@ -97,6 +97,23 @@ func TestQueryTimeLimitBetweenRows(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > slack {
 		t.Fatalf("Next took %v", elapsed)
 	}
+
+	// Next waiting for a row when the limit passes ends the rows and frees the connection
+	// at once, not at Close: the caller may write what it has to a client that does not
+	// read before it closes them.
+	slow, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT x, pg_sleep(0.2) FROM generate_series(1, 100) x`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	for slow.Next() {
+	}
+	if err := slow.Err(); !errors.Is(err, queryproxy.ErrTimeout) {
+		t.Fatalf("error %v, want ErrTimeout", err)
+	}
+	if n := e.pool.Stat().AcquiredConns(); n != 0 {
+		t.Fatalf("%d connections still taken from the pool before Close", n)
+	}
 }
 
 // TestQueryCanceled: when the caller's context is canceled (the client went away), Query

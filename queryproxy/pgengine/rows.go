@@ -94,9 +94,11 @@ func (rs *rows) Next() bool {
 	return true
 }
 
-// fail ends the rows with err. rs.mu held.
+// fail ends the rows with err and frees the connection (the caller may
+// write to a slow client before it closes the rows). rs.mu held.
 func (rs *rows) fail(err error) {
 	rs.err = fmt.Errorf("reading rows: %w", classify(rs.parent, rs.limited, err))
+	_ = rs.rd.finish(rs.parent)
 }
 
 // expire ends the rows at the statement time limit (or the caller's end) if the caller is
@@ -107,7 +109,6 @@ func (rs *rows) expire() {
 	defer rs.mu.Unlock()
 	if rs.err == nil && !rs.closed && !rs.rd.done { // not read to the end
 		rs.fail(rs.limited.Err())
-		_ = rs.rd.finish(rs.parent)
 	}
 }
 

@@ -145,7 +145,6 @@ func (g *gen) columnList(names []string) ([]Column, error) {
 	return cols, nil
 }
 
-// checkCatalogName refuses catalog names that no dialect can quote.
 // plainName reports whether name is a letter or underscore then letters, digits and
 // underscores (ASCII), written unquoted.
 func plainName(name string) bool {
@@ -157,6 +156,7 @@ func plainName(name string) bool {
 	return name != ""
 }
 
+// checkCatalogName refuses catalog names that no dialect can quote.
 func checkCatalogName(name string) error {
 	if name == "" || strings.IndexByte(name, 0) >= 0 {
 		return fmt.Errorf("sqlgen: catalog name %q cannot be quoted", name)

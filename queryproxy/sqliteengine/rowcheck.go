@@ -16,7 +16,8 @@ import (
 // rows; but one step can read a whole table, for the one row a WHERE matches at its end,
 // holding a read connection as long. So sqlgen has every SELECT's WHERE call rowCheckFunc
 // first, on every row the statement reads (sqlgen.Options.RowCheck), with the statement's
-// deadline (UnixNano) for its argument: past it, the call fails the statement.
+// deadline for its argument, in nanoseconds of the process's monotonic clock (mono): past
+// it, the call fails the statement. (The wall clock may step.)
 const rowCheckFunc = "gatehouseWithin"
 
 // errPastLimit is rowCheckFunc's error: the statement time limit has passed. SQLite passes
@@ -27,13 +28,19 @@ func init() {
 	sqlite.MustRegisterFunction(rowCheckFunc, &sqlite.FunctionImpl{NArgs: 1, Scalar: within})
 }
 
-// within is rowCheckFunc: 1 while the deadline args[0] is ahead.
+// within is rowCheckFunc: 1 while the deadline args[0] (mono) is ahead.
 func within(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-	if d, ok := args[0].(int64); !ok || time.Now().UnixNano() >= d {
+	if d, ok := args[0].(int64); !ok || mono() >= d {
 		return nil, errPastLimit
 	}
 	return int64(1), nil
 }
+
+// started is when the process started, as far as mono counts.
+var started = time.Now()
+
+// mono is the process's monotonic clock, in nanoseconds since started.
+func mono() int64 { return int64(time.Since(started)) }
 
 // pastLimit reports whether err is a statement failed by rowCheckFunc.
 func pastLimit(err error) bool {
@@ -44,8 +51,8 @@ func pastLimit(err error) bool {
 // (sqlgen.Options.RowCheck): it holds the statement time limit.
 func (e *Engine) RowCheck() string { return rowCheckFunc }
 
-// withDeadline gives args with each sqlgen.RowCheckArg replaced by deadline, as UnixNano.
-// The caller's slice is not changed.
+// withDeadline gives args with each sqlgen.RowCheckArg replaced by deadline, in mono's
+// nanoseconds. The caller's slice is not changed.
 func withDeadline(args []any, deadline time.Time) []any {
 	out := args
 	for i, a := range args {
@@ -53,7 +60,7 @@ func withDeadline(args []any, deadline time.Time) []any {
 			if &out[0] == &args[0] {
 				out = append([]any(nil), args...)
 			}
-			out[i] = deadline.UnixNano()
+			out[i] = int64(deadline.Sub(started))
 		}
 	}
 	return out
