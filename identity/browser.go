@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -56,6 +57,9 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 	}
 	sessions, err := session.New(session.Config{
 		Store: bs, Issuer: s.cfg.Issuer, IdleTimeout: s.cfg.SessionIdleTimeout, Lifetime: s.cfg.SessionLifetime, Now: s.cfg.Now,
+		Ended: func(ctx context.Context, subject string, authTime time.Time) (bool, error) {
+			return s.store.AccessTokenRevoked(ctx, "", "", subject, authTime)
+		},
 	})
 	if err != nil {
 		return err

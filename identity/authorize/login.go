@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/session"
 	"github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/web"
 )
@@ -97,6 +98,7 @@ func (e *Endpoint) ServeLogin(w http.ResponseWriter, r *http.Request) {
 		e.showLogin(w, r, LoginName, q, c, http.StatusBadRequest, username, msgMissing)
 		return
 	}
+	at := e.cfg.Now() // before the user is read: a password change meanwhile ends this login (session.ErrEnded)
 	user, err := e.cfg.Passwords.Check(r.Context(), username, password, e.cfg.ClientIP(r))
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
@@ -111,8 +113,14 @@ func (e *Endpoint) ServeLogin(w http.ResponseWriter, r *http.Request) {
 		e.fail(w, r, LoginName, q, c, oauth.ServerError(err))
 		return
 	}
-	sess, err := e.cfg.Sessions.Start(r.Context(), w, r, user.Subject, e.cfg.Now())
-	if err != nil {
+	sess, err := e.cfg.Sessions.Start(r.Context(), w, r, user.Subject, at)
+	switch {
+	case errors.Is(err, session.ErrEnded):
+		// The password changed while it was being checked.
+		e.log(r, LoginName, c.ID, oauth.ErrAccessDenied, "invalid username or password", err)
+		e.showLogin(w, r, LoginName, q, c, http.StatusUnauthorized, username, msgBadCredentials)
+		return
+	case err != nil:
 		e.fail(w, r, LoginName, q, c, oauth.ServerError(err))
 		return
 	}

@@ -311,6 +311,7 @@ func (e *Endpoint) login(w http.ResponseWriter, r *http.Request, form url.Values
 		e.showLogin(w, r, http.StatusBadRequest, pending, username, msgMissing)
 		return
 	}
+	at := e.cfg.Now() // before the user is read: a password change meanwhile ends this login (session.ErrEnded)
 	user, err := e.cfg.Passwords.Check(r.Context(), username, password, e.cfg.ClientIP(r))
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
@@ -324,8 +325,14 @@ func (e *Endpoint) login(w http.ResponseWriter, r *http.Request, form url.Values
 		e.showError(w, r, "", serverFailure(err))
 		return
 	}
-	sess, err := e.cfg.Sessions.Start(r.Context(), w, r, user.Subject, e.cfg.Now())
-	if err != nil {
+	sess, err := e.cfg.Sessions.Start(r.Context(), w, r, user.Subject, at)
+	switch {
+	case errors.Is(err, session.ErrEnded):
+		// The password changed while it was being checked.
+		(&failure{status: http.StatusUnauthorized, message: msgBadCredentials, code: oauth.ErrAccessDenied, cause: err}).log(e, r, "")
+		e.showLogin(w, r, http.StatusUnauthorized, pending, username, msgBadCredentials)
+		return
+	case err != nil:
 		e.showError(w, r, "", serverFailure(err))
 		return
 	}

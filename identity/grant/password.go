@@ -21,6 +21,10 @@ func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response
 	if perr != nil {
 		return nil, perr
 	}
+	// The authentication's time is taken before the user is read: a
+	// password change that lands while the check runs (it may wait on a
+	// throttle or a hash slot) ends this authentication too (sessionsEnded).
+	at := e.now()
 	user, err := e.cfg.Passwords.Check(ctx, username, password, req.Source)
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
@@ -36,6 +40,6 @@ func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response
 	}
 	return e.cfg.Tokens.Issue(ctx, tokens.Grant{
 		Client: req.Client, User: &user, Subject: user.Subject, Scopes: granted,
-		AuthTime: e.now(), Type: oauth.GrantPassword,
+		AuthTime: at, Type: oauth.GrantPassword,
 	})
 }

@@ -44,7 +44,18 @@ type Config struct {
 	Lifetime time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Ended, if set, reports whether the subject's sessions were ended
+	// after authTime (store RevokeSubject: a changed password, a disabled
+	// user; Revocations.AccessTokenRevoked with the subject). The store
+	// deletes them then; a session started by a login that was checking the
+	// old password as it landed is refused by Current, and by Start.
+	Ended func(ctx context.Context, subject string, authTime time.Time) (bool, error)
 }
+
+// ErrEnded is Start's error when the user's sessions were ended after the
+// login's authTime: the password it checked has changed since, or the user
+// was disabled.
+var ErrEnded = errors.New("the user's sessions were ended after this login")
 
 // Manager creates, finds and ends sessions and sets their cookies. It is
 // safe for concurrent use.
@@ -149,7 +160,22 @@ func (m *Manager) Current(ctx context.Context, r *http.Request) (s store.Session
 	if !now.Before(s.ExpiresAt) || (!s.AbsoluteExpiresAt.IsZero() && !now.Before(s.AbsoluteExpiresAt)) {
 		return store.Session{}, false, nil
 	}
+	if ended, err := m.ended(ctx, s); err != nil || ended {
+		return store.Session{}, false, err
+	}
 	return s, true, nil
+}
+
+// ended reports whether s was ended by its user's revocation (Config.Ended).
+func (m *Manager) ended(ctx context.Context, s store.Session) (bool, error) {
+	if m.cfg.Ended == nil {
+		return false, nil
+	}
+	ended, err := m.cfg.Ended(ctx, s.Subject, s.AuthTime)
+	if err != nil {
+		return false, fmt.Errorf("reading whether the session's user was revoked: %w", err)
+	}
+	return ended, nil
 }
 
 // Start logs subject in: a new session (never the one the browser had: no
@@ -172,6 +198,17 @@ func (m *Manager) Start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	s.ExpiresAt = earlier(now.Add(m.cfg.IdleTimeout), s.AbsoluteExpiresAt)
 	if err := m.cfg.Store.CreateSession(ctx, s); err != nil {
 		return store.Session{}, fmt.Errorf("starting session: %w", err)
+	}
+	// Checked once the session is stored: a revocation committed before
+	// is seen here, one committed after deletes the session.
+	if ended, err := m.ended(ctx, s); err != nil || ended {
+		if derr := m.cfg.Store.DeleteSession(ctx, s.Hash); derr != nil && err == nil {
+			err = derr
+		}
+		if err == nil {
+			err = ErrEnded
+		}
+		return store.Session{}, err
 	}
 	if old := cookieValue(r, m.name); old != "" {
 		if err := m.cfg.Store.DeleteSession(ctx, Hash(old)); err != nil {

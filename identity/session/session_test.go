@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -246,5 +247,43 @@ func TestSameOrigin(t *testing.T) {
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrCrossSite)) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// TestSessionEndedByRevocation: with Ended set, Current refuses a session whose
+// authentication came before the user's sessions were ended (a session a login started
+// while a password change landed, which the store's RevokeSubject did not see), and Start
+// refuses, and deletes, one whose login checked a password that has changed since.
+func TestSessionEndedByRevocation(t *testing.T) {
+	m, _, clk := newManager(t, "https://id.example")
+	ctx := t.Context()
+	var notBefore time.Time // alice's sessions before it have ended
+	m.cfg.Ended = func(_ context.Context, subject string, authTime time.Time) (bool, error) {
+		return subject == "alice" && notBefore.After(authTime), nil
+	}
+	authTime := clk.Now().Add(-time.Second)
+	w := httptest.NewRecorder()
+	if _, err := m.Start(ctx, w, httptest.NewRequest("POST", "/", nil), "alice", authTime); err != nil {
+		t.Fatal(err)
+	}
+	r := withCookies(w)
+	if _, ok, err := m.Current(ctx, r); !ok || err != nil {
+		t.Fatalf("Current before the revocation: %t %v", ok, err)
+	}
+	notBefore = clk.Now()
+	if _, ok, err := m.Current(ctx, r); ok || err != nil {
+		t.Fatalf("Current after the revocation: %t %v, want no session", ok, err)
+	}
+	w2 := httptest.NewRecorder()
+	s, err := m.Start(ctx, w2, httptest.NewRequest("POST", "/", nil), "alice", authTime)
+	if !errors.Is(err, ErrEnded) {
+		t.Fatalf("Start of a login checked before the revocation: %v, want ErrEnded", err)
+	}
+	if s.Hash != nil {
+		t.Fatalf("Start gave a session: %+v", s)
+	}
+	clk.Add(time.Second)
+	if _, err := m.Start(ctx, httptest.NewRecorder(), httptest.NewRequest("POST", "/", nil), "alice", clk.Now()); err != nil {
+		t.Fatalf("a login after the revocation: %v", err)
 	}
 }

@@ -138,7 +138,8 @@ type Revocations interface {
 	// expires at exp. Revoking twice is not an error.
 	RevokeAccessToken(ctx context.Context, jti string, exp, now time.Time) error
 	// RevokeSubject ends every session of a subject at now (a disabled
-	// user, a changed password): it revokes the subject's families, and
+	// user, a changed password): it revokes the subject's families,
+	// deletes its browser sessions (a store without them has none), and
 	// records a Revocation with Subject and NotBefore now, lasting until
 	// tokensUntil, so that every access token of the subject issued
 	// before now is refused. Not an error when the subject has nothing.

@@ -149,6 +149,9 @@ func (s *Service) issueFromCode(ctx context.Context, g Grant, fam *newFamily, jt
 	if resp.IDToken, perr = s.mintID(g, &at, "", now); perr != nil {
 		return nil, perr
 	}
+	if perr := s.sessionsEnded(ctx, g); perr != nil {
+		return nil, perr
+	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
 		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
 	return resp, nil

@@ -99,6 +99,9 @@ func (s *Service) Authorize(ctx context.Context, a Authorization) (*FrontChannel
 		s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantImplicit), zap.String("client_id", g.Client.ID),
 			zap.String("sub", g.Subject), zap.String("jti", minted.jti), zap.Strings("scopes", g.Scopes))
 	}
+	if perr := s.sessionsEnded(ctx, g); perr != nil {
+		return nil, perr
+	}
 	if a.IDToken {
 		var perr *oauth.Error
 		if out.IDToken, perr = s.mintID(g, at, out.Code, now); perr != nil {

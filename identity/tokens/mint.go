@@ -221,7 +221,32 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 	if resp.IDToken, perr = s.mintID(g, &at, "", now); perr != nil {
 		return nil, perr
 	}
+	if perr := s.sessionsEnded(ctx, g); perr != nil {
+		return nil, perr
+	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
 		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
 	return resp, nil
+}
+
+// sessionsEnded refuses a grant whose authentication (g.AuthTime) the
+// user's sessions were ended after (store RevokeSubject: a changed
+// password, a disabled user): a code or a device approval made before, a
+// family created from one, a password checked against the hash the change
+// replaced while the change landed. Run after the tokens are minted, it
+// keeps them from being given out; a revocation that lands after it covers
+// them by their issue time, and their family by its AuthTime.
+func (s *Service) sessionsEnded(ctx context.Context, g Grant) *oauth.Error {
+	if g.User == nil || g.AuthTime.IsZero() {
+		return nil
+	}
+	revoked, err := s.cfg.Store.AccessTokenRevoked(ctx, "", "", g.Subject, g.AuthTime)
+	switch {
+	case err != nil:
+		return oauth.ServerError(err)
+	case revoked:
+		return &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "the user's sessions were ended after this authentication",
+			Cause: errors.New("subject revoked after the grant's auth_time")}
+	}
+	return nil
 }

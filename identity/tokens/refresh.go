@@ -420,8 +420,12 @@ func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store
 		}
 		scopes = want
 	}
-	return Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime,
-		Type: oauth.GrantRefreshToken, FamilyID: fam.ID}, nil
+	g := Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime,
+		Type: oauth.GrantRefreshToken, FamilyID: fam.ID}
+	if perr := s.sessionsEnded(ctx, g); perr != nil {
+		return Grant{}, perr
+	}
+	return g, nil
 }
 
 // refreshed mints the access (and ID) token of a successful refresh.

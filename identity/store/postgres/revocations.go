@@ -36,8 +36,9 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 }
 
 // RevokeSubject revokes, in one transaction, the subject's live families
-// (with their revocations, as RevokeRefreshFamily records them) and
-// records the subject's not-before time, and notifies the listeners
+// (with their revocations, as RevokeRefreshFamily records them), deletes
+// its browser sessions and records the subject's not-before time, and
+// notifies the listeners
 // (unless notices are off). A later revocation of the same
 // subject moves NotBefore and the expiry on, never back.
 func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
@@ -47,6 +48,9 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUn
 			return err
 		}
 		if err := revokeFamiliesTx(ctx, tx, familiesBySubject, subject, now, tokensUntil); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE subject = $1`, subject); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO subject_revocations AS r (subject, not_before, expires_at, revoked_at)

@@ -22,8 +22,8 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 }
 
 // RevokeSubject revokes, in one transaction, the subject's live families
-// (with their revocations, as RevokeRefreshFamily records them) and
-// records the subject's not-before time. A later revocation of the same
+// (with their revocations, as RevokeRefreshFamily records them), deletes
+// its browser sessions and records the subject's not-before time. A later revocation of the same
 // subject moves NotBefore and the expiry on, never back.
 func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -32,6 +32,9 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUn
 			return err
 		}
 		if err := revokeFamiliesTx(ctx, tx, `f.subject = ?`, []any{subject}, now, tokensUntil); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE subject = ?`, subject); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO subject_revocations (subject, not_before, expires_at, revoked_at)

@@ -169,6 +169,29 @@ var sessionCases = []browserCase{
 		wantErr(t, "DeleteSession again", s.DeleteSession(ctx, a.Hash), nil)
 		equal(t, "the other session", readSession(ctx, t, s, b.Hash), b)
 	}},
+	{"RevokeSubjectEndsSessions", func(t *testing.T, s store.BrowserStore) {
+		// A changed password or a disabled user ends the user's browser
+		// sessions, which outlive the revocation's record (it lasts as long
+		// as access tokens do).
+		ctx := Context(t)
+		rs, ok := s.(interface {
+			RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error
+		})
+		if !ok {
+			t.Skip("the store does not revoke subjects")
+		}
+		a1, a2, b := session("a1"), session("a2"), session("b")
+		a2.Subject = a1.Subject
+		for _, ss := range []store.Session{a1, a2, b} {
+			wantErr(t, "CreateSession", s.CreateSession(ctx, ss), nil)
+		}
+		wantErr(t, "RevokeSubject", rs.RevokeSubject(ctx, a1.Subject, t0.Add(time.Minute), t0.Add(time.Hour)), nil)
+		for _, ss := range []store.Session{a1, a2} {
+			_, err := s.Session(ctx, ss.Hash)
+			wantErr(t, "Session after RevokeSubject", err, store.ErrNotFound)
+		}
+		equal(t, "another subject's session", readSession(ctx, t, s, b.Hash), b)
+	}},
 }
 
 // authCode is a code as the suite stores it.
