@@ -108,7 +108,7 @@ func (s *session) inspect(ctx context.Context, now, wall, changedAt time.Time) (
 }
 
 // whenFree runs f, which waits for s.mu, on a goroutine of its own: the
-// supervisor's work on a session whose lock is busy. One at a time: while
+// supervisor's work on a session whose lock is busy. Supervisor only. One at a time: while
 // one is under way, f is dropped (the work is due again at the next walk:
 // the lapse that f would make, or the verification it would record, has
 // not happened).
@@ -116,7 +116,11 @@ func (s *session) whenFree(f func()) {
 	if !s.looking.CompareAndSwap(false, true) {
 		return
 	}
+	// Counted by the gateway, which Shutdown waits for: only the
+	// supervisor calls whenFree, and Shutdown waits for it to end first.
+	s.g.wg.Add(1)
 	go func() {
+		defer s.g.wg.Done()
 		defer s.looking.Store(false)
 		f()
 	}()
