@@ -130,8 +130,15 @@ func (h *AuthHandler) Validate() error {
 }
 
 // ServeHTTP checks the request's access token, then calls next with the
-// identity in placeholders and headers.
+// identity in placeholders and headers. A request that announces as a
+// trailer a header the policy sets or strips is refused (400): the
+// trailers come after the body, past what the policy can rewrite, and a
+// proxy passes them on.
 func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if h.trailerProtected(r) {
+		http.Error(w, "a header the gateway sets or strips cannot be sent as a trailer", http.StatusBadRequest)
+		return nil
+	}
 	id, refusal := h.verifier.Authorize(r, h.requirement)
 	if refusal != nil {
 		// Never the token: the reason, and the cause at most.
@@ -148,6 +155,25 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	setIdentityPlaceholders(repl, id)
 	h.headers.Apply(r.Header, func(template string) string { return repl.ReplaceAll(template, "") })
 	return next.ServeHTTP(w, r)
+}
+
+// trailerProtected reports whether r announces a protected header as a
+// trailer (its Trailer header, which net/http has read into r.Trailer's
+// keys).
+func (h *AuthHandler) trailerProtected(r *http.Request) bool {
+	for name := range r.Trailer {
+		if h.headers.Protected(name) {
+			return true
+		}
+	}
+	for _, v := range r.Header.Values("Trailer") {
+		for name := range strings.SplitSeq(v, ",") {
+			if h.headers.Protected(strings.TrimSpace(name)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // claimPlaceholderPrefix prefixes the placeholders of claims.

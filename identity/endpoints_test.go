@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -218,6 +220,40 @@ func TestRevocation(t *testing.T) {
 		// The refresh token of the grant still works: only that token was revoked.
 		if res := f.refresh("app", login.str("refresh_token")); res.status != 200 {
 			t.Fatal(res.raw)
+		}
+	})
+	t.Run("a revocation outlives its token by the verifiers' leeway", func(t *testing.T) {
+		// Dropped at the token's expiry (as it was), the revocation was purged,
+		// or missed by a verifier's full reload, while a verifier still
+		// accepted the token within its leeway: the revoked token was good again.
+		f := newFixture(t)
+		login := f.login("demo", "demo-pw")
+		at := login.str("access_token")
+		if res := f.revoke(form("token", at, "client_id", "app")); res.status != 200 {
+			t.Fatal(res.raw)
+		}
+		exp, _ := login.body["expires_in"].(float64)
+		f.clock.Add(time.Duration(exp)*time.Second + 5*time.Second) // inside the default leeway
+		if _, err := f.st.DeleteExpired(t.Context(), f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		// This server's own verifier has no leeway; another's (gatehouse_auth,
+		// leeway up to verify.MaxLeeway) reads the same list.
+		raw, err := base64.RawURLEncoding.DecodeString(strings.Split(at, ".")[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claims struct {
+			JTI string `json:"jti"`
+			Sub string `json:"sub"`
+			IAT int64  `json:"iat"`
+		}
+		if err := json.Unmarshal(raw, &claims); err != nil {
+			t.Fatal(err)
+		}
+		revoked, err := f.st.AccessTokenRevoked(t.Context(), claims.JTI, "", claims.Sub, time.Unix(claims.IAT, 0))
+		if err != nil || !revoked {
+			t.Fatalf("5 s past its expiry the store no longer holds the token's revocation (%v)", err)
 		}
 	})
 	t.Run("requests that revoke nothing", func(t *testing.T) {

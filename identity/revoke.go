@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
 // serveRevocation is POST /connect/revocation (RFC 7009). A refresh token
@@ -84,7 +85,9 @@ func (s *Server) revokeAccess(r *http.Request, c *clients.Client, token string) 
 	if err != nil || id.ClientID != c.ID || id.JTI == "" {
 		return nil // invalid, expired, already revoked, or not this client's
 	}
-	if err := s.store.RevokeAccessToken(r.Context(), id.JTI, id.Expiry, s.cfg.Now()); err != nil {
+	// Kept past the token's expiry as long as a verifier may still accept
+	// it (its leeway): dropped at exp, the revocation would let it back in.
+	if err := s.store.RevokeAccessToken(r.Context(), id.JTI, id.Expiry.Add(verify.MaxLeeway), s.cfg.Now()); err != nil {
 		return err
 	}
 	s.audit.Info("access token revoked", zap.String("client_id", c.ID), zap.String("sub", id.Subject), zap.String("jti", id.JTI))

@@ -87,7 +87,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	tcfg := tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
-		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime),
+		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime) + verify.MaxLeeway,
 		FamilyRevoked:     func(ctx context.Context) error { return s.verifier.RefreshRevocations(ctx) },
 		CodeLifetime:      cfg.CodeLifetime,
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/users"
+	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
 // setUpUserCommand adds the flags and subcommands of `gatehouse user` to cmd.
@@ -158,7 +159,7 @@ func updateUser(cmd *cobra.Command, username string, endSessions bool, change fu
 	until := now.Add(sessionsUntil)
 	if app, err := loadApp(cmd); err == nil && app.Issuer != "" {
 		if cfg, err := app.IdentityConfig(); err == nil {
-			until = now.Add(identity.MaxAccessLifetime(cfg))
+			until = now.Add(identity.MaxAccessLifetime(cfg) + verify.MaxLeeway)
 		}
 	}
 	if err := st.RevokeSubject(cmd.Context(), u.Subject, now, until); err != nil {

@@ -176,13 +176,13 @@ func (s *Service) codeReplayed(ctx context.Context, hash []byte, now time.Time) 
 // (ExchangeCode reads the code again once it has stored it).
 func (s *Service) revokeIssued(ctx context.Context, rec store.AuthCode, now time.Time) *oauth.Error {
 	if rec.FamilyID != "" {
-		err := s.cfg.Store.RevokeRefreshFamily(ctx, rec.FamilyID, now, now.Add(s.cfg.MaxAccessLifetime))
+		err := s.cfg.Store.RevokeRefreshFamily(ctx, rec.FamilyID, now, s.revocationUntil(now))
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return oauth.ServerError(err)
 		}
 	}
 	if rec.AccessTokenID != "" {
-		if err := s.cfg.Store.RevokeAccessToken(ctx, rec.AccessTokenID, rec.AccessTokenExpiresAt, now); err != nil {
+		if err := s.cfg.Store.RevokeAccessToken(ctx, rec.AccessTokenID, s.revocationUntil(now), now); err != nil {
 			return oauth.ServerError(err)
 		}
 	}

@@ -39,7 +39,8 @@ type Config struct {
 	// sharing the store must use the same one. Required.
 	RefreshSecret []byte
 	// MaxAccessLifetime is the longest lifetime of an access token any
-	// client gets: a revoked family's revocation lasts that long.
+	// client gets, plus the largest leeway a verifier accepts a token with
+	// past its expiry (verify.MaxLeeway): a revocation lasts that long.
 	// Required.
 	MaxAccessLifetime time.Duration
 	// Audit receives token events. Default: no-op.
@@ -227,6 +228,14 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
 		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
 	return resp, nil
+}
+
+// revocationUntil is how long a revocation made at now must last: until
+// every access token it covers has expired, and a verifier's leeway past
+// that (MaxAccessLifetime includes it); dropped sooner, a revoked token
+// would be accepted again at its end.
+func (s *Service) revocationUntil(now time.Time) time.Time {
+	return now.Add(s.cfg.MaxAccessLifetime)
 }
 
 // sessionsEnded refuses a grant whose authentication (g.AuthTime) the

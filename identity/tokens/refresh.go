@@ -286,7 +286,7 @@ func (s *Service) sinceRotation(fam store.RefreshFamily, now time.Time) time.Dur
 
 // replayed revokes a family whose token was replayed (RFC 9700 §4.14.2).
 func (s *Service) replayed(ctx context.Context, fam store.RefreshFamily, now time.Time) *oauth.Error {
-	if err := s.cfg.Store.RevokeRefreshFamily(ctx, fam.ID, now, now.Add(s.cfg.MaxAccessLifetime)); err != nil {
+	if err := s.cfg.Store.RevokeRefreshFamily(ctx, fam.ID, now, s.revocationUntil(now)); err != nil {
 		return oauth.ServerError(err)
 	}
 	s.cfg.Audit.Warn("refresh token replay detected", zap.String("client_id", fam.ClientID),
@@ -383,7 +383,7 @@ func (s *Service) Lookup(ctx context.Context, token string) (fam store.RefreshFa
 // the revocation endpoint does (RFC 7009).
 func (s *Service) Revoke(ctx context.Context, familyID string) error {
 	now := s.cfg.Now()
-	if err := s.cfg.Store.RevokeRefreshFamily(ctx, familyID, now, now.Add(s.cfg.MaxAccessLifetime)); err != nil {
+	if err := s.cfg.Store.RevokeRefreshFamily(ctx, familyID, now, s.revocationUntil(now)); err != nil {
 		return fmt.Errorf("revoking refresh family: %w", err)
 	}
 	return nil

@@ -78,12 +78,20 @@ func NewHeaderPolicy(set map[string][]string, strip []string, stripAuthorization
 // then adds each set header's values, expand(template) for each template.
 // A value that expands empty (e.g. an absent claim) is left out, and so is
 // one holding a control character other than tab, which could split or
-// smuggle a header.
+// smuggle a header. A stripped header named in Connection is taken out of
+// it: a proxy deletes the headers Connection names (RFC 9110 §7.6.1), so a
+// client could otherwise have it drop the ones set here.
 func (p *HeaderPolicy) Apply(h http.Header, expand func(template string) string) {
 	if len(p.strip) > 0 {
 		for name := range h {
 			if p.stripped(name) {
 				delete(h, name)
+			}
+		}
+		if conn, ok := h["Connection"]; ok {
+			h["Connection"] = p.unprotected(conn)
+			if len(h["Connection"]) == 0 {
+				delete(h, "Connection")
 			}
 		}
 	}
@@ -95,6 +103,30 @@ func (p *HeaderPolicy) Apply(h http.Header, expand func(template string) string)
 		}
 	}
 }
+
+// unprotected is the comma-separated lists vs without the names Protected
+// reports.
+func (p *HeaderPolicy) unprotected(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		var keep []string
+		for name := range strings.SplitSeq(v, ",") {
+			if name = strings.TrimSpace(name); name != "" && !p.Protected(name) {
+				keep = append(keep, name)
+			}
+		}
+		if len(keep) > 0 {
+			out = append(out, strings.Join(keep, ", "))
+		}
+	}
+	return out
+}
+
+// Protected reports whether name (any spelling) is a header the policy
+// sets or strips: one a client may neither name in Connection (Apply
+// takes it out) nor send as a trailer (the caller refuses the request:
+// Apply sees only the header section).
+func (p *HeaderPolicy) Protected(name string) bool { return p.stripped(name) }
 
 // stripped reports whether the header name is one to delete, folding it
 // on the stack when it is short ASCII (every name a client can send is).
