@@ -116,9 +116,11 @@ func TestSessionEndsWithPasswordChange(t *testing.T) {
 	t.Run("code issued before the change redeemed after", func(t *testing.T) {
 		// The attacker, logged in with the stolen password, holds back
 		// one code; the password is changed; the code is redeemed on B.
+		runCLIInput(t, a, "a-new-password-1b", "user", "passwd", "demo") // the password the attacker stole
+		time.Sleep(notifiedBound)
 		br := newBrowser(t, b)
 		verifier := oauth2.GenerateVerifier()
-		code := br.login(br.get(codeURL(b, verifier)), "demo", "a-new-password-1").params(t, false).Get("code")
+		code := br.login(br.get(codeURL(b, verifier)), "demo", "a-new-password-1b").params(t, false).Get("code")
 		if code == "" {
 			t.Fatal("login failed")
 		}
@@ -126,7 +128,10 @@ func TestSessionEndsWithPasswordChange(t *testing.T) {
 		time.Sleep(notifiedBound)
 		status, tok := exchangeCode(t, b, publicClient, "", code, redirect, verifier)
 		if status != http.StatusOK {
-			return // refused: the attack held
+			if e, _ := tok["error"].(string); status != http.StatusBadRequest || e != "invalid_grant" {
+				t.Fatalf("the code from before the change: %d %v, want 400 invalid_grant", status, tok)
+			}
+			return
 		}
 		rt, _ := tok["refresh_token"].(string)
 		r := postRefresh(t.Context(), a, a.TokenEndpoint(t), rt)
@@ -191,7 +196,11 @@ func TestLoginInFlightEndsWithPasswordChange(t *testing.T) {
 	t.Logf("login began at 0, password changed at %v, login answered %d at %v",
 		changed.Sub(began).Round(time.Millisecond), r.status, r.at.Sub(began).Round(time.Millisecond))
 	if r.status != http.StatusOK {
-		t.Logf("the login in flight was refused: %v (the attack held)", r.body)
+		// Refused as a wrong password is: the answer does not tell that the
+		// guess was right until moments ago.
+		if r.status != http.StatusBadRequest || r.str("error") != "invalid_grant" || r.str("error_description") != "invalid username or password" {
+			t.Fatalf("the login in flight: %d %v, want 400 invalid_grant, invalid username or password", r.status, r.body)
+		}
 		return
 	}
 	if !r.at.After(changed) {

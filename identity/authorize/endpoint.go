@@ -243,7 +243,17 @@ func (e *Endpoint) respond(w http.ResponseWriter, r *http.Request, name string, 
 		Grant: g, RedirectURI: q.RedirectParam, CodeChallenge: q.Challenge, CodeChallengeMethod: q.Method,
 		Code: q.Code, Token: q.Token, IDToken: q.IDToken,
 	})
-	if perr != nil {
+	switch {
+	case perr != nil && errors.Is(perr.Cause, tokens.ErrSessionsEnded):
+		// The user's sessions ended (a changed password, a disabled user)
+		// after this one was read: as if there were none.
+		if q.prompts(promptNone) {
+			e.fail(w, r, name, q, c, oauth.NewError(oauth.ErrLoginRequired, "the user is not logged in"))
+			return
+		}
+		e.showLogin(w, r, name, q, c, http.StatusOK, "", "")
+		return
+	case perr != nil:
 		e.fail(w, r, name, q, c, perr)
 		return
 	}

@@ -38,8 +38,14 @@ func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response
 	if len(granted) == 0 {
 		return nil, oauth.NewError(oauth.ErrInvalidScope, "none of the requested scopes is allowed for this user")
 	}
-	return e.cfg.Tokens.Issue(ctx, tokens.Grant{
+	resp, perr := e.cfg.Tokens.Issue(ctx, tokens.Grant{
 		Client: req.Client, User: &user, Subject: user.Subject, Scopes: granted,
 		AuthTime: at, Type: oauth.GrantPassword,
 	})
+	if perr != nil && errors.Is(perr.Cause, tokens.ErrSessionsEnded) {
+		// The password changed while it was checked: the answer is a wrong
+		// password's, not one that says the guess was right until now.
+		return nil, &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "invalid username or password", Cause: perr.Cause}
+	}
+	return resp, perr
 }

@@ -96,11 +96,6 @@ func (s *Service) Authorize(ctx context.Context, a Authorization) (*FrontChannel
 		out.AccessToken, out.TokenType = minted.token, "Bearer"
 		out.ExpiresIn = int64(minted.lifetime / time.Second)
 		out.Scope = strings.Join(g.Scopes, " ")
-		s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantImplicit), zap.String("client_id", g.Client.ID),
-			zap.String("sub", g.Subject), zap.String("jti", minted.jti), zap.Strings("scopes", g.Scopes))
-	}
-	if perr := s.sessionsEnded(ctx, g); perr != nil {
-		return nil, perr
 	}
 	if a.IDToken {
 		var perr *oauth.Error
@@ -110,6 +105,15 @@ func (s *Service) Authorize(ctx context.Context, a Authorization) (*FrontChannel
 		if out.IDToken == "" {
 			return nil, oauth.ServerError(errors.New("an ID token was asked for a grant without openid or user"))
 		}
+	}
+	// After minting: a revocation that lands later covers the tokens by
+	// their issue time.
+	if perr := s.sessionsEnded(ctx, g); perr != nil {
+		return nil, perr
+	}
+	if at != nil {
+		s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantImplicit), zap.String("client_id", g.Client.ID),
+			zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
 	}
 	return out, nil
 }

@@ -238,6 +238,9 @@ func (s *Service) revocationUntil(now time.Time) time.Time {
 	return now.Add(s.cfg.MaxAccessLifetime)
 }
 
+// ErrSessionsEnded is the cause of a grant sessionsEnded refuses.
+var ErrSessionsEnded = errors.New("the user's sessions were ended after the grant's authentication")
+
 // sessionsEnded refuses a grant whose authentication (g.AuthTime) the
 // user's sessions were ended after (store RevokeSubject: a changed
 // password, a disabled user): a code or a device approval made before, a
@@ -255,7 +258,7 @@ func (s *Service) sessionsEnded(ctx context.Context, g Grant) *oauth.Error {
 		return oauth.ServerError(err)
 	case revoked:
 		return &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "the user's sessions were ended after this authentication",
-			Cause: errors.New("subject revoked after the grant's auth_time")}
+			Cause: ErrSessionsEnded}
 	}
 	return nil
 }

@@ -63,10 +63,39 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUn
 		}
 		return s.notifyTx(ctx, tx)
 	})
+	if err == nil {
+		err = s.revokeSubjectLate(ctx, subject, now, tokensUntil)
+	}
 	if err != nil {
 		return fmt.Errorf("revoking the sessions of subject %q: %w", subject, err)
 	}
 	return nil
+}
+
+// revokeSubjectLate is RevokeSubject's second pass, once its revocation is
+// committed: it deletes the sessions, and revokes the families, that the
+// first missed because they were committed while it ran (at READ
+// COMMITTED its statements do not see them) yet belong to an
+// authentication from before now. A login stores its session (or family)
+// and then reads the subject's revocation: if that read came before the
+// revocation's commit, the row was committed before this pass starts, and
+// this pass sees it; otherwise the login saw the revocation and refused
+// itself (session.Manager.Start, tokens' sessionsEnded).
+func (s *Store) revokeSubjectLate(ctx context.Context, subject string, now, tokensUntil time.Time) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE subject = $1 AND (auth_time IS NULL OR auth_time < $2)`, subject, ts(now)); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE refresh_families SET revoked_at = $1
+			WHERE subject = $2 AND revoked_at IS NULL AND (auth_time IS NULL OR auth_time < $1)`, ts(now), subject)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		if err := revokeFamiliesTx(ctx, tx, familiesBySubject, subject, now, tokensUntil); err != nil {
+			return err
+		}
+		return s.notifyTx(ctx, tx)
+	})
 }
 
 // revocationsQuery lists the three kinds of revocation revoked at $1 or
