@@ -204,6 +204,17 @@ func TestTrailerNamingIdentityRefused(t *testing.T) {
 			t.Errorf("Trailer: %s: the upstream was reached", announced)
 		}
 	}
+	// Announcing another trailer and sending a protected one anyway
+	// (net/http keeps every trailer sent): the body fails at its end, and the
+	// upstream never gets the trailer. It passed before the body guard.
+	undeclared := "POST /api/quotes HTTP/1.1\r\nHost: " + addr + "\r\n" +
+		"Authorization: Bearer " + token + "\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n" +
+		"5\r\nhello\r\n0\r\nX-Checksum: 1\r\nX-Auth-User: admin\r\nX-Auth-Role: admin\r\n\r\n"
+	if r := rawRequest(t, addr, undeclared); r.status == http.StatusOK {
+		var seen seenByUpstream
+		_ = json.Unmarshal(r.body, &seen)
+		t.Errorf("an undeclared protected trailer: 200, the upstream saw trailers %v", seen.Trailer)
+	}
 	// A trailer the policy does not protect passes.
 	raw := "POST /api/quotes HTTP/1.1\r\nHost: " + addr + "\r\n" +
 		"Authorization: Bearer " + token + "\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n" +

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -139,6 +140,12 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		http.Error(w, "a header the gateway sets or strips cannot be sent as a trailer", http.StatusBadRequest)
 		return nil
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// A client may send trailers it did not announce, and net/http keeps
+		// them: the body fails at its end if one is protected, before a proxy
+		// writes the trailer section on.
+		r.Body = &trailerGuard{ReadCloser: r.Body, r: r, headers: h.headers}
+	}
 	id, refusal := h.verifier.Authorize(r, h.requirement)
 	if refusal != nil {
 		// Never the token: the reason, and the cause at most.
@@ -155,6 +162,31 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	setIdentityPlaceholders(repl, id)
 	h.headers.Apply(r.Header, func(template string) string { return repl.ReplaceAll(template, "") })
 	return next.ServeHTTP(w, r)
+}
+
+// errProtectedTrailer fails a request body whose trailers hold a header the
+// policy sets or strips.
+var errProtectedTrailer = errors.New("a header the gateway sets or strips was sent as a trailer")
+
+// trailerGuard is a request body that fails, instead of ending, when the
+// trailers read with it hold a protected header (net/http fills r.Trailer
+// as the body ends).
+type trailerGuard struct {
+	io.ReadCloser
+	r       *http.Request
+	headers *verify.HeaderPolicy
+}
+
+func (g *trailerGuard) Read(p []byte) (int, error) {
+	n, err := g.ReadCloser.Read(p)
+	if err == io.EOF {
+		for name := range g.r.Trailer {
+			if g.headers.Protected(name) {
+				return n, errProtectedTrailer
+			}
+		}
+	}
+	return n, err
 }
 
 // trailerProtected reports whether r announces a protected header as a

@@ -89,7 +89,7 @@ func (s *Server) introspectAccess(r *http.Request, caller clients.Caller, token 
 	// Authoritative: read the store, not the verifier's periodic copy.
 	claims := id.Claims()
 	fid, _ := claims["fid"].(string)
-	revoked, err := s.store.AccessTokenRevoked(r.Context(), id.JTI, fid, id.Subject, id.IssuedAt)
+	revoked, err := s.store.AccessTokenRevoked(r.Context(), id.JTI, fid, id.Subject, id.Authenticated())
 	if err != nil {
 		return nil, err
 	}

@@ -156,13 +156,18 @@ func updateUser(cmd *cobra.Command, username string, endSessions bool, change fu
 		fmt.Fprintf(cmd.OutOrStdout(), "updated user %s\n", username)
 		return nil
 	}
-	until := now.Add(sessionsUntil)
+	// The sessions end at a time taken once the change is stored: a login
+	// that read the user before it authenticated earlier, and is refused (a
+	// time taken before would let one that read the old password between
+	// them through).
+	ended := time.Now()
+	until := ended.Add(sessionsUntil)
 	if app, err := loadApp(cmd); err == nil && app.Issuer != "" {
 		if cfg, err := app.IdentityConfig(); err == nil {
-			until = now.Add(identity.MaxAccessLifetime(cfg) + verify.MaxLeeway)
+			until = ended.Add(identity.MaxAccessLifetime(cfg) + verify.MaxLeeway)
 		}
 	}
-	if err := st.RevokeSubject(cmd.Context(), u.Subject, now, until); err != nil {
+	if err := st.RevokeSubject(cmd.Context(), u.Subject, ended, until); err != nil {
 		return fmt.Errorf("ending the sessions of user %q: %w", username, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "updated user %s and ended its sessions\n", username)

@@ -36,6 +36,18 @@ func (id *Identity) Claims() map[string]any {
 	return id.claims
 }
 
+// Authenticated is when the authentication behind the token happened, as
+// far as a revocation of its subject goes: its auth_time, or its iat when
+// it has none or a later one. A token minted after a user's sessions were
+// ended, from an authentication before (a login that was checking the old
+// password as it changed), is covered by that revocation.
+func (id *Identity) Authenticated() time.Time {
+	if !id.AuthTime.IsZero() && id.AuthTime.Before(id.IssuedAt) {
+		return id.AuthTime
+	}
+	return id.IssuedAt
+}
+
 // HasScope reports whether the token grants scope.
 func (id *Identity) HasScope(scope string) bool {
 	return slices.Contains(id.Scopes, scope)

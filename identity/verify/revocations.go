@@ -81,7 +81,7 @@ func (set *revocationSet) covers(id *Identity) bool {
 	// iat has whole seconds: a token issued in the second of the
 	// revocation counts as before it (it may have been), so it is refused
 	// even if it came a moment after.
-	return ok && id.IssuedAt.Before(nbf)
+	return ok && id.Authenticated().Before(nbf)
 }
 
 // isRevoked reports whether id is revoked by the last list read.
