@@ -78,6 +78,27 @@ func postRaw(ctx context.Context, g *Gatehouse, endpoint string, form url.Values
 
 func (r rawResult) str(name string) string { s, _ := r.body[name].(string); return s }
 
+// burst posts form(i) for i in [0, n) at once, alternately to a and b (at
+// endpoints[g]), and returns their answers in order.
+func burst(t *testing.T, n int, a, b *Gatehouse, endpoints map[*Gatehouse]string, form func(i int) url.Values) []rawResult {
+	results := make([]rawResult, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range results {
+		g := a
+		if i%2 == 1 {
+			g = b
+		}
+		wg.Go(func() {
+			<-start
+			results[i] = postRaw(t.Context(), g, endpoints[g], form(i))
+		})
+	}
+	close(start)
+	wg.Wait()
+	return results
+}
+
 // TestSessionEndsWithPasswordChange: an attacker who logged in with
 // a stolen password in a browser on A keeps the login session cookie.
 // The victim's password is changed with `gatehouse user passwd`, which
@@ -325,21 +346,7 @@ func TestAttackCodeBurst(t *testing.T) {
 		}
 		form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
 			"code_verifier": {verifier}, "client_id": {publicClient}}
-		results := make([]rawResult, 8)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range results {
-			g := a
-			if i%2 == 1 {
-				g = b
-			}
-			wg.Go(func() {
-				<-start
-				results[i] = postRaw(t.Context(), g, endpoints[g], form)
-			})
-		}
-		close(start)
-		wg.Wait()
+		results := burst(t, 8, a, b, endpoints, func(int) url.Values { return form })
 		var won []rawResult
 		for i, r := range results {
 			switch {
@@ -380,22 +387,9 @@ func TestAttackLockoutBurst(t *testing.T) {
 	dsn := freshDatabase(t)
 	a, b := startPair(t, multiConfig(t, "attack-lockout", true), dsn)
 	endpoints := map[*Gatehouse]string{a: a.TokenEndpoint(t), b: b.TokenEndpoint(t)}
-	results := make([]rawResult, 12)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range results {
-		g := a
-		if i%2 == 1 {
-			g = b
-		}
-		wg.Go(func() {
-			<-start
-			results[i] = postRaw(t.Context(), g, endpoints[g], url.Values{"grant_type": {"password"}, "client_id": {publicClient},
-				"username": {"trader"}, "password": {fmt.Sprintf("guess-%d", i)}})
-		})
-	}
-	close(start)
-	wg.Wait()
+	results := burst(t, 12, a, b, endpoints, func(i int) url.Values {
+		return url.Values{"grant_type": {"password"}, "client_id": {publicClient}, "username": {"trader"}, "password": {fmt.Sprintf("guess-%d", i)}}
+	})
 	statuses := map[int]int{}
 	for _, r := range results {
 		statuses[r.status]++
@@ -453,21 +447,7 @@ func TestAttackDeviceCodeBurst(t *testing.T) {
 	}
 	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"},
 		"client_id": {publicClient}, "device_code": {r.str("device_code")}}
-	results := make([]rawResult, 8)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range results {
-		g := a
-		if i%2 == 1 {
-			g = b
-		}
-		wg.Go(func() {
-			<-start
-			results[i] = postRaw(t.Context(), g, endpoints[g], form)
-		})
-	}
-	close(start)
-	wg.Wait()
+	results := burst(t, 8, a, b, endpoints, func(int) url.Values { return form })
 	won := 0
 	errs := map[string]int{}
 	for _, r := range results {

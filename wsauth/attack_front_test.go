@@ -97,37 +97,12 @@ func afFrame(b0 byte, payload []byte) []byte {
 	return b
 }
 
-// afReadFrame reads one (unmasked) server frame.
-func afReadFrame(br *bufio.Reader) (b0 byte, payload []byte, err error) {
-	var h [2]byte
-	if _, err = io.ReadFull(br, h[:]); err != nil {
-		return 0, nil, err
-	}
-	n := uint64(h[1] & 0x7f)
-	switch n {
-	case 126:
-		var l [2]byte
-		_, err = io.ReadFull(br, l[:])
-		n = uint64(binary.BigEndian.Uint16(l[:]))
-	case 127:
-		var l [8]byte
-		_, err = io.ReadFull(br, l[:])
-		n = binary.BigEndian.Uint64(l[:])
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	payload = make([]byte, n)
-	_, err = io.ReadFull(br, payload)
-	return h[0], payload, err
-}
-
 // afCloseCode reads server frames until a close frame (its code), or -1
 // when the stream ends without one, or 0 when wait passes first.
 func afCloseCode(c *afConn, wait time.Duration) int {
 	_ = c.SetReadDeadline(time.Now().Add(wait))
 	for range 10_000 {
-		b0, p, err := afReadFrame(c.br)
+		b0, p, err := readFrame(c.br)
 		if isTimeout(err) {
 			return 0
 		}
@@ -386,7 +361,7 @@ func TestAttackPipelinedBehindAuth(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var got []string
 	for len(got) < 5 {
-		_, p, err := afReadFrame(c.br)
+		_, p, err := readFrame(c.br)
 		if err != nil {
 			t.Fatalf("after %q: %v", got, err)
 		}
@@ -484,7 +459,7 @@ func TestAttackHostileClientFrames(t *testing.T) {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		var texts []string
 		for len(texts) < 2 {
-			b0, p, err := afReadFrame(c.br)
+			b0, p, err := readFrame(c.br)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -613,7 +588,7 @@ func TestAttackBackendCannotSmuggleFrames(t *testing.T) {
 			}
 			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			for {
-				b0, p, err := afReadFrame(c.br)
+				b0, p, err := readFrame(c.br)
 				if err != nil {
 					t.Fatalf("no close frame: %v", err)
 				}

@@ -66,8 +66,15 @@ func rawFrame(fin bool, op byte, p string, b0 byte) []byte {
 	return append(b, p...)
 }
 
-// readClientFrame reads one (masked) frame the gateway sent.
+// readClientFrame reads one (masked) frame the gateway sent: its opcode.
 func readClientFrame(br *bufio.Reader) (op byte, payload []byte, err error) {
+	b0, payload, err := readFrame(br)
+	return b0 & 0xf, payload, err
+}
+
+// readFrame reads one frame, masked or not: its first byte (FIN, RSV bits,
+// opcode) and its payload, unmasked.
+func readFrame(br *bufio.Reader) (b0 byte, payload []byte, err error) {
 	var h [2]byte
 	if _, err = io.ReadFull(br, h[:]); err != nil {
 		return 0, nil, err
@@ -97,7 +104,7 @@ func readClientFrame(br *bufio.Reader) (op byte, payload []byte, err error) {
 	for i := range payload {
 		payload[i] ^= key[i&3]
 	}
-	return h[0] & 0xf, payload, nil
+	return h[0], payload, nil
 }
 
 // backendGets reads the gateway's frames until one of opcode op, and
