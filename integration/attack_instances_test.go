@@ -1,14 +1,12 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -26,23 +24,6 @@ import (
 // disabled user left the browser sessions, the codes and the logins in
 // flight of the old authentication alive (their messages say what failed
 // before); the TestAttack* ones held.
-
-// runCLIInput runs `gatehouse <args> --config <g's config>` with input on
-// its standard input (a password), as an operator would.
-func runCLIInput(t testing.TB, g *Gatehouse, input string, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append(args, "--config", g.opts.Config)...)
-	cmd.Dir = repoRoot
-	cmd.Env = g.Env()
-	cmd.Stdin = strings.NewReader(input + "\n")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("gatehouse %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	t.Logf("gatehouse %s: %s", strings.Join(args, " "), bytes.TrimSpace(out))
-}
 
 // rawResult is one answer of an endpoint, read from any goroutine.
 type rawResult struct {

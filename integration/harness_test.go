@@ -429,11 +429,24 @@ func rotateKeys(t testing.TB, g *Gatehouse) {
 // returns its output.
 func runCLI(t testing.TB, g *Gatehouse, args ...string) string {
 	t.Helper()
+	return runCLIWith(t, g, nil, args...)
+}
+
+// runCLIInput is runCLI with input and a newline on the command's standard
+// input (a password, as an operator types it).
+func runCLIInput(t testing.TB, g *Gatehouse, input string, args ...string) {
+	t.Helper()
+	runCLIWith(t, g, strings.NewReader(input+"\n"), args...)
+}
+
+func runCLIWith(t testing.TB, g *Gatehouse, stdin io.Reader, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append(args, "--config", g.opts.Config)...)
 	cmd.Dir = repoRoot
 	cmd.Env = g.Env()
+	cmd.Stdin = stdin
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("gatehouse %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -13,16 +13,12 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -685,35 +681,12 @@ func TestAttackOriginAndSubprotocol(t *testing.T) {
 // each is closed at the auth deadline. Re-runs itself with
 // GODEBUG=http2xconnect=1.
 func TestAttackH2StreamsPreAuth(t *testing.T) {
-	if !strings.Contains(os.Getenv("GODEBUG"), "http2xconnect=1") {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAttackH2StreamsPreAuth$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GODEBUG=http2xconnect=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestAttackH2StreamsPreAuth") {
-			t.Fatalf("under GODEBUG=http2xconnect=1: %v\n%s", err, out)
-		}
+	if rerunWithXConnect(t, "TestAttackH2StreamsPreAuth") {
 		return
 	}
 	const bound, streams = 3, 8
 	e := newTestEnv(t, func(c *Config) { c.MaxUnauthenticated, c.AuthTimeout = bound, 400*time.Millisecond })
-	srv := httptest.NewUnstartedServer(e.gw)
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	defer srv.Close()
-	conn, err := tls.Dial("tcp", srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(conn, conn)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
+	fr, authority := h2Client(t, e)
 	// Wait for the server's SETTINGS (extended CONNECT enabled).
 	for {
 		f, err := fr.ReadFrame()
@@ -730,7 +703,7 @@ func TestAttackH2StreamsPreAuth(t *testing.T) {
 		var hb bytes.Buffer
 		enc := hpack.NewEncoder(&hb)
 		for _, f := range [][2]string{{":method", "CONNECT"}, {":protocol", "websocket"}, {":scheme", "https"},
-			{":authority", srv.Listener.Addr().String()}, {":path", "/ws?version=1.1"}, {"sec-websocket-version", "13"},
+			{":authority", authority}, {":path", "/ws?version=1.1"}, {"sec-websocket-version", "13"},
 			{"sec-websocket-protocol", DefaultSubprotocol}} {
 			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}

@@ -13,7 +13,6 @@ package wsauth
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -30,37 +29,12 @@ import (
 
 // --- helpers ---------------------------------------------------------------
 
-// atkFrame is one masked client frame.
-func atkFrame(op byte, fin bool, payload []byte) []byte {
-	b0 := op
-	if fin {
-		b0 |= 0x80
-	}
-	var b []byte
-	n := len(payload)
-	switch {
-	case n < 126:
-		b = append(b, b0, 0x80|byte(n))
-	case n < 1<<16:
-		b = append(b, b0, 0x80|126, byte(n>>8), byte(n))
-	default:
-		b = append(b, b0, 0x80|127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	key := [4]byte{0x12, 0x34, 0x56, 0x78}
-	b = append(b, key[:]...)
-	for i, c := range payload {
-		b = append(b, c^key[i&3])
-	}
-	return b
-}
-
 // atkPipeline writes msgs as text frames in ONE write to the socket.
 func atkPipeline(t testing.TB, c *websocket.Conn, msgs ...string) {
 	t.Helper()
 	var buf []byte
 	for _, m := range msgs {
-		buf = append(buf, atkFrame(websocket.TextMessage, true, []byte(m))...)
+		buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(m))...)
 	}
 	if _, err := c.NetConn().Write(buf); err != nil {
 		t.Fatalf("pipelined write: %v", err)
@@ -523,7 +497,7 @@ func TestAttackExpiryRace(t *testing.T) {
 					}
 					var buf []byte
 					for _, m := range msgs {
-						buf = append(buf, atkFrame(websocket.TextMessage, true, []byte(m))...)
+						buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(m))...)
 					}
 					if _, err := c.NetConn().Write(buf); err != nil {
 						return
@@ -637,13 +611,13 @@ func TestAttackRateLimitFragments(t *testing.T) {
 	for i := range n {
 		m := []byte(`{"Controller":"Market","Topic":"Echo","TransactionID":` + strconv.Itoa(i) + `}`)
 		a, b := m[:10], m[10:20]
-		buf = append(buf, atkFrame(websocket.TextMessage, false, a)...)
-		buf = append(buf, atkFrame(websocket.PingMessage, true, []byte("p"))...)
-		buf = append(buf, atkFrame(0, false, b)...)
-		buf = append(buf, atkFrame(websocket.PongMessage, true, nil)...)
-		buf = append(buf, atkFrame(0, true, m[20:])...)
+		buf = append(buf, afFrame(websocket.TextMessage, a)...)
+		buf = append(buf, afFrame(finalBit|websocket.PingMessage, []byte("p"))...)
+		buf = append(buf, afFrame(0, b)...)
+		buf = append(buf, afFrame(finalBit|websocket.PongMessage, nil)...)
+		buf = append(buf, afFrame(finalBit, m[20:])...)
 		// and a tiny one
-		buf = append(buf, atkFrame(websocket.TextMessage, true, []byte(`{"Topic":"Echo","Controller":"Market"}`))...)
+		buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(`{"Topic":"Echo","Controller":"Market"}`))...)
 	}
 	if _, err := c.NetConn().Write(buf); err != nil {
 		t.Fatal(err)
@@ -684,7 +658,7 @@ func TestAttackNoGoroutineLeak(t *testing.T) {
 			msgs := []string{subMsg("Market", "Security!A", i), subMsg("News", "News!B", i)}
 			var buf []byte
 			for _, m := range msgs {
-				buf = append(buf, atkFrame(websocket.TextMessage, true, []byte(m))...)
+				buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(m))...)
 			}
 			_, _ = c.NetConn().Write(buf)
 			time.Sleep(30 * time.Millisecond)

@@ -14,33 +14,39 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// TestH2SessionEndsCleanly: an authenticated WebSocket over HTTP/2
-// extended CONNECT (RFC 8441) that the client closes normally ends its
-// stream with END_STREAM after the close echo, not with RST_STREAM:
-// teardown's abort of the client leg moves no deadline when no write is
-// under way (a past deadline resets an HTTP/2 stream). The test re-runs
-// itself with GODEBUG=http2xconnect=1, which Go's HTTP/2 server needs to
-// accept extended CONNECT.
-func TestH2SessionEndsCleanly(t *testing.T) {
-	if !strings.Contains(os.Getenv("GODEBUG"), "http2xconnect=1") {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestH2SessionEndsCleanly$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GODEBUG=http2xconnect=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestH2SessionEndsCleanly") {
-			t.Fatalf("under GODEBUG=http2xconnect=1: %v\n%s", err, out)
-		}
-		return
+// rerunWithXConnect runs the test name again in a process of its own with
+// GODEBUG=http2xconnect=1, which Go's HTTP/2 server needs to accept
+// extended CONNECT, and reports true, unless that is already set (false:
+// the caller goes on).
+func rerunWithXConnect(t *testing.T, name string) bool {
+	t.Helper()
+	if strings.Contains(os.Getenv("GODEBUG"), "http2xconnect=1") {
+		return false
 	}
-	e := newTestEnv(t, nil)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GODEBUG=http2xconnect=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+		t.Fatalf("under GODEBUG=http2xconnect=1: %v\n%s", err, out)
+	}
+	return true
+}
+
+// h2Client starts e's gateway over HTTP/2 on TLS and returns a framer on a
+// connection to it, after the preface and the client's SETTINGS, and the
+// server's address (the requests' :authority). The connection and server
+// end with the test.
+func h2Client(t *testing.T, e *testEnv) (*http2.Framer, string) {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(e.gw)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	conn, err := tls.Dial("tcp", srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)
@@ -50,10 +56,26 @@ func TestH2SessionEndsCleanly(t *testing.T) {
 	if err := fr.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
+	return fr, srv.Listener.Addr().String()
+}
+
+// TestH2SessionEndsCleanly: an authenticated WebSocket over HTTP/2
+// extended CONNECT (RFC 8441) that the client closes normally ends its
+// stream with END_STREAM after the close echo, not with RST_STREAM:
+// teardown's abort of the client leg moves no deadline when no write is
+// under way (a past deadline resets an HTTP/2 stream). The test re-runs
+// itself with GODEBUG=http2xconnect=1, which Go's HTTP/2 server needs to
+// accept extended CONNECT.
+func TestH2SessionEndsCleanly(t *testing.T) {
+	if rerunWithXConnect(t, "TestH2SessionEndsCleanly") {
+		return
+	}
+	e := newTestEnv(t, nil)
+	fr, authority := h2Client(t, e)
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, f := range [][2]string{{":method", "CONNECT"}, {":protocol", "websocket"}, {":scheme", "https"},
-		{":authority", srv.Listener.Addr().String()}, {":path", "/ws?version=1.1"}, {"sec-websocket-version", "13"},
+		{":authority", authority}, {":path", "/ws?version=1.1"}, {"sec-websocket-version", "13"},
 		{"sec-websocket-protocol", DefaultSubprotocol}, {"authorization", "Bearer " + tokDemo}} {
 		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
