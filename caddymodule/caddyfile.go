@@ -59,6 +59,7 @@ func init() {
 //				introspect
 //				require_consent
 //				allow_plain_pkce
+//				allow_http_redirect
 //				jwks <json>                # a JWK Set, e.g. in backquotes
 //			}
 //			api_resource <name> {
@@ -229,6 +230,8 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			c.RequireConsent, err = cfutil.Flag(d)
 		case "allow_plain_pkce":
 			c.AllowPlainPKCE, err = cfutil.Flag(d)
+		case "allow_http_redirect":
+			c.AllowHTTPRedirect, err = cfutil.Flag(d)
 		case "jwks":
 			c.JWKS, err = parseJWKS(d)
 		default:

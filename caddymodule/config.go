@@ -103,7 +103,7 @@ type Client struct {
 
 	// DefaultScopes are granted when a request names no scope; each must be
 	// among Scopes. Default: all of Scopes (filtered by what the user may
-	// hold).
+	// hold). An empty list ([]) is refused: leave the field out.
 	DefaultScopes []string `json:"default_scopes,omitempty"`
 
 	// AccessTokenLifetime overrides the app's access_token_lifetime for
@@ -172,6 +172,12 @@ type Client struct {
 	// seen. Default false: S256 only. Public clients must use PKCE.
 	AllowPlainPKCE bool `json:"allow_plain_pkce,omitempty"`
 
+	// AllowHTTPRedirect lets redirect_uris use plain http to a host other
+	// than loopback (localhost, 127.0.0.0/8, ::1). Default false: such a
+	// URI is refused at load, since the codes and tokens sent to it would
+	// travel in the clear.
+	AllowHTTPRedirect bool `json:"allow_http_redirect,omitempty"`
+
 	// JWKS is a JWK Set (a JSON object with "keys") of the public keys the
 	// client signs request objects with (OpenID Connect Core §6.1), RSA
 	// for RS256 or P-256 for ES256, each with a kid. Default: none, and
@@ -200,6 +206,7 @@ func (c *Client) identityClient() (clients.Config, error) {
 		Introspect:          c.Introspect,
 		RequireConsent:      c.RequireConsent,
 		AllowPlainPKCE:      c.AllowPlainPKCE,
+		AllowHTTPRedirect:   c.AllowHTTPRedirect,
 		RequestObjectJWKS:   []byte(c.JWKS),
 
 		PostLogoutRedirectURIs:            c.PostLogoutRedirectURIs,
@@ -213,10 +220,10 @@ func (c *Client) identityClient() (clients.Config, error) {
 // parseDigests decodes secret digests (see clients.ParseDigest).
 func parseDigests(list []string) ([][]byte, error) {
 	hashes := make([][]byte, 0, len(list))
-	for _, s := range list {
+	for i, s := range list {
 		h, err := clients.ParseDigest(s)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("entry %d: %w", i, err)
 		}
 		hashes = append(hashes, h)
 	}

@@ -5,21 +5,22 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 	"github.com/gatehouse/gatehouse/identity/keys"
 )
 
 // encryptionKey reads the key encryption key from the environment variable
-// or file k names; nil when it names none. Errors name the variable or file,
-// never the key.
+// or file k names; nil when it names none. Errors name the file or the
+// variable (as cfutil.Env does), never the key.
 func (k *SigningKeys) encryptionKey() ([]byte, error) {
 	var raw []byte
 	var source string
 	switch {
 	case k.EncryptionKeyEnv != "":
-		source = "environment variable " + k.EncryptionKeyEnv
-		v, ok := os.LookupEnv(k.EncryptionKeyEnv)
-		if !ok {
-			return nil, fmt.Errorf("signing_keys: the key encryption key's %s is not set", source)
+		source = "environment variable " + k.EncryptionKeyEnv // a name: Env checked it
+		v, err := cfutil.Env("signing_keys: encryption_key_env", k.EncryptionKeyEnv)
+		if err != nil {
+			return nil, err
 		}
 		raw = []byte(v)
 	case k.EncryptionKeyFile != "":

@@ -45,7 +45,7 @@ func TestEncryptionKeySources(t *testing.T) {
 	}{
 		{"env", SigningKeys{EncryptionKeyEnv: "GATEHOUSE_TEST_KEK"}, ""},
 		{"file", SigningKeys{EncryptionKeyFile: good}, ""},
-		{"env not set", SigningKeys{EncryptionKeyEnv: "GATEHOUSE_TEST_NO_KEK"}, "environment variable GATEHOUSE_TEST_NO_KEK is not set"},
+		{"env not set", SigningKeys{EncryptionKeyEnv: "GATEHOUSE_TEST_NO_KEK"}, "environment variable GATEHOUSE_TEST_NO_KEK is not set or empty"},
 		{"env wrong size", SigningKeys{EncryptionKeyEnv: "GATEHOUSE_TEST_SHORT_KEK"}, "in environment variable GATEHOUSE_TEST_SHORT_KEK: must be 32 bytes"},
 		{"file missing", SigningKeys{EncryptionKeyFile: filepath.Join(dir, "none")}, filepath.Join(dir, "none")},
 		{"file wrong size", SigningKeys{EncryptionKeyFile: short}, fmt.Sprintf("in file %q: must be 32 bytes", short)},

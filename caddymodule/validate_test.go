@@ -47,8 +47,8 @@ func TestValidate(t *testing.T) {
 		{"duplicate client", func(a *App) { a.Clients[1].ID = "app" }, `client "app" registered twice`},
 		{"confidential without secret", func(a *App) { a.Clients[1].SecretSHA256 = nil }, `client "svc": a confidential client needs a secret`},
 		{"public with secret", func(a *App) { a.Clients[0].SecretSHA256 = []string{demoSecretSHA256} }, `client "app": a public client has no secret`},
-		{"secret not a digest", func(a *App) { a.Clients[1].SecretSHA256 = []string{"demo-secret"} }, "neither 64 hex digits nor the base64"},
-		{"secret short hex", func(a *App) { a.Clients[1].SecretSHA256 = []string{demoSecretSHA256[:62]} }, "neither 64 hex digits"},
+		{"secret not a digest", func(a *App) { a.Clients[1].SecretSHA256 = []string{"demo-secret"} }, "entry 0: not a SHA-256 digest in 64 hex digits or base64"},
+		{"secret short hex", func(a *App) { a.Clients[1].SecretSHA256 = []string{demoSecretSHA256[:62]} }, "not a SHA-256 digest"},
 		{"unknown grant", func(a *App) { a.Clients[0].GrantTypes = []string{"passwd"} }, `unknown grant type "passwd"`},
 		{"public client credentials", func(a *App) { a.Clients[0].GrantTypes = []string{"client_credentials"} }, "public client cannot use client_credentials"},
 		{"default scope not allowed", func(a *App) { a.Clients[0].DefaultScopes = []string{"Service/Admin"} }, `default scope "Service/Admin"`},
@@ -67,7 +67,7 @@ func TestValidate(t *testing.T) {
 		}, `API resource "api" registered twice`},
 		{"api resource named as a client", func(a *App) { a.APIResources = []APIResource{{Name: "svc", SecretSHA256: []string{demoSecretSHA256}}} }, "has the name of a client"},
 		{"api resource without secret", func(a *App) { a.APIResources = []APIResource{{Name: "api"}} }, `API resource "api" needs a secret`},
-		{"api resource bad secret", func(a *App) { a.APIResources = []APIResource{{Name: "api", SecretSHA256: []string{"secret"}}} }, "neither 64 hex digits"},
+		{"api resource bad secret", func(a *App) { a.APIResources = []APIResource{{Name: "api", SecretSHA256: []string{"secret"}}} }, "not a SHA-256 digest"},
 
 		{"lockout", func(a *App) {
 			a.Lockout = &Lockout{MaxFailures: 3, Duration: caddy.Duration(time.Hour), BaseDelay: caddy.Duration(time.Second), MaxDelay: caddy.Duration(time.Second)}

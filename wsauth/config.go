@@ -228,18 +228,20 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("no upstream"))
 	}
 	for i, u := range c.Upstreams {
+		// The errors quote the URL without its user info (Redacted), or
+		// not at all when it does not parse: it may hold a password.
 		p, err := url.Parse(u)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("upstream %d: %w", i, err))
-		case p.Scheme != "ws" && p.Scheme != "wss":
-			errs = append(errs, fmt.Errorf("upstream %d (%q): scheme must be ws or wss", i, u))
-		case p.Host == "":
-			errs = append(errs, fmt.Errorf("upstream %d (%q): no host", i, u))
+			errs = append(errs, fmt.Errorf("upstream %d is not a URL", i))
 		case p.User != nil:
-			errs = append(errs, fmt.Errorf("upstream %d: user info in the URL", i))
+			errs = append(errs, fmt.Errorf("upstream %d (%q): user info in the URL", i, p.Redacted()))
+		case p.Scheme != "ws" && p.Scheme != "wss":
+			errs = append(errs, fmt.Errorf("upstream %d (%q): scheme must be ws or wss", i, p.Redacted()))
+		case p.Host == "":
+			errs = append(errs, fmt.Errorf("upstream %d (%q): no host", i, p.Redacted()))
 		case p.Query().Has("version"):
-			errs = append(errs, fmt.Errorf("upstream %d (%q): the client's version is added to the query, the URL may not hold one", i, u))
+			errs = append(errs, fmt.Errorf("upstream %d (%q): the client's version is added to the query, the URL may not hold one", i, p.Redacted()))
 		}
 	}
 	for _, p := range c.Subprotocols {

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -91,10 +90,11 @@ func (s *PostgresStore) Provision(ctx caddy.Context) error {
 	case s.DSN != "" && s.DSNEnv == "":
 		s.dsn = s.DSN
 	case s.DSNEnv != "" && s.DSN == "":
-		s.dsn = os.Getenv(s.DSNEnv)
-		if s.dsn == "" {
-			return fmt.Errorf("postgres store: environment variable %s (dsn_env) is not set or empty", s.DSNEnv)
+		dsn, err := cfutil.Env("postgres store: dsn_env", s.DSNEnv)
+		if err != nil {
+			return err
 		}
+		s.dsn = dsn
 	default:
 		return nil
 	}
@@ -174,9 +174,9 @@ func (s *PostgresStore) OpenStore(ctx context.Context) (store.Store, error) {
 func (s *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the backend name
 	once := cfutil.NewOnceSet("postgres store: ")
-	if d.NextArg() {
-		s.DSN = d.Val()
-		if err := cfutil.NoArgs(d); err != nil {
+	if d.CountRemainingArgs() > 0 {
+		var err error
+		if s.DSN, err = cfutil.SecretArg(d, "postgres store: the DSN"); err != nil {
 			return err
 		}
 		_ = once.Check(d, "dsn") // cannot fail; a dsn subdirective now would be the second
@@ -184,7 +184,7 @@ func (s *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	err := cfutil.ParseBlock(d, once, func(name string) (err error) {
 		switch name {
 		case "dsn":
-			s.DSN, err = cfutil.OneArg(d)
+			s.DSN, err = cfutil.SecretArg(d, "postgres store: dsn")
 		case "dsn_env":
 			s.DSNEnv, err = cfutil.OneArg(d)
 		case "max_conns":

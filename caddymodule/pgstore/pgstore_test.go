@@ -29,7 +29,8 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"nothing", "postgres", PostgresStore{}, "a DSN (argument or dsn) or dsn_env is required"},
 		{"empty block", "postgres {\n}", PostgresStore{}, "a DSN (argument or dsn) or dsn_env is required"},
 		{"dsn and dsn_env", "postgres " + dsn + " {\n\tdsn_env PG_DSN\n}", PostgresStore{}, "exclusive"},
-		{"two arguments", "postgres a b", PostgresStore{}, "wrong argument count"},
+		{"two arguments", "postgres a b", PostgresStore{}, "the DSN is one argument"},
+		{"dsn of two words", "postgres {\n\tdsn user=g password=hunter2\n}", PostgresStore{}, "dsn is one argument"},
 		{"dsn twice", "postgres " + dsn + " {\n\tdsn " + dsn + "\n}", PostgresStore{}, "postgres store: dsn given twice"},
 		{"dsn_env twice", "postgres {\n\tdsn_env A\n\tdsn_env B\n}", PostgresStore{}, "postgres store: dsn_env given twice"},
 		{"max_conns zero", "postgres " + dsn + " {\n\tmax_conns 0\n}", PostgresStore{}, "not a positive integer"},
@@ -49,6 +50,9 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Errorf("error %v, want one containing %q", err, tt.err)
+				}
+				if err != nil && strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the error %q shows the password", err)
 				}
 				return
 			}
@@ -97,8 +101,9 @@ func TestProvisionValidate(t *testing.T) {
 		{"DSNEnv", PostgresStore{DSNEnv: "GATEHOUSE_TEST_DSN", MaxConns: 3}, ""},
 		{"Neither", PostgresStore{}, "dsn or dsn_env is required"},
 		{"Both", PostgresStore{DSN: secretDSN, DSNEnv: "GATEHOUSE_TEST_DSN"}, "exclusive"},
-		{"EnvUnset", PostgresStore{DSNEnv: "GATEHOUSE_TEST_UNSET"}, "GATEHOUSE_TEST_UNSET (dsn_env) is not set"},
-		{"EnvEmpty", PostgresStore{DSNEnv: "GATEHOUSE_TEST_EMPTY"}, "GATEHOUSE_TEST_EMPTY (dsn_env) is not set"},
+		{"EnvUnset", PostgresStore{DSNEnv: "GATEHOUSE_TEST_UNSET"}, "environment variable GATEHOUSE_TEST_UNSET is not set"},
+		{"EnvEmpty", PostgresStore{DSNEnv: "GATEHOUSE_TEST_EMPTY"}, "environment variable GATEHOUSE_TEST_EMPTY is not set"},
+		{"DSNInEnvField", PostgresStore{DSNEnv: secretDSN}, "dsn_env does not hold the name of an environment variable"},
 		{"BadDSN", PostgresStore{DSN: "postgres://gate:hunter2@Sekrit@db.example:x/gatehouse"}, "invalid DSN"},
 		{"BadDSNEnv", PostgresStore{DSNEnv: "GATEHOUSE_TEST_BAD_DSN"}, "invalid DSN"},
 		{"NegativeMaxConns", PostgresStore{DSN: secretDSN, MaxConns: -1}, "max_conns -1 is negative"},

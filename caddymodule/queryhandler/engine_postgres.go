@@ -3,12 +3,12 @@ package queryhandler
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/pgengine"
 )
@@ -69,9 +69,9 @@ func (e *PostgresEngine) Provision(ctx caddy.Context) error {
 	log := ctx.Logger()
 	dsn := e.DSN
 	if e.DSNEnv != "" {
-		dsn = os.Getenv(e.DSNEnv)
-		if dsn == "" {
-			return fmt.Errorf("gatehouse.query_engines.postgres: dsn_env: the environment variable %s is empty or not set", e.DSNEnv)
+		var err error
+		if dsn, err = cfutil.Env("gatehouse.query_engines.postgres: dsn_env", e.DSNEnv); err != nil {
+			return err
 		}
 	}
 	cfg := pgengine.Config{DSN: dsn, MaxConns: e.MaxConns, StatementTimeout: time.Duration(e.StatementTimeout),

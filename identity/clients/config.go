@@ -88,8 +88,9 @@ type Config struct {
 	GrantTypes []string
 	// Scopes are the scopes the client may request.
 	Scopes []string
-	// DefaultScopes are granted when a request names no scope. Default:
-	// every scope in Scopes (filtered by what the user may hold).
+	// DefaultScopes are granted when a request names no scope. Default
+	// (nil): every scope in Scopes (filtered by what the user may hold). An
+	// empty list that is not nil is refused.
 	DefaultScopes []string
 	// AccessTokenLifetime overrides the server's access-token lifetime.
 	// 0: the server's.
@@ -113,6 +114,10 @@ type Config struct {
 	// AllowPlainPKCE lets the client send code_challenge_method=plain;
 	// otherwise only S256 is accepted.
 	AllowPlainPKCE bool
+	// AllowHTTPRedirect lets RedirectURIs use plain http to a host other
+	// than loopback. Otherwise such a URI is refused: the codes and tokens
+	// sent to it would travel in the clear (RFC 9700 §2.1, RFC 8252 §7.3).
+	AllowHTTPRedirect bool
 	// PostLogoutRedirectURIs are where the end-session endpoint may send
 	// the browser back after a logout the client started, matched exactly
 	// (no loopback port exception: a logout redirect carries nothing to
@@ -169,6 +174,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("client %q: scope %q is not a scope token", c.ID, s)
 		}
 	}
+	if c.DefaultScopes != nil && len(c.DefaultScopes) == 0 {
+		// An empty list given (JSON's []) would read as "none" and act as
+		// the default, every scope.
+		return fmt.Errorf("client %q: default scopes given but empty: leave them out for every scope of the client, or name at least one", c.ID)
+	}
 	for _, s := range c.DefaultScopes {
 		if !contains(c.Scopes, s) {
 			return fmt.Errorf("client %q: default scope %q is not among its scopes", c.ID, s)
@@ -185,6 +195,9 @@ func (c *Config) Validate() error {
 	for _, r := range c.RedirectURIs {
 		if err := checkRedirectURI(r); err != nil {
 			return fmt.Errorf("client %q: redirect URI %w", c.ID, err)
+		}
+		if !c.AllowHTTPRedirect && plainHTTPElsewhere(r) {
+			return fmt.Errorf("client %q: redirect URI %q is plain http to a host other than loopback: codes and tokens would travel in the clear (use https, or allow_http_redirect)", c.ID, r)
 		}
 	}
 	for _, u := range c.PostLogoutRedirectURIs {

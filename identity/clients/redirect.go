@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -97,6 +98,22 @@ func checkRedirectURI(s string) error {
 		}
 	}
 	return nil
+}
+
+// plainHTTPElsewhere reports whether s, a redirect URI checkRedirectURI
+// accepts, is http to a host other than loopback (localhost, 127.0.0.0/8,
+// ::1).
+func plainHTTPElsewhere(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return false
+	}
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // requestKeys parses a client's request-object key set: RSA and EC keys

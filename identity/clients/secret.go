@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 )
 
@@ -30,7 +31,8 @@ func DigestHex(secret string) string {
 }
 
 // ParseDigest decodes a SHA-256 digest written as 64 hex digits or as
-// base64 (standard alphabet, padded or not).
+// base64 (standard alphabet, padded or not). Its error does not quote s:
+// what is not a digest may be the secret itself.
 func ParseDigest(s string) ([]byte, error) {
 	if len(s) == 2*sha256.Size {
 		if b, err := hex.DecodeString(s); err == nil {
@@ -42,7 +44,7 @@ func ParseDigest(s string) ([]byte, error) {
 		b, err = base64.RawStdEncoding.DecodeString(s)
 	}
 	if err != nil || len(b) != sha256.Size {
-		return nil, fmt.Errorf("%q is neither 64 hex digits nor the base64 of a SHA-256 digest", s)
+		return nil, errors.New("not a SHA-256 digest in 64 hex digits or base64: give the secret's digest, not the secret")
 	}
 	return b, nil
 }

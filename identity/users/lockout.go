@@ -45,6 +45,16 @@ func (p LockoutPolicy) Validate() error {
 	if p.Duration < 0 || p.Window < 0 || p.BaseDelay < 0 || p.MaxDelay < 0 {
 		return errors.New("lockout durations must not be negative")
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"duration", p.Duration}, {"window", p.Window}} {
+		// In Caddy's JSON a bare number is nanoseconds: 900 meant as
+		// seconds would lock nobody out.
+		if d.v > 0 && d.v < time.Second {
+			return fmt.Errorf("lockout: %s %v is under a second and would lock nobody out (in JSON a bare number is nanoseconds: write \"15m\")", d.name, d.v)
+		}
+	}
 	if p.ThrottleAfter < 0 {
 		return fmt.Errorf("lockout: throttle_after must not be negative, got %d", p.ThrottleAfter)
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -106,8 +107,11 @@ func NewRemoteKeySet(ctx context.Context, cfg RemoteConfig) (*RemoteKeySet, erro
 // without user info or fragment. It changes nothing.
 func (cfg RemoteConfig) Validate() error {
 	u, err := url.Parse(cfg.URL)
-	if cfg.URL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return fmt.Errorf("jwks_url %q must be an absolute http(s) URL without user info or fragment", cfg.URL)
+	if cfg.URL == "" || err != nil {
+		return errors.New("jwks_url is not a URL") // not quoted: it may hold a password
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return fmt.Errorf("jwks_url %q must be an absolute http(s) URL without user info or fragment", u.Redacted())
 	}
 	return nil
 }

@@ -51,14 +51,16 @@ type Config struct {
 // Validate checks cfg and changes nothing.
 func (c *Config) Validate() error {
 	var errs []error
+	// The errors quote the URL without its user info (Redacted), or not
+	// at all when it does not parse: it may hold a password.
 	u, err := url.Parse(c.URL)
 	switch {
 	case c.URL == "" || err != nil:
-		errs = append(errs, fmt.Errorf("upstream URL %q is not a URL", c.URL))
+		errs = append(errs, errors.New("the upstream URL is not a URL"))
 	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		errs = append(errs, fmt.Errorf("upstream URL %q: http(s)://host[:port][/path] needed", c.URL))
+		errs = append(errs, fmt.Errorf("upstream URL %q: http(s)://host[:port][/path] needed", u.Redacted()))
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		errs = append(errs, fmt.Errorf("upstream URL %q: no user info, query or fragment", c.URL))
+		errs = append(errs, fmt.Errorf("upstream URL %q: no user info, query or fragment", u.Redacted()))
 	}
 	if len(c.Catalog.Tables) == 0 {
 		errs = append(errs, errors.New("no table in the catalog"))

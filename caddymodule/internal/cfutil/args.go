@@ -36,6 +36,20 @@ func OneArg(d *caddyfile.Dispenser) (string, error) {
 	return v, nil
 }
 
+// SecretArg reads the one argument of the current line, which may hold a
+// secret (a DSN with its password): its errors name what (such as "dsn")
+// and never quote a word of the line, as the dispenser's ArgErr would.
+func SecretArg(d *caddyfile.Dispenser, what string) (string, error) {
+	if !d.NextArg() {
+		return "", d.Errf("%s: one argument needed", what)
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.Errf("%s is one argument: put it in quotes if it holds spaces", what)
+	}
+	return v, nil
+}
+
 // ListArgs reads the one or more arguments of the current line.
 func ListArgs(d *caddyfile.Dispenser) ([]string, error) {
 	args := d.RemainingArgs()

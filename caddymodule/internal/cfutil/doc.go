@@ -3,7 +3,8 @@
 // refusing one given twice (OnceSet) and leaving the rest to a switch whose
 // default is Unrecognized; the argument readers (OneArg, ListArgs,
 // DurationArg, ...) read one line each and fail with the dispenser's
-// position.
+// position. Env reads an environment variable a *_env field names,
+// without ever quoting it in an error.
 //
 // It knows Caddy's Caddyfile dispenser and nothing of Gatehouse's
 // configuration types.
