@@ -44,7 +44,8 @@ type App struct {
 
 	// Audience is the "aud" of every access token: the name of the API
 	// resource the tokens are for. Default "gatehouse". Every verifier of
-	// these tokens must expect the same value.
+	// these tokens must expect the same value. No client may have it for
+	// its ID (its ID tokens would then carry the same aud).
 	Audience string `json:"audience,omitempty"`
 
 	// AccessTokenLifetime is how long access tokens live. Default 1h. A

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ type Config struct {
 	// URLs are built under it, and its path prefixes every endpoint path.
 	Issuer string
 	// Audience is the "aud" of every access token. Default "gatehouse".
+	// No client may have it for its ID.
 	Audience string
 	// AccessTokenLifetime is the default lifetime of access tokens.
 	// Default 1h.
@@ -171,6 +173,14 @@ func (cfg *Config) Validate() error {
 	}
 	if err := clients.ValidateAll(cfg.Clients, cfg.APIResources); err != nil {
 		return fmt.Errorf("configuring clients: %w", err)
+	}
+	aud := cmp.Or(cfg.Audience, DefaultAudience)
+	for _, c := range cfg.Clients {
+		// Its ID tokens would carry the access tokens' aud: only their
+		// typ would still tell them apart (RFC 8725 §3.11-3.12).
+		if c.ID == aud {
+			return fmt.Errorf("configuring clients: client %q has the access tokens' audience for its ID: rename the client or the audience", c.ID)
+		}
 	}
 	if err := cfg.Keys.Validate(); err != nil {
 		return err

@@ -9,3 +9,6 @@ func CacheLen(v *Verifier) int { return v.cache.len() }
 // the goroutine that calls Claims.
 func ClaimsDecoded(id *Identity) bool                                    { return id.claims != nil }
 func DecodeObjectForTest(raw []byte) (map[string]json.RawMessage, error) { return decodeObject(raw) }
+
+// NoDowngrade is the default key-set client's redirect policy.
+var NoDowngrade = noDowngrade

@@ -90,7 +90,7 @@ func NewRemoteKeySet(ctx context.Context, cfg RemoteConfig) (*RemoteKeySet, erro
 		cfg.Timeout = DefaultJWKSTimeout
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: cfg.Timeout}
+		cfg.Client = &http.Client{Timeout: cfg.Timeout, CheckRedirect: noDowngrade}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -99,7 +99,7 @@ func NewRemoteKeySet(ctx context.Context, cfg RemoteConfig) (*RemoteKeySet, erro
 		cfg.Now = time.Now
 	}
 	r := &RemoteKeySet{cfg: cfg, keys: map[string]crypto.PublicKey{}}
-	_ = r.refresh(ctx)
+	_ = r.refresh(ctx, true)
 	return r, nil
 }
 
@@ -121,21 +121,23 @@ func (r *RemoteKeySet) Key(ctx context.Context, kid string) (crypto.PublicKey, e
 	r.mu.RLock()
 	k, ok := r.keys[kid]
 	recent := r.cfg.Now().Sub(r.attempted) < r.cfg.MinInterval
+	running := r.inflight != nil
 	everFetched := !r.fetched.IsZero()
 	lastErr := r.lastErr
 	r.mu.RUnlock()
 	if ok {
 		return k, nil
 	}
-	if recent {
+	if recent && !running {
 		// A miss inside the interval: no fetch, so a flood of unknown
-		// kids cannot hammer the issuer.
+		// kids cannot hammer the issuer. (A miss while a fetch runs
+		// waits for it: the key may be in what it brings.)
 		if !everFetched && lastErr != nil {
 			return nil, fmt.Errorf("key set unavailable: %w", lastErr)
 		}
 		return nil, ErrUnknownKey
 	}
-	if err := r.refresh(ctx); err != nil && !everFetched {
+	if err := r.refresh(ctx, false); err != nil && !everFetched {
 		return nil, fmt.Errorf("key set unavailable: %w", err)
 	}
 	r.mu.RLock()
@@ -164,7 +166,7 @@ func (r *RemoteKeySet) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = r.refresh(ctx)
+			_ = r.refresh(ctx, true)
 		}
 	}
 }
@@ -176,25 +178,54 @@ func (r *RemoteKeySet) Fetches() (attempts, failures int64) {
 	return r.stats.fetches, r.stats.failures
 }
 
-// refresh fetches the key set once, joining a fetch already running.
-func (r *RemoteKeySet) refresh(ctx context.Context) error {
-	r.mu.Lock()
-	if wait := r.inflight; wait != nil {
-		r.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		r.mu.RLock()
-		defer r.mu.RUnlock()
-		return r.lastErr
+// noDowngrade is the default client's redirect policy: at most 5
+// redirects, none from https to http (the key set would then be anyone's
+// on the way).
+func noDowngrade(req *http.Request, via []*http.Request) error {
+	switch {
+	case len(via) >= 5:
+		return errors.New("stopped after 5 redirects")
+	case via[0].URL.Scheme == "https" && req.URL.Scheme != "https":
+		return errors.New("redirect from https to http refused")
 	}
-	done := make(chan struct{})
-	r.inflight = done
-	r.attempted = r.cfg.Now()
-	r.mu.Unlock()
+	return nil
+}
 
+// refresh fetches the key set once, or joins the fetch already running,
+// and waits for it, or for ctx to end; unless scheduled, it starts none
+// within MinInterval of the last. The fetch runs on a goroutine of its
+// own, on a context that ctx's end does not cancel (its own timeout bounds
+// it): a caller that gives up, a client dropping its request, must not
+// fail the fetch for the callers that wait with it, nor spend the
+// interval between fetches on nothing.
+func (r *RemoteKeySet) refresh(ctx context.Context, scheduled bool) error {
+	r.mu.Lock()
+	wait := r.inflight
+	if wait == nil && !scheduled && r.cfg.Now().Sub(r.attempted) < r.cfg.MinInterval {
+		err := r.lastErr
+		r.mu.Unlock()
+		return err
+	}
+	if wait == nil {
+		wait = make(chan struct{})
+		r.inflight = wait
+		r.attempted = r.cfg.Now()
+		go r.fetchAndKeep(context.WithoutCancel(ctx), wait)
+	}
+	r.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.lastErr
+}
+
+// fetchAndKeep fetches the key set and keeps it (refresh's goroutine),
+// then closes done.
+func (r *RemoteKeySet) fetchAndKeep(ctx context.Context, done chan struct{}) {
 	keys, err := r.fetch(ctx)
 
 	r.mu.Lock()
@@ -211,7 +242,7 @@ func (r *RemoteKeySet) refresh(ctx context.Context) error {
 	if err != nil {
 		r.cfg.Logger.Warn("fetching remote key set failed: the last good set keeps serving",
 			zap.String("url", r.cfg.URL), zap.Error(err))
-		return err
+		return
 	}
 	// Keep the old key objects where nothing changed, so cached tokens
 	// stay valid across refreshes.
@@ -222,7 +253,6 @@ func (r *RemoteKeySet) refresh(ctx context.Context) error {
 	}
 	r.keys = keys
 	r.fetched = r.cfg.Now()
-	return nil
 }
 
 func (r *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, error) {

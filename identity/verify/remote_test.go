@@ -178,3 +178,34 @@ func zeros(n int) string {
 	}
 	return string(b)
 }
+
+// TestRemoteKeySetNoDowngrade: the default client follows a key set's
+// redirects, at most 5, and never from https to http, where anyone on the
+// way could answer with keys of their own.
+func TestRemoteKeySetNoDowngrade(t *testing.T) {
+	req := func(u string) *http.Request {
+		r, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	tls, plain := req("https://idp.example/jwks"), req("http://idp.example/jwks")
+	for _, tt := range []struct {
+		name string
+		to   *http.Request
+		via  []*http.Request
+		ok   bool
+	}{
+		{"https to https", tls, []*http.Request{tls}, true},
+		{"http to https", tls, []*http.Request{plain}, true},
+		{"http to http", plain, []*http.Request{plain}, true},
+		{"https to http", plain, []*http.Request{tls}, false},
+		{"https, https, then http", plain, []*http.Request{tls, tls}, false},
+		{"a sixth", tls, []*http.Request{tls, tls, tls, tls, tls}, false},
+	} {
+		if err := verify.NoDowngrade(tt.to, tt.via); (err == nil) != tt.ok {
+			t.Errorf("%s: error %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
