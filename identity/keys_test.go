@@ -3,6 +3,8 @@ package identity
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -215,5 +217,35 @@ func TestSyncKeepsVerifierCache(t *testing.T) {
 	}
 	if f.srv.Verifier().Stats().CacheHits != hits+1 {
 		t.Fatal("a schedule pass emptied the verifier cache")
+	}
+}
+
+// The published key set holds each key's public RSA members only, and
+// each kid is the RFC 7638 thumbprint of the key it names: with an
+// announced successor too.
+func TestJWKSPublicMembersOnly(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Keys = keys.Policy{Period: 10 * 24 * time.Hour, Announce: 24 * time.Hour}
+	})
+	f.clock.Add(9*24*time.Hour + time.Minute) // inside the announce window
+	f.sync()
+	res := f.do(httptest.NewRequest(http.MethodGet, testIssuer+PathJWKS, nil))
+	var set struct{ Keys []map[string]any }
+	if err := json.Unmarshal([]byte(res.raw), &set); err != nil || len(set.Keys) != 2 {
+		t.Fatalf("%s: %v", res.raw, err)
+	}
+	allowed := map[string]bool{"kty": true, "use": true, "kid": true, "alg": true, "n": true, "e": true}
+	for _, k := range set.Keys {
+		for name := range k {
+			if !allowed[name] {
+				t.Errorf("JWK %v has member %q", k["kid"], name)
+			}
+		}
+		n, _ := k["n"].(string)
+		e, _ := k["e"].(string)
+		sum := sha256.Sum256([]byte(`{"e":"` + e + `","kty":"RSA","n":"` + n + `"}`))
+		if k["kid"] != base64.RawURLEncoding.EncodeToString(sum[:]) || k["use"] != "sig" || k["alg"] != "RS256" || k["kty"] != "RSA" {
+			t.Errorf("JWK %v: kid is not its thumbprint, or use, alg or kty wrong", k)
+		}
 	}
 }
