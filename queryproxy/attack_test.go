@@ -302,7 +302,7 @@ func TestAttackForwarderHeld(t *testing.T) {
 	}
 	h, err := queryproxy.New(queryproxy.Config{Forwarder: fw, Tables: []queryproxy.TablePolicy{
 		{Table: "Security", Read: []string{"Service/Market"}},
-		{Table: "Order", Read: []string{"Service/Trading"}, Owner: "Owner"},
+		{Table: "Order", Read: []string{"Service/Trading"}},
 	}, Authenticate: func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
 		return &queryproxy.Caller{Subject: "u1", ClientID: "c", Scopes: []string{"Service/Market"}, Token: "tok-u1"}, true
 	}})

@@ -108,6 +108,15 @@ func (cfg *Config) Validate() error {
 	if err := ValidatePolicy(cfg.Tables); err != nil {
 		errs = append(errs, err)
 	}
+	if cfg.Forwarder != nil {
+		for _, t := range cfg.Tables {
+			// The upstream filters a user's rows itself, by the token
+			// (forward): an owner here would be applied by nobody.
+			if t.Owner != "" {
+				errs = append(errs, fmt.Errorf("table %q: owner %q: the upstream of a forwarding engine filters rows by the caller's token itself; an owner column is applied only by the sqlite and postgres engines", t.Table, t.Owner))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 

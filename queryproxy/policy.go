@@ -37,7 +37,8 @@ type TablePolicy struct {
 	Write []string `json:"write,omitempty"`
 	// Owner is the column holding each row's owner, for per-user tables:
 	// reads, updates and deletes see only the caller's rows, and inserts
-	// get the caller as owner. Empty: rows are shared.
+	// get the caller as owner. Empty: rows are shared. Refused with a
+	// forwarding engine (iq), whose upstream filters by the token itself.
 	Owner string `json:"owner,omitempty"`
 	// OwnerClaim is the access-token claim an owner column holds. Default
 	// DefaultOwnerClaim ("sub", the user's fixed id).

@@ -200,6 +200,13 @@ type Config struct {
 	// supplies one that trusts X-Forwarded-Proto only from trusted
 	// proxies.
 	Secure func(r *http.Request) bool
+	// ClientIP is the client's address: what AuthOwner's brute-force
+	// defence counts failures by (OwnerCredentials.RemoteAddr), and the
+	// sessions' log lines show. nil means r.RemoteAddr. Behind a proxy
+	// the Caddy glue supplies Caddy's client IP, which honours the
+	// server's trusted_proxies: else every client would count as the
+	// proxy, and a stranger's wrong passwords would lock anyone out.
+	ClientIP func(r *http.Request) string
 
 	// Verifier checks access tokens. Required.
 	Verifier Verifier
@@ -343,6 +350,9 @@ func (c Config) withDefaults() Config {
 		c.WithheldScopes = DefaultWithheldScopes
 	}
 	c.WithheldScopes = slices.Clone(c.WithheldScopes)
+	if c.ClientIP == nil {
+		c.ClientIP = func(r *http.Request) string { return r.RemoteAddr }
+	}
 	if c.Secure == nil {
 		c.Secure = func(r *http.Request) bool { return r.TLS != nil }
 	}

@@ -95,7 +95,7 @@ func TopicBase(topic string) string {
 //
 //   - valid UTF-8, else the error wraps ErrInvalidUTF8 (close 1007);
 //   - one JSON object (RFC 8259, with no escaped lone surrogates and
-//     nesting no deeper than 10,000) with only whitespace around it;
+//     nesting no deeper than MaxDepth) with only whitespace around it;
 //   - top-level member names in printable ASCII;
 //   - no envelope member (Controller, Topic, Action, TransactionID,
 //     Confirm, Data) twice, in any spelling: a name whose ASCII letters and
@@ -105,8 +105,9 @@ func TopicBase(topic string) string {
 //     that does not decode names would miss it), so the envelope names
 //     left are exact and counted once;
 //   - Controller, Topic and Action strings, Action one of the Action
-//     constants exactly; TransactionID an integer in int64 range, with no
-//     fraction or exponent; Confirm a boolean. Data may be any value.
+//     constants exactly; TransactionID an integer within
+//     ±MaxTransactionID, with no fraction or exponent; Confirm a boolean.
+//     Data may be any value.
 //
 // Otherwise the error is a *ScanError wrapping ErrMalformed. Other members
 // and Data are checked for syntax and UTF-8 only: duplicate names there are
@@ -131,6 +132,20 @@ func scan(msg []byte, topic *string) (Envelope, error) {
 	return scanDecoder(msg)
 }
 
+// MaxDepth bounds a message's nesting, the envelope object's being 1:
+// the default of System.Text.Json and Newtonsoft.Json (MaxDepth 64), which
+// refuse a deeper message whole. The gateway refuses what the backend
+// would: a message the backend drops while the gateway acts on it (an
+// Unsub it tracks) would part the two.
+const MaxDepth = 64
+
+// MaxTransactionID bounds a client's TransactionID either way: 2^53 - 1,
+// the largest integer a double holds exactly (the web client's numbers
+// are doubles, as a backend in JavaScript reads them). A backend that
+// rounds a larger one could echo it into the reserved range, where the
+// gateway drops it as the answer to its own message.
+const MaxTransactionID = 1<<53 - 1
+
 // scanDecoder is Scan with the decoder, for every message scanFast does
 // not take.
 func scanDecoder(msg []byte) (Envelope, error) {
@@ -149,6 +164,11 @@ func scanDecoder(msg []byte) (Envelope, error) {
 	s := getScanState(msg)
 	defer s.release()
 	err := s.scan(msg, &env)
+	if err == nil {
+		if off := tooDeep(msg); off >= 0 {
+			err = &ScanError{Err: ErrMalformed, Reason: "nested deeper than 64", Offset: int64(off)}
+		}
+	}
 	if env.Present&HasController == 0 {
 		env.Controller = DefaultController
 	}
@@ -315,7 +335,7 @@ func setMember(env *Envelope, field Fields, v []byte, str func([]byte) string, t
 		}
 	case HasTransactionID:
 		n, ok := parseInt64(v)
-		if !ok {
+		if !ok || n > MaxTransactionID || n < -MaxTransactionID {
 			return "TransactionID not an integer in range"
 		}
 		env.TransactionID, env.TransactionIDText = n, v
@@ -384,6 +404,34 @@ func internName(body []byte) string {
 		return ActionUnsub
 	}
 	return string(body)
+}
+
+// tooDeep is the offset of the bracket that nests msg deeper than
+// MaxDepth, or -1. Brackets in strings do not count; the syntax is the
+// decoder's to check.
+func tooDeep(msg []byte) int {
+	depth, inString := 0, false
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxDepth {
+				return i
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return -1
 }
 
 // parseInt64 reads v, a valid JSON number, as an integer: no fraction, no

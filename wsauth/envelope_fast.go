@@ -82,9 +82,10 @@ func scanFast(msg []byte, topic *string) (env Envelope, ok bool) {
 	return env, true
 }
 
-// fastDepth bounds scanFast's nesting (and its recursion); a deeper
-// message goes to the decoder, whose bound is 10,000.
-const fastDepth = 64
+// fastDepth bounds scanFast's nesting (and its recursion): MaxDepth, the
+// envelope object's level being 1; a deeper message goes to the decoder,
+// which refuses it.
+const fastDepth = MaxDepth
 
 // skipSpace is the index of the first byte at or after i that is not JSON
 // whitespace.

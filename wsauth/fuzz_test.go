@@ -52,6 +52,12 @@ func FuzzScan(f *testing.F) {
 		if !utf8.Valid(msg) || !json.Valid(msg) {
 			t.Fatalf("accepted a message encoding/json finds invalid")
 		}
+		if d := jsonNesting(msg); d > MaxDepth {
+			t.Fatalf("accepted a message nested %d deep, which System.Text.Json refuses", d)
+		}
+		if env.TransactionID > MaxTransactionID || env.TransactionID < -MaxTransactionID {
+			t.Fatalf("accepted TransactionID %d, which a double does not hold exactly", env.TransactionID)
+		}
 		var exact map[string]json.RawMessage // the plainest parser: exact names, last wins
 		if err := json.Unmarshal(msg, &exact); err != nil {
 			t.Fatalf("accepted a message that is not one JSON object: %v", err)
@@ -397,6 +403,26 @@ func asciiOnly(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// jsonNesting is the deepest nesting of msg, a valid JSON text, read with
+// encoding/json's decoder (not tooDeep's byte scan).
+func jsonNesting(msg []byte) int {
+	d := json.NewDecoder(bytes.NewReader(msg))
+	level, deepest := 0, 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return deepest
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			level++
+			deepest = max(deepest, level)
+		case json.Delim('}'), json.Delim(']'):
+			level--
+		}
+	}
 }
 
 // depth is the deepest nesting of brackets in msg, counting those in

@@ -217,7 +217,7 @@ func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time,
 	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > g.cfg.MaxTokenBytes {
 		m.Auth(AuthHeader, AuthResultNo)
 		g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
-			zap.String("reason", "malformed authorization header"), zap.String("remote", r.RemoteAddr))
+			zap.String("reason", "malformed authorization header"), zap.String("remote", g.cfg.ClientIP(r)))
 		return nil, time.Time{}, http.StatusForbidden
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.AuthTimeout)
@@ -228,7 +228,7 @@ func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time,
 		if errors.Is(err, ErrRefused) {
 			m.Auth(AuthHeader, AuthResultNo)
 			g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
-				zap.String("reason", refusalReason(err)), zap.String("remote", r.RemoteAddr))
+				zap.String("reason", refusalReason(err)), zap.String("remote", g.cfg.ClientIP(r)))
 			return nil, time.Time{}, http.StatusForbidden
 		}
 		m.Auth(AuthHeader, AuthResultErr)
@@ -242,7 +242,7 @@ func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time,
 	id.Token = token
 	m.Auth(AuthHeader, AuthResultOK)
 	g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultOK),
-		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", r.RemoteAddr))
+		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", g.cfg.ClientIP(r)))
 	return &id, at, 0
 }
 

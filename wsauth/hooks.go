@@ -44,7 +44,8 @@ type OwnerCredentials struct {
 	ClientSecret string
 	Username     string
 	Password     string
-	// RemoteAddr is the client's address, for the brute-force defence.
+	// RemoteAddr is the client's address (Config.ClientIP), for the
+	// brute-force defence.
 	RemoteAddr string
 }
 

@@ -171,7 +171,7 @@ func (m *outMsg) release() {
 
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
 	s := &session{
-		g: g, cfg: &g.cfg, cc: cc, remote: r.RemoteAddr,
+		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r),
 		state: StateUnauthenticated,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),

@@ -73,7 +73,12 @@ type subKey struct{ controller, topic string }
 // forward writes msg, a client message the policy allows, to the backend
 // leg, and tracks the subscriptions it makes and ends: a Sub adds a copy
 // of msg (re-sent when a lapsed session authenticates again), an Unsub
-// drops it. All under mu, so a lapse either precedes the authority check
+// drops it. The backend gets an Unsub as the gateway writes its own
+// (AppendUnsub: Controller, Topic and the client's TransactionID, no
+// Data), not as the client wrote it: one the backend could not read, and
+// so would not act on, would leave the subscription open at the backend
+// and forgotten here, where no lapse or lost scope would end it. All
+// under mu, so a lapse either precedes the authority check
 // or follows the write. While authority has lapsed nothing is forwarded
 // (Error/Authority); an Unsub then still drops its subscription, which is
 // not re-sent. A Sub for a new subscription past Limits.Subscriptions or
@@ -98,6 +103,7 @@ func (s *session) forward(msg []byte, env *Envelope) {
 		}
 	case ActionUnsub:
 		s.untrackLocked(k)
+		msg = AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, false)
 	}
 	err := s.writeBackendLocked(msg)
 	s.mu.Unlock()

@@ -1,6 +1,7 @@
 package wshandler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -210,6 +211,10 @@ func (h *Handler) config() (wsauth.Config, error) {
 		RecheckInterval: time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
 		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
 		Secure: secureConnection,
+		ClientIP: func(r *http.Request) string {
+			ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+			return cmp.Or(ip, r.RemoteAddr)
+		},
 	}
 	if h.Limits != nil {
 		cfg.Limits = *h.Limits
