@@ -193,7 +193,8 @@ type Config struct {
 	// Default false.
 	RequireTLS bool
 	// WithheldScopes are the scopes RequireTLS withholds. Default
-	// DefaultWithheldScopes (Service/Trading, Service/OrderPad).
+	// DefaultWithheldScopes (Service/Trading, Service/OrderPad). Each must
+	// be a scope a rule of the policy requires, and RequireTLS set.
 	WithheldScopes []string
 	// Secure reports whether the client's connection is secure; nil
 	// means r.TLS != nil. Behind a proxy that ends TLS the Caddy glue
@@ -309,9 +310,21 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateLimits()...)
+	if len(c.WithheldScopes) > 0 && !c.RequireTLS {
+		errs = append(errs, errors.New("withheld scopes without require_tls withhold nothing"))
+	}
+	policy := c.Policy
+	if policy == nil {
+		policy = DefaultPolicy()
+	}
 	for _, s := range c.WithheldScopes {
-		if s == "" || strings.ContainsFunc(s, isSpaceOrControl) {
+		switch {
+		case s == "" || strings.ContainsFunc(s, isSpaceOrControl):
 			errs = append(errs, fmt.Errorf("withheld scope %q is empty or holds a space or control character", s))
+		case !policy.usesScope(s):
+			// A misspelt or short name ("Trading") would withhold
+			// nothing, and replace the defaults.
+			errs = append(errs, fmt.Errorf("withheld scope %q is required by no rule of the message policy: withholding it would change nothing (the scopes are such as %s)", s, ScopeTrading))
 		}
 	}
 	if c.Verifier == nil {

@@ -30,6 +30,12 @@ func TestConfigValidate(t *testing.T) {
 		{"negative override", func(c *Config) {
 			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{Burst: -1}}}
 		}},
+		{"override below the default", func(c *Config) {
+			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{MessagesPerSecond: 1}}}
+		}},
+		{"override at the default", func(c *Config) {
+			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{Subscriptions: 1000, Burst: DefaultBurst}}}
+		}},
 		{"override matching nothing", func(c *Config) { c.LimitOverrides = []LimitOverride{{Limits: Limits{Burst: 1}}} }},
 		{"override by client and scope", func(c *Config) {
 			c.LimitOverrides = []LimitOverride{{ClientID: "a", Scope: ScopeMarket, Limits: Limits{Burst: 1}}}
@@ -39,6 +45,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative expiry grace", func(c *Config) { c.ExpiryGrace = -time.Second }},
 		{"negative supervise interval", func(c *Config) { c.SuperviseInterval = -time.Second }},
 		{"empty withheld scope", func(c *Config) { c.WithheldScopes = []string{""} }},
+		{"withheld scopes without require_tls", func(c *Config) { c.WithheldScopes = []string{ScopeTrading} }},
+		{"withheld scope no rule requires", func(c *Config) { c.RequireTLS, c.WithheldScopes = true, []string{"Trading"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

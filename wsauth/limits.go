@@ -48,7 +48,9 @@ type Limits struct {
 
 // LimitOverride raises the limits of the sessions it matches: those whose
 // token was issued to ClientID, or those holding Scope (after require_tls
-// withheld any). Exactly one of ClientID and Scope is set.
+// withheld any). Exactly one of ClientID and Scope is set. Each limit it
+// sets must be above the default's: a session gets the largest of the
+// default and its overrides, so an override cannot lower a limit.
 type LimitOverride struct {
 	ClientID string `json:"client_id,omitempty"`
 	Scope    string `json:"scope,omitempty"`
@@ -86,6 +88,23 @@ func (c *Config) validateLimits() []error {
 		errs = append(errs, o.validate(where)...)
 		if (o.ClientID == "") == (o.Scope == "") {
 			errs = append(errs, fmt.Errorf("%s: needs exactly one of client_id and scope", where))
+		}
+		// An override only raises (limitsFor takes the largest): one
+		// at or below the default, meant to throttle, would do nothing.
+		def := Limits{Subscriptions: or(c.Limits.Subscriptions, DefaultSubscriptions),
+			MessagesPerSecond: or(c.Limits.MessagesPerSecond, DefaultMessagesPerSecond), Burst: or(c.Limits.Burst, DefaultBurst)}
+		for _, f := range []struct {
+			name      string
+			set, over bool
+			v, d      float64
+		}{
+			{"subscriptions", o.Subscriptions != 0, o.Subscriptions > def.Subscriptions, float64(o.Subscriptions), float64(def.Subscriptions)},
+			{"messages_per_second", o.MessagesPerSecond != 0, o.MessagesPerSecond > def.MessagesPerSecond, o.MessagesPerSecond, def.MessagesPerSecond},
+			{"burst", o.Burst != 0, o.Burst > def.Burst, float64(o.Burst), float64(def.Burst)},
+		} {
+			if f.set && !f.over {
+				errs = append(errs, fmt.Errorf("%s: %s %v is not above the default %v: an override only raises a limit", where, f.name, f.v, f.d))
+			}
 		}
 	}
 	if c.MaxSubscriptionBytes < 0 {

@@ -41,9 +41,11 @@ type Rule struct {
 	// AllowWithoutScope allows the message to every authenticated session,
 	// whatever its scopes. Default false.
 	AllowWithoutScope bool `json:"allow_without_scope,omitempty"`
-	// Deny refuses the message to every session; in a config that extends
-	// the default table, it takes a default row away (the search stops at
-	// it: a wildcard rule below does not apply). Default false.
+	// Deny refuses the message to every session, and wins over every
+	// allowing rule it matches, the default table's and the config's, more
+	// exact ones included: "deny Trading *" refuses every Trading topic,
+	// PlaceOrder too. A config's allowing rule that a deny matches whole
+	// is refused, since it would never apply. Default false.
 	Deny bool `json:"deny,omitempty"`
 }
 
@@ -73,6 +75,17 @@ func (c *PolicyConfig) Validate() error {
 			continue
 		}
 		seen[k] = i
+	}
+	for i, r := range c.Rules {
+		if r.Deny {
+			continue
+		}
+		for j, d := range c.Rules {
+			if d.Deny && (d.Controller == Any || d.Controller == r.Controller) && (d.Topic == Any || d.Topic == r.Topic) {
+				errs = append(errs, fmt.Errorf("policy rule %d (%q / %q) never applies: deny rule %d (%q / %q) wins over it", i, r.Controller, r.Topic, j, d.Controller, d.Topic))
+				break
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -123,6 +136,10 @@ func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
 // concurrent use. A nil *Policy denies everything.
 type Policy struct {
 	rules map[ruleKey]*rule
+	// wildDeny are the deny rules with a wildcard, looked at before the
+	// rules (a deny wins); an exact deny is a nil rule in rules, found
+	// first anyway.
+	wildDeny map[ruleKey]bool
 }
 
 type ruleKey struct{ controller, topic string }
@@ -148,6 +165,12 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 		k := ruleKey{r.Controller, r.Topic}
 		if r.Deny {
 			p.rules[k] = nil
+			if r.Controller == Any || r.Topic == Any {
+				if p.wildDeny == nil {
+					p.wildDeny = map[ruleKey]bool{}
+				}
+				p.wildDeny[k] = true
+			}
 			continue
 		}
 		p.rules[k] = &rule{scopes: slices.Clone(r.Scopes), needed: strings.Join(r.Scopes, " "), open: r.AllowWithoutScope}
@@ -162,10 +185,11 @@ func DefaultPolicy() *Policy { return defaultPolicy }
 
 // Allowed says whether a session holding scopes may send a message for
 // controller and topic. The topic's "!" arguments are ignored
-// ("Security!BHP.ASX" decides as "Security"); names match exactly. The
-// rule applied is the first of: controller and topic both exact; any
-// controller with this topic; this controller with any topic; any
-// controller with any topic. A pair no rule matches is denied.
+// ("Security!BHP.ASX" decides as "Security"); names match exactly. A
+// deny rule that matches the pair denies it; else the rule applied is the
+// first of: controller and topic both exact; any controller with this
+// topic; this controller with any topic; any controller with any topic. A
+// pair no rule matches is denied.
 //
 // needed is the scope that allowed the message, or, when it is denied,
 // the scopes any one of which would allow it, space-separated; it is ""
@@ -187,8 +211,21 @@ func (p *Policy) Allowed(scopes []string, controller, topic string) (ok bool, ne
 	return false, r.needed
 }
 
+// usesScope reports whether a rule of p allows a message to scope.
+func (p *Policy) usesScope(scope string) bool {
+	for _, r := range p.rules {
+		if r != nil && slices.Contains(r.scopes, scope) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Policy) lookup(controller, base string) *rule {
 	if p == nil {
+		return nil
+	}
+	if p.wildDeny != nil && (p.wildDeny[ruleKey{Any, base}] || p.wildDeny[ruleKey{controller, Any}] || p.wildDeny[ruleKey{Any, Any}]) {
 		return nil
 	}
 	for _, k := range [...]ruleKey{{controller, base}, {Any, base}, {controller, Any}, {Any, Any}} {

@@ -162,11 +162,13 @@ func TestPolicyConfig(t *testing.T) {
 		{Controller: Any, Topic: Any, Scopes: []string{"all"}},
 		{Controller: Any, Topic: "Feeds", AllowWithoutScope: true},
 		{Controller: "Zenith", Topic: Any, Deny: true},
+		{Controller: "Custom", Topic: Any, Scopes: []string{"custom"}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(p, nil, "Zenith", "Feeds", true, "") // (any, topic) before (controller, any)
+	check(p, nil, "Custom", "Feeds", true, "")  // (any, topic) before (controller, any)
+	check(p, nil, "Zenith", "Feeds", false, "") // but a deny wins over every row it matches
 	check(p, []string{"all"}, "Zenith", "Other", false, "")
 	check(p, []string{"all"}, "Other", "Other", true, "all")
 
@@ -229,5 +231,44 @@ func TestPolicyKeepsItsOwnCopy(t *testing.T) {
 	scopes[0] = "b"
 	if ok, _ := p.Allowed([]string{"b"}, "C", "T"); ok {
 		t.Error("the policy follows the caller's slice")
+	}
+}
+
+// TestPolicyDenyWins: a deny rule with a wildcard refuses every pair it
+// matches, over the exact default rows ("deny Trading *" refuses
+// PlaceOrder to OrderPad) and over the config's own more exact rows; an
+// allowing rule of the config that a deny matches whole is refused at
+// load, since it would never apply.
+func TestPolicyDenyWins(t *testing.T) {
+	for _, d := range []Rule{
+		{Controller: "Trading", Topic: Any, Deny: true},
+		{Controller: Any, Topic: "PlaceOrder", Deny: true},
+		{Controller: Any, Topic: Any, Deny: true},
+	} {
+		p, err := NewPolicy(PolicyConfig{Rules: []Rule{d}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := p.Allowed([]string{ScopeOrderPad}, "Trading", "PlaceOrder!ACC1"); ok {
+			t.Errorf("deny %s/%s: Trading/PlaceOrder still allowed to OrderPad", d.Controller, d.Topic)
+		}
+		if ok, _ := p.Allowed([]string{ScopeMarket}, "Market", "Security!BHP.ASX"); ok == (d.Controller == Any && d.Topic == Any) {
+			t.Errorf("deny %s/%s: Market/Security allowed %v", d.Controller, d.Topic, ok)
+		}
+	}
+	for _, tt := range []struct {
+		rules   []Rule
+		refused bool
+	}{
+		{[]Rule{{Controller: "Trading", Topic: Any, Deny: true}, {Controller: "Trading", Topic: "Orders", Scopes: []string{"x"}}}, true},
+		{[]Rule{{Controller: Any, Topic: "Orders", Deny: true}, {Controller: "Trading", Topic: "Orders", AllowWithoutScope: true}}, true},
+		{[]Rule{{Controller: Any, Topic: Any, Deny: true}, {Controller: Any, Topic: "Feeds", AllowWithoutScope: true}}, true},
+		{[]Rule{{Controller: "Trading", Topic: Any, Deny: true}, {Controller: Any, Topic: "Orders", Scopes: []string{"x"}}}, false}, // other controllers' Orders
+		{[]Rule{{Controller: "Trading", Topic: "Orders", Deny: true}, {Controller: "Trading", Topic: Any, Scopes: []string{"x"}}}, false},
+	} {
+		err := (&PolicyConfig{Rules: tt.rules}).Validate()
+		if (err != nil) != tt.refused {
+			t.Errorf("%+v: error %v, want refused %v", tt.rules, err, tt.refused)
+		}
 	}
 }

@@ -45,7 +45,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		reload_delay <duration>
 //		recheck_interval <duration>       # revocation reaches live sessions within it
 //		expiry_grace <duration>           # lapsed sessions wait this long for a fresh AuthToken
-//		require_tls [<scope>...]          # withhold these (default Trading, OrderPad) without TLS
+//		require_tls [<scope>...]          # withhold these (default Service/Trading, Service/OrderPad) without TLS
 //		limits [client <id> | scope <scope>] {  # repeatable with client/scope
 //			subscriptions <n>
 //			messages_per_second <rate>
