@@ -207,12 +207,18 @@ func (a *App) Provision(ctx caddy.Context) error {
 // server from cfg, checked already.
 func (a *App) startServer(ctx caddy.Context, cfg identity.Config, users []store.User) error {
 	if a.UsersFile != "" {
-		n, err := identityusers.Seed(ctx, a.store, users, time.Now())
+		n, stricter, err := identityusers.Seed(ctx, a.store, users, time.Now())
 		if err != nil {
 			return err
 		}
 		a.logger.Info("users file loaded", zap.String("path", a.UsersFile),
 			zap.Int("users", len(users)), zap.Int("created", n))
+		if len(stricter) > 0 {
+			a.logger.Warn("users file gives these existing users less than the store holds (disabled, or fewer scopes), "+
+				"and was not applied to them: the file only creates users; change them with the CLI "+
+				"(gatehouse user disable <name>, gatehouse user scopes <name> <scope>...)",
+				zap.String("path", a.UsersFile), zap.Strings("usernames", stricter))
+		}
 		if old := identityusers.Outdated(users); len(old) > 0 {
 			a.logger.Warn("users file holds password hashes with other parameters than the current argon2id ones: "+
 				"they may take longer than the failure floor, which tells those users apart; each is upgraded at its next login",

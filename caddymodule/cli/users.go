@@ -52,6 +52,12 @@ func setUpUserCommand(cmd *cobra.Command) {
 		RunE:  func(cmd *cobra.Command, args []string) error { return setUserDisabled(cmd, args[0], false) },
 	})
 	cmd.AddCommand(&cobra.Command{
+		Use:   "scopes <username> [<scope>...]",
+		Short: "Sets the scopes a user may hold (none when none is given), and ends the user's sessions",
+		Args:  cobra.MinimumNArgs(1),
+		RunE:  runUserScopes,
+	})
+	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "Lists the users (without password hashes)",
 		Args:  cobra.NoArgs,
@@ -107,6 +113,19 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "added user %s with subject %s\n", u.Username, u.Subject)
 	return nil
+}
+
+// runUserScopes sets a user's scopes. It ends the user's sessions: their
+// tokens would keep a scope taken away until they expire, refreshed ones
+// included.
+func runUserScopes(cmd *cobra.Command, args []string) error {
+	scopes := args[1:]
+	for _, s := range scopes {
+		if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
+			return fmt.Errorf("%q is not a scope token", s)
+		}
+	}
+	return updateUser(cmd, args[0], true, func(u *store.User) { u.Scopes = scopes })
 }
 
 func runUserPasswd(cmd *cobra.Command, args []string) error {

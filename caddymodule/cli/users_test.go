@@ -92,6 +92,29 @@ func TestUserCommands(t *testing.T) {
 	if revs, _ := st.Revocations(context.Background(), time.Now()); len(revs) != 2 {
 		t.Errorf("enable changed the revocations: %+v", revs)
 	}
+
+	// scopes sets them (none when none is given) and ends the sessions.
+	before := time.Now()
+	user("", "scopes", "bob", "Service/News", "openid")
+	if bob, _ := st.User(context.Background(), "bob"); strings.Join(bob.Scopes, " ") != "Service/News openid" {
+		t.Errorf("bob's scopes %q", bob.Scopes)
+	}
+	user("", "scopes", "alice")
+	if alice, _ := st.User(context.Background(), "alice"); len(alice.Scopes) != 0 {
+		t.Errorf("alice's scopes %q, want none", alice.Scopes)
+	}
+	if _, err := run(t, setUpUserCommand, "user", "", "scopes", "bob", "a b", "--db", db); err == nil {
+		t.Error("a scope with a space was set")
+	}
+	revs, _ = st.Revocations(context.Background(), time.Now())
+	for _, r := range revs {
+		if r.NotBefore.Before(before) {
+			t.Errorf("scopes left the sessions of %s before %v: %+v", r.Subject, before, r)
+		}
+	}
+	if len(revs) != 2 {
+		t.Errorf("revocations after scopes: %+v", revs)
+	}
 }
 
 func TestUserCommandsConfig(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -123,27 +124,32 @@ func NewSubject() (string, error) {
 
 // Seed creates the users that the store does not have yet. Users that
 // exist are left as they are, so changes made with the CLI survive a
-// restart. It returns how many users it created.
-func Seed(ctx context.Context, st store.Store, users []store.User, now time.Time) (int, error) {
-	created := 0
+// restart. It returns how many users it created, and the names of those
+// it left whose entry gives less than the store holds (disabled there but
+// not in the store, or fewer scopes): an operator who edited the file to
+// take something away must be told that it did not.
+func Seed(ctx context.Context, st store.Store, users []store.User, now time.Time) (created int, stricter []string, err error) {
 	for _, u := range users {
-		_, err := st.User(ctx, u.Username)
+		had, err := st.User(ctx, u.Username)
 		if err == nil {
+			if u.Disabled && !had.Disabled || slices.ContainsFunc(had.Scopes, func(s string) bool { return !slices.Contains(u.Scopes, s) }) {
+				stricter = append(stricter, u.Username)
+			}
 			continue
 		}
 		if !errors.Is(err, store.ErrNotFound) {
-			return created, fmt.Errorf("seeding user %q: %w", u.Username, err)
+			return created, stricter, fmt.Errorf("seeding user %q: %w", u.Username, err)
 		}
 		u.Created, u.Updated = now, now
 		if err := st.CreateUser(ctx, u); err != nil {
 			if errors.Is(err, store.ErrAlreadyExists) {
 				continue // created concurrently by another instance
 			}
-			return created, fmt.Errorf("seeding user %q: %w", u.Username, err)
+			return created, stricter, fmt.Errorf("seeding user %q: %w", u.Username, err)
 		}
 		created++
 	}
-	return created, nil
+	return created, stricter, nil
 }
 
 // Outdated lists the users whose password hashes are not argon2id with the

@@ -112,12 +112,12 @@ func TestSeedUsers(t *testing.T) {
 	if err := st.UpdateUser(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
-	n, err := Seed(t.Context(), st, []store.User{
+	n, stricter, err := Seed(t.Context(), st, []store.User{
 		{Username: "demo", Subject: "sub-demo", PasswordHash: dh},
 		{Username: "new", Subject: "sub-new", PasswordHash: dh},
 	}, t0)
-	if err != nil || n != 1 {
-		t.Fatalf("seeded %d, %v", n, err)
+	if err != nil || n != 1 || len(stricter) != 0 {
+		t.Fatalf("seeded %d (stricter %v), %v", n, stricter, err)
 	}
 	got, _ := st.User(t.Context(), "demo")
 	if got.PasswordHash != oh {
@@ -136,4 +136,33 @@ func hashWith(password string, memoryKiB, passes uint32) (string, error) {
 	b64 := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
 		argon2.Version, memoryKiB, passes, argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+}
+
+// Seeding names the existing users whose entry gives less than the store
+// holds, disabled or fewer scopes, and changes none of them: the warning
+// an operator who edited the file to take something away needs.
+func TestSeedNamesStricterEntries(t *testing.T) {
+	st := openStore(t)
+	u, _ := st.User(t.Context(), "demo")
+	u.Scopes = []string{"a", "b"}
+	if err := st.UpdateUser(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		entry    store.User
+		stricter bool
+	}{
+		{store.User{Username: "demo", Scopes: []string{"a", "b"}}, false},
+		{store.User{Username: "demo", Scopes: []string{"b", "a", "c"}}, false},
+		{store.User{Username: "demo", Scopes: []string{"a"}}, true},
+		{store.User{Username: "demo", Scopes: []string{"a", "b"}, Disabled: true}, true},
+	} {
+		n, stricter, err := Seed(t.Context(), st, []store.User{tt.entry}, t0)
+		if err != nil || n != 0 || (len(stricter) == 1 && stricter[0] == "demo") != tt.stricter {
+			t.Errorf("%+v: created %d, stricter %v, %v", tt.entry, n, stricter, err)
+		}
+	}
+	if got, _ := st.User(t.Context(), "demo"); got.Disabled || len(got.Scopes) != 2 {
+		t.Errorf("seeding changed an existing user: %+v", got)
+	}
 }
