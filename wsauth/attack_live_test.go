@@ -398,7 +398,7 @@ func TestAttackReservedTransactionIDSpellings(t *testing.T) {
 			if f < 0 {
 				f = -f
 			}
-			if f >= reservedBase && f < reservedBase+reservedSpan {
+			if f >= float64(schemeInt53.base) && f < float64(schemeInt53.base+schemeInt53.span) {
 				t.Errorf("the backend got a reserved TransactionID: %s", m)
 			}
 		}

@@ -31,7 +31,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 		if batch {
 			// The commonest case of all: a run of such messages, whole in
 			// the buffer, goes to the batch as it came, in one copy.
-			if run, k := verbatimRun(c.buffered(), limit, batchBytes-len(s.lb), s.ownSent.Load()); k > 0 {
+			if run, k := verbatimRun(c.buffered(), limit, batchBytes-len(s.lb), s.ownPrefix()); k > 0 {
 				if !s.dead.Load() && !s.closing.Load() {
 					s.takeLB()
 					s.lb = append(s.lb, c.buffered()[:run]...)
@@ -54,7 +54,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			msg := c.buffered()[:n]
 			switch {
 			case s.dead.Load() || s.closing.Load():
-			case s.ownSent.Load() && answersGateway(msg):
+			case s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
 			default:
 				if len(s.lb)+maxFrameHeader+n > batchBytes && !s.flushLB() {
 					return
@@ -88,12 +88,13 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 // the gateway's to its client are both a server's: unmasked): whole, each
 // a message of its own (text or binary, FIN set, no RSV bit) of at most
 // limit bytes, its length in the shortest form (as appendHeader writes
-// it), the run at most room bytes, and, when own (the gateway has sent
-// the backend messages of its own), none the backend's answer to one of
-// them (answersGateway: the frame-by-frame path drops it). It returns the
+// it), the run at most room bytes, and, when own is not nil (the gateway
+// has sent the backend messages of its own, whose TransactionIDs are
+// written with own), none the backend's answer to one of them
+// (answersGateway: the frame-by-frame path drops it). It returns the
 // run's length and its number of frames; 0, 0 when the first frame is not
 // such a frame.
-func verbatimRun(b []byte, limit int64, room int, own bool) (n, frames int) {
+func verbatimRun(b []byte, limit int64, room int, own []byte) (n, frames int) {
 	for {
 		r := b[n:]
 		if len(r) < 2 || r[0] != finalBit|websocket.TextMessage && r[0] != finalBit|websocket.BinaryMessage {
@@ -113,7 +114,7 @@ func verbatimRun(b []byte, limit int64, room int, own bool) (n, frames int) {
 		if int64(size) > limit || hdr+size > len(r) || n+hdr+size > room {
 			return n, frames
 		}
-		if own && answersGateway(r[hdr:hdr+size]) {
+		if own != nil && answersGateway(r[hdr:hdr+size], own) {
 			return n, frames
 		}
 		n += hdr + size

@@ -187,6 +187,17 @@ type Config struct {
 	// session with many subscriptions and large Sub messages may need
 	// more. Default DefaultMaxSubscriptionBytes.
 	MaxSubscriptionBytes int64
+	// TransactionIDs is the backend's TransactionID type: what a client
+	// may send, and where the gateway's own messages take theirs (a
+	// reserved range clients may not use). TransactionIDsInt53 (the
+	// default): the integers a double holds exactly, ±(2^53 - 1), as
+	// JavaScript and the web client have them; the gateway's from
+	// 9007199254000000. TransactionIDsInt32, for a backend that reads a
+	// 32-bit int: -2^31 to 2^31 - 1; the gateway's from -2^31 to
+	// -2147400000. A backend that cannot read the gateway's own Unsub
+	// would keep the subscription open after the session lost the right
+	// to it.
+	TransactionIDs string
 	// RequireTLS withholds WithheldScopes from every identity of a
 	// session whose connection is not secure (Secure), before the policy,
 	// the Identify replies and the backend's identity headers see them.
@@ -227,7 +238,15 @@ type Config struct {
 	// checks and of ExpiryGrace; nil means time.Now. Socket deadlines
 	// and RecheckInterval use the system clock.
 	Now func() time.Time
+
+	tids *tidScheme // TransactionIDs' scheme (withDefaults)
 }
+
+// The values of Config.TransactionIDs.
+const (
+	TransactionIDsInt53 = "int53"
+	TransactionIDsInt32 = "int32"
+)
 
 // Validate checks c and changes nothing.
 func (c *Config) Validate() error {
@@ -310,6 +329,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateLimits()...)
+	switch c.TransactionIDs {
+	case "", TransactionIDsInt53, TransactionIDsInt32:
+	default:
+		errs = append(errs, fmt.Errorf("transaction_ids %q is neither %s nor %s", c.TransactionIDs, TransactionIDsInt53, TransactionIDsInt32))
+	}
 	if len(c.WithheldScopes) > 0 && !c.RequireTLS {
 		errs = append(errs, errors.New("withheld scopes without require_tls withhold nothing"))
 	}
@@ -359,6 +383,10 @@ func (c Config) withDefaults() Config {
 	c.Limits.Burst = or(c.Limits.Burst, DefaultBurst)
 	c.LimitOverrides = slices.Clone(c.LimitOverrides)
 	c.MaxSubscriptionBytes = or(c.MaxSubscriptionBytes, DefaultMaxSubscriptionBytes)
+	c.tids = &schemeInt53
+	if c.TransactionIDs == TransactionIDsInt32 {
+		c.tids = &schemeInt32
+	}
 	if len(c.WithheldScopes) == 0 {
 		c.WithheldScopes = DefaultWithheldScopes
 	}

@@ -44,6 +44,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative recheck interval", func(c *Config) { c.RecheckInterval = -time.Second }},
 		{"negative expiry grace", func(c *Config) { c.ExpiryGrace = -time.Second }},
 		{"negative supervise interval", func(c *Config) { c.SuperviseInterval = -time.Second }},
+		{"unknown transaction_ids", func(c *Config) { c.TransactionIDs = "int64" }},
 		{"empty withheld scope", func(c *Config) { c.WithheldScopes = []string{""} }},
 		{"withheld scopes without require_tls", func(c *Config) { c.WithheldScopes = []string{ScopeTrading} }},
 		{"withheld scope no rule requires", func(c *Config) { c.RequireTLS, c.WithheldScopes = true, []string{"Trading"} }},

@@ -453,6 +453,8 @@ func FuzzVerbatimRun(f *testing.F) {
 	answer := `{"Controller":"Market","TransactionID":9007199254000003}`
 	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, answer, 0)...), uint16(1000), uint16(2000), true) // the gateway's answer
 	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, answer, 0)...), uint16(1000), uint16(2000), false)
+	answer32 := `{"Controller":"Market","TransactionID":-2147483645}`
+	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, answer32, 0)...), uint16(1000), uint16(2000), true)
 	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 9, "ping", 0)...), uint16(10), uint16(100), false)
 	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, "abcdefgh", 0)...), uint16(5), uint16(100), false) // over the limit
 	f.Add(append(rawFrame(true, 1, "abc", 0), rawFrame(true, 1, "abcdefgh", 0)...), uint16(50), uint16(12), false) // over the room
@@ -463,23 +465,29 @@ func FuzzVerbatimRun(f *testing.F) {
 	f.Add(rawFrame(true, 1, strings.Repeat("y", 200), 0)[:100], uint16(1000), uint16(1000), false)                 // cut short
 	f.Add(append(rawFrame(true, 2, strings.Repeat("z", 70000), 0), 0x81, 0), uint16(65535), uint16(65535), false)  // a 64-bit length
 	f.Fuzz(func(t *testing.T, b []byte, limit, room uint16, own bool) {
-		n, k := verbatimRun(b, int64(limit), int(room), own)
-		if n < 0 || n > len(b) || n > int(room) {
-			t.Fatalf("run of %d bytes in %d, room %d", n, len(b), room)
+		prefixes := [][]byte{nil}
+		if own { // each scheme's
+			prefixes = [][]byte{schemeInt53.prefix, schemeInt32.prefix}
 		}
-		rest := b
-		for i := range k {
-			fr, ok := refFrameAt(rest)
-			if !ok || !fr.verbatim(limit, own) {
-				t.Fatalf("frame %d of the run (%x...) is not one to send as it is", i, rest[:min(len(rest), 12)])
+		for _, own := range prefixes {
+			n, k := verbatimRun(b, int64(limit), int(room), own)
+			if n < 0 || n > len(b) || n > int(room) {
+				t.Fatalf("run of %d bytes in %d, room %d", n, len(b), room)
 			}
-			rest = rest[fr.size:]
-		}
-		if len(b)-len(rest) != n {
-			t.Fatalf("run of %d bytes, its %d frames hold %d", n, k, len(b)-len(rest))
-		}
-		if fr, ok := refFrameAt(rest); ok && fr.verbatim(limit, own) && n+fr.size <= int(room) {
-			t.Fatalf("the run stops before a frame it could take (%x...)", rest[:min(len(rest), 12)])
+			rest := b
+			for i := range k {
+				fr, ok := refFrameAt(rest)
+				if !ok || !fr.verbatim(limit, own) {
+					t.Fatalf("frame %d of the run (%x...) is not one to send as it is", i, rest[:min(len(rest), 12)])
+				}
+				rest = rest[fr.size:]
+			}
+			if len(b)-len(rest) != n {
+				t.Fatalf("run of %d bytes, its %d frames hold %d", n, k, len(b)-len(rest))
+			}
+			if fr, ok := refFrameAt(rest); ok && fr.verbatim(limit, own) && n+fr.size <= int(room) {
+				t.Fatalf("the run stops before a frame it could take (%x...)", rest[:min(len(rest), 12)])
+			}
 		}
 	})
 }
@@ -522,9 +530,10 @@ func refFrameAt(b []byte) (refFrame, bool) {
 }
 
 // verbatim: the frame can go to the client as it is (when own, the
-// gateway's answers are dropped, not sent).
-func (fr refFrame) verbatim(limit uint16, own bool) bool {
+// prefix of the gateway's TransactionIDs, its answers are dropped, not
+// sent).
+func (fr refFrame) verbatim(limit uint16, own []byte) bool {
 	return (fr.b0 == 0x81 || fr.b0 == 0x82) && !fr.masked && len(fr.payload) <= int(limit) &&
 		bytes.Equal(fr.hdr, appendHeader(nil, int(fr.b0&0xf), len(fr.payload), nil)) &&
-		!(own && answersGateway(fr.payload))
+		!(own != nil && answersGateway(fr.payload, own))
 }

@@ -76,8 +76,22 @@ func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 		{"a longer prefix", `{"Controller":"Market","TransactionID":19007199254000001}`, false},
 	}
 	for _, tt := range tests {
-		if got := answersGateway([]byte(tt.msg)); got != tt.dropped {
+		if got := answersGateway([]byte(tt.msg), schemeInt53.prefix); got != tt.dropped {
 			t.Errorf("%s: answersGateway = %v", tt.name, got)
+		}
+	}
+	for _, tt := range []struct {
+		msg     string
+		dropped bool
+	}{ // int32's
+		{`{"Controller":"Market","Action":"Unsub","TransactionID":-2147483648,"Confirm":true}`, true},
+		{`{"TransactionID": -2147400000}`, true},
+		{`{"TransactionID":-2147399999}`, false},
+		{`{"TransactionID":2147483647}`, false},
+		{`{"TransactionID":9007199254000001}`, false},
+	} {
+		if got := answersGateway([]byte(tt.msg), schemeInt32.prefix); got != tt.dropped {
+			t.Errorf("int32, %s: answersGateway = %v", tt.msg, got)
 		}
 	}
 	e := newTestEnv(t, nil)

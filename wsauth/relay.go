@@ -106,7 +106,7 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 func (s *session) relayBackend(typ int, batch bool) bool {
 	bp := s.scratch
 	msg := *bp
-	if s.ownSent.Load() && answersGateway(msg) {
+	if s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix) {
 		return true // the backend's answer to the gateway's own message
 	}
 	if batch {

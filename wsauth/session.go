@@ -105,7 +105,7 @@ type session struct {
 	subs        map[subKey][]byte
 	subBytes    int64    // the bytes of subs' messages
 	identifySub bool     // the client subscribed to Auth/Identify
-	tidSeq      uint32   // the next reserved TransactionID's offset
+	tidSeq      int64    // the next reserved TransactionID's offset
 	owed        []subKey // the backend's Unsubs since a lapse, not yet written (unsubscribe)
 	ended       bool     // teardown has begun: nothing more is written or pushed
 	graceClosed bool     // closed for ExpiryGrace
@@ -376,7 +376,12 @@ func (s *session) handle(msg []byte) {
 		s.limited(&env, LimitRate)
 		return
 	}
-	if reservedTransactionID(env.TransactionIDText) {
+	if env.Present&HasTransactionID != 0 && (env.TransactionID < s.cfg.tids.min || env.TransactionID > s.cfg.tids.max) {
+		// The backend could not read it: nor would it act on it.
+		s.reply(AppendError(nil, &env, CodeDeserialise))
+		return
+	}
+	if s.cfg.tids.reserved(env.TransactionIDText) {
 		if ce := s.g.log.Check(zap.DebugLevel, "ws reserved transaction id refused"); ce != nil {
 			ce.Write(s.messageFields(&env)...)
 		}

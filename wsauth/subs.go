@@ -3,6 +3,7 @@ package wsauth
 import (
 	"bytes"
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 
@@ -16,37 +17,59 @@ const CodeSession = "Session"
 
 // Reserved TransactionIDs. The gateway's own messages to the backend (the
 // Unsubs it sends when authority lapses or a scope is lost) carry
-// TransactionIDs whose decimal digits begin with reservedDigits:
-// reservedBase plus a per-session counter, wrapping below 2^53 - 1, so a
-// backend in JavaScript reads them exactly. A client message whose
-// TransactionID's digits (after any minus sign) begin with them is refused
-// with Error/Session; a backend message holding "TransactionID": followed
-// by them (no space, or one, after the colon) is dropped unread: it
-// answers the gateway. That test is a byte search, never a parse: backend
-// traffic is never JSON-parsed. It holds as long as the backend echoes a
-// TransactionID as it received it (a number, in decimal, as the protocol
-// has it); a nested member named TransactionID with a reserved value, in a
-// message's Data, drops that message too. The search starts once the
-// session has sent the backend a message of its own (session.ownSent):
-// before that, nothing the backend sends can answer the gateway.
-const (
-	reservedBase = 9007199254000000
-	reservedSpan = 740991 // reservedBase+reservedSpan-1 = 2^53 - 2
+// TransactionIDs of a reserved range, which the backend must be able to
+// read (Config.TransactionIDs): a tidScheme's base plus a per-session
+// counter, wrapping within span, all of them written with the scheme's
+// prefix. A client message whose TransactionID is written with the prefix
+// (for TransactionIDsInt53, after any minus sign) is refused with
+// Error/Session, and one outside the scheme's range with
+// Error/Data.Deserialise, as the backend would refuse it; a backend
+// message holding "TransactionID": followed by the prefix (no space, or
+// one, after the colon) is dropped unread: it answers the gateway. That
+// test is a byte search, never a parse: backend traffic is never
+// JSON-parsed. It holds as long as the backend echoes a TransactionID as
+// it received it (a number, in decimal, as the protocol has it); a nested
+// member named TransactionID with a reserved value, in a message's Data,
+// drops that message too. The search starts once the session has sent the
+// backend a message of its own (session.ownSent): before that, nothing
+// the backend sends can answer the gateway.
+type tidScheme struct {
+	min, max  int64  // a client's TransactionID must be within
+	prefix    []byte // how every reserved TransactionID is written
+	bothSigns bool   // a client's reserved with or without a minus sign
+	base      int64  // the first reserved TransactionID
+	span      int64  // how many there are, from base up
+}
+
+// The schemes of Config.TransactionIDs.
+var (
+	// int53: the integers a double holds exactly, as JavaScript and the
+	// web client have them; the gateway's from 9007199254000000 to
+	// 2^53 - 2.
+	schemeInt53 = tidScheme{min: -MaxTransactionID, max: MaxTransactionID, prefix: []byte("9007199254"),
+		bothSigns: true, base: 9007199254000000, span: 740991}
+	// int32: a backend that reads TransactionID as a 32-bit int; the
+	// gateway's from -2^31 to -2147400000, which no client counter
+	// reaches.
+	schemeInt32 = tidScheme{min: math.MinInt32, max: math.MaxInt32, prefix: []byte("-21474"),
+		base: math.MinInt32, span: 83649}
 )
 
-var reservedDigits = []byte("9007199254")
-
-// reservedTransactionID reports whether a client's TransactionID (its JSON
-// text, nil for none) is in the reserved range.
-func reservedTransactionID(text []byte) bool {
-	return bytes.HasPrefix(bytes.TrimPrefix(text, []byte{'-'}), reservedDigits)
+// reserved reports whether a client's TransactionID (its JSON text, nil
+// for none) is in the reserved range.
+func (sc *tidScheme) reserved(text []byte) bool {
+	if sc.bothSigns {
+		text = bytes.TrimPrefix(text, []byte{'-'})
+	}
+	return bytes.HasPrefix(text, sc.prefix)
 }
 
 // answersGateway reports whether msg, a backend message, carries a
-// reserved TransactionID.
-func answersGateway(msg []byte) bool {
+// TransactionID written with prefix, the reserved TransactionIDs' (a
+// tidScheme's).
+func answersGateway(msg, prefix []byte) bool {
 	for i := 0; ; {
-		j := bytes.Index(msg[i:], reservedDigits)
+		j := bytes.Index(msg[i:], prefix)
 		if j < 0 {
 			return false
 		}
@@ -61,8 +84,9 @@ func answersGateway(msg []byte) bool {
 // nextTransactionIDLocked appends the next reserved TransactionID. s.mu
 // held.
 func (s *session) nextTransactionIDLocked(dst []byte) []byte {
-	n := reservedBase + int64(s.tidSeq)
-	s.tidSeq = (s.tidSeq + 1) % reservedSpan
+	sc := s.cfg.tids
+	n := sc.base + s.tidSeq
+	s.tidSeq = (s.tidSeq + 1) % sc.span
 	return strconv.AppendInt(dst, n, 10)
 }
 
@@ -201,4 +225,13 @@ func (s *session) unsubBackendLocked(k subKey) error {
 	s.ownSent.Store(true)
 	msg := AppendUnsub(nil, k.controller, k.topic, s.nextTransactionIDLocked(nil), false)
 	return s.writeBackendLocked(msg)
+}
+
+// ownPrefix is how the gateway's own TransactionIDs are written, once it
+// has sent the backend a message of its own (ownSent); nil before.
+func (s *session) ownPrefix() []byte {
+	if s.ownSent.Load() {
+		return s.cfg.tids.prefix
+	}
+	return nil
 }

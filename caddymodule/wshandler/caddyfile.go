@@ -45,6 +45,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		reload_delay <duration>
 //		recheck_interval <duration>       # revocation reaches live sessions within it
 //		expiry_grace <duration>           # lapsed sessions wait this long for a fresh AuthToken
+//		transaction_ids int53|int32       # the backend's TransactionID type (default int53)
 //		require_tls [<scope>...]          # withhold these (default Service/Trading, Service/OrderPad) without TLS
 //		limits [client <id> | scope <scope>] {  # repeatable with client/scope
 //			subscriptions <n>
@@ -108,6 +109,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.RecheckInterval, err = cfutil.DurationArg(d)
 		case "expiry_grace":
 			h.ExpiryGrace, err = cfutil.DurationArg(d)
+		case "transaction_ids":
+			h.TransactionIDs, err = cfutil.OneArg(d)
 		case "require_tls":
 			h.RequireTLS = true
 			h.WithheldScopes = d.RemainingArgs()

@@ -160,6 +160,17 @@ type Handler struct {
 	// or holding one scope; a session gets the largest that apply.
 	LimitOverrides []wsauth.LimitOverride `json:"limit_overrides,omitempty"`
 
+	// TransactionIDs is the backend's TransactionID type: "int53" (the
+	// default: the integers a double holds exactly, as JavaScript and the
+	// web client have them) or "int32" (a backend that reads a 32-bit
+	// int). A client's TransactionID outside it is refused with
+	// Error/Data.Deserialise; the gateway's own messages (the Unsubs that
+	// end a lapsed session's or a lost scope's subscriptions) take theirs
+	// from a reserved range inside it, 9007199254000000 up or -2^31 to
+	// -2147400000, which clients may not use. A backend that cannot read
+	// them would keep such a subscription open.
+	TransactionIDs string `json:"transaction_ids,omitempty"`
+
 	// RequireTLS withholds WithheldScopes (default Service/Trading and
 	// Service/OrderPad) on connections without TLS, as the original
 	// platform does. Behind a TLS-ending proxy, X-Forwarded-Proto: https
@@ -210,7 +221,8 @@ func (h *Handler) config() (wsauth.Config, error) {
 		Profile:         wsauth.Profile{Vendor: h.Vendor, Motif: h.Motif},
 		RecheckInterval: time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
 		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
-		Secure: secureConnection,
+		TransactionIDs: h.TransactionIDs,
+		Secure:         secureConnection,
 		ClientIP: func(r *http.Request) string {
 			ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 			return cmp.Or(ip, r.RemoteAddr)
