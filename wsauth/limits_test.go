@@ -2,6 +2,7 @@ package wsauth
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -243,6 +244,27 @@ func TestRateLimit(t *testing.T) {
 				t.Fatalf("limited counted %d", n)
 			}
 		})
+	}
+}
+
+// TestRateLimitMalformed: a malformed message takes from the bucket as
+// any other (its Error reply costs the gateway as much): past the burst,
+// it is answered Error/Limited.
+func TestRateLimitMalformed(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.Limits = Limits{MessagesPerSecond: 0.001, Burst: 3} })
+	c := e.dial(bearer(tokDemo))
+	for i := range 5 {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Echo","TransactionID":`+strconv.Itoa(i)+`,"Action":"Get"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, m := range readN(t, c, 5) {
+		_, data, _ := strings.Cut(m, `"Data":`)
+		got = append(got, data)
+	}
+	if want := []string{`"Data.Deserialise"}`, `"Data.Deserialise"}`, `"Data.Deserialise"}`, `"Limited"}`, `"Limited"}`}; !slices.Equal(got, want) {
+		t.Errorf("replies %q, want %q", got, want)
 	}
 }
 

@@ -354,6 +354,11 @@ func (s *session) handle(msg []byte) {
 			return
 		}
 		s.g.log.Debug("ws message refused", zap.String("reason", se.Reason), zap.Int64("offset", se.Offset), zap.String("remote", s.remote))
+		if s.state == StateAuthenticated && !s.bucket.take(s.now(), &s.limits) {
+			// A refused message costs its reply: it counts as any other.
+			s.limited(&se.Echo, LimitRate)
+			return
+		}
 		s.reply(AppendError(nil, &se.Echo, CodeDeserialise))
 		return
 	}
