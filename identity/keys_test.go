@@ -249,3 +249,30 @@ func TestJWKSPublicMembersOnly(t *testing.T) {
 		}
 	}
 }
+
+// A rotation that revokes (the CLI's keys rotate --immediately --revoke,
+// for a key that may be compromised) leaves only the new key: once a
+// server reloads its keys, tokens the old ones signed are refused, cached
+// verifications included, and the key set publishes the new key alone.
+func TestRotationRevoking(t *testing.T) {
+	f := newFixture(t)
+	old := f.signingKid()
+	tok := f.login("demo", "demo-pw").str("access_token")
+	if res := f.userinfo("GET", tok); res.status != 200 { // cached now
+		t.Fatal(res.raw)
+	}
+	kid, err := keys.RotateRevoking(context.Background(), f.st, keys.Policy{}, f.clock.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if kids := f.jwksKids(); len(kids) != 1 || kids[0] != kid || f.signingKid() != kid {
+		t.Fatalf("key set %v, signing %s; want %s alone (old %s)", kids, f.signingKid(), kid, old)
+	}
+	if res := f.userinfo("GET", tok); res.status != 401 {
+		t.Errorf("a token of the removed key: %d", res.status)
+	}
+	if res := f.userinfo("GET", f.login("demo", "demo-pw").str("access_token")); res.status != 200 {
+		t.Errorf("a token of the new key: %d %s", res.status, res.raw)
+	}
+}

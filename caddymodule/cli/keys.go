@@ -22,12 +22,13 @@ func setUpKeysCommand(cmd *cobra.Command) {
 		RunE:  runKeysList,
 	})
 	rotate := &cobra.Command{
-		Use:   "rotate [--immediately]",
+		Use:   "rotate [--immediately [--revoke]]",
 		Short: "Creates a new signing key that takes over after the announce time",
 		Args:  cobra.NoArgs,
 		RunE:  runKeysRotate,
 	}
 	rotate.Flags().Bool("immediately", false, "Sign with the new key at once (tokens of the old key stay valid; verifiers caching the key set may refuse new tokens until they refresh)")
+	rotate.Flags().Bool("revoke", false, "With --immediately, for a key that may be compromised: remove every other key at once, so the tokens they signed stop verifying once the servers reload their keys (check_interval)")
 	cmd.AddCommand(rotate)
 }
 
@@ -52,6 +53,10 @@ func runKeysList(cmd *cobra.Command, _ []string) error {
 
 func runKeysRotate(cmd *cobra.Command, _ []string) error {
 	immediately, _ := cmd.Flags().GetBool("immediately")
+	revoke, _ := cmd.Flags().GetBool("revoke")
+	if revoke && !immediately {
+		return fmt.Errorf("--revoke needs --immediately: a key removed at once needs a successor signing at once")
+	}
 	app, err := loadApp(cmd)
 	if err != nil {
 		return err
@@ -74,7 +79,11 @@ func runKeysRotate(cmd *cobra.Command, _ []string) error {
 	}
 	defer st.Close()
 	now := time.Now()
-	kid, err := keys.Rotate(cmd.Context(), st, pol, now, immediately, nil)
+	rotate := func() (string, error) { return keys.Rotate(cmd.Context(), st, pol, now, immediately, nil) }
+	if revoke {
+		rotate = func() (string, error) { return keys.RotateRevoking(cmd.Context(), st, pol, now, nil) }
+	}
+	kid, err := rotate()
 	if err != nil {
 		return fmt.Errorf("rotating signing keys: %w", err)
 	}

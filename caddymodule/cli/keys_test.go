@@ -70,6 +70,15 @@ func TestKeysCommandsDB(t *testing.T) {
 			t.Errorf("key %s has no retirement or removal time: %v", row[0], row)
 		}
 	}
+
+	// --revoke: the new key alone is left; only with --immediately.
+	if _, err := run(t, setUpKeysCommand, "keys", "", "rotate", "--revoke", "--db", db); err == nil {
+		t.Error("rotate --revoke without --immediately ran")
+	}
+	m = regexp.MustCompile(`^new signing key (\S+) signs now\n`).FindStringSubmatch(keys("rotate", "--immediately", "--revoke"))
+	if rows = keysTable(t, keys("list")); m == nil || len(rows) != 1 || rows[0][0] != m[1] || rows[0][1] != "signing" {
+		t.Errorf("after rotate --immediately --revoke: %v", rows)
+	}
 }
 
 func TestKeysCommandsConfig(t *testing.T) {

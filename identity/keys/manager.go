@@ -256,6 +256,18 @@ func (m *Manager) update(ctx context.Context, k *signingKey) error {
 // stays published for Retention, and keys announced but not yet signing
 // are dropped. It returns the new key's id.
 func (m *Manager) Rotate(ctx context.Context, now time.Time, immediately bool) (string, error) {
+	return m.rotate(ctx, now, immediately, false)
+}
+
+// RotateRevoking is Rotate at once, for a key that may be compromised:
+// every other key is removed from the store too, so the tokens they
+// signed stop verifying as soon as each server reloads its keys (Sync,
+// every CheckInterval), cached ones included. It returns the new key's id.
+func (m *Manager) RotateRevoking(ctx context.Context, now time.Time) (string, error) {
+	return m.rotate(ctx, now, true, true)
+}
+
+func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke bool) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keys, err := m.load(ctx)
@@ -269,9 +281,12 @@ func (m *Manager) Rotate(ctx context.Context, now time.Time, immediately bool) (
 	var live []*signingKey
 	for _, k := range keys {
 		switch {
-		case k.signFrom.After(now):
+		case revoke || k.signFrom.After(now):
 			if err := m.st.DeleteSigningKey(ctx, k.id); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return "", fmt.Errorf("dropping announced key %q: %w", k.id, err)
+				return "", fmt.Errorf("dropping key %q: %w", k.id, err)
+			}
+			if revoke {
+				m.log.Warn("signing key removed at once", zap.String("kid", k.id))
 			}
 			continue
 		case k.retireAt.IsZero() || k.retireAt.After(start):
@@ -354,6 +369,15 @@ func Rotate(ctx context.Context, st store.Keys, pol Policy, now time.Time, immed
 		return "", err
 	}
 	return m.Rotate(ctx, now, immediately)
+}
+
+// RotateRevoking is Manager.RotateRevoking on st, with pol, for the CLI.
+func RotateRevoking(ctx context.Context, st store.Keys, pol Policy, now time.Time, log *zap.Logger) (string, error) {
+	m, err := NewManager(st, pol, log)
+	if err != nil {
+		return "", err
+	}
+	return m.RotateRevoking(ctx, now)
 }
 
 // compareKeys orders keys by when they begin signing, then by when they
