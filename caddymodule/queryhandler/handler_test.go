@@ -174,3 +174,22 @@ func TestPolicyMustFitTheDatabase(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestIQEngineRefusesOwner: a forwarding engine's upstream filters a
+// user's rows by the token itself, so an owner column in a table policy
+// would be applied by nobody: the config is refused at load, not served
+// with every user's rows (from an attack on the configuration).
+func TestIQEngineRefusesOwner(t *testing.T) {
+	err := load(t, freePort(t), `	gatehouse_query {
+		engine iq http://127.0.0.1:1 {
+			table Orders Id:Integer Account:String
+		}
+		table Orders {
+			read Service/Market
+			owner Account
+		}
+	}`)
+	if err == nil || !strings.Contains(err.Error(), `owner "Account"`) {
+		t.Errorf("an owner column on the iq engine: %v", err)
+	}
+}
