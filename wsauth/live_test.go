@@ -315,3 +315,35 @@ func TestIdentifySubscription(t *testing.T) {
 		t.Fatalf("re-authentications counted: %d", n)
 	}
 }
+
+// TestClientUnsubAsTheGatewayWritesIt: a client's Unsub reaches the
+// backend as the gateway writes its own, with the client's Controller,
+// Topic, TransactionID and Confirm (a request for a confirmation), and
+// without anything else the client put in it: an Unsub the backend could
+// not read would leave the subscription open there while the gateway
+// forgets it.
+func TestClientUnsubAsTheGatewayWritesIt(t *testing.T) {
+	e := newTestEnv(t, nil)
+	c := e.dial(bearer(tokDemo))
+	subscribe(t, c, "Market", "Security!BHP.ASX", 1)
+	for _, tt := range []struct{ sent, forwarded string }{
+		{`{"Data":{"x":[1,{"y":null}]},"Confirm":true,"TransactionID":7,"Action":"Unsub","Topic":"Security!BHP.\u0041SX","Controller":"Market","Extra":1}`,
+			`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Unsub","TransactionID":7,"Confirm":true}`},
+		{`{"Controller":"Market","Topic":"Security!CBA.ASX","Action":"Unsub","Confirm":false}`,
+			`{"Controller":"Market","Topic":"Security!CBA.ASX","Action":"Unsub"}`},
+	} {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(tt.sent)); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for e.backend.countExact(tt.forwarded) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the backend got %q, want %s", tt.sent, e.backend.received(), tt.forwarded)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if n := e.metrics.get(func(m *fakeMetrics) int { return m.subs["Market"] }); n != 0 {
+		t.Errorf("subscriptions tracked: %d", n)
+	}
+}

@@ -98,8 +98,9 @@ type subKey struct{ controller, topic string }
 // leg, and tracks the subscriptions it makes and ends: a Sub adds a copy
 // of msg (re-sent when a lapsed session authenticates again), an Unsub
 // drops it. The backend gets an Unsub as the gateway writes its own
-// (AppendUnsub: Controller, Topic and the client's TransactionID, no
-// Data), not as the client wrote it: one the backend could not read, and
+// (AppendUnsub: Controller, Topic, the client's TransactionID and its
+// Confirm, which asks for a confirmation; no Data), not as the client
+// wrote it: one the backend could not read, and
 // so would not act on, would leave the subscription open at the backend
 // and forgotten here, where no lapse or lost scope would end it. All
 // under mu, so a lapse either precedes the authority check
@@ -127,7 +128,7 @@ func (s *session) forward(msg []byte, env *Envelope) {
 		}
 	case ActionUnsub:
 		s.untrackLocked(k)
-		msg = AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, false)
+		msg = AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, env.Confirm)
 	}
 	err := s.writeBackendLocked(msg)
 	s.mu.Unlock()
