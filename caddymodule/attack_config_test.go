@@ -170,6 +170,12 @@ func TestAttackConfigErrorsHideSecrets(t *testing.T) {
 	const secret = "Sup3rS3cretValue-9f2c"
 	kek := strings.Repeat("ab", 32)
 	dsn := "postgres://gatehouse:" + secret + "@db.internal:5432/gatehouse"
+	// adapt adapts a Caddyfile whose gatehouse option holds lines.
+	adapt := func(lines string) error {
+		cf := "{\n\tgatehouse {\n\t\tissuer http://localhost:8080\n\t\t" + lines + "\n\t}\n}\n"
+		_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+		return err
+	}
 	newCtx := func(t *testing.T) caddy.Context {
 		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 		t.Cleanup(cancel)
@@ -214,6 +220,20 @@ func TestAttackConfigErrorsHideSecrets(t *testing.T) {
 				Tables: []queryhandler.IQTable{{Name: "T", Columns: []queryhandler.IQColumn{{Name: "C", Type: "String"}}}}}
 			return e.Validate()
 		}},
+		{"a key in the iq engine URL's query", secret, func(t *testing.T) error {
+			e := &queryhandler.IQEngine{URL: "https://iq.internal/api?api_key=" + secret,
+				Tables: []queryhandler.IQTable{{Name: "T", Columns: []queryhandler.IQColumn{{Name: "C", Type: "String"}}}}}
+			return e.Validate()
+		}},
+		{"a token in a ws upstream URL's query", secret, func(t *testing.T) error {
+			h := &wshandler.Handler{Upstreams: []string{"wss://backend.internal/ws?version=1&token=" + secret}}
+			return h.Validate()
+		}},
+		{"a key in jwks_url's fragment", secret, func(t *testing.T) error {
+			a := &caddymodule.App{VerifierConfig: &caddymodule.VerifierConfig{Issuer: "https://idp.example.com",
+				JWKSURL: "https://idp.example.com/jwks#" + secret}}
+			return a.Validate()
+		}},
 		{"credentials in jwks_url", secret, func(t *testing.T) error {
 			a := &caddymodule.App{VerifierConfig: &caddymodule.VerifierConfig{Issuer: "https://idp.example.com",
 				JWKSURL: "https://jwks:" + secret + "@idp.example.com/jwks"}}
@@ -222,6 +242,21 @@ func TestAttackConfigErrorsHideSecrets(t *testing.T) {
 		{"unquoted key=value DSN", "password=" + secret, func(t *testing.T) error {
 			cf := "{\n\tgatehouse {\n\t\tissuer http://localhost:8080\n\t\tstore postgres user=gatehouse password=" + secret +
 				" host=db.internal\n\t}\n}\n"
+			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+			return err
+		}},
+		{"unquoted DSN in the store's dsn_env", "password=" + secret, func(t *testing.T) error {
+			return adapt("store postgres {\n\t\t\tdsn_env user=g password=" + secret + " host=db\n\t\t}")
+		}},
+		{"a DSN alone in the store block", secret, func(t *testing.T) error {
+			return adapt("store postgres {\n\t\t\t" + dsn + "\n\t\t}")
+		}},
+		{"a key after encryption_key_env's name", kek, func(t *testing.T) error {
+			return adapt("signing_keys {\n\t\t\tencryption_key_env KEK " + kek + "\n\t\t}")
+		}},
+		{"unquoted DSN in the query engine's dsn_env", "password=" + secret, func(t *testing.T) error {
+			cf := "{\n\tgatehouse {\n\t\tissuer http://localhost:8080\n\t}\n}\n:8080 {\n\tgatehouse_query {\n\t\tengine postgres {\n\t\t\tdsn_env user=g password=" +
+				secret + " host=db\n\t\t}\n\t}\n}\n"
 			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
 			return err
 		}},

@@ -350,7 +350,7 @@ func parseSigningKeys(d *caddyfile.Dispenser) (*SigningKeys, error) {
 		case "bits":
 			k.Bits, err = cfutil.PositiveIntArg(d)
 		case "encryption_key_env":
-			k.EncryptionKeyEnv, err = cfutil.OneArg(d)
+			k.EncryptionKeyEnv, err = cfutil.SecretArg(d, "signing_keys: encryption_key_env")
 		case "encryption_key_file":
 			k.EncryptionKeyFile, err = cfutil.OneArg(d)
 		default:

@@ -255,20 +255,20 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("no upstream"))
 	}
 	for i, u := range c.Upstreams {
-		// The errors quote the URL without its user info (Redacted), or
-		// not at all when it does not parse: it may hold a password.
+		// The errors quote the URL without its user info, query and
+		// fragment (shownURL), or not at all when it does not parse.
 		p, err := url.Parse(u)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("upstream %d is not a URL", i))
 		case p.User != nil:
-			errs = append(errs, fmt.Errorf("upstream %d (%q): user info in the URL", i, p.Redacted()))
+			errs = append(errs, fmt.Errorf("upstream %d (%q): user info in the URL", i, shownURL(p)))
 		case p.Scheme != "ws" && p.Scheme != "wss":
-			errs = append(errs, fmt.Errorf("upstream %d (%q): scheme must be ws or wss", i, p.Redacted()))
+			errs = append(errs, fmt.Errorf("upstream %d (%q): scheme must be ws or wss", i, shownURL(p)))
 		case p.Host == "":
-			errs = append(errs, fmt.Errorf("upstream %d (%q): no host", i, p.Redacted()))
+			errs = append(errs, fmt.Errorf("upstream %d (%q): no host", i, shownURL(p)))
 		case p.Query().Has("version"):
-			errs = append(errs, fmt.Errorf("upstream %d (%q): the client's version is added to the query, the URL may not hold one", i, p.Redacted()))
+			errs = append(errs, fmt.Errorf("upstream %d (%q): the client's version is added to the query, the URL may not hold one", i, shownURL(p)))
 		}
 	}
 	for _, p := range c.Subprotocols {
@@ -429,4 +429,12 @@ func or[T comparable](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// shownURL is u as an error may quote it: without user info, query or
+// fragment, any of which may hold a secret.
+func shownURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
+	return c.String()
 }

@@ -186,7 +186,7 @@ func (s *PostgresStore) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "dsn":
 			s.DSN, err = cfutil.SecretArg(d, "postgres store: dsn")
 		case "dsn_env":
-			s.DSNEnv, err = cfutil.OneArg(d)
+			s.DSNEnv, err = cfutil.SecretArg(d, "postgres store: dsn_env")
 		case "max_conns":
 			s.MaxConns, err = cfutil.PositiveIntArg(d)
 		case "revocation_notify":

@@ -174,7 +174,7 @@ func (h *Handler) parsePostgres(d *caddyfile.Dispenser, args []string) error {
 	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_query: engine postgres: "), func(name string) (err error) {
 		switch name {
 		case "dsn_env":
-			e.DSNEnv, err = cfutil.OneArg(d)
+			e.DSNEnv, err = cfutil.SecretArg(d, "engine postgres: dsn_env")
 		case "max_conns":
 			e.MaxConns, err = cfutil.PositiveIntArg(d)
 		case "statement_timeout":

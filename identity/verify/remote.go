@@ -111,7 +111,7 @@ func (cfg RemoteConfig) Validate() error {
 		return errors.New("jwks_url is not a URL") // not quoted: it may hold a password
 	}
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return fmt.Errorf("jwks_url %q must be an absolute http(s) URL without user info or fragment", u.Redacted())
+		return fmt.Errorf("jwks_url %q must be an absolute http(s) URL without user info or fragment", shownURL(u))
 	}
 	return nil
 }
@@ -353,3 +353,11 @@ func equalKeys(a, b crypto.PublicKey) bool {
 }
 
 var _ KeySource = (*RemoteKeySet)(nil)
+
+// shownURL is u as an error may quote it: without user info, query or
+// fragment, any of which may hold a secret.
+func shownURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
+	return c.String()
+}

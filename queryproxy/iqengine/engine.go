@@ -51,16 +51,16 @@ type Config struct {
 // Validate checks cfg and changes nothing.
 func (c *Config) Validate() error {
 	var errs []error
-	// The errors quote the URL without its user info (Redacted), or not
-	// at all when it does not parse: it may hold a password.
+	// The errors quote the URL without its user info, query and fragment
+	// (shownURL), or not at all when it does not parse.
 	u, err := url.Parse(c.URL)
 	switch {
 	case c.URL == "" || err != nil:
 		errs = append(errs, errors.New("the upstream URL is not a URL"))
 	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		errs = append(errs, fmt.Errorf("upstream URL %q: http(s)://host[:port][/path] needed", u.Redacted()))
+		errs = append(errs, fmt.Errorf("upstream URL %q: http(s)://host[:port][/path] needed", shownURL(u)))
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		errs = append(errs, fmt.Errorf("upstream URL %q: no user info, query or fragment", u.Redacted()))
+		errs = append(errs, fmt.Errorf("upstream URL %q: no user info, query or fragment", shownURL(u)))
 	}
 	if len(c.Catalog.Tables) == 0 {
 		errs = append(errs, errors.New("no table in the catalog"))
@@ -231,3 +231,11 @@ func transportError(ctx context.Context, err error) error {
 }
 
 var _ queryproxy.Forwarder = (*Engine)(nil)
+
+// shownURL is u as an error may quote it: without user info, query or
+// fragment, any of which may hold a secret.
+func shownURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
+	return c.String()
+}

@@ -25,9 +25,17 @@ func ParseBlock(d *caddyfile.Dispenser, once *OnceSet, parse func(name string) e
 }
 
 // Unrecognized is the error of a subdirective that the block does not
-// know.
+// know. It quotes the word only when it could be a subdirective's name
+// (letters, digits, '_' and '-'): a DSN or a key written alone on a line
+// is not shown.
 func Unrecognized(d *caddyfile.Dispenser) error {
-	return d.Errf("unrecognized subdirective %q", d.Val())
+	name := d.Val()
+	for _, c := range []byte(name) {
+		if !(c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return d.Err("unrecognized subdirective (a word that is no subdirective's name; not shown, as it may be a secret)")
+		}
+	}
+	return d.Errf("unrecognized subdirective %q", name)
 }
 
 // OnceSet refuses a subdirective given twice in one block; the names in
