@@ -205,7 +205,8 @@ type Config struct {
 	RequireTLS bool
 	// WithheldScopes are the scopes RequireTLS withholds. Default
 	// DefaultWithheldScopes (Service/Trading, Service/OrderPad). Each must
-	// be a scope a rule of the policy requires, and RequireTLS set.
+	// be a scope a rule of the policy requires or a limit override names,
+	// and RequireTLS set.
 	WithheldScopes []string
 	// Secure reports whether the client's connection is secure; nil
 	// means r.TLS != nil. Behind a proxy that ends TLS the Caddy glue
@@ -345,10 +346,10 @@ func (c *Config) Validate() error {
 		switch {
 		case s == "" || strings.ContainsFunc(s, isSpaceOrControl):
 			errs = append(errs, fmt.Errorf("withheld scope %q is empty or holds a space or control character", s))
-		case !policy.usesScope(s):
+		case !policy.usesScope(s) && !slices.ContainsFunc(c.LimitOverrides, func(o LimitOverride) bool { return o.Scope == s }):
 			// A misspelt or short name ("Trading") would withhold
 			// nothing, and replace the defaults.
-			errs = append(errs, fmt.Errorf("withheld scope %q is required by no rule of the message policy: withholding it would change nothing (the scopes are such as %s)", s, ScopeTrading))
+			errs = append(errs, fmt.Errorf("withheld scope %q is required by no rule of the message policy nor named by a limit override: withholding it would only take it from the backend's identity headers; refused as a likely misspelling (the scopes are such as %s)", s, ScopeTrading))
 		}
 	}
 	if c.Verifier == nil {

@@ -177,7 +177,10 @@ type Handler struct {
 	// counts only from the server's trusted_proxies. Default false.
 	RequireTLS bool `json:"require_tls,omitempty"`
 
-	// WithheldScopes are the scopes RequireTLS withholds.
+	// WithheldScopes are the scopes RequireTLS withholds, in place of the
+	// default Service/Trading and Service/OrderPad. Each must be a scope a
+	// rule of the message policy requires or a limit override names (else
+	// it is refused as a likely misspelling), and require_tls set.
 	WithheldScopes []string `json:"withheld_scopes,omitempty"`
 
 	// PassAuthorization passes the session's access token to the backend

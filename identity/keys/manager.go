@@ -267,12 +267,30 @@ func (m *Manager) RotateRevoking(ctx context.Context, now time.Time) (string, er
 	return m.rotate(ctx, now, true, true)
 }
 
+// rotate is Rotate; with revoke, RotateRevoking.
 func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke bool) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keys, err := m.load(ctx)
 	if err != nil {
 		return "", err
+	}
+	if revoke {
+		// The successor first: a failure leaves the old keys signing.
+		retire, remove := m.retireAfter(now)
+		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, now, retire, remove)
+		if err != nil {
+			return "", err
+		}
+		m.keys.replace([]*signingKey{k})
+		for _, old := range keys {
+			if err := m.st.DeleteSigningKey(ctx, old.id); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return "", fmt.Errorf("removing key %q: %w", old.id, err)
+			}
+			m.log.Warn("signing key removed at once", zap.String("kid", old.id))
+		}
+		m.log.Info("signing key rotated", zap.String("kid", k.id), zap.Time("sign_from", now), zap.Bool("revoking", true))
+		return k.id, nil
 	}
 	start := now.Add(m.pol.Announce)
 	if immediately {
@@ -281,12 +299,9 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 	var live []*signingKey
 	for _, k := range keys {
 		switch {
-		case revoke || k.signFrom.After(now):
+		case k.signFrom.After(now):
 			if err := m.st.DeleteSigningKey(ctx, k.id); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return "", fmt.Errorf("dropping key %q: %w", k.id, err)
-			}
-			if revoke {
-				m.log.Warn("signing key removed at once", zap.String("kid", k.id))
+				return "", fmt.Errorf("dropping announced key %q: %w", k.id, err)
 			}
 			continue
 		case k.retireAt.IsZero() || k.retireAt.After(start):

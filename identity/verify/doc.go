@@ -25,7 +25,9 @@
 // read-only; a Requirement is a value not to be changed while in use; a
 // Refusal belongs to the goroutine that got it. Verifier.Run and
 // RemoteKeySet.Run each take one goroutine of their own, until their
-// context ends.
+// context ends; a RemoteKeySet fetches on a goroutine of its own, on the
+// context it was made with, and its Run waits for that fetch before it
+// returns.
 //
 // This package must not depend on Caddy or on the identity server itself;
 // the server is one KeySource among others, and Caddy's placeholders reach

@@ -55,7 +55,9 @@ type RemoteConfig struct {
 // per MinInterval, unknown kids cached as misses), and serving the last
 // good set while the issuer is unreachable.
 type RemoteKeySet struct {
-	cfg RemoteConfig
+	cfg  RemoteConfig
+	life context.Context // NewRemoteKeySet's: the fetches run on it
+	wg   sync.WaitGroup  // the fetches under way (Run waits for them)
 
 	mu        sync.RWMutex
 	keys      map[string]crypto.PublicKey
@@ -98,7 +100,7 @@ func NewRemoteKeySet(ctx context.Context, cfg RemoteConfig) (*RemoteKeySet, erro
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &RemoteKeySet{cfg: cfg, keys: map[string]crypto.PublicKey{}}
+	r := &RemoteKeySet{cfg: cfg, life: ctx, keys: map[string]crypto.PublicKey{}}
 	_ = r.refresh(ctx, true)
 	return r, nil
 }
@@ -157,13 +159,16 @@ func (r *RemoteKeySet) Published(kid string, key crypto.PublicKey) bool {
 	return ok && k == key
 }
 
-// Run refreshes the key set on schedule until ctx ends.
+// Run refreshes the key set on schedule until ctx ends, then waits for a
+// fetch under way (it runs on NewRemoteKeySet's context: one given the
+// same context ends with it).
 func (r *RemoteKeySet) Run(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Refresh)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			r.wg.Wait()
 			return
 		case <-t.C:
 			_ = r.refresh(ctx, true)
@@ -194,10 +199,10 @@ func noDowngrade(req *http.Request, via []*http.Request) error {
 // refresh fetches the key set once, or joins the fetch already running,
 // and waits for it, or for ctx to end; unless scheduled, it starts none
 // within MinInterval of the last. The fetch runs on a goroutine of its
-// own, on a context that ctx's end does not cancel (its own timeout bounds
-// it): a caller that gives up, a client dropping its request, must not
-// fail the fetch for the callers that wait with it, nor spend the
-// interval between fetches on nothing.
+// own (counted in wg), on the key set's context (life), not ctx, and
+// within Timeout: a caller that gives up, a client dropping its request,
+// must not fail the fetch for the callers that wait with it, nor spend
+// the interval between fetches on nothing.
 func (r *RemoteKeySet) refresh(ctx context.Context, scheduled bool) error {
 	r.mu.Lock()
 	wait := r.inflight
@@ -210,7 +215,7 @@ func (r *RemoteKeySet) refresh(ctx context.Context, scheduled bool) error {
 		wait = make(chan struct{})
 		r.inflight = wait
 		r.attempted = r.cfg.Now()
-		go r.fetchAndKeep(context.WithoutCancel(ctx), wait)
+		r.wg.Go(func() { r.fetchAndKeep(r.life, wait) })
 	}
 	r.mu.Unlock()
 	select {
