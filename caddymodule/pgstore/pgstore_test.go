@@ -35,7 +35,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"dsn_env twice", "postgres {\n\tdsn_env A\n\tdsn_env B\n}", PostgresStore{}, "postgres store: dsn_env given twice"},
 		{"max_conns zero", "postgres " + dsn + " {\n\tmax_conns 0\n}", PostgresStore{}, "not a positive integer"},
 		{"max_conns word", "postgres " + dsn + " {\n\tmax_conns many\n}", PostgresStore{}, "not a positive integer"},
-		{"dsn_env without value", "postgres {\n\tdsn_env\n}", PostgresStore{}, "wrong argument count"},
+		{"dsn_env without value", "postgres {\n\tdsn_env\n}", PostgresStore{}, "dsn_env: one argument needed"},
 		{"unknown option", "postgres " + dsn + " {\n\tpassword x\n}", PostgresStore{}, `unrecognized subdirective "password"`},
 		{"revocation_notify off", "postgres " + dsn + " {\n\trevocation_notify off\n}", PostgresStore{DSN: dsn, RevocationNotify: new(false)}, ""},
 		{"revocation_notify on", "postgres " + dsn + " {\n\trevocation_notify on\n}", PostgresStore{DSN: dsn, RevocationNotify: new(true)}, ""},
