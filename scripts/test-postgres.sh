@@ -16,7 +16,7 @@ for d in /usr/lib/postgresql/*/bin; do
 done
 if [ -z "$bindir" ]; then
 	$SUDO apt-get update -q >&2
-	$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >&2
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >&2
 	for d in /usr/lib/postgresql/*/bin; do
 		[ -x "$d/initdb" ] && bindir=$d
 	done
