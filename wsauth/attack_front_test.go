@@ -677,15 +677,16 @@ func TestAttackOriginAndSubprotocol(t *testing.T) {
 
 // TestAttackH2StreamsPreAuth: over HTTP/2 extended CONNECT one TCP
 // connection carries many WebSockets. Unauthenticated streams are counted
-// against MaxUnauthenticated like sockets (the ones over it get 503) and
-// each is closed at the auth deadline. Re-runs itself with
+// against MaxUnauthenticated, and their source's sixteenth of it, like
+// sockets (the ones over it get 503) and each is closed at the auth
+// deadline. Re-runs itself with
 // GODEBUG=http2xconnect=1.
 func TestAttackH2StreamsPreAuth(t *testing.T) {
 	if rerunWithXConnect(t, "TestAttackH2StreamsPreAuth") {
 		return
 	}
 	const bound, streams = 3, 8
-	e := newTestEnv(t, func(c *Config) { c.MaxUnauthenticated, c.AuthTimeout = bound, 400*time.Millisecond })
+	e := newTestEnv(t, func(c *Config) { c.MaxUnauthenticated, c.AuthTimeout = 16*bound, 400*time.Millisecond })
 	fr, authority := h2Client(t, e)
 	// Wait for the server's SETTINGS (extended CONNECT enabled).
 	for {

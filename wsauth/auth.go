@@ -173,7 +173,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.limits = s.cfg.limitsFor(&id)
 	s.user = id.Subject
 	s.state = StateAuthenticated
-	s.g.unauth.Add(-1)
+	s.g.giveUnauth(s.src)
 	bw, _ := bc.NetConn().(*frameConn)
 	s.mu.Lock()
 	s.bc, s.bw = bc, bw

@@ -91,7 +91,7 @@ func (s *session) teardown() {
 	s.wg.Wait()
 	s.cfg.Metrics.Sessions(gauge, -1)
 	if s.state != StateAuthenticated {
-		s.g.unauth.Add(-1)
+		s.g.giveUnauth(s.src)
 	}
 }
 

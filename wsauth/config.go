@@ -107,8 +107,9 @@ type Config struct {
 	AuthMaxMessages int
 	// MaxUnauthenticated bounds the sockets open without authentication,
 	// and, apart, the upgrades whose Authorization header is being
-	// verified (each within AuthTimeout). Default
-	// DefaultMaxUnauthenticated.
+	// verified (each within AuthTimeout). One source (an IPv4 address, an
+	// IPv6 /64, as ClientIP gives it) holds at most a sixteenth of the
+	// first (at least one). Default DefaultMaxUnauthenticated.
 	MaxUnauthenticated int
 	// PingInterval is the keep-alive ping period. Default
 	// DefaultPingInterval.

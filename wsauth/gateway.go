@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -42,6 +43,9 @@ type Gateway struct {
 	unauth    atomic.Int64 // sockets open and not yet authenticated
 	verifying atomic.Int64 // upgrades whose Authorization header is being verified
 
+	srcMu     sync.Mutex
+	srcUnauth map[string]int // unauthenticated sockets by source (sourceKey)
+
 	mu       sync.Mutex
 	closed   bool                  // Shutdown was called: no new sockets
 	closeAs  int                   // the close code Shutdown was given
@@ -57,7 +61,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, srcUnauth: map[string]int{}}
 	g.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  cfg.WriteTimeout,
 		Subprotocols:      slices.Clone(cfg.Subprotocols),
@@ -132,12 +136,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// A socket without a credential counts against MaxUnauthenticated
-	// until it authenticates. An upgrade with an Authorization header
+	// A socket without a credential counts against MaxUnauthenticated,
+	// and against its source's share of it, until it authenticates. An upgrade with an Authorization header
 	// counts against a bound of its own, as large, while its token is
 	// verified (within AuthTimeout): a hung verifier holds no more
 	// requests than that, none longer than AuthTimeout, and sockets
 	// without a credential cannot keep clients with one out.
+	src := sourceKey(g.cfg.ClientIP(r))
 	var id *Identity
 	var at time.Time // when the verifier was asked
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
@@ -154,7 +159,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		id, at = got, gotAt
-	} else if !g.take(&g.unauth, "ws unauthenticated socket bound reached") {
+	} else if !g.takeUnauth(src) {
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 		return
 	}
@@ -162,7 +167,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg.WriteTimeout}, r, nil)
 	if err != nil {
 		if id == nil {
-			g.unauth.Add(-1)
+			g.giveUnauth(src)
 		}
 		g.log.Debug("ws upgrade failed", zap.Error(err))
 		return // the Upgrader has answered
@@ -171,7 +176,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ok, code := g.track(s); !ok {
 		// Upgraded while Shutdown ran: closed as the live ones are.
 		if id == nil {
-			g.unauth.Add(-1)
+			g.giveUnauth(src)
 		}
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.WriteTimeout))
 		_ = conn.Close()
@@ -204,6 +209,67 @@ func (g *Gateway) take(n *atomic.Int64, msg string) bool {
 	n.Add(-1)
 	g.log.Warn(msg, zap.Int("max", g.cfg.MaxUnauthenticated))
 	return false
+}
+
+// takeUnauth takes one of the MaxUnauthenticated places for a socket
+// from src (a sourceKey), within src's share, MaxUnauthenticated/16 (at
+// least 1): one address, or one IPv6 /64, cannot take every place and
+// keep the clients that authenticate by an Auth message (every browser:
+// it cannot set an Authorization header) out. false, logged, when none is
+// left.
+func (g *Gateway) takeUnauth(src string) bool {
+	if !g.take(&g.unauth, "ws unauthenticated socket bound reached") {
+		return false
+	}
+	g.srcMu.Lock()
+	defer g.srcMu.Unlock()
+	if g.srcUnauth[src] >= max(g.cfg.MaxUnauthenticated/16, 1) {
+		g.unauth.Add(-1)
+		g.log.Warn("ws unauthenticated socket bound of one source reached", zap.String("source", src))
+		return false
+	}
+	g.srcUnauth[src]++
+	return true
+}
+
+// addUnauth counts a socket from src as unauthenticated without a bound
+// (one whose Authorization header was accepted, until authenticate gives
+// its place back).
+func (g *Gateway) addUnauth(src string) {
+	g.unauth.Add(1)
+	g.srcMu.Lock()
+	g.srcUnauth[src]++
+	g.srcMu.Unlock()
+}
+
+// giveUnauth gives back a place takeUnauth or addUnauth took.
+func (g *Gateway) giveUnauth(src string) {
+	g.unauth.Add(-1)
+	g.srcMu.Lock()
+	if n := g.srcUnauth[src] - 1; n > 0 {
+		g.srcUnauth[src] = n
+	} else {
+		delete(g.srcUnauth, src)
+	}
+	g.srcMu.Unlock()
+}
+
+// sourceKey is the source a client address (host[:port]) counts as: the
+// IP address, or its /64 for IPv6 (a host is given a /64 at least).
+func sourceKey(addr string) string {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if ip = ip.Unmap(); ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // headerAuth verifies an upgrade's Authorization header, "<Provider>

@@ -66,6 +66,7 @@ type session struct {
 	cfg    *Config
 	cc     *websocket.Conn
 	remote string
+	src    string // sourceKey(remote): what the unauthenticated places are shared by
 	query  string // "version=…" for the backend, or ""
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -171,7 +172,7 @@ func (m *outMsg) release() {
 
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
 	s := &session{
-		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r),
+		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r), src: sourceKey(g.cfg.ClientIP(r)),
 		state: StateUnauthenticated,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
@@ -198,7 +199,7 @@ func (s *session) run(id *Identity, at time.Time) {
 	s.authDeadline = time.Now().Add(s.cfg.AuthTimeout)
 	s.cfg.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
-		s.g.unauth.Add(1) // authenticate takes it away again
+		s.g.addUnauth(s.src) // authenticate gives it back again
 		s.authenticate(*id, at)
 	}
 	s.readLoop()

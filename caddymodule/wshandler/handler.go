@@ -97,7 +97,9 @@ type Handler struct {
 
 	// MaxUnauthenticated bounds the sockets open without authentication,
 	// and apart the upgrades whose Authorization header is being verified
-	// (each within auth_timeout). Default: wsauth's.
+	// (each within auth_timeout). One client address (an IPv6 /64; Caddy's
+	// client IP, so trusted_proxies apply) holds at most a sixteenth of
+	// the first. Default 1024.
 	MaxUnauthenticated int `json:"max_unauthenticated,omitempty"`
 
 	// PingInterval is the keep-alive ping period. Default 30s.

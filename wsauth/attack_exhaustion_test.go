@@ -1,0 +1,185 @@
+package wsauth
+
+// Resource-exhaustion attacks on the gateway's upgrade path, by a client
+// without a credential or with one low-privilege token, in parallel
+// bursts. A failing TestAttackExhaustion* test documents a finding.
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// heapInUse is the heap in use after a collection, signed so that deltas
+// may go below zero (what an earlier test held being freed).
+func heapInUse() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
+}
+
+// TestUnauthPlacesPerSource: one source (an address, an IPv6 /64; here
+// as ClientIP reads it from a test header) gets at most a sixteenth of
+// the unauthenticated places, so a burst from one address that holds them
+// for AuthTimeout does not keep out the clients that authenticate by an
+// AuthToken message (every browser). Another source still gets its
+// socket, and the attacker's places come back when its sockets close.
+// (It failed with one global bound: the burst took all 1,024 places.)
+func TestUnauthPlacesPerSource(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) {
+		c.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Source") }
+	})
+	share := DefaultMaxUnauthenticated / 16
+	const burst = DefaultMaxUnauthenticated + 16
+	conns := make([]*afConn, burst)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64) // 64 dials at a time
+	for i := range conns {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			// One IPv6 /64, its hosts varying.
+			conns[i] = afDial(t, e, fmt.Sprintf("X-Test-Source: [2001:db8:1:2::%x]:4242\r\n", i+1), 5*time.Second)
+		})
+	}
+	wg.Wait()
+	opened, refused := 0, 0
+	for _, c := range conns {
+		switch {
+		case c.resp == nil:
+		case c.resp.StatusCode == http.StatusSwitchingProtocols:
+			opened++
+		case c.resp.StatusCode == http.StatusServiceUnavailable:
+			refused++
+		}
+	}
+	if opened != share || refused != burst-share {
+		t.Errorf("one /64: %d sockets opened, %d refused; want %d and %d", opened, refused, share, burst-share)
+	}
+	for _, src := range []string{"192.0.2.7:1000", "[2001:db8:1:3::1]:4242"} {
+		c, resp, err := e.tryDial(http.Header{"X-Test-Source": {src}}, nil)
+		if err != nil {
+			t.Errorf("another source (%s), with one /64 holding its share: %v (%v)", src, err, resp)
+			continue
+		}
+		if got := roundTrip(t, c, authToken("Bearer", tokDemo)); !strings.Contains(got, `"Result":"Success"`) {
+			t.Errorf("another source's AuthToken: %s", got)
+		}
+		c.Close()
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	eventually(t, "the /64's places given back", func() bool {
+		c, _, err := e.tryDial(http.Header{"X-Test-Source": {"[2001:db8:1:2::ffff]:1"}}, nil)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// TestAttackExhaustionSessionsPerUser: a user with one low-privilege
+// token (here Service/Market only) opens sockets in a parallel burst,
+// each authenticated by the Authorization header. Every one opens a leg to
+// the backend and keeps three goroutines and its buffers: nothing bounds
+// the sessions (nor the backend connections) of one user or one token, so
+// one user can take the backend's connection limit and the gateway's
+// memory, within the expiry of one token.
+// Safe: a per-user (subject) or per-token bound on live sessions, beyond
+// which an upgrade is refused (429/503) before the backend is dialled.
+func TestAttackExhaustionSessionsPerUser(t *testing.T) {
+	e := newTestEnv(t, nil)
+	base, heap0 := goroutines(), heapInUse()
+	const n = 300
+	conns := make([]*websocket.Conn, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range conns {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, _, err := e.tryDial(bearer(tokDemo), nil)
+			if err == nil {
+				conns[i] = c
+			}
+		})
+	}
+	wg.Wait()
+	opened := 0
+	for _, c := range conns {
+		if c != nil {
+			opened++
+		}
+	}
+	eventually(t, "the backend legs", func() bool { return e.backend.upgrades() >= opened })
+	heldHeap, heldG := heapInUse()-heap0, goroutines()-base
+	t.Logf("one token: %d of %d sockets opened, %d backend legs; %d goroutines (incl. the test's clients and fake backend), %d KiB heap",
+		opened, n, e.backend.upgrades(), heldG, heldHeap>>10)
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if opened == n {
+		t.Errorf("one user's one token opened %d sessions, each with a backend connection: no per-user bound on sessions", opened)
+	}
+}
+
+// TestAttackExhaustionSlowSessionsPerUserMemory: one low-privilege token
+// opens 64 sockets, asks each for a burst of market data (one message,
+// within the rate limit) and reads nothing. (Held.) The backend reader
+// writes to the client itself and stops reading the backend while the
+// client's socket is full, so a session that is not read holds little
+// heap (50 to 150 KiB each here; the backlog sits in the kernel's socket
+// buffers and the backend's), not SendQueueBytes (4 MiB) each. The test
+// bounds the heap of 64 such sessions at 64 MiB.
+func TestAttackExhaustionSlowSessionsPerUserMemory(t *testing.T) {
+	e := newTestEnv(t, nil) // DefaultSendQueueBytes, DefaultWriteTimeout
+	heap0 := heapInUse()
+	const n = 64
+	conns := make([]*websocket.Conn, n)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() {
+			d := &websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}, HandshakeTimeout: 5 * time.Second,
+				ReadBufferSize: 1024, WriteBufferSize: 1024}
+			c, _, err := e.tryDial(bearer(tokDemo), d)
+			if err != nil {
+				return
+			}
+			conns[i] = c
+			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Blast","Data":100000}`))
+		})
+	}
+	wg.Wait()
+	var peak int64
+	for range 8 {
+		time.Sleep(250 * time.Millisecond)
+		peak = max(peak, heapInUse()-heap0)
+	}
+	opened := 0
+	for _, c := range conns {
+		if c != nil {
+			opened++
+		}
+	}
+	slow := e.metrics.get(func(m *fakeMetrics) int { return m.slow })
+	t.Logf("one token, %d sockets not reading: peak gateway+backend heap %d MiB (%d KiB per session), %d counted slow so far",
+		opened, peak>>20, (peak>>10)/int64(max(opened, 1)), slow)
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if peak > 64<<20 {
+		t.Errorf("one user's %d non-reading sessions pinned %d MiB: no per-user bound on sessions or their queued bytes", opened, peak>>20)
+	}
+}
