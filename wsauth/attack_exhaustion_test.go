@@ -5,6 +5,7 @@ package wsauth
 // bursts. A failing TestAttackExhaustion* test documents a finding.
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -86,26 +87,24 @@ func TestUnauthPlacesPerSource(t *testing.T) {
 	})
 }
 
-// TestAttackExhaustionSessionsPerUser: a user with one low-privilege
-// token (here Service/Market only) opens sockets in a parallel burst,
-// each authenticated by the Authorization header. Every one opens a leg to
-// the backend and keeps three goroutines and its buffers: nothing bounds
-// the sessions (nor the backend connections) of one user or one token, so
-// one user can take the backend's connection limit and the gateway's
-// memory, within the expiry of one token.
-// Safe: a per-user (subject) or per-token bound on live sessions, beyond
-// which an upgrade is refused (429/503) before the backend is dialled.
-func TestAttackExhaustionSessionsPerUser(t *testing.T) {
-	e := newTestEnv(t, nil)
-	base, heap0 := goroutines(), heapInUse()
-	const n = 300
-	conns := make([]*websocket.Conn, n)
+// TestSessionsPerUser: one user (token subject) holds at most
+// Limits.Sessions live sessions on a gateway, each with its own backend
+// connection: a parallel burst of upgrades with the Authorization header
+// opens that many and no more (the others close with 1008 before a
+// backend leg is opened), an AuthToken past it is answered Reject, a
+// closed session gives its place back, another user is not affected,
+// and an override for a scope the new session holds raises the bound. (It failed with
+// no bound: one token opened 300 sessions and 300 backend legs.)
+func TestSessionsPerUser(t *testing.T) {
+	const limit, burst = 5, 40
+	e := newTestEnv(t, func(c *Config) {
+		c.Limits.Sessions = limit
+		c.LimitOverrides = []LimitOverride{{Scope: "Service/Wide", Limits: Limits{Sessions: limit + 2}}}
+	})
+	conns := make([]*websocket.Conn, burst)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
 	for i := range conns {
 		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
 			c, _, err := e.tryDial(bearer(tokDemo), nil)
 			if err == nil {
 				conns[i] = c
@@ -113,24 +112,59 @@ func TestAttackExhaustionSessionsPerUser(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	opened := 0
+	live := 0
 	for _, c := range conns {
-		if c != nil {
-			opened++
+		if c == nil {
+			continue
+		}
+		// A refused one is closed with 1008; a live one answers.
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := c.WriteMessage(websocket.TextMessage, []byte(queryIdentify)); err != nil {
+			continue
+		}
+		if _, p, err := c.ReadMessage(); err == nil && strings.Contains(string(p), `"Result":"Success"`) {
+			live++
+		} else if ce, ok := errors.AsType[*websocket.CloseError](err); !ok || ce.Code != websocket.ClosePolicyViolation {
+			t.Errorf("a refused session: %v %s", err, p)
 		}
 	}
-	eventually(t, "the backend legs", func() bool { return e.backend.upgrades() >= opened })
-	heldHeap, heldG := heapInUse()-heap0, goroutines()-base
-	t.Logf("one token: %d of %d sockets opened, %d backend legs; %d goroutines (incl. the test's clients and fake backend), %d KiB heap",
-		opened, n, e.backend.upgrades(), heldG, heldHeap>>10)
+	if live != limit {
+		t.Errorf("%d sessions of one user live, limit %d", live, limit)
+	}
+	if n := e.backend.upgrades(); n != limit {
+		t.Errorf("%d backend legs opened, want %d", n, limit)
+	}
+	// By an AuthToken: Reject, the socket stays unauthenticated.
+	c := e.dial(nil)
+	if got := roundTrip(t, c, authToken("Bearer", tokDemo)); !strings.Contains(got, `"Result":"Reject"`) {
+		t.Errorf("an AuthToken past the limit: %s", got)
+	}
+	// Another user is not affected; an override raises the bound.
+	other := madeUpToken("u-other", []string{ScopeMarket}, 0)
+	if got := roundTrip(t, c, authToken("Bearer", other)); !strings.Contains(got, `"Result":"Success"`) {
+		t.Errorf("another user: %s", got)
+	}
+	wide := madeUpToken("u-demo", []string{ScopeMarket, "Service/Wide"}, 0)
+	if w, _, err := e.tryDial(bearer(wide), nil); err != nil || !strings.Contains(roundTrip(t, w, queryIdentify), `"Result":"Success"`) {
+		t.Errorf("the same user with a scope whose override raises the bound: %v", err)
+	}
+	// A closed session gives its place back.
 	for _, c := range conns {
 		if c != nil {
 			c.Close()
 		}
 	}
-	if opened == n {
-		t.Errorf("one user's one token opened %d sessions, each with a backend connection: no per-user bound on sessions", opened)
-	}
+	eventually(t, "the user's places given back", func() bool {
+		c, _, err := e.tryDial(bearer(tokDemo), nil)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = c.WriteMessage(websocket.TextMessage, []byte(queryIdentify))
+		_, p, err := c.ReadMessage()
+		return err == nil && strings.Contains(string(p), `"Result":"Success"`)
+	})
 }
 
 // TestAttackExhaustionSlowSessionsPerUserMemory: one low-privilege token

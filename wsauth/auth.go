@@ -133,6 +133,10 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 		s.reauthenticate(method, id, at, topic, env)
 		return
 	}
+	if !s.admitUser(&id) {
+		s.refuse(method, AuthResultNo, "too many sessions of this user", topic, env)
+		return
+	}
 	if !s.authenticate(id, at) {
 		return // closed: the backend is down
 	}
@@ -152,6 +156,20 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *E
 // failure result.
 func (s *session) replyIdentify(topic string, env *Envelope, success bool) {
 	s.reply(AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Now()))
+}
+
+// admitUser counts the session as one of its user's (Limits.Sessions of
+// id's limits), before its first authentication; false, counted and
+// logged, when the user has as many already. Teardown uncounts it.
+func (s *session) admitUser(id *Identity) bool {
+	if !s.g.enterUser(id.Subject, s.cfg.limitsFor(id).Sessions) {
+		s.cfg.Metrics.Limited(LimitSessions)
+		s.g.log.Info("ws session refused", zap.String("reason", "too many sessions of this user"),
+			zap.String("user", id.Subject), zap.String("remote", s.remote))
+		return false
+	}
+	s.slot = id.Subject
+	return true
 }
 
 // authenticate makes the session authenticated as id, verified at at

@@ -93,6 +93,9 @@ func (s *session) teardown() {
 	if s.state != StateAuthenticated {
 		s.g.giveUnauth(s.src)
 	}
+	if s.slot != "" {
+		s.g.leaveUser(s.slot)
+	}
 }
 
 // giveUp drops the client (its writes are failing): the reader's read

@@ -383,6 +383,7 @@ func (c Config) withDefaults() Config {
 	c.Limits.Subscriptions = or(c.Limits.Subscriptions, DefaultSubscriptions)
 	c.Limits.MessagesPerSecond = or(c.Limits.MessagesPerSecond, DefaultMessagesPerSecond)
 	c.Limits.Burst = or(c.Limits.Burst, DefaultBurst)
+	c.Limits.Sessions = or(c.Limits.Sessions, DefaultSessions)
 	c.LimitOverrides = slices.Clone(c.LimitOverrides)
 	c.MaxSubscriptionBytes = or(c.MaxSubscriptionBytes, DefaultMaxSubscriptionBytes)
 	c.tids = &schemeInt53

@@ -37,6 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative rate", func(c *Config) { c.Limits.MessagesPerSecond = -1 }, "messages_per_second is negative"},
 		{"rate not a number", func(c *Config) { c.Limits.MessagesPerSecond = math.NaN() }, "not finite"},
 		{"negative burst", func(c *Config) { c.Limits.Burst = -1 }, "burst is negative"},
+		{"negative sessions", func(c *Config) { c.Limits.Sessions = -1 }, "sessions is negative"},
 		{"negative override", func(c *Config) {
 			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{Burst: -1}}}
 		}, "burst is negative"},

@@ -45,6 +45,7 @@ type Gateway struct {
 
 	srcMu     sync.Mutex
 	srcUnauth map[string]int // unauthenticated sockets by source (sourceKey)
+	users     map[string]int // authenticated sessions by subject (srcMu too)
 
 	mu       sync.Mutex
 	closed   bool                  // Shutdown was called: no new sockets
@@ -61,7 +62,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, srcUnauth: map[string]int{}}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, srcUnauth: map[string]int{}, users: map[string]int{}}
 	g.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  cfg.WriteTimeout,
 		Subprotocols:      slices.Clone(cfg.Subprotocols),
@@ -250,6 +251,30 @@ func (g *Gateway) giveUnauth(src string) {
 		g.srcUnauth[src] = n
 	} else {
 		delete(g.srcUnauth, src)
+	}
+	g.srcMu.Unlock()
+}
+
+// enterUser counts a session of subject, false when the user has limit
+// live sessions already (then nothing is counted). Check and count are
+// one step, under srcMu: a burst of authentications cannot pass the limit.
+func (g *Gateway) enterUser(subject string, limit int) bool {
+	g.srcMu.Lock()
+	defer g.srcMu.Unlock()
+	if g.users[subject] >= limit {
+		return false
+	}
+	g.users[subject]++
+	return true
+}
+
+// leaveUser uncounts a session enterUser counted.
+func (g *Gateway) leaveUser(subject string) {
+	g.srcMu.Lock()
+	if n := g.users[subject] - 1; n > 0 {
+		g.users[subject] = n
+	} else {
+		delete(g.users, subject)
 	}
 	g.srcMu.Unlock()
 }

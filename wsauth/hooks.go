@@ -103,6 +103,7 @@ const (
 	LimitSubscriptions = "subscriptions" // Limits.Subscriptions, or MaxSubscriptionBytes
 	LimitRate          = "rate"          // Limits.MessagesPerSecond and Burst
 	LimitAuth          = "auth"          // Auth messages on an authenticated session (authLimits)
+	LimitSessions      = "sessions"      // Limits.Sessions: a user's live sessions
 )
 
 // AuthMethod is how a session tried to authenticate.

@@ -22,6 +22,8 @@ const (
 	// DefaultBurst is how many client messages a session may send at once
 	// above that rate.
 	DefaultBurst = 100
+	// DefaultSessions bounds the live sessions of one user on a gateway.
+	DefaultSessions = 64
 	// DefaultMaxSubscriptionBytes bounds the copies of Sub messages a
 	// session keeps for its subscriptions, in total.
 	DefaultMaxSubscriptionBytes = 1 << 20
@@ -44,6 +46,13 @@ type Limits struct {
 	// and DefaultBurst.
 	MessagesPerSecond float64 `json:"messages_per_second,omitempty"`
 	Burst             int     `json:"burst,omitempty"`
+	// Sessions bounds the live sessions of one user (token subject) on
+	// this gateway, each with its own backend connection: an
+	// authentication past it is refused (Reject; by the upgrade's
+	// Authorization header, close 1008), so one user cannot take the
+	// backend's connections nor multiply the other limits. The limit that
+	// applies is the new session's. Default DefaultSessions.
+	Sessions int `json:"sessions,omitempty"`
 }
 
 // LimitOverride raises the limits of the sessions it matches: those whose
@@ -63,6 +72,7 @@ func (l Limits) maxOf(o Limits) Limits {
 		Subscriptions:     max(l.Subscriptions, o.Subscriptions),
 		MessagesPerSecond: max(l.MessagesPerSecond, o.MessagesPerSecond),
 		Burst:             max(l.Burst, o.Burst),
+		Sessions:          max(l.Sessions, o.Sessions),
 	}
 }
 
@@ -76,6 +86,9 @@ func (l Limits) validate(where string) []error {
 	}
 	if l.Burst < 0 {
 		errs = append(errs, fmt.Errorf("%s: burst is negative", where))
+	}
+	if l.Sessions < 0 {
+		errs = append(errs, fmt.Errorf("%s: sessions is negative", where))
 	}
 	return errs
 }
@@ -92,7 +105,8 @@ func (c *Config) validateLimits() []error {
 		// An override only raises (limitsFor takes the largest): one
 		// at or below the default, meant to throttle, would do nothing.
 		def := Limits{Subscriptions: or(c.Limits.Subscriptions, DefaultSubscriptions),
-			MessagesPerSecond: or(c.Limits.MessagesPerSecond, DefaultMessagesPerSecond), Burst: or(c.Limits.Burst, DefaultBurst)}
+			MessagesPerSecond: or(c.Limits.MessagesPerSecond, DefaultMessagesPerSecond), Burst: or(c.Limits.Burst, DefaultBurst),
+			Sessions: or(c.Limits.Sessions, DefaultSessions)}
 		for _, f := range []struct {
 			name      string
 			set, over bool
@@ -101,6 +115,7 @@ func (c *Config) validateLimits() []error {
 			{"subscriptions", o.Subscriptions != 0, o.Subscriptions > def.Subscriptions, float64(o.Subscriptions), float64(def.Subscriptions)},
 			{"messages_per_second", o.MessagesPerSecond != 0, o.MessagesPerSecond > def.MessagesPerSecond, o.MessagesPerSecond, def.MessagesPerSecond},
 			{"burst", o.Burst != 0, o.Burst > def.Burst, float64(o.Burst), float64(def.Burst)},
+			{"sessions", o.Sessions != 0, o.Sessions > def.Sessions, float64(o.Sessions), float64(def.Sessions)},
 		} {
 			if f.set && !f.over {
 				errs = append(errs, fmt.Errorf("%s: %s %v is not above the default %v: an override only raises a limit", where, f.name, f.v, f.d))

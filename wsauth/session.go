@@ -67,6 +67,7 @@ type session struct {
 	cc     *websocket.Conn
 	remote string
 	src    string // sourceKey(remote): what the unauthenticated places are shared by
+	slot   string // the subject whose session Gateway.enterUser counts this one as, or ""
 	query  string // "version=…" for the backend, or ""
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -200,7 +201,11 @@ func (s *session) run(id *Identity, at time.Time) {
 	s.cfg.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
 		s.g.addUnauth(s.src) // authenticate gives it back again
-		s.authenticate(*id, at)
+		if s.admitUser(id) {
+			s.authenticate(*id, at)
+		} else {
+			s.closeAfterQueued(websocket.ClosePolicyViolation)
+		}
 	}
 	s.readLoop()
 	s.teardown()

@@ -142,6 +142,7 @@ func startGateway(dir, name string, bins binaries, be *backend, withCompression 
 		limits {
 			messages_per_second 1000000000
 			burst 1000000000
+			sessions 1000000
 		}
 	}
 `, path, be.port, c)

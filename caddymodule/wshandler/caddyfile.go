@@ -51,6 +51,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //			subscriptions <n>
 //			messages_per_second <rate>
 //			burst <n>
+//			sessions <n>                   # live sessions of one user (default 64)
 //		}
 //		policy {
 //			replace_defaults
@@ -156,6 +157,8 @@ func (h *Handler) parseLimits(d *caddyfile.Dispenser) error {
 			}
 		case "burst":
 			l.Burst, err = cfutil.PositiveIntArg(d)
+		case "sessions":
+			l.Sessions, err = cfutil.PositiveIntArg(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

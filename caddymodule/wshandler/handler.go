@@ -153,9 +153,10 @@ type Handler struct {
 	ExpiryGrace caddy.Duration `json:"expiry_grace,omitempty"`
 
 	// Limits are each session's entitlement limits: live subscriptions,
-	// messages per second and burst. Over a limit a message is answered
-	// Error/Limited and not forwarded. Defaults: 500 subscriptions, 50
-	// messages/s, burst 100.
+	// messages per second and burst (over a limit a message is answered
+	// Error/Limited and not forwarded), and the live sessions of one user
+	// on this instance (an authentication past it is refused). Defaults:
+	// 500 subscriptions, 50 messages/s, burst 100, 64 sessions.
 	Limits *wsauth.Limits `json:"limits,omitempty"`
 
 	// LimitOverrides raise the limits of the sessions of one OAuth client
