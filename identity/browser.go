@@ -89,7 +89,7 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 	out, err := logout.New(logout.Config{
 		Issuer: s.cfg.Issuer, Path: prefix + PathEndSession, Clients: s.clients, Sessions: sessions, Guard: guard,
 		Pages: pages, Keys: s.keys.Source(s.cfg.Now), Tokens: s.tokens, Families: bs, Users: s.store,
-		Notifier: s.notifier, Revoked: s.verifier.RefreshRevocations, Failed: s.countFailed, Logger: s.log, Audit: s.audit,
+		Notifier: s.notifier, Revoked: s.verifier.RevokedHere, Failed: s.countFailed, Logger: s.log, Audit: s.audit,
 	})
 	if err != nil {
 		return err

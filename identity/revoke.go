@@ -77,7 +77,7 @@ func (s *Server) revokeRefresh(r *http.Request, c *clients.Client, token string)
 		return err
 	}
 	s.audit.Info("refresh token revoked", zap.String("client_id", c.ID), zap.String("sub", fam.Subject), zap.String("family_id", fam.ID))
-	return s.verifier.RefreshRevocations(r.Context())
+	return s.verifier.RevokedHere(r.Context())
 }
 
 func (s *Server) revokeAccess(r *http.Request, c *clients.Client, token string) error {
@@ -91,5 +91,5 @@ func (s *Server) revokeAccess(r *http.Request, c *clients.Client, token string) 
 		return err
 	}
 	s.audit.Info("access token revoked", zap.String("client_id", c.ID), zap.String("sub", id.Subject), zap.String("jti", id.JTI))
-	return s.verifier.RefreshRevocations(r.Context())
+	return s.verifier.RevokedHere(r.Context())
 }

@@ -88,7 +88,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
 		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime) + verify.MaxLeeway,
-		FamilyRevoked:     func(ctx context.Context) error { return s.verifier.RefreshRevocations(ctx) },
+		FamilyRevoked:     func(ctx context.Context) error { return s.verifier.RevokedHere(ctx) },
 		CodeLifetime:      cfg.CodeLifetime,
 	}
 	if o, ok := st.(store.Outages); ok {

@@ -12,3 +12,6 @@ func DecodeObjectForTest(raw []byte) (map[string]json.RawMessage, error) { retur
 
 // NoDowngrade is the default key-set client's redirect policy.
 var NoDowngrade = noDowngrade
+
+// ReadsStarted is how many revocation reads v has started.
+func ReadsStarted(v *Verifier) uint64 { return v.reads.started.Load() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,10 +12,9 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
-// revocationSet is an immutable snapshot of what is revoked: access
-// tokens by jti, every access token of a refresh family, and a subject's
-// tokens issued before a time. Checks read the snapshot through an atomic
-// pointer; a read that brings something new replaces it with a copy.
+// revocationSet is an immutable set of revocations: access tokens by
+// jti, every access token of a refresh family, and a subject's tokens
+// issued before a time.
 type revocationSet struct {
 	jtis     map[string]struct{}
 	families map[string]struct{}
@@ -25,26 +25,74 @@ func newRevocationSet() *revocationSet {
 	return &revocationSet{jtis: map[string]struct{}{}, families: map[string]struct{}{}, subjects: map[string]time.Time{}}
 }
 
-// grows reports whether list holds a revocation that set lacks: adding
-// it would refuse a token set accepts.
-func (set *revocationSet) grows(list []store.Revocation) bool {
-	for _, r := range list {
-		switch {
-		case r.JTI != "":
-			if _, ok := set.jtis[r.JTI]; !ok {
-				return true
-			}
-		case r.FamilyID != "":
-			if _, ok := set.families[r.FamilyID]; !ok {
-				return true
-			}
-		case r.Subject != "":
-			if r.NotBefore.After(set.subjects[r.Subject]) {
-				return true
-			}
+// lacks reports whether set lacks r: adding it would refuse a token set
+// accepts.
+func (set *revocationSet) lacks(r *store.Revocation) bool {
+	switch {
+	case r.JTI != "":
+		_, ok := set.jtis[r.JTI]
+		return !ok
+	case r.FamilyID != "":
+		_, ok := set.families[r.FamilyID]
+		return !ok
+	case r.Subject != "":
+		return r.NotBefore.After(set.subjects[r.Subject])
+	}
+	return false
+}
+
+func (set *revocationSet) size() int { return len(set.jtis) + len(set.families) + len(set.subjects) }
+
+// revoked is an immutable snapshot of what is revoked, as checks read it
+// through an atomic pointer: a large base, replaced by a full read, and a
+// small delta of what later reads brought. A read that brings something
+// new copies the delta alone, not the base, so a burst of revocations
+// does not cost a copy of every revocation in force each; the delta is
+// merged into a new base once it is a quarter of the base's size (at
+// least deltaMerge), so a revocation costs a constant amortized time.
+type revoked struct {
+	base, delta *revocationSet
+}
+
+// deltaMerge is the least size of a delta that is merged into the base.
+const deltaMerge = 4096
+
+func newRevoked() *revoked { return &revoked{base: newRevocationSet(), delta: newRevocationSet()} }
+
+// grows reports whether list holds a revocation that rv lacks.
+func (rv *revoked) grows(list []store.Revocation) bool {
+	for i := range list {
+		if rv.base.lacks(&list[i]) && rv.delta.lacks(&list[i]) {
+			return true
 		}
 	}
 	return false
+}
+
+// with returns rv with list added (rv is not changed): a new delta, or,
+// when the delta has grown large, a new base holding it all.
+func (rv *revoked) with(list []store.Revocation) *revoked {
+	delta := rv.delta.with(list)
+	if delta.size() < max(deltaMerge, rv.base.size()/4) {
+		return &revoked{base: rv.base, delta: delta}
+	}
+	base := rv.base.with(nil)
+	base.merge(delta)
+	return &revoked{base: base, delta: newRevocationSet()}
+}
+
+// covers reports whether a revocation in rv covers id.
+func (rv *revoked) covers(id *Identity) bool { return rv.base.covers(id) || rv.delta.covers(id) }
+
+// merge adds every revocation of o to set.
+func (set *revocationSet) merge(o *revocationSet) {
+	maps.Copy(set.jtis, o.jtis)
+	maps.Copy(set.families, o.families)
+	for sub, nbf := range o.subjects {
+		if nbf.After(set.subjects[sub]) {
+			set.subjects[sub] = nbf
+		}
+	}
 }
 
 // with returns a copy of set with list added (set is not changed).
@@ -92,11 +140,17 @@ func (v *Verifier) isRevoked(id *Identity) bool {
 
 // revocationReads is the bookkeeping of reading the list: one read at a
 // time (the poll and RefreshRevocations after a local revocation), what
-// the last one read up to, and when the whole list was last read.
+// the last one read up to, and when the whole list was last read. started
+// and done number the reads (done, with its error, once a read ended), so
+// that RefreshRevocations callers waiting together share one read.
 type revocationReads struct {
 	mu       sync.Mutex
 	readTo   time.Time // the now of the last successful read
 	reloaded time.Time // the now of the last full read
+	started     atomic.Uint64
+	done        uint64        // the number of the last read that ended (mu)
+	doneErr     error         // its error (mu)
+	doneOverlap time.Duration // its overlap (mu)
 }
 
 // refreshRevocations reads what was revoked since the last read (less the
@@ -106,16 +160,29 @@ func (v *Verifier) refreshRevocations(ctx context.Context) error {
 	r := &v.reads
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return v.readRevocationsLocked(ctx, v.cfg.RevocationOverlap)
+}
+
+// localOverlap is RevokedHere's overlap: what it must find is this
+// instance's own revocation, committed before the call; what others
+// committed late is the poll's to find, with RevocationOverlap. So the
+// read after a local revocation does not re-read a minute of
+// revocations each time.
+const localOverlap = 2 * time.Second
+
+// readRevocationsLocked is one read of refreshRevocations, overlap before
+// the last. r.mu held.
+func (v *Verifier) readRevocationsLocked(ctx context.Context, overlap time.Duration) (err error) {
+	r := &v.reads
+	n := r.started.Add(1)
+	defer func() { r.done, r.doneErr, r.doneOverlap = n, err, overlap }()
 	now := v.cfg.Now()
 	full := r.reloaded.IsZero() || now.Sub(r.reloaded) >= v.cfg.RevocationReload || now.Before(r.readTo)
-	var (
-		list []store.Revocation
-		err  error
-	)
+	var list []store.Revocation
 	if full {
 		list, err = v.cfg.Revocations.Revocations(ctx, now)
 	} else {
-		list, err = v.cfg.Revocations.RevocationsSince(ctx, r.readTo.Add(-v.cfg.RevocationOverlap), now)
+		list, err = v.cfg.Revocations.RevocationsSince(ctx, r.readTo.Add(-overlap), now)
 	}
 	if err != nil {
 		if !v.stale.Swap(true) {
@@ -130,7 +197,7 @@ func (v *Verifier) refreshRevocations(ctx context.Context) error {
 	case full:
 		set := newRevocationSet()
 		set.add(list)
-		v.revoked.Store(set)
+		v.revoked.Store(&revoked{base: set, delta: newRevocationSet()})
 		r.reloaded = now
 	case grew:
 		v.revoked.Store(old.with(list))
@@ -145,13 +212,38 @@ func (v *Verifier) refreshRevocations(ctx context.Context) error {
 	return nil
 }
 
-// RefreshRevocations reads new revocations now, e.g. right after this
-// instance revoked a token.
+// RefreshRevocations reads new revocations now, as the poll does (with
+// RevocationOverlap): it returns once such a read that started after the
+// call ended (its error). Callers that wait together share one read.
 func (v *Verifier) RefreshRevocations(ctx context.Context) error {
+	return v.readAfter(ctx, v.cfg.RevocationOverlap)
+}
+
+// RevokedHere applies a revocation this instance has just committed: it
+// returns once a read that started after the call ended, one that reads
+// back localOverlap at least (its error). Callers that wait together share
+// one read, so a burst of revocations costs a read or two, not one each
+// behind one another, and each read is of the last seconds, not of the
+// last minute: a client revoking its own tokens fast cannot make each
+// revocation cost more than the one before.
+func (v *Verifier) RevokedHere(ctx context.Context) error {
+	return v.readAfter(ctx, min(localOverlap, v.cfg.RevocationOverlap))
+}
+
+// readAfter waits for a read, overlap back at least, that starts after
+// the call, or makes one.
+func (v *Verifier) readAfter(ctx context.Context, overlap time.Duration) error {
 	if v.cfg.Revocations == nil {
 		return nil
 	}
-	return v.refreshRevocations(ctx)
+	r := &v.reads
+	need := r.started.Load() + 1 // a read that starts from now on
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done >= need && r.doneOverlap >= overlap {
+		return r.doneErr // one started after the call, while it waited
+	}
+	return v.readRevocationsLocked(ctx, overlap)
 }
 
 // Run keeps the revocation list fresh until ctx ends: it reads what was

@@ -1,6 +1,8 @@
 package verify_test
 
 import (
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +92,48 @@ func TestRevocationsReadIncrementally(t *testing.T) {
 	}
 	if full, _ := f.revs.reads(); full != 2 {
 		t.Fatalf("no full reload after RevocationReload: %d full reads", full)
+	}
+}
+
+// TestRevokedHereShareReads: revocations that wait together share one
+// read. While one read is held up, 20 callers of RevokedHere queue; once
+// it ends, one more read serves them all, and each sees a revocation
+// committed before its call.
+func TestRevokedHereShareReads(t *testing.T) {
+	f := newFixture(t, func(c *verify.Config) { c.RevocationReload = time.Hour })
+	gate := make(chan struct{})
+	f.revs.gate = gate
+	ctx := t.Context()
+	first := make(chan error, 1)
+	go func() { first <- f.v.RevokedHere(ctx) }() // the read held up
+	for deadline := time.Now().Add(5 * time.Second); verify.ReadsStarted(f.v) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first read never started")
+		}
+	}
+	toks := make([]string, 20)
+	var wg sync.WaitGroup
+	for i := range toks {
+		toks[i] = f.issuer.Token("u"+strconv.Itoa(i), "x")
+		f.revs.add(store.Revocation{JTI: "jti-u" + strconv.Itoa(i) + "-x", ExpiresAt: f.now.Add(time.Hour)})
+		wg.Go(func() {
+			if err := f.v.RevokedHere(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // the callers queue behind the read held up
+	close(gate)                        // every read from now on passes
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if _, since := f.revs.reads(); since > 3 {
+		t.Errorf("%d incremental reads for 21 revocations waiting together, want 2 (3 if a caller came late)", since)
+	}
+	for i, tok := range toks {
+		if _, err := f.v.Verify(ctx, tok); reasonOf(err) != verify.ReasonRevoked {
+			t.Errorf("revocation %d not applied: %v", i, err)
+		}
 	}
 }

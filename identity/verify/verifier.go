@@ -99,7 +99,7 @@ type Config struct {
 type Verifier struct {
 	cfg     Config
 	cache   *cache
-	revoked atomic.Pointer[revocationSet]
+	revoked atomic.Pointer[revoked]
 	reads   revocationReads // guarded by its own mutex
 	stale   atomic.Bool
 	changed signal // fired when the revocations in force grow
@@ -159,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		v.cache = newCache(cfg.CacheSize)
 	}
 	if cfg.Revocations != nil {
-		v.revoked.Store(newRevocationSet())
+		v.revoked.Store(newRevoked())
 		if err := v.refreshRevocations(ctx); err != nil {
 			return nil, fmt.Errorf("reading revocations: %w", err)
 		}

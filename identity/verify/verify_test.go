@@ -21,7 +21,8 @@ type revocations struct {
 	now         func() time.Time
 	list        []store.Revocation
 	err         error
-	full, since int // reads of each kind
+	full, since int           // reads of each kind
+	gate        chan struct{} // when set, each incremental read waits for a receive
 }
 
 func (r *revocations) Revocations(context.Context, time.Time) ([]store.Revocation, error) {
@@ -32,6 +33,9 @@ func (r *revocations) Revocations(context.Context, time.Time) ([]store.Revocatio
 }
 
 func (r *revocations) RevocationsSince(_ context.Context, since, _ time.Time) ([]store.Revocation, error) {
+	if r.gate != nil {
+		<-r.gate
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.since++
