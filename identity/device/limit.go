@@ -39,11 +39,17 @@ type Limits struct {
 	// one address may start in Window; over it the endpoint answers 429
 	// slow_down until the window ends. Default 60.
 	AuthorizationsPerSource int
+	// Authorizations is how many device authorizations the whole server
+	// starts in Window; over it the endpoint answers 429 slow_down for
+	// GlobalLockout: the bound on pending codes stored by an attacker
+	// spread over many addresses (an IPv6 /48 holds 65,536 /64s). Default
+	// 10000.
+	Authorizations int
 }
 
 // DefaultLimits are the limits of a Config that sets none.
 var DefaultLimits = Limits{PerSource: 10, PerSession: 10, Window: 15 * time.Minute, Lockout: 15 * time.Minute,
-	Global: 1000, GlobalLockout: time.Minute, AuthorizationsPerSource: 60}
+	Global: 1000, GlobalLockout: time.Minute, AuthorizationsPerSource: 60, Authorizations: 10000}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -65,6 +71,9 @@ func (l Limits) withDefaults() Limits {
 	if l.AuthorizationsPerSource > 0 {
 		d.AuthorizationsPerSource = l.AuthorizationsPerSource
 	}
+	if l.Authorizations > 0 {
+		d.Authorizations = l.Authorizations
+	}
 	if l.GlobalLockout > 0 {
 		d.GlobalLockout = l.GlobalLockout
 	}
@@ -73,10 +82,11 @@ func (l Limits) withDefaults() Limits {
 
 // Counter keys of the limits.
 const (
-	keySource        = "device-user-code/source/"
-	keySession       = "device-user-code/session/"
-	keyGlobal        = "device-user-code/global"
-	keyAuthorization = "device-authorization/source/"
+	keySource         = "device-user-code/source/"
+	keySession        = "device-user-code/session/"
+	keyGlobal         = "device-user-code/global"
+	keyAuthorization  = "device-authorization/source/"
+	keyAuthorizations = "device-authorization/global"
 )
 
 // ticket is one counted attempt, to give back when the code was good.
@@ -113,12 +123,17 @@ func (e *Endpoint) admit(ctx context.Context, r *http.Request, sess store.Sessio
 }
 
 // admitAuthorization counts one device authorization of the request's
-// source (an IPv6 /64 is one), and reports whether it is within
-// AuthorizationsPerSource.
+// source (an IPv6 /64 is one) and of the server, and reports whether it
+// is within AuthorizationsPerSource and Authorizations.
 func (e *Endpoint) admitAuthorization(ctx context.Context, r *http.Request) (bool, error) {
 	l := e.cfg.Limits
-	_, ok, err := e.cfg.Store.Admit(ctx, keyAuthorization+users.SourceKey(e.cfg.ClientIP(r)), e.cfg.Now(), l.Window,
+	now := e.cfg.Now()
+	_, ok, err := e.cfg.Store.Admit(ctx, keyAuthorization+users.SourceKey(e.cfg.ClientIP(r)), now, l.Window,
 		l.AuthorizationsPerSource, l.Window)
+	if err != nil || !ok {
+		return ok, err
+	}
+	_, ok, err = e.cfg.Store.Admit(ctx, keyAuthorizations, now, l.Window, l.Authorizations, l.GlobalLockout)
 	return ok, err
 }
 
