@@ -1,0 +1,264 @@
+package identity
+
+// From an attack on resource exhaustion by a client without a credential
+// or a low-privilege one, in parallel bursts: memory, CPU and store rows
+// whose cost grew with what the attacker sent. Each test failed before its
+// fix.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/oauth"
+)
+
+// allocDuring is the bytes allocated (TotalAlloc) and the time fn took.
+func allocDuring(fn func()) (uint64, time.Duration) {
+	runtime.GC()
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	start := time.Now()
+	fn()
+	d := time.Since(start)
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc, d
+}
+
+// parallel runs fn(i) for i in [0, n), width at a time.
+func parallel(n, width int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, width)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+// TestRevocationCostFlat: a revocation at /connect/revocation costs the
+// same with 0, 20,000 or 80,000 revocations in force: what a read brings
+// is added to a small delta, not to a copy of every revocation in force.
+// (It failed when each read that grew the set copied it whole: one
+// revocation cost O(N), N revocations O(N^2), and any client may revoke
+// its own tokens.)
+func TestRevocationCostFlat(t *testing.T) {
+	f := newFixture(t)
+	svc := basic("svc", "svc-secret")
+	ctx := context.Background()
+	revokeOne := func() (uint64, time.Duration) {
+		tok := f.post(form("grant_type", oauth.GrantClientCredentials), svc).str("access_token")
+		if tok == "" {
+			t.Fatal("no access token")
+		}
+		var res response
+		alloc, d := allocDuring(func() { res = f.revoke(form("token", tok), svc) })
+		if res.status != http.StatusOK {
+			t.Fatalf("revocation: %d %s", res.status, res.raw)
+		}
+		if r := f.userinfo("GET", tok); r.status != http.StatusUnauthorized {
+			t.Fatalf("revoked token still accepted: %d", r.status)
+		}
+		return alloc, d
+	}
+	// What the attacker's earlier revocations left in force: rows as the
+	// revocation endpoint writes them, for tokens that expire in an hour.
+	var next atomic.Int64
+	grow := func(to int) {
+		n := int(next.Load())
+		parallel(to-n, 32, func(int) {
+			jti := fmt.Sprintf("attacker-jti-%09d", next.Add(1))
+			now := f.clock.Now()
+			if err := f.st.RevokeAccessToken(ctx, jti, now.Add(time.Hour), now); err != nil {
+				t.Error(err)
+			}
+		})
+		// Past the incremental read's overlap, so that the measured
+		// revocation reads only itself, as it would a minute later.
+		f.clock.Add(2 * time.Minute)
+		if err := f.srv.verifier.RefreshRevocations(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type point struct {
+		n     int
+		alloc uint64
+		d     time.Duration
+	}
+	var pts []point
+	for _, n := range []int{0, 20_000, 80_000} {
+		if n > 0 {
+			grow(n)
+		}
+		var a uint64
+		var d time.Duration
+		const reps = 3
+		for range reps {
+			ai, di := revokeOne()
+			a, d = a+ai, d+di
+		}
+		pts = append(pts, point{n, a / reps, d / reps})
+		t.Logf("%6d revocations in force: one revocation request allocates %7d KiB, takes %v", n, a/reps>>10, d/reps)
+	}
+	first, last := pts[0], pts[len(pts)-1]
+	if last.alloc > 8*first.alloc {
+		t.Errorf("a revocation allocates %d KiB with %d revocations in force, %d KiB with none: its cost grows with the revocations in force",
+			last.alloc>>10, last.n, first.alloc>>10)
+	}
+}
+
+// TestRevocationReadsTheLastSeconds: the read after a revocation made
+// here (RevokedHere) reads back a few seconds from the last read, not the
+// poll's minute (RevocationOverlap): with 20,000 revocations in the last
+// minute, read by the poll, one revocation request costs what it costs
+// with none. (It failed when each revocation re-read the whole minute: a
+// client revoking at R per second made each revocation read 60 R rows,
+// 20 MiB here.)
+func TestRevocationReadsTheLastSeconds(t *testing.T) {
+	f := newFixture(t)
+	svc := basic("svc", "svc-secret")
+	ctx := context.Background()
+	measure := func() (uint64, time.Duration) {
+		tok := f.post(form("grant_type", oauth.GrantClientCredentials), svc).str("access_token")
+		var res response
+		alloc, d := allocDuring(func() { res = f.revoke(form("token", tok), svc) })
+		if res.status != http.StatusOK {
+			t.Fatalf("revocation: %d %s", res.status, res.raw)
+		}
+		return alloc, d
+	}
+	a0, d0 := measure()
+	// 20,000 revocations within the last minute (the attacker at ~330/s),
+	// all already applied to the set.
+	const recent = 20_000
+	parallel(recent, 32, func(i int) {
+		now := f.clock.Now()
+		if err := f.st.RevokeAccessToken(ctx, fmt.Sprintf("recent-jti-%09d", i), now.Add(time.Hour), now); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := f.srv.verifier.RefreshRevocations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(30 * time.Second)                                  // still within the poll's overlap
+	if err := f.srv.verifier.RefreshRevocations(ctx); err != nil { // the poll
+		t.Fatal(err)
+	}
+	a1, d1 := measure()
+	t.Logf("one revocation request: %d KiB, %v with none recent; %d KiB, %v with %d in the last minute",
+		a0>>10, d0, a1>>10, d1, recent)
+	if a1 > 8*a0 {
+		t.Errorf("a revocation re-reads the last minute's %d revocations: %d KiB allocated, against %d KiB", recent, a1>>10, a0>>10)
+	}
+}
+
+// TestDeviceAuthorizationsGlobalBound: the device authorization endpoint
+// needs only a public client's id, and each call stores a pending
+// authorization. Past Authorizations in the window, over the whole server,
+// it answers 429 slow_down, whatever the addresses: a parallel burst of
+// 3,000 requests from 3,000 IPv6 /64s (one /48 holds 65,536) stores the
+// bound and no more. (It failed with the per-source bound alone: all
+// 3,000 were stored.)
+func TestDeviceAuthorizationsGlobalBound(t *testing.T) {
+	const bound, sources = 1_000, 3_000
+	f := newFixture(t, withBrowserClients, withDeviceClients, func(c *Config) { c.DeviceEntryLimits.Authorizations = bound })
+	var ok, limited, other atomic.Int64
+	parallel(sources, 32, func(i int) {
+		res := f.serve(deviceRequest(fmt.Sprintf("[2001:db8:%x:%x::1]", i>>16, i&0xffff)))
+		switch {
+		case res.status == http.StatusOK:
+			ok.Add(1)
+		case res.status == http.StatusTooManyRequests && res.str("error") == "slow_down":
+			limited.Add(1)
+		default:
+			other.Add(1)
+		}
+	})
+	if ok.Load() != bound || limited.Load() != sources-bound || other.Load() != 0 {
+		t.Errorf("%d device authorizations from %d /64s: %d accepted, %d slow_down, %d other; want %d accepted",
+			sources, sources, ok.Load(), limited.Load(), other.Load(), bound)
+	}
+}
+
+// deviceRequest is a device authorization request of the public client tv
+// from addr.
+func deviceRequest(addr string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathDeviceAuthorize,
+		strings.NewReader(form("client_id", "tv", "scope", "openid Service/Market").Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	from(addr)(req)
+	return req
+}
+
+// TestRevocationBurstCostFlat: end to end, on the real clock, one
+// client_credentials client (any low-privilege client that can get
+// tokens; a public client refreshing does as well) mints tokens and
+// revokes them, 16 at a time: the revocations that wait together share
+// one read, and the 2,000th costs what the first did. (It failed when each
+// revocation read the last minute and copied every revocation in force,
+// one at a time under one mutex: each slower than the last, an honest
+// logout's included. A lone revocation right after the burst still reads
+// the burst's last seconds: a cost bounded by the rate, not the count.)
+func TestRevocationBurstCostFlat(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Now = time.Now })
+	svc := basic("svc", "svc-secret")
+	const total, batch = 2_500, 500
+	lone := func() time.Duration { // one revocation with nothing else running
+		tok := f.serve(clientCredentialsRequest(svc)).str("access_token")
+		_, d := allocDuring(func() {
+			if res := f.revoke(form("token", tok), svc); res.status != http.StatusOK {
+				t.Fatalf("revocation: %d %s", res.status, res.raw)
+			}
+		})
+		return d
+	}
+	before := lone()
+	var meanFirst, meanLast time.Duration
+	for b := 0; b < total/batch; b++ {
+		var mu sync.Mutex
+		var sum, worst time.Duration
+		parallel(batch, 16, func(int) {
+			tok := f.serve(clientCredentialsRequest(svc)).str("access_token")
+			req := httptest.NewRequest(http.MethodPost, testIssuer+PathRevocation, strings.NewReader(form("token", tok).Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			svc(req)
+			start := time.Now()
+			res := f.serve(req)
+			d := time.Since(start)
+			if res.status != http.StatusOK {
+				t.Errorf("revocation: %d %s", res.status, res.raw)
+			}
+			mu.Lock()
+			sum, worst = sum+d, max(worst, d)
+			mu.Unlock()
+		})
+		t.Logf("revocations %4d-%4d: mean %v, slowest %v", b*batch+1, (b+1)*batch, sum/batch, worst)
+		if b == 0 {
+			meanFirst = sum / batch
+		}
+		meanLast = sum / batch
+	}
+	after := lone()
+	t.Logf("a lone revocation: %v before the burst, %v right after it", before, after)
+	if meanLast > 3*meanFirst {
+		t.Errorf("the mean revocation took %v after %d revocations, %v at first: each revocation pays for those before it",
+			meanLast, total-batch, meanFirst)
+	}
+}
+
+func clientCredentialsRequest(auth func(*http.Request)) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathToken, strings.NewReader(form("grant_type", oauth.GrantClientCredentials).Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	auth(req)
+	return req
+}
