@@ -8,6 +8,7 @@ package identity
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -100,15 +101,15 @@ func TestRevocationCostFlat(t *testing.T) {
 		if n > 0 {
 			grow(n)
 		}
-		var a uint64
-		var d time.Duration
-		const reps = 3
-		for range reps {
+		// The least of three: a poll of the verifier's own, running
+		// meanwhile, would count in one.
+		a, d := uint64(math.MaxUint64), time.Duration(math.MaxInt64)
+		for range 3 {
 			ai, di := revokeOne()
-			a, d = a+ai, d+di
+			a, d = min(a, ai), min(d, di)
 		}
-		pts = append(pts, point{n, a / reps, d / reps})
-		t.Logf("%6d revocations in force: one revocation request allocates %7d KiB, takes %v", n, a/reps>>10, d/reps)
+		pts = append(pts, point{n, a, d})
+		t.Logf("%6d revocations in force: one revocation request allocates %7d KiB, takes %v", n, a>>10, d)
 	}
 	first, last := pts[0], pts[len(pts)-1]
 	if last.alloc > 8*first.alloc {
@@ -128,14 +129,20 @@ func TestRevocationReadsTheLastSeconds(t *testing.T) {
 	f := newFixture(t)
 	svc := basic("svc", "svc-secret")
 	ctx := context.Background()
+	// measure is the least of three revocations: a poll of the
+	// verifier's own, running meanwhile, would count in one.
 	measure := func() (uint64, time.Duration) {
-		tok := f.post(form("grant_type", oauth.GrantClientCredentials), svc).str("access_token")
-		var res response
-		alloc, d := allocDuring(func() { res = f.revoke(form("token", tok), svc) })
-		if res.status != http.StatusOK {
-			t.Fatalf("revocation: %d %s", res.status, res.raw)
+		a, d := uint64(math.MaxUint64), time.Duration(math.MaxInt64)
+		for range 3 {
+			tok := f.post(form("grant_type", oauth.GrantClientCredentials), svc).str("access_token")
+			var res response
+			ai, di := allocDuring(func() { res = f.revoke(form("token", tok), svc) })
+			if res.status != http.StatusOK {
+				t.Fatalf("revocation: %d %s", res.status, res.raw)
+			}
+			a, d = min(a, ai), min(d, di)
 		}
-		return alloc, d
+		return a, d
 	}
 	a0, d0 := measure()
 	// 20,000 revocations within the last minute (the attacker at ~330/s),
@@ -187,6 +194,13 @@ func TestDeviceAuthorizationsGlobalBound(t *testing.T) {
 	if ok.Load() != bound || limited.Load() != sources-bound || other.Load() != 0 {
 		t.Errorf("%d device authorizations from %d /64s: %d accepted, %d slow_down, %d other; want %d accepted",
 			sources, sources, ok.Load(), limited.Load(), other.Load(), bound)
+	}
+	// A source refused by the server's bound keeps its own count.
+	if res := f.serve(deviceRequest("[2001:db8:ffff:1::1]")); res.status != http.StatusTooManyRequests {
+		t.Fatalf("a new source past the server's bound: %d %s", res.status, res.raw)
+	}
+	if c, err := f.st.Counter(context.Background(), "device-authorization/source/2001:db8:ffff:1::/64"); err != nil || c.Count != 0 {
+		t.Errorf("the refused source's count: %+v, %v; want 0", c, err)
 	}
 }
 

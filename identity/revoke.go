@@ -73,11 +73,12 @@ func (s *Server) revokeRefresh(r *http.Request, c *clients.Client, token string)
 		s.log.Debug("revocation of another client's token ignored", zap.String("client_id", c.ID))
 		return nil
 	}
+	since := s.tokens.Now() // before the revocation's stamp
 	if err := s.tokens.Revoke(r.Context(), fam.ID); err != nil {
 		return err
 	}
 	s.audit.Info("refresh token revoked", zap.String("client_id", c.ID), zap.String("sub", fam.Subject), zap.String("family_id", fam.ID))
-	return s.verifier.RevokedHere(r.Context())
+	return s.verifier.RevokedHere(r.Context(), since)
 }
 
 func (s *Server) revokeAccess(r *http.Request, c *clients.Client, token string) error {
@@ -87,9 +88,10 @@ func (s *Server) revokeAccess(r *http.Request, c *clients.Client, token string) 
 	}
 	// Kept past the token's expiry as long as a verifier may still accept
 	// it (its leeway): dropped at exp, the revocation would let it back in.
-	if err := s.store.RevokeAccessToken(r.Context(), id.JTI, id.Expiry.Add(verify.MaxLeeway), s.cfg.Now()); err != nil {
+	now := s.cfg.Now()
+	if err := s.store.RevokeAccessToken(r.Context(), id.JTI, id.Expiry.Add(verify.MaxLeeway), now); err != nil {
 		return err
 	}
 	s.audit.Info("access token revoked", zap.String("client_id", c.ID), zap.String("sub", id.Subject), zap.String("jti", id.JTI))
-	return s.verifier.RevokedHere(r.Context())
+	return s.verifier.RevokedHere(r.Context(), now)
 }

@@ -88,8 +88,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
 		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime) + verify.MaxLeeway,
-		FamilyRevoked:     func(ctx context.Context) error { return s.verifier.RevokedHere(ctx) },
-		CodeLifetime:      cfg.CodeLifetime,
+		// s.verifier is made after the token service: read it at the call.
+		FamilyRevoked: func(ctx context.Context, since time.Time) error { return s.verifier.RevokedHere(ctx, since) },
+		CodeLifetime:  cfg.CodeLifetime,
 	}
 	if o, ok := st.(store.Outages); ok {
 		tcfg.Outages = o // a shared database's outages do not use up a grace window

@@ -125,16 +125,15 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	case s.state == StateAuthenticated && id.Subject != s.id.Subject:
 		s.refuse(method, AuthResultNo, "another subject than the session's", topic, env)
 		return
+	case s.state != StateAuthenticated && !s.admitUser(&id):
+		s.refuse(method, AuthResultNo, "too many sessions of this user", topic, env)
+		return
 	}
 	s.cfg.Metrics.Auth(method, AuthResultOK)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
 	if s.state == StateAuthenticated {
 		s.reauthenticate(method, id, at, topic, env)
-		return
-	}
-	if !s.admitUser(&id) {
-		s.refuse(method, AuthResultNo, "too many sessions of this user", topic, env)
 		return
 	}
 	if !s.authenticate(id, at) {
@@ -168,7 +167,7 @@ func (s *session) admitUser(id *Identity) bool {
 			zap.String("user", id.Subject), zap.String("remote", s.remote))
 		return false
 	}
-	s.slot = id.Subject
+	s.slot, s.counted = id.Subject, true
 	return true
 }
 

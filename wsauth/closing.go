@@ -93,7 +93,7 @@ func (s *session) teardown() {
 	if s.state != StateAuthenticated {
 		s.g.giveUnauth(s.src)
 	}
-	if s.slot != "" {
+	if s.counted {
 		s.g.leaveUser(s.slot)
 	}
 }

@@ -62,15 +62,16 @@ const CodeUnknown = "Operation.Unknown"
 // otherwise: cw, dead, the close state (closeOnce, closing, closeBy),
 // ending and done.
 type session struct {
-	g      *Gateway
-	cfg    *Config
-	cc     *websocket.Conn
-	remote string
-	src    string // sourceKey(remote): what the unauthenticated places are shared by
-	slot   string // the subject whose session Gateway.enterUser counts this one as, or ""
-	query  string // "version=…" for the backend, or ""
-	ctx    context.Context
-	cancel context.CancelFunc
+	g       *Gateway
+	cfg     *Config
+	cc      *websocket.Conn
+	remote  string
+	src     string // sourceKey(remote): what the unauthenticated places are shared by
+	slot    string // the subject whose session Gateway.enterUser counts this one as
+	counted bool   // slot is counted
+	query   string // "version=…" for the backend, or ""
+	ctx     context.Context
+	cancel  context.CancelFunc
 
 	// Client reader's.
 	state        State

@@ -28,8 +28,9 @@ type Limits struct {
 	// limit. Default 15 minutes.
 	Lockout time.Duration
 	// Global is how many wrong codes the whole server takes in Window
-	// before every entry is refused for GlobalLockout: the bound on a
-	// guessing attack spread over many addresses. Default 1000.
+	// before entries are refused until the window ends, but for one every
+	// GlobalLockout: the bound on a guessing attack spread over many
+	// addresses. Default 1000.
 	Global int
 	// GlobalLockout is how long the server refuses entries once over
 	// Global. Default 1 minute.
@@ -40,10 +41,10 @@ type Limits struct {
 	// slow_down until the window ends. Default 60.
 	AuthorizationsPerSource int
 	// Authorizations is how many device authorizations the whole server
-	// starts in Window; over it the endpoint answers 429 slow_down for
-	// GlobalLockout: the bound on pending codes stored by an attacker
-	// spread over many addresses (an IPv6 /48 holds 65,536 /64s). Default
-	// 10000.
+	// starts in Window; past it the endpoint answers 429 slow_down until
+	// the window ends, but for one every GlobalLockout: the bound on
+	// pending codes stored by an attacker spread over many addresses (an
+	// IPv6 /48 holds 65,536 /64s). Default 10000.
 	Authorizations int
 }
 
@@ -128,12 +129,16 @@ func (e *Endpoint) admit(ctx context.Context, r *http.Request, sess store.Sessio
 func (e *Endpoint) admitAuthorization(ctx context.Context, r *http.Request) (bool, error) {
 	l := e.cfg.Limits
 	now := e.cfg.Now()
-	_, ok, err := e.cfg.Store.Admit(ctx, keyAuthorization+users.SourceKey(e.cfg.ClientIP(r)), now, l.Window,
-		l.AuthorizationsPerSource, l.Window)
+	key := keyAuthorization + users.SourceKey(e.cfg.ClientIP(r))
+	c, ok, err := e.cfg.Store.Admit(ctx, key, now, l.Window, l.AuthorizationsPerSource, l.Window)
 	if err != nil || !ok {
 		return ok, err
 	}
 	_, ok, err = e.cfg.Store.Admit(ctx, keyAuthorizations, now, l.Window, l.Authorizations, l.GlobalLockout)
+	if err == nil && !ok {
+		// Refused by the server's bound: the source's count goes back.
+		e.refund(ctx, []ticket{{key, l.AuthorizationsPerSource, c}})
+	}
 	return ok, err
 }
 

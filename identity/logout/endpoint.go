@@ -60,10 +60,11 @@ type Config struct {
 	Users store.Users
 	// Notifier delivers back-channel logout tokens. Required.
 	Notifier *Notifier
-	// Revoked, if set, is called after refresh families were revoked, so
-	// that this instance's verifiers (and the live sockets they watch)
-	// refuse their access tokens at once.
-	Revoked func(ctx context.Context) error
+	// Revoked, if set, is called after refresh families were revoked
+	// (stamped at since or later, Tokens' clock), so that this instance's
+	// verifiers (and the live sockets they watch) refuse their access
+	// tokens at once.
+	Revoked func(ctx context.Context, since time.Time) error
 	// Failed, if set, counts a failure by endpoint and error code.
 	Failed func(endpoint, code string)
 	// Logger receives failures at Debug (Error for server faults).
@@ -292,6 +293,7 @@ func (e *Endpoint) revokeFamilies(ctx context.Context, sess store.Session) (int,
 	if err != nil {
 		return 0, err
 	}
+	since := e.cfg.Tokens.Now() // before the revocations' stamps
 	n := 0
 	for _, f := range fams {
 		c, ok := e.cfg.Clients.Client(f.ClientID)
@@ -306,7 +308,7 @@ func (e *Endpoint) revokeFamilies(ctx context.Context, sess store.Session) (int,
 			zap.String("family_id", f.ID), zap.String("reason", "logout"))
 	}
 	if n > 0 && e.cfg.Revoked != nil {
-		if err := e.cfg.Revoked(ctx); err != nil {
+		if err := e.cfg.Revoked(ctx, since); err != nil {
 			// Revoked in the store: other instances see it on their next
 			// poll; this one's live check is only late.
 			e.cfg.Logger.Error("refreshing revocations after logout", zap.Error(err))

@@ -189,7 +189,7 @@ func (s *Service) revokeIssued(ctx context.Context, rec store.AuthCode, now time
 	s.cfg.Audit.Warn("authorization code replay detected", zap.String("client_id", rec.ClientID),
 		zap.String("sub", rec.Subject), zap.String("family_id", rec.FamilyID), zap.String("jti", rec.AccessTokenID))
 	if s.cfg.FamilyRevoked != nil {
-		if err := s.cfg.FamilyRevoked(ctx); err != nil {
+		if err := s.cfg.FamilyRevoked(ctx, now); err != nil {
 			return oauth.ServerError(err)
 		}
 	}

@@ -49,7 +49,7 @@ type Config struct {
 	// refresh token or of an authorization code) revoked tokens, so that
 	// this instance's verifiers refuse them at once (RFC 9700 §4.14.2), as
 	// an explicit revocation does.
-	FamilyRevoked func(ctx context.Context) error
+	FamilyRevoked func(ctx context.Context, since time.Time) error
 	// Outages, if set, says when the store's database was unreachable
 	// from this process (store.Outages, the PostgreSQL store): that time
 	// does not count against a refresh token's grace window, so a refresh

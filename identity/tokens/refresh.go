@@ -292,7 +292,7 @@ func (s *Service) replayed(ctx context.Context, fam store.RefreshFamily, now tim
 	s.cfg.Audit.Warn("refresh token replay detected", zap.String("client_id", fam.ClientID),
 		zap.String("sub", fam.Subject), zap.String("family_id", fam.ID))
 	if s.cfg.FamilyRevoked != nil {
-		if err := s.cfg.FamilyRevoked(ctx); err != nil {
+		if err := s.cfg.FamilyRevoked(ctx, now); err != nil {
 			return oauth.ServerError(err)
 		}
 	}
@@ -381,6 +381,9 @@ func (s *Service) Lookup(ctx context.Context, token string) (fam store.RefreshFa
 
 // Revoke revokes a family, and every access token issued from it, as
 // the revocation endpoint does (RFC 7009).
+// Now is the service's clock: what its revocations are stamped with.
+func (s *Service) Now() time.Time { return s.cfg.Now() }
+
 func (s *Service) Revoke(ctx context.Context, familyID string) error {
 	now := s.cfg.Now()
 	if err := s.cfg.Store.RevokeRefreshFamily(ctx, familyID, now, s.revocationUntil(now)); err != nil {

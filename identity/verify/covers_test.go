@@ -32,3 +32,28 @@ func TestSubjectRevocationCoversByAuthTime(t *testing.T) {
 		}
 	}
 }
+
+// TestLastReadServes: a read that ended serves a waiting caller only when
+// it started after the call, succeeded (a failed one's error may be its
+// own caller's context), and listed the revocations from the caller's
+// stamp on, or all of them.
+func TestLastReadServes(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tt := range []struct {
+		last lastRead
+		need uint64
+		from time.Time
+		want bool
+	}{
+		{lastRead{n: 5, ok: true, from: t0}, 5, t0, true},
+		{lastRead{n: 6, ok: true, from: t0.Add(-time.Minute)}, 5, t0, true},
+		{lastRead{n: 4, ok: true, from: t0}, 5, t0, false},                           // started before the call
+		{lastRead{n: 5, ok: false, from: t0}, 5, t0, false},                          // failed
+		{lastRead{n: 5, ok: true, from: t0.Add(time.Second)}, 5, t0, false},          // not back to the stamp
+		{lastRead{n: 5, ok: true, full: true, from: t0.Add(time.Hour)}, 5, t0, true}, // a full read lists all
+	} {
+		if got := tt.last.serves(tt.need, tt.from); got != tt.want {
+			t.Errorf("%+v serves need %d from %v: %v, want %v", tt.last, tt.need, tt.from, got, tt.want)
+		}
+	}
+}

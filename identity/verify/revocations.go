@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,14 +49,15 @@ func (set *revocationSet) size() int { return len(set.jtis) + len(set.families) 
 // small delta of what later reads brought. A read that brings something
 // new copies the delta alone, not the base, so a burst of revocations
 // does not cost a copy of every revocation in force each; the delta is
-// merged into a new base once it is a quarter of the base's size (at
-// least deltaMerge), so a revocation costs a constant amortized time.
+// merged into a new base once it is twice the square root of the base's
+// size (at least deltaMerge): a read that grows the set costs O(√N), N
+// the revocations in force, not O(N).
 type revoked struct {
 	base, delta *revocationSet
 }
 
 // deltaMerge is the least size of a delta that is merged into the base.
-const deltaMerge = 4096
+const deltaMerge = 256
 
 func newRevoked() *revoked { return &revoked{base: newRevocationSet(), delta: newRevocationSet()} }
 
@@ -73,7 +75,7 @@ func (rv *revoked) grows(list []store.Revocation) bool {
 // when the delta has grown large, a new base holding it all.
 func (rv *revoked) with(list []store.Revocation) *revoked {
 	delta := rv.delta.with(list)
-	if delta.size() < max(deltaMerge, rv.base.size()/4) {
+	if delta.size() < max(deltaMerge, 2*int(math.Sqrt(float64(rv.base.size())))) {
 		return &revoked{base: rv.base, delta: delta}
 	}
 	base := rv.base.with(nil)
@@ -139,18 +141,34 @@ func (v *Verifier) isRevoked(id *Identity) bool {
 }
 
 // revocationReads is the bookkeeping of reading the list: one read at a
-// time (the poll and RefreshRevocations after a local revocation), what
-// the last one read up to, and when the whole list was last read. started
-// and done number the reads (done, with its error, once a read ended), so
-// that RefreshRevocations callers waiting together share one read.
+// time (the poll, RefreshRevocations, RevokedHere), what the last one read
+// up to, and when the whole list was last read. started numbers the reads
+// and last says what the last one that ended read, so that callers
+// waiting together share one read.
 type revocationReads struct {
 	mu       sync.Mutex
 	readTo   time.Time // the now of the last successful read
 	reloaded time.Time // the now of the last full read
-	started     atomic.Uint64
-	done        uint64        // the number of the last read that ended (mu)
-	doneErr     error         // its error (mu)
-	doneOverlap time.Duration // its overlap (mu)
+	started  atomic.Uint64
+	last     lastRead // the last read that ended (mu)
+}
+
+// lastRead is what a read that ended read: its number, whether it
+// succeeded, and the revocations it listed: all (full), or those stamped
+// from from on.
+type lastRead struct {
+	n    uint64
+	ok   bool
+	full bool
+	from time.Time
+}
+
+// serves reports whether the read last, which ended, serves a caller that
+// needs a read numbered need or later listing the revocations stamped from
+// from on: a successful one, started after the call (a failed one is not
+// shared: its error may be its caller's context).
+func (last lastRead) serves(need uint64, from time.Time) bool {
+	return last.n >= need && last.ok && (last.full || !last.from.After(from))
 }
 
 // refreshRevocations reads what was revoked since the last read (less the
@@ -160,29 +178,22 @@ func (v *Verifier) refreshRevocations(ctx context.Context) error {
 	r := &v.reads
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return v.readRevocationsLocked(ctx, v.cfg.RevocationOverlap)
+	return v.readRevocationsLocked(ctx, r.readTo.Add(-v.cfg.RevocationOverlap))
 }
 
-// localOverlap is RevokedHere's overlap: what it must find is this
-// instance's own revocation, committed before the call; what others
-// committed late is the poll's to find, with RevocationOverlap. So the
-// read after a local revocation does not re-read a minute of
-// revocations each time.
-const localOverlap = 2 * time.Second
-
-// readRevocationsLocked is one read of refreshRevocations, overlap before
-// the last. r.mu held.
-func (v *Verifier) readRevocationsLocked(ctx context.Context, overlap time.Duration) (err error) {
+// readRevocationsLocked is one read: of the revocations stamped from from
+// on, or of all when a reload is due. r.mu held.
+func (v *Verifier) readRevocationsLocked(ctx context.Context, from time.Time) (err error) {
 	r := &v.reads
 	n := r.started.Add(1)
-	defer func() { r.done, r.doneErr, r.doneOverlap = n, err, overlap }()
 	now := v.cfg.Now()
 	full := r.reloaded.IsZero() || now.Sub(r.reloaded) >= v.cfg.RevocationReload || now.Before(r.readTo)
+	defer func() { r.last = lastRead{n: n, ok: err == nil, full: full, from: from} }()
 	var list []store.Revocation
 	if full {
 		list, err = v.cfg.Revocations.Revocations(ctx, now)
 	} else {
-		list, err = v.cfg.Revocations.RevocationsSince(ctx, r.readTo.Add(-overlap), now)
+		list, err = v.cfg.Revocations.RevocationsSince(ctx, from, now)
 	}
 	if err != nil {
 		if !v.stale.Swap(true) {
@@ -212,27 +223,11 @@ func (v *Verifier) readRevocationsLocked(ctx context.Context, overlap time.Durat
 	return nil
 }
 
-// RefreshRevocations reads new revocations now, as the poll does (with
-// RevocationOverlap): it returns once such a read that started after the
-// call ended (its error). Callers that wait together share one read.
+// RefreshRevocations reads new revocations now, as the poll does (back
+// RevocationOverlap from the last read): it returns once such a read that
+// started after the call ended. Callers that wait together share one
+// successful read.
 func (v *Verifier) RefreshRevocations(ctx context.Context) error {
-	return v.readAfter(ctx, v.cfg.RevocationOverlap)
-}
-
-// RevokedHere applies a revocation this instance has just committed: it
-// returns once a read that started after the call ended, one that reads
-// back localOverlap at least (its error). Callers that wait together share
-// one read, so a burst of revocations costs a read or two, not one each
-// behind one another, and each read is of the last seconds, not of the
-// last minute: a client revoking its own tokens fast cannot make each
-// revocation cost more than the one before.
-func (v *Verifier) RevokedHere(ctx context.Context) error {
-	return v.readAfter(ctx, min(localOverlap, v.cfg.RevocationOverlap))
-}
-
-// readAfter waits for a read, overlap back at least, that starts after
-// the call, or makes one.
-func (v *Verifier) readAfter(ctx context.Context, overlap time.Duration) error {
 	if v.cfg.Revocations == nil {
 		return nil
 	}
@@ -240,10 +235,34 @@ func (v *Verifier) readAfter(ctx context.Context, overlap time.Duration) error {
 	need := r.started.Load() + 1 // a read that starts from now on
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done >= need && r.doneOverlap >= overlap {
-		return r.doneErr // one started after the call, while it waited
+	from := r.readTo.Add(-v.cfg.RevocationOverlap)
+	if r.last.serves(need, from) {
+		return nil
 	}
-	return v.readRevocationsLocked(ctx, overlap)
+	return v.readRevocationsLocked(ctx, from)
+}
+
+// RevokedHere applies a revocation this instance has just committed,
+// stamped (its RevokedAt) at since or later: it returns once a read that
+// started after the call, of the revocations stamped from since on at
+// least, ended. Callers that wait together share one successful read, so
+// a burst of revocations costs a read or two, not one each behind one
+// another; and each read goes back to the oldest stamp of those it serves
+// (or the last read), not the poll's minute: a client revoking its own
+// tokens fast cannot make each revocation cost more than the one before.
+// What others committed late is the poll's to find.
+func (v *Verifier) RevokedHere(ctx context.Context, since time.Time) error {
+	if v.cfg.Revocations == nil {
+		return nil
+	}
+	r := &v.reads
+	need := r.started.Load() + 1 // a read that starts from now on
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last.serves(need, since) {
+		return nil
+	}
+	return v.readRevocationsLocked(ctx, since)
 }
 
 // Run keeps the revocation list fresh until ctx ends: it reads what was

@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -104,8 +105,9 @@ func TestRevokedHereShareReads(t *testing.T) {
 	gate := make(chan struct{})
 	f.revs.gate = gate
 	ctx := t.Context()
+	since := f.now // the revocations below are stamped at it
 	first := make(chan error, 1)
-	go func() { first <- f.v.RevokedHere(ctx) }() // the read held up
+	go func() { first <- f.v.RevokedHere(ctx, since) }() // the read held up
 	for deadline := time.Now().Add(5 * time.Second); verify.ReadsStarted(f.v) < 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the first read never started")
@@ -117,7 +119,7 @@ func TestRevokedHereShareReads(t *testing.T) {
 		toks[i] = f.issuer.Token("u"+strconv.Itoa(i), "x")
 		f.revs.add(store.Revocation{JTI: "jti-u" + strconv.Itoa(i) + "-x", ExpiresAt: f.now.Add(time.Hour)})
 		wg.Go(func() {
-			if err := f.v.RevokedHere(ctx); err != nil {
+			if err := f.v.RevokedHere(ctx, since); err != nil {
 				t.Error(err)
 			}
 		})
@@ -135,5 +137,35 @@ func TestRevokedHereShareReads(t *testing.T) {
 		if _, err := f.v.Verify(ctx, tok); reasonOf(err) != verify.ReasonRevoked {
 			t.Errorf("revocation %d not applied: %v", i, err)
 		}
+	}
+}
+
+// TestRevokedHereFindsALateCommit: a revocation stamped before it was
+// committed, with a read between the stamp and the commit (a write that
+// waited for the store's one writer while the poll ran), is applied by
+// RevokedHere, which reads from the stamp; and a read that failed, here
+// another caller's, is not taken as serving the next caller. (With a
+// read back two seconds from the last read the first was missed.)
+func TestRevokedHereFindsALateCommit(t *testing.T) {
+	f := newFixture(t, func(c *verify.Config) { c.RevocationReload = time.Hour })
+	ctx := t.Context()
+	tok := f.issuer.Token("late", "x")
+	stamp := f.now
+	f.now = f.now.Add(2500 * time.Millisecond)
+	if err := f.v.RefreshRevocations(ctx); err != nil { // the poll, before the commit
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(500 * time.Millisecond)
+	f.revs.add(store.Revocation{JTI: "jti-late-x", ExpiresAt: f.now.Add(time.Hour), RevokedAt: stamp}) // the commit
+	f.revs.fail(errors.New("the store is away"))
+	if err := f.v.RevokedHere(ctx, stamp); err == nil {
+		t.Fatal("a failed read reported success")
+	}
+	f.revs.fail(nil)
+	if err := f.v.RevokedHere(ctx, stamp); err != nil {
+		t.Fatalf("the read after a failed one: %v", err)
+	}
+	if _, err := f.v.Verify(ctx, tok); reasonOf(err) != verify.ReasonRevoked {
+		t.Fatalf("a revocation committed after a read later than its stamp was missed: %v", err)
 	}
 }
