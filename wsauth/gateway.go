@@ -247,12 +247,17 @@ func (g *Gateway) addUnauth(src string) {
 func (g *Gateway) giveUnauth(src string) {
 	g.unauth.Add(-1)
 	g.srcMu.Lock()
-	if n := g.srcUnauth[src] - 1; n > 0 {
-		g.srcUnauth[src] = n
-	} else {
-		delete(g.srcUnauth, src)
-	}
+	uncount(g.srcUnauth, src)
 	g.srcMu.Unlock()
+}
+
+// uncount takes one from m[k], deleting the key at zero.
+func uncount(m map[string]int, k string) {
+	if n := m[k] - 1; n > 0 {
+		m[k] = n
+	} else {
+		delete(m, k)
+	}
 }
 
 // enterUser counts a session of subject, false when the user has limit
@@ -271,11 +276,7 @@ func (g *Gateway) enterUser(subject string, limit int) bool {
 // leaveUser uncounts a session enterUser counted.
 func (g *Gateway) leaveUser(subject string) {
 	g.srcMu.Lock()
-	if n := g.users[subject] - 1; n > 0 {
-		g.users[subject] = n
-	} else {
-		delete(g.users, subject)
-	}
+	uncount(g.users, subject)
 	g.srcMu.Unlock()
 }
 

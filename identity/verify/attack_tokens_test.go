@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -277,10 +276,7 @@ func TestAttackTokensAlgorithmKeyConfusion(t *testing.T) {
 // must not be abortable by the one request that caused it (nor its failure
 // then stop the next caller from fetching).
 func TestAttackTokensRemoteFetchAbortedByCaller(t *testing.T) {
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock, advance := stepClock()
 
 	issuer := verifytest.NewIssuer(t, issuerURL, clock)
 	srv := newJWKSServer(t, []byte(`{"keys":[]}`))

@@ -48,11 +48,18 @@ func (s *jwksServer) set(body []byte) {
 	s.mu.Unlock()
 }
 
-func TestRemoteKeySet(t *testing.T) {
+// stepClock is a clock that stands still until advanced, safe for
+// concurrent use: 2026-11-21 12:00 UTC at first.
+func stepClock() (clock func() time.Time, advance func(time.Duration)) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance = func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	return clock, advance
+}
+
+func TestRemoteKeySet(t *testing.T) {
+	clock, advance := stepClock()
 
 	issuer := verifytest.NewIssuer(t, issuerURL, clock)
 	srv := newJWKSServer(t, []byte(`{"keys":[]}`))

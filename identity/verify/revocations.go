@@ -228,18 +228,7 @@ func (v *Verifier) readRevocationsLocked(ctx context.Context, from time.Time) (e
 // started after the call ended. Callers that wait together share one
 // successful read.
 func (v *Verifier) RefreshRevocations(ctx context.Context) error {
-	if v.cfg.Revocations == nil {
-		return nil
-	}
-	r := &v.reads
-	need := r.started.Load() + 1 // a read that starts from now on
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	from := r.readTo.Add(-v.cfg.RevocationOverlap)
-	if r.last.serves(need, from) {
-		return nil
-	}
-	return v.readRevocationsLocked(ctx, from)
+	return v.readShared(ctx, func(r *revocationReads) time.Time { return r.readTo.Add(-v.cfg.RevocationOverlap) })
 }
 
 // RevokedHere applies a revocation this instance has just committed,
@@ -252,6 +241,13 @@ func (v *Verifier) RefreshRevocations(ctx context.Context) error {
 // tokens fast cannot make each revocation cost more than the one before.
 // What others committed late is the poll's to find.
 func (v *Verifier) RevokedHere(ctx context.Context, since time.Time) error {
+	return v.readShared(ctx, func(*revocationReads) time.Time { return since })
+}
+
+// readShared returns once a read that started after the call, of the
+// revocations stamped from from(r) on, ended: the last one, when it
+// serves, or one of its own. from is read under r.mu.
+func (v *Verifier) readShared(ctx context.Context, from func(r *revocationReads) time.Time) error {
 	if v.cfg.Revocations == nil {
 		return nil
 	}
@@ -259,10 +255,11 @@ func (v *Verifier) RevokedHere(ctx context.Context, since time.Time) error {
 	need := r.started.Load() + 1 // a read that starts from now on
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.last.serves(need, since) {
+	f := from(r)
+	if r.last.serves(need, f) {
 		return nil
 	}
-	return v.readRevocationsLocked(ctx, since)
+	return v.readRevocationsLocked(ctx, f)
 }
 
 // Run keeps the revocation list fresh until ctx ends: it reads what was
