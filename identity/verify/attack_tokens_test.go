@@ -276,18 +276,7 @@ func TestAttackTokensAlgorithmKeyConfusion(t *testing.T) {
 // must not be abortable by the one request that caused it (nor its failure
 // then stop the next caller from fetching).
 func TestAttackTokensRemoteFetchAbortedByCaller(t *testing.T) {
-	clock, advance := stepClock()
-
-	issuer := verifytest.NewIssuer(t, issuerURL, clock)
-	srv := newJWKSServer(t, []byte(`{"keys":[]}`))
-	keys, err := verify.NewRemoteKeySet(t.Context(), verify.RemoteConfig{URL: srv.URL, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verify.New(t.Context(), verify.Config{Issuer: issuerURL, Keys: keys, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	advance, issuer, srv, _, v := newRemoteVerifier(t)
 	// The issuer rotates: its new key is published now.
 	srv.set(issuer.JWKS())
 	advance(verify.DefaultJWKSMinInterval + time.Second)

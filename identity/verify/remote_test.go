@@ -58,19 +58,25 @@ func stepClock() (clock func() time.Time, advance func(time.Duration)) {
 	return clock, advance
 }
 
-func TestRemoteKeySet(t *testing.T) {
+// newRemoteVerifier is a verifier of an issuer's tokens whose key set it
+// reads from srv (empty at first), on a stepping clock.
+func newRemoteVerifier(t *testing.T) (advance func(time.Duration), issuer *verifytest.Issuer, srv *jwksServer, keys *verify.RemoteKeySet, v *verify.Verifier) {
 	clock, advance := stepClock()
-
-	issuer := verifytest.NewIssuer(t, issuerURL, clock)
-	srv := newJWKSServer(t, []byte(`{"keys":[]}`))
+	issuer = verifytest.NewIssuer(t, issuerURL, clock)
+	srv = newJWKSServer(t, []byte(`{"keys":[]}`))
 	keys, err := verify.NewRemoteKeySet(t.Context(), verify.RemoteConfig{URL: srv.URL, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := verify.New(t.Context(), verify.Config{Issuer: issuerURL, Keys: keys, Now: clock})
+	v, err = verify.New(t.Context(), verify.Config{Issuer: issuerURL, Keys: keys, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return advance, issuer, srv, keys, v
+}
+
+func TestRemoteKeySet(t *testing.T) {
+	advance, issuer, srv, keys, v := newRemoteVerifier(t)
 	tok := issuer.Token("alice")
 	ctx := t.Context()
 
