@@ -36,6 +36,7 @@ func init() {
 //				grace <duration>
 //				sliding_lifetime <duration>
 //				absolute_lifetime <duration>
+//				max_per_user <n>
 //			}
 //			uniform_error_status
 //			hsts <value>
@@ -271,6 +272,8 @@ func parseRefreshToken(d *caddyfile.Dispenser) (*RefreshToken, error) {
 			r.SlidingLifetime, err = cfutil.DurationArg(d)
 		case "absolute_lifetime":
 			r.AbsoluteLifetime, err = cfutil.DurationArg(d)
+		case "max_per_user":
+			r.MaxPerUser, err = cfutil.PositiveIntArg(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

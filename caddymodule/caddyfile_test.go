@@ -121,9 +121,15 @@ func TestParseGlobalOptionTwice(t *testing.T) {
 }
 
 func TestParseGlobalOptionDurations(t *testing.T) {
-	app, err := parseOption(t, "access_token_lifetime 1h\nid_token_lifetime 90s\nrefresh_token {\n\tabsolute_lifetime 15d\n}")
+	app, err := parseOption(t, "access_token_lifetime 1h\nid_token_lifetime 90s\nrefresh_token {\n\tabsolute_lifetime 15d\n\tmax_per_user 20\n}")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if app.RefreshToken.MaxPerUser != 20 {
+		t.Errorf("refresh_token max_per_user %d, want 20", app.RefreshToken.MaxPerUser)
+	}
+	if _, err := parseOption(t, "refresh_token {\n\tmax_per_user 0\n}"); err == nil {
+		t.Error("refresh_token max_per_user 0 was accepted")
 	}
 	for _, c := range []struct {
 		name      string

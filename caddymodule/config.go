@@ -249,6 +249,15 @@ type RefreshToken struct {
 	// login, however often it is refreshed: after it the user logs in
 	// again. Default 30 days.
 	AbsoluteLifetime caddy.Duration `json:"absolute_lifetime,omitempty"`
+
+	// MaxPerUser is the most refresh tokens (token families) one user
+	// holds with one client at once. A grant past it removes the user's
+	// oldest with that client: its refresh token then fails with
+	// invalid_grant, and the access tokens issued from it run to their
+	// expiry. It bounds the store however often a user signs in (each
+	// grant with offline_access starts a family). Default 100, at most
+	// 10000.
+	MaxPerUser int `json:"max_per_user,omitempty"`
 }
 
 // policy converts r; nil is the zero policy (all defaults).
@@ -260,6 +269,7 @@ func (r *RefreshToken) policy() clients.RefreshPolicy {
 		Grace:            time.Duration(r.Grace),
 		SlidingLifetime:  time.Duration(r.SlidingLifetime),
 		AbsoluteLifetime: time.Duration(r.AbsoluteLifetime),
+		MaxPerUser:       r.MaxPerUser,
 	}
 }
 

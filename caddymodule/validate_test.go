@@ -42,6 +42,11 @@ func TestValidate(t *testing.T) {
 		{"sliding past absolute", func(a *App) {
 			a.RefreshToken = &RefreshToken{SlidingLifetime: caddy.Duration(48 * time.Hour), AbsoluteLifetime: caddy.Duration(24 * time.Hour)}
 		}, "exceeds the absolute lifetime"},
+		{"refresh tokens per user", func(a *App) { a.RefreshToken = &RefreshToken{MaxPerUser: 5} }, ""},
+		{"negative refresh tokens per user", func(a *App) { a.RefreshToken = &RefreshToken{MaxPerUser: -1} }, "refresh tokens per user must be between 1 and 10000, got -1"},
+		{"client refresh tokens per user past the most", func(a *App) {
+			a.Clients[0].RefreshToken = &RefreshToken{MaxPerUser: 10001}
+		}, `client "app": refresh tokens per user must be between 1 and 10000, got 10001`},
 		{"negative concurrency", func(a *App) { a.PasswordHashConcurrency = -1 }, "password hash concurrency must not be negative"},
 		{"client without id", func(a *App) { a.Clients[0].ID = "" }, "client with an empty id"},
 		{"duplicate client", func(a *App) { a.Clients[1].ID = "app" }, `client "app" registered twice`},

@@ -203,3 +203,29 @@ func TestBrowserFlowsNeedTheirStore(t *testing.T) {
 
 // plainStore hides every method but store.Store's.
 type plainStore struct{ store.Store }
+
+// Codes redeemed in a loop (a signed-in user's prompt=none) start a
+// refresh family each, within the per-user bound: the oldest refresh
+// tokens stop working, the newest MaxPerUser work.
+func TestCodeGrantsBounded(t *testing.T) {
+	f := newFixture(t, withBrowserClients, func(c *Config) { c.Refresh.MaxPerUser = 2 })
+	b, code := loggedIn(t, f)
+	var rts []string
+	for i := range 4 {
+		if i > 0 {
+			p := b.authorize(codeRequest("prompt", "none"))
+			code = p.result(t, false).Get("code")
+		}
+		tok := f.exchange("spa", code, spaRedirect, verifier)
+		if tok.status != 200 || tok.str("refresh_token") == "" {
+			t.Fatalf("exchange %d: %d %s", i, tok.status, tok.str("error"))
+		}
+		rts = append(rts, tok.str("refresh_token"))
+		f.clock.Add(time.Second)
+	}
+	for i, rt := range rts {
+		if res := f.refresh("spa", rt); (i >= 2) != (res.status == 200) {
+			t.Errorf("refresh token %d of 4 with at most 2: %d %s", i, res.status, res.str("error"))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,5 +209,80 @@ func TestPasswordGrantCall(t *testing.T) {
 		if _, perr := f.srv.PasswordGrant(ctx, call[0], call[1], call[2], call[3], "", "192.0.2.9"); perr == nil || perr.Code != call[4] {
 			t.Errorf("%s: %v, want %s", name, perr, call[4])
 		}
+	}
+}
+
+// A user holds at most MaxPerUser refresh tokens with a client (100 by
+// default): a grant past it ends the oldest one's refresh token, not
+// another user's nor the same user's with another client (whose own bound
+// applies), and a burst of grants at once leaves no more.
+func TestRefreshTokensPerUserBounded(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Refresh.MaxPerUser = 3
+		c.PasswordHashConcurrency = 16 // the burst below is not throttled
+		for i := range c.Clients {
+			if c.Clients[i].ID == "conf" {
+				c.Clients[i].Refresh.MaxPerUser = 1
+			}
+		}
+	})
+	other := f.login("other", "other-pw").str("refresh_token")
+	conf := f.post(form("grant_type", "password", "client_id", "conf", "username", "demo", "password", "demo-pw"),
+		basic("conf", "conf-secret")).str("refresh_token")
+	var rts []string
+	for range 5 {
+		res := f.login("demo", "demo-pw")
+		if res.status != 200 || res.str("refresh_token") == "" {
+			t.Fatalf("login: %s", res.raw)
+		}
+		rts = append(rts, res.str("refresh_token"))
+		f.clock.Add(time.Second)
+	}
+	for i, rt := range rts {
+		res := f.refresh("app", rt)
+		if live := i >= 2; live != (res.status == 200) {
+			t.Errorf("refresh token %d of 5 with at most 3: %d %s", i, res.status, res.raw)
+		} else if !live && res.str("error") != "invalid_grant" {
+			t.Errorf("the refresh token of a removed family: %s, want invalid_grant", res.raw)
+		}
+	}
+	if res := f.refresh("app", other); res.status != 200 {
+		t.Errorf("another user's refresh token: %s", res.raw)
+	}
+	if res := f.refresh("conf", conf, basic("conf", "conf-secret")); res.status != 200 {
+		t.Errorf("the user's refresh token with another client: %s", res.raw)
+	}
+	// The other client's own bound, 1.
+	conf2 := f.post(form("grant_type", "password", "client_id", "conf", "username", "demo", "password", "demo-pw"),
+		basic("conf", "conf-secret")).str("refresh_token")
+	if res := f.refresh("conf", conf, basic("conf", "conf-secret")); res.status != 400 {
+		t.Errorf("conf's first refresh token after a second grant, at most 1: %d %s", res.status, res.str("error"))
+	}
+	if res := f.refresh("conf", conf2, basic("conf", "conf-secret")); res.status != 200 {
+		t.Errorf("conf's second refresh token: %s", res.raw)
+	}
+
+	// A burst of grants at once, at one instant.
+	const burst = 16
+	burstRTs := make([]string, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Go(func() {
+			res := f.post(form("grant_type", "password", "client_id", "app", "username", "demo", "password", "demo-pw"))
+			if res.status != 200 {
+				t.Errorf("login in a burst: %s", res.raw)
+			}
+			burstRTs[i] = res.str("refresh_token")
+		})
+	}
+	wg.Wait()
+	working := 0
+	for _, rt := range append(burstRTs, rts...) {
+		if f.refresh("app", rt).status == 200 {
+			working++
+		}
+	}
+	if working != 3 {
+		t.Errorf("%d of the user's refresh tokens work after a burst of %d grants, want 3", working, burst)
 	}
 }

@@ -15,7 +15,11 @@ const (
 	DefaultRefreshGrace            = 5 * time.Second
 	DefaultRefreshSlidingLifetime  = 15 * 24 * time.Hour
 	DefaultRefreshAbsoluteLifetime = 30 * 24 * time.Hour
+	DefaultRefreshMaxPerUser       = 100
 )
+
+// MaxRefreshMaxPerUser is the highest RefreshPolicy.MaxPerUser.
+const MaxRefreshMaxPerUser = 10000
 
 // RefreshPolicy says how refresh tokens live.
 type RefreshPolicy struct {
@@ -31,6 +35,12 @@ type RefreshPolicy struct {
 	// AbsoluteLifetime is how long a family lives from the original grant,
 	// however often it is refreshed. Default 30 days (720h).
 	AbsoluteLifetime time.Duration
+	// MaxPerUser is the most refresh-token families one user holds with
+	// one client at once: a grant past it removes the user's oldest
+	// family with that client, whose refresh token then fails with
+	// invalid_grant (the access tokens issued from it run to their
+	// expiry). Default 100, at most MaxRefreshMaxPerUser.
+	MaxPerUser int
 }
 
 // WithDefaults returns p with its zero fields set to the defaults.
@@ -44,6 +54,9 @@ func (p RefreshPolicy) WithDefaults() RefreshPolicy {
 	if p.AbsoluteLifetime <= 0 {
 		p.AbsoluteLifetime = DefaultRefreshAbsoluteLifetime
 	}
+	if p.MaxPerUser <= 0 {
+		p.MaxPerUser = DefaultRefreshMaxPerUser
+	}
 	return p
 }
 
@@ -54,6 +67,9 @@ func (p RefreshPolicy) Validate() error {
 	}
 	if p.SlidingLifetime > 0 && p.AbsoluteLifetime > 0 && p.SlidingLifetime > p.AbsoluteLifetime {
 		return fmt.Errorf("refresh-token sliding lifetime %v exceeds the absolute lifetime %v", p.SlidingLifetime, p.AbsoluteLifetime)
+	}
+	if p.MaxPerUser < 0 || p.MaxPerUser > MaxRefreshMaxPerUser {
+		return fmt.Errorf("refresh tokens per user must be between 1 and %d, got %d", MaxRefreshMaxPerUser, p.MaxPerUser)
 	}
 	return nil
 }
@@ -68,6 +84,9 @@ func (p RefreshPolicy) override(o RefreshPolicy) RefreshPolicy {
 	}
 	if o.AbsoluteLifetime > 0 {
 		p.AbsoluteLifetime = o.AbsoluteLifetime
+	}
+	if o.MaxPerUser > 0 {
+		p.MaxPerUser = o.MaxPerUser
 	}
 	return p
 }

@@ -80,8 +80,14 @@ type Refresh interface {
 	// CreateRefreshFamily stores a new family: f with Generation 1, its
 	// Current hash and CurrentExpiresAt set, no Previous; any other f is
 	// refused with an error and nothing stored. ErrAlreadyExists if f.ID
-	// is taken.
-	CreateRefreshFamily(ctx context.Context, f RefreshFamily) error
+	// is taken. When keep > 0, the same transaction then deletes the
+	// oldest (by Created) of the other families of f's Subject and
+	// ClientID, revoked or not, until keep remain with f: a user's
+	// families with a client stay bounded however many grants they make.
+	// The revocations recorded for a deleted family stay. Creates for one
+	// subject and client are serialized, so concurrent ones leave at most
+	// keep.
+	CreateRefreshFamily(ctx context.Context, f RefreshFamily, keep int) error
 	// RefreshFamily returns the family with this id. ErrNotFound if there
 	// is none.
 	RefreshFamily(ctx context.Context, id string) (RefreshFamily, error)

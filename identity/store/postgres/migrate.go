@@ -200,6 +200,12 @@ var migrations = [][]string{
 		`ALTER TABLE refresh_families ADD COLUMN session_id text COLLATE "C" NOT NULL DEFAULT ''`,
 		`CREATE INDEX refresh_families_session_id ON refresh_families (session_id) WHERE session_id <> ''`,
 	},
+	// 6: the bound on a user's families with a client, as the SQLite
+	// backend's version 7.
+	{
+		`CREATE INDEX refresh_families_subject_client ON refresh_families (subject, client_id, created_at)`,
+		`DROP INDEX refresh_families_subject`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -36,19 +36,41 @@ func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
 	return f, nil
 }
 
-// CreateRefreshFamily stores a new family of the constant scheme.
-// ErrAlreadyExists if its ID is taken.
-func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily) error {
+// CreateRefreshFamily stores a new family of the constant scheme and,
+// when keep > 0, deletes in the same transaction the oldest other families
+// of its subject and client until keep remain. The transaction first takes
+// an advisory lock on the subject and client, held to its end: without
+// it, two concurrent creates would each count the families committed
+// before it, not the other's, and leave keep+1. ErrAlreadyExists if its
+// ID is taken.
+func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, keep int) error {
 	if f.Generation != 1 || len(f.Current) == 0 || len(f.Previous) != 0 {
 		return fmt.Errorf("creating refresh family %q: a new family has generation 1, a current hash and no previous one", f.ID)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO refresh_families
-		(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
-		 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13)`,
-		f.ID, f.ClientID, f.Subject, textList(f.Scopes), ts(f.AuthTime), ts(f.Created),
-		ts(f.ExpiresAt), ts(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), ts(f.CurrentExpiresAt),
-		f.SessionID)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if keep > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, f.Subject, f.ClientID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO refresh_families
+			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
+			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13)`,
+			f.ID, f.ClientID, f.Subject, textList(f.Scopes), ts(f.AuthTime), ts(f.Created),
+			ts(f.ExpiresAt), ts(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), ts(f.CurrentExpiresAt),
+			f.SessionID); err != nil || keep <= 0 {
+			return err
+		}
+		// The legacy tokens and recorded access tokens of the deleted
+		// families go by ON DELETE CASCADE; their revocations stay.
+		_, err := tx.Exec(ctx, `DELETE FROM refresh_families WHERE id IN (
+			SELECT id FROM refresh_families
+			WHERE subject = $1 AND client_id = $2 AND id <> $3
+			ORDER BY created_at DESC NULLS LAST, id DESC OFFSET $4)`,
+			f.Subject, f.ClientID, f.ID, keep-1)
+		return err
+	})
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
 	}

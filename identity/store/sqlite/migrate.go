@@ -194,6 +194,13 @@ var migrations = [][]string{
 		`ALTER TABLE refresh_families ADD COLUMN session_id TEXT NOT NULL DEFAULT ''`,
 		`CREATE INDEX refresh_families_session_id ON refresh_families (session_id) WHERE session_id <> ''`,
 	},
+	// 7: a user's families with a client, newest first, for the bound on
+	// them (RefreshPolicy.MaxPerUser); it serves the lookups by subject
+	// too, so the index on subject alone goes.
+	{
+		`CREATE INDEX refresh_families_subject_client ON refresh_families (subject, client_id, created_at)`,
+		`DROP INDEX refresh_families_subject`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

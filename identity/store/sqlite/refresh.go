@@ -46,19 +46,37 @@ func nonEmpty(b []byte) []byte {
 	return b
 }
 
-// CreateRefreshFamily stores a new family of the constant scheme.
-// ErrAlreadyExists if its ID is taken.
-func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily) error {
+// CreateRefreshFamily stores a new family of the constant scheme and,
+// when keep > 0, deletes in the same write transaction the oldest other
+// families of its subject and client until keep remain (the writes are
+// serialized, so concurrent creates leave at most keep). ErrAlreadyExists
+// if its ID is taken.
+func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, keep int) error {
 	if f.Generation != 1 || len(f.Current) == 0 || len(f.Previous) != 0 {
 		return fmt.Errorf("creating refresh family %q: a new family has generation 1, a current hash and no previous one", f.ID)
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO refresh_families
-		(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
-		 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)`,
-		f.ID, f.ClientID, f.Subject, encodeList(f.Scopes), millis(f.AuthTime), millis(f.Created),
-		millis(f.ExpiresAt), millis(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), millis(f.CurrentExpiresAt),
-		f.SessionID)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO refresh_families
+			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
+			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)`,
+			f.ID, f.ClientID, f.Subject, encodeList(f.Scopes), millis(f.AuthTime), millis(f.Created),
+			millis(f.ExpiresAt), millis(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), millis(f.CurrentExpiresAt),
+			f.SessionID); err != nil {
+			return err
+		}
+		if keep <= 0 {
+			return nil
+		}
+		// The legacy tokens and recorded access tokens of the deleted
+		// families go by ON DELETE CASCADE; their revocations stay.
+		_, err := tx.ExecContext(ctx, `DELETE FROM refresh_families WHERE id IN (
+			SELECT id FROM refresh_families
+			WHERE subject = ? AND client_id = ? AND id <> ?
+			ORDER BY created_at DESC NULLS LAST, id DESC LIMIT -1 OFFSET ?)`,
+			f.Subject, f.ClientID, f.ID, keep-1)
+		return err
+	})
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
 	}

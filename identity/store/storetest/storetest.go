@@ -49,6 +49,7 @@ var groups = []struct {
 	{"SigningKeys", signingKeyCases},
 	{"Users", userCases},
 	{"RefreshFamilies", refreshCases},
+	{"KeepFamilies", keepCases},
 	{"LegacyFamilies", legacyCases},
 	{"Revocations", revocationCases},
 	{"Counters", counterCases},
