@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +86,39 @@ func TestCustomVerifierInProcess(t *testing.T) {
 	}
 	if app.Verifier() != nil || app.Server() != nil {
 		t.Error("Cleanup left the verifier or the server")
+	}
+}
+
+// TestUsersFileSubjectOfClientRefused: a users file that gives a user a
+// client's ID for subject does not load (a client_credentials token's sub
+// is its client's ID: the two would be one principal).
+func TestUsersFileSubjectOfClientRefused(t *testing.T) {
+	dir := t.TempDir()
+	usersFile := filepath.Join(dir, "users.json")
+	hash := "$argon2id$v=19$m=65536,t=3,p=2$c29tZXNhbHRzb21lc2FsdA$0q3Zl3mB6pQxJqYqS8m9yq3m1vVv0a1x6uJ8h3pQeWk"
+	for _, tt := range []struct {
+		subject string
+		ok      bool
+	}{{"svc", false}, {"svc-user", true}} {
+		body := fmt.Sprintf(`{"users": [{"username": "mallory", "subject": %q, "password_hash": %q, "scopes": ["Service/Market"]}]}`, tt.subject, hash)
+		if err := os.WriteFile(usersFile, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+		app := &App{
+			Issuer:    "http://localhost:8080",
+			StoreRaw:  json.RawMessage(fmt.Sprintf(`{"backend": "sqlite", "path": %q}`, filepath.Join(dir, tt.subject+".db"))),
+			UsersFile: usersFile,
+			Clients:   []Client{{ID: "svc", SecretSHA256: []string{demoSecretSHA256}, GrantTypes: []string{"client_credentials"}, Scopes: []string{"Service/Market"}}},
+		}
+		err := app.Provision(ctx)
+		_ = app.Cleanup()
+		cancel()
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("subject %q: %v", tt.subject, err)
+		case !tt.ok && (err == nil || !strings.Contains(err.Error(), `user "mallory" has the subject "svc", the ID of a client`)):
+			t.Errorf("subject %q, a client's ID: provision error %v", tt.subject, err)
+		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // records counts what a purge a century on would remove: every family,
@@ -284,5 +287,55 @@ func TestRefreshTokensPerUserBounded(t *testing.T) {
 	}
 	if working != 3 {
 		t.Errorf("%d of the user's refresh tokens work after a burst of %d grants, want 3", working, burst)
+	}
+}
+
+// A user whose subject is a client's ID gets no token, by any grant, and
+// nothing is stored for it: a client_credentials token's sub is its
+// client's ID, so every resource would take the two for one principal.
+// The server says so in its log when it starts; the client keeps working.
+func TestUserWithClientSubjectGetsNoToken(t *testing.T) {
+	f := newFixture(t, withBrowserClients)
+	dh, _ := passwordHashes(t)
+	if err := f.st.CreateUser(t.Context(), store.User{Username: "clash", Subject: "svc", PasswordHash: dh,
+		Scopes: []string{"openid", "offline_access", "Service/Market"}}); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.ErrorLevel)
+	f.cfg.Logger = zap.New(core)
+	f.restart()
+	if logs.FilterMessageSnippet("a user's subject is a client's ID").FilterField(zap.String("client_id", "svc")).Len() != 1 {
+		t.Errorf("start logs: %v", logs.All())
+	}
+	before := f.records()
+	for _, scope := range []string{"openid offline_access Service/Market", "Service/Market"} {
+		res := f.login("clash", "demo-pw", "scope", scope)
+		if res.status != 500 || res.str("error") != "server_error" || res.str("access_token") != "" {
+			t.Errorf("password grant of a user whose subject is a client's ID (scope %q): %d %s", scope, res.status, res.raw)
+		}
+	}
+	// The browser flows: an ID token alone (implicit), and a code.
+	b := newBrowser(t, f)
+	p := b.consent(b.login(b.authorize(webRequest("id_token")), "clash", "demo-pw"), "allow")
+	if v := p.result(t, true); v.Get("id_token") != "" || v.Get("error") != "server_error" {
+		t.Errorf("implicit id_token for a user whose subject is a client's ID: %v", v)
+	}
+	p = b.authorize(webRequest("code"))
+	if code := p.result(t, false).Get("code"); code != "" {
+		res := f.exchange("web", code, webRedirect, "", basic("web", "web-secret"))
+		if res.status != 500 || res.str("access_token") != "" {
+			t.Errorf("code exchange for a user whose subject is a client's ID: %d %s", res.status, res.raw)
+		}
+	} else {
+		t.Errorf("no code: %v", p.location)
+	}
+	if after := f.records(); after != before {
+		t.Errorf("records %d after the refused grants, %d before", after, before)
+	}
+	if res := f.post(form("grant_type", "client_credentials"), basic("svc", "svc-secret")); res.status != 200 {
+		t.Errorf("the client's own grant: %d %s", res.status, res.raw)
+	}
+	if res := f.login("demo", "demo-pw"); res.status != 200 {
+		t.Errorf("another user's grant: %d %s", res.status, res.raw)
 	}
 }

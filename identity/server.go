@@ -69,6 +69,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("configuring clients: %w", err)
 	}
+	s.warnSubjectsOfClients(ctx)
 	if s.discovery, err = json.Marshal(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
 		return nil, fmt.Errorf("encoding discovery document: %w", err)
 	}
@@ -91,6 +92,10 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		// s.verifier is made after the token service: read it at the call.
 		FamilyRevoked: func(ctx context.Context, since time.Time) error { return s.verifier.RevokedHere(ctx, since) },
 		CodeLifetime:  cfg.CodeLifetime,
+		IsClient: func(id string) bool {
+			_, ok := s.clients.Client(id)
+			return ok
+		},
 	}
 	if o, ok := st.(store.Outages); ok {
 		tcfg.Outages = o // a shared database's outages do not use up a grace window
@@ -343,4 +348,20 @@ func (s *Server) Close() error {
 		s.notifier.Close()
 	}
 	return nil
+}
+
+// warnSubjectsOfClients logs, at start, each user whose subject is a
+// client's ID: such a user gets no token (tokens.Config.IsClient), which
+// the operator should learn before the user does.
+func (s *Server) warnSubjectsOfClients(ctx context.Context) {
+	for _, c := range s.cfg.Clients {
+		u, err := s.store.UserBySubject(ctx, c.ID)
+		switch {
+		case err == nil:
+			s.log.Error("a user's subject is a client's ID: the user gets no token until it has another subject (a client_credentials token's sub is its client's ID)",
+				zap.String("user", u.Username), zap.String("client_id", c.ID))
+		case !errors.Is(err, store.ErrNotFound):
+			s.log.Warn("could not check whether a client's ID is a user's subject", zap.String("client_id", c.ID), zap.Error(err))
+		}
+	}
 }

@@ -100,7 +100,16 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	u.Created = time.Now()
 	u.Updated = u.Created
 
-	st, err := openStore(cmd)
+	app, err := loadApp(cmd)
+	if err != nil {
+		return err
+	}
+	for _, c := range app.Clients {
+		if c.ID == u.Subject {
+			return fmt.Errorf("adding user %q: the subject %q is the ID of a client of the config; a client_credentials token's sub is its client's ID, so the two would be one principal: choose another subject", u.Username, u.Subject)
+		}
+	}
+	st, err := app.OpenStore(cmd.Context())
 	if err != nil {
 		return err
 	}

@@ -121,9 +121,16 @@ func TestUserCommandsConfig(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "store.db")
 	caddyfile := filepath.Join(dir, "Caddyfile")
-	err := os.WriteFile(caddyfile, []byte("{\n\tgatehouse {\n\t\tissuer http://localhost\n\t\tstore sqlite "+db+"\n\t}\n}\n"), 0o600)
+	err := os.WriteFile(caddyfile, []byte("{\n\tgatehouse {\n\t\tissuer http://localhost\n\t\tstore sqlite "+db+
+		"\n\t\tclient svc {\n\t\t\tsecret_sha256 "+strings.Repeat("ab", 32)+"\n\t\t\tgrant_types client_credentials\n\t\t\tscopes Service/Market\n\t\t}\n\t}\n}\n"), 0o600)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A client's ID is no user's subject: a client_credentials token's sub
+	// is its client's ID.
+	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "eve", "--subject", "svc", "--config", caddyfile); err == nil ||
+		!strings.Contains(err.Error(), `the subject "svc" is the ID of a client`) {
+		t.Errorf("add with a client's ID for subject: %v\n%s", err, out)
 	}
 	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "dora", "--config", caddyfile); err != nil {
 		t.Fatalf("add: %v\n%s", err, out)
@@ -131,6 +138,9 @@ func TestUserCommandsConfig(t *testing.T) {
 	out, err := run(t, setUpUserCommand, "user", "", "list", "--db", db)
 	if err != nil || !strings.Contains(out, "dora") {
 		t.Errorf("the user added through --config is not in the store it names (%v):\n%s", err, out)
+	}
+	if strings.Contains(out, "eve") {
+		t.Errorf("the user refused for its subject was added:\n%s", out)
 	}
 	if _, err := run(t, setUpUserCommand, "user", "", "list", "--db", db, "--config", caddyfile); err == nil {
 		t.Error("--db with --config accepted")

@@ -3,6 +3,7 @@ package tokens
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -68,6 +69,12 @@ type Config struct {
 	CodeLifetime time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// IsClient, if set, reports whether id is a registered client's ID.
+	// A user whose subject is one gets no token: a client_credentials
+	// token's sub is its client's ID, so every resource would take that
+	// user and that client for one principal (one set of rows, one
+	// revocation, one owner).
+	IsClient func(id string) bool
 }
 
 // Service mints tokens and keeps refresh-token families. It is safe for
@@ -148,8 +155,21 @@ func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
 	return s.mintAccessID(g, jti, now)
 }
 
+// subjectIsClient refuses a user grant whose subject is a client's ID
+// (Config.IsClient); the log gets why, the client a server_error.
+func (s *Service) subjectIsClient(g Grant) *oauth.Error {
+	if g.User == nil || s.cfg.IsClient == nil || !s.cfg.IsClient(g.Subject) {
+		return nil
+	}
+	return oauth.ServerError(fmt.Errorf("user %q has the subject %q, which is a client's ID: it gets no token, since a client_credentials token's sub is its client's ID (give the user another subject)",
+		g.User.Username, g.Subject))
+}
+
 // mintAccessID signs an access token for g at now with the id jti.
 func (s *Service) mintAccessID(g Grant, jti string, now time.Time) (access, *oauth.Error) {
+	if perr := s.subjectIsClient(g); perr != nil {
+		return access{}, perr
+	}
 	lifetime := g.Client.AccessLifetime
 	exp := now.Add(lifetime)
 	claims := accessClaims{
@@ -174,6 +194,9 @@ func (s *Service) mintAccessID(g Grant, jti string, now time.Time) (access, *oau
 func (s *Service) mintID(g Grant, at *access, code string, now time.Time) (string, *oauth.Error) {
 	if g.User == nil || !slices.Contains(g.Scopes, oauth.ScopeOpenID) {
 		return "", nil
+	}
+	if perr := s.subjectIsClient(g); perr != nil {
+		return "", perr
 	}
 	claims := idClaims{
 		Issuer: s.cfg.Issuer, Subject: g.Subject, Audience: g.Client.ID,
