@@ -257,6 +257,32 @@ func TestDevicePollHostile(t *testing.T) {
 		t.Fatalf("poll after the grown interval: %s", p.raw)
 	}
 
+	// A client that keeps polling too fast grows the interval to
+	// store.MaxPollInterval; past it, its polls are answered slow_down
+	// from a read: the record is not written (its last poll stays), and a
+	// poll the interval after the last recorded one is answered.
+	for range 20 {
+		f.clock.Add(time.Second)
+		if p := f.poll("tv", dc); p.str("error") != oauth.ErrSlowDown {
+			t.Fatalf("a fast poll: %s", p.raw)
+		}
+	}
+	capped := f.deviceRecord(dc)
+	if capped.Interval != store.MaxPollInterval {
+		t.Fatalf("interval after 20 fast polls: %v, want %v", capped.Interval, store.MaxPollInterval)
+	}
+	f.clock.Add(time.Second)
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrSlowDown || p.str("error_description") != "polling too fast: wait the interval" {
+		t.Fatalf("a fast poll at the most interval: %s", p.raw)
+	}
+	if d := f.deviceRecord(dc); !d.LastPolledAt.Equal(capped.LastPolledAt) || d.Interval != capped.Interval {
+		t.Fatalf("a fast poll at the most interval wrote the record: last poll %v, was %v", d.LastPolledAt, capped.LastPolledAt)
+	}
+	f.clock.Add(capped.LastPolledAt.Add(store.MaxPollInterval).Sub(f.clock.Now()))
+	if p := f.poll("tv", dc); p.str("error") != oauth.ErrAuthorizationPending {
+		t.Fatalf("a poll the most interval after the last recorded one: %s", p.raw)
+	}
+
 	// Another client's device code: refused, and its poll time untouched.
 	before := f.deviceRecord(dc)
 	f.clock.Add(time.Minute)

@@ -39,8 +39,9 @@ type DeviceCodes interface {
 	// compare-and-swap: if the authorization was never polled, or its
 	// last poll was Interval or longer before now, LastPolledAt becomes
 	// now and the error is nil. Otherwise (polled too fast, RFC 8628
-	// §3.5) LastPolledAt becomes now, Interval grows by SlowDownStep, and
-	// the error is ErrSlowDown. Of many concurrent polls at one instant,
+	// §3.5) LastPolledAt becomes now, Interval grows by SlowDownStep (to
+	// MaxPollInterval at most; an Interval past it stays), and the error
+	// is ErrSlowDown. Of many concurrent polls at one instant,
 	// at most one gets nil. ErrNotFound if there is none. It returns the
 	// record after the call.
 	PollDeviceCode(ctx context.Context, hash []byte, now time.Time) (DeviceCode, error)
@@ -69,6 +70,13 @@ type DeviceCodes interface {
 // SlowDownStep is how much a device authorization's polling interval grows
 // at each slow_down (RFC 8628 §3.5: "increased by 5 seconds").
 const SlowDownStep = 5 * time.Second
+
+// MaxPollInterval is the most a device authorization's polling interval
+// grows to by slow_down. Past it, a poll sooner than the interval is
+// answered slow_down from a read, without a write (the interval cannot
+// grow, so there is nothing to record): a client polling as fast as it
+// can costs the store a write per interval, and a few more on the way up.
+const MaxPollInterval = time.Minute
 
 // DeviceCode is a device authorization and its state.
 type DeviceCode struct {

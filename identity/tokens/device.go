@@ -17,6 +17,15 @@ func errBadDeviceCode(cause string) *oauth.Error {
 	return &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "the device code is invalid or used", Cause: errors.New(cause)}
 }
 
+// errSlowDown answers a poll sooner than the interval (RFC 8628 §3.5);
+// grown says whether the interval grew.
+func errSlowDown(grown bool) *oauth.Error {
+	if !grown {
+		return oauth.NewError(oauth.ErrSlowDown, "polling too fast: wait the interval")
+	}
+	return oauth.NewError(oauth.ErrSlowDown, "polling too fast: wait the interval, now longer by 5 seconds")
+}
+
 // DevicesEnabled reports whether the service exchanges device codes
 // (Config.Devices is set).
 func (s *Service) DevicesEnabled() bool { return s.cfg.Devices != nil }
@@ -24,7 +33,9 @@ func (s *Service) DevicesEnabled() bool { return s.cfg.Devices != nil }
 // ExchangeDeviceCode is the device access token request (RFC 8628 §3.4,
 // §3.5) of the authenticated client c. The code must be c's, unexpired
 // and unused; a poll sooner than the interval after the previous one is
-// answered slow_down (and the interval grows by 5 seconds); a pending
+// answered slow_down (and the interval grows by 5 seconds, up to
+// store.MaxPollInterval; past it, such a poll is answered from a read,
+// and the store is not written); a pending
 // authorization is answered authorization_pending, a denied one
 // access_denied; an approved one issues tokens exactly once. A refused
 // request changes nothing but the poll's time and interval.
@@ -53,10 +64,16 @@ func (s *Service) ExchangeDeviceCode(ctx context.Context, c *clients.Client, cod
 	case !now.Before(rec.ExpiresAt):
 		return nil, oauth.NewError(oauth.ErrExpiredToken, "the device code has expired")
 	}
+	if rec.Interval >= store.MaxPollInterval && !rec.LastPolledAt.IsZero() && now.Before(rec.LastPolledAt.Add(rec.Interval)) {
+		// Too soon, and the interval has grown all it may: nothing to
+		// record, so no write (store.MaxPollInterval).
+		return nil, errSlowDown(false)
+	}
+	old := rec.Interval
 	rec, err = s.cfg.Devices.PollDeviceCode(ctx, hash, now)
 	switch {
 	case errors.Is(err, store.ErrSlowDown):
-		return nil, oauth.NewError(oauth.ErrSlowDown, "polling too fast: wait the interval, now longer by 5 seconds")
+		return nil, errSlowDown(rec.Interval > old)
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errBadDeviceCode("device code purged")
 	case err != nil:

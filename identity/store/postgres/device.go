@@ -101,8 +101,8 @@ func (s *Store) PollDeviceCode(ctx context.Context, hash []byte, now time.Time) 
 		}
 		slow = true
 		d, err = scanDevice(tx.QueryRow(ctx, `UPDATE device_codes SET last_polled_at = $1,
-			interval_ms = interval_ms + $2 WHERE hash = $3 RETURNING `+deviceColumns,
-			ms(now), store.SlowDownStep.Milliseconds(), hash))
+			interval_ms = GREATEST(interval_ms, LEAST(interval_ms + $2, $3)) WHERE hash = $4 RETURNING `+deviceColumns,
+			ms(now), store.SlowDownStep.Milliseconds(), store.MaxPollInterval.Milliseconds(), hash))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}

@@ -95,8 +95,8 @@ func (s *Store) PollDeviceCode(ctx context.Context, hash []byte, now time.Time) 
 		}
 		slow = true
 		d, err = scanDevice(tx.QueryRowContext(ctx, `UPDATE device_codes SET last_polled_at = ?,
-			interval_ms = interval_ms + ? WHERE hash = ? RETURNING `+deviceColumns,
-			n, store.SlowDownStep.Milliseconds(), hash))
+			interval_ms = MAX(interval_ms, MIN(interval_ms + ?, ?)) WHERE hash = ? RETURNING `+deviceColumns,
+			n, store.SlowDownStep.Milliseconds(), store.MaxPollInterval.Milliseconds(), hash))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}

@@ -103,6 +103,28 @@ func testDevicePoll(t *testing.T, s store.DeviceStore) {
 	equal(t, "Interval after two slow downs", got.Interval, 15*time.Second)
 	_, err = s.PollDeviceCode(ctx, hash("none"), t0)
 	wantErr(t, "poll unknown", err, store.ErrNotFound)
+
+	// Fast polls grow the interval to MaxPollInterval and no further; an
+	// interval past it (configured so) does not shrink.
+	capped := deviceCode("capped")
+	wantErr(t, "PutDeviceCode", s.PutDeviceCode(ctx, capped), nil)
+	at := t0.Add(time.Second)
+	_, err = s.PollDeviceCode(ctx, capped.Hash, at)
+	wantErr(t, "first poll", err, nil)
+	for want := capped.Interval + store.SlowDownStep; want <= store.MaxPollInterval+2*store.SlowDownStep; want += store.SlowDownStep {
+		at = at.Add(time.Millisecond)
+		got, err = s.PollDeviceCode(ctx, capped.Hash, at)
+		wantErr(t, "fast poll", err, store.ErrSlowDown)
+		equal(t, "Interval after a fast poll", got.Interval, min(want, store.MaxPollInterval))
+	}
+	long := deviceCode("long")
+	long.Interval = store.MaxPollInterval + time.Minute
+	wantErr(t, "PutDeviceCode", s.PutDeviceCode(ctx, long), nil)
+	_, err = s.PollDeviceCode(ctx, long.Hash, t0.Add(time.Second))
+	wantErr(t, "first poll", err, nil)
+	got, err = s.PollDeviceCode(ctx, long.Hash, t0.Add(2*time.Second))
+	wantErr(t, "fast poll", err, store.ErrSlowDown)
+	equal(t, "a long Interval after a fast poll", got.Interval, long.Interval)
 }
 
 func testDeviceDecide(t *testing.T, s store.DeviceStore) {
