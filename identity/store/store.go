@@ -70,6 +70,19 @@ type Users interface {
 	Users(ctx context.Context) ([]User, error)
 }
 
+// FamilyBound bounds a user's refresh families with a client
+// (Refresh.CreateRefreshFamily).
+type FamilyBound struct {
+	// Keep is how many families of a subject and client remain after a
+	// create, the new one included; 0 is no bound.
+	Keep int
+	// TokensLife is how long an access token issued from a family may be
+	// accepted (its lifetime and a verifier's leeway): a family the bound
+	// deletes is revoked for that long when it may have issued one still
+	// accepted.
+	TokensLife time.Duration
+}
+
 // Refresh are the refresh-token families (DESIGN.md, "Token rules"). A
 // family costs the store the same after one rotation as after ten
 // thousand: its row holds the hash of the current generation's token and
@@ -80,14 +93,19 @@ type Refresh interface {
 	// CreateRefreshFamily stores a new family: f with Generation 1, its
 	// Current hash and CurrentExpiresAt set, no Previous; any other f is
 	// refused with an error and nothing stored. ErrAlreadyExists if f.ID
-	// is taken. When keep > 0, the same transaction then deletes the
-	// oldest (by Created) of the other families of f's Subject and
-	// ClientID, revoked or not, until keep remain with f: a user's
-	// families with a client stay bounded however many grants they make.
-	// The revocations recorded for a deleted family stay. Creates for one
+	// is taken. With bound.Keep > 0, the same transaction then deletes
+	// families of f's Subject and ClientID until Keep remain with f, so a
+	// user's families with a client stay bounded however many grants
+	// they make: of those not expired at f.Created (expired ones are the
+	// purge's), the live ones (not revoked, current token unexpired) stay
+	// first, then the most recently used (rotated, else created; no time
+	// first to go). A deleted family that was not revoked and was used
+	// within bound.TokensLife is revoked first, until bound.TokensLife
+	// after f.Created, so the access tokens issued from it end with it;
+	// the revocations recorded for a deleted family stay. Creates for one
 	// subject and client are serialized, so concurrent ones leave at most
-	// keep.
-	CreateRefreshFamily(ctx context.Context, f RefreshFamily, keep int) error
+	// Keep.
+	CreateRefreshFamily(ctx context.Context, f RefreshFamily, bound FamilyBound) error
 	// RefreshFamily returns the family with this id. ErrNotFound if there
 	// is none.
 	RefreshFamily(ctx context.Context, id string) (RefreshFamily, error)

@@ -237,7 +237,7 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 	}
 	resp := &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer", Scope: strings.Join(g.Scopes, " ")}
 	if fam != nil {
-		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, g.Client.Refresh.MaxPerUser); err != nil {
+		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, store.FamilyBound{Keep: g.Client.Refresh.MaxPerUser, TokensLife: s.cfg.MaxAccessLifetime}); err != nil {
 			return nil, oauth.ServerError(err)
 		}
 		resp.RefreshToken = fam.token

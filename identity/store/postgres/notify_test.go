@@ -62,7 +62,7 @@ func seedFamily(t *testing.T, s store.Store, id, sub string) {
 	err := s.CreateRefreshFamily(storetest.Context(t), store.RefreshFamily{
 		ID: id, ClientID: "c", Subject: sub, Created: now, ExpiresAt: now.Add(time.Hour),
 		Salt: []byte("salt"), Generation: 1, Current: []byte("h1"), CurrentExpiresAt: now.Add(time.Hour),
-	}, 0)
+	}, store.FamilyBound{})
 	if err != nil {
 		t.Fatal(err)
 	}

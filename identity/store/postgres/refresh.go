@@ -37,18 +37,17 @@ func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
 }
 
 // CreateRefreshFamily stores a new family of the constant scheme and,
-// when keep > 0, deletes in the same transaction the oldest other families
-// of its subject and client until keep remain. The transaction first takes
-// an advisory lock on the subject and client, held to its end: without
-// it, two concurrent creates would each count the families committed
-// before it, not the other's, and leave keep+1. ErrAlreadyExists if its
-// ID is taken.
-func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, keep int) error {
+// with bound.Keep > 0, applies the bound in the same transaction
+// (boundFamiliesTx). The transaction first takes an advisory lock on the
+// subject and client, held to its end: without it, two concurrent creates
+// would each rank the families committed before it, not the other's, and
+// leave Keep+1. ErrAlreadyExists if its ID is taken.
+func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, bound store.FamilyBound) error {
 	if f.Generation != 1 || len(f.Current) == 0 || len(f.Previous) != 0 {
 		return fmt.Errorf("creating refresh family %q: a new family has generation 1, a current hash and no previous one", f.ID)
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if keep > 0 {
+		if bound.Keep > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, f.Subject, f.ClientID); err != nil {
 				return err
 			}
@@ -59,17 +58,10 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13)`,
 			f.ID, f.ClientID, f.Subject, textList(f.Scopes), ts(f.AuthTime), ts(f.Created),
 			ts(f.ExpiresAt), ts(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), ts(f.CurrentExpiresAt),
-			f.SessionID); err != nil || keep <= 0 {
+			f.SessionID); err != nil || bound.Keep <= 0 {
 			return err
 		}
-		// The legacy tokens and recorded access tokens of the deleted
-		// families go by ON DELETE CASCADE; their revocations stay.
-		_, err := tx.Exec(ctx, `DELETE FROM refresh_families WHERE id IN (
-			SELECT id FROM refresh_families
-			WHERE subject = $1 AND client_id = $2 AND id <> $3
-			ORDER BY created_at DESC NULLS LAST, id DESC OFFSET $4)`,
-			f.Subject, f.ClientID, f.ID, keep-1)
-		return err
+		return s.boundFamiliesTx(ctx, tx, f, bound)
 	})
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
@@ -78,6 +70,56 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, err)
 	}
 	return nil
+}
+
+// boundFamiliesTx deletes, within a transaction, the families of f's
+// subject and client past bound.Keep, as CreateRefreshFamily documents:
+// those not expired at f.Created, f aside, ranked live first, then by
+// last use, past the first Keep-1 (expired ones are the purge's, which
+// deletes in another order). Those that may have issued an access token
+// still accepted are revoked first, until bound.TokensLife after
+// f.Created, and the listeners told. The legacy tokens and recorded
+// access tokens of the deleted families go by ON DELETE CASCADE; their
+// revocations stay.
+func (s *Store) boundFamiliesTx(ctx context.Context, tx pgx.Tx, f store.RefreshFamily, bound store.FamilyBound) error {
+	now := ts(f.Created)
+	rows, err := tx.Query(ctx, `SELECT id FROM refresh_families
+		WHERE subject = $1 AND client_id = $2 AND id <> $3 AND expires_at > $4
+		ORDER BY (revoked_at IS NULL AND COALESCE(current_expires_at, expires_at) > $4) DESC,
+			COALESCE(rotated_at, created_at) DESC NULLS LAST, id DESC
+		OFFSET $5`, f.Subject, f.ClientID, f.ID, now, bound.Keep-1)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	tag, err := tx.Exec(ctx, `UPDATE refresh_families SET revoked_at = $1
+		WHERE id = ANY($2) AND revoked_at IS NULL
+		AND COALESCE(rotated_at, created_at, $1) + $3 * interval '1 millisecond' > $1`,
+		now, ids, bound.TokensLife.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO family_revocations (family_id, expires_at, revoked_at)
+			SELECT id, $2, $1 FROM refresh_families WHERE revoked_at = $1 AND id = ANY($3)
+			ON CONFLICT (family_id) DO NOTHING`, now, ts(f.Created.Add(bound.TokensLife)), ids); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO revocations (jti, expires_at, revoked_at)
+			SELECT a.jti, a.expires_at, $1 FROM family_access_tokens a JOIN refresh_families f ON f.id = a.family_id
+			WHERE a.expires_at > $1 AND f.revoked_at = $1 AND f.id = ANY($2)
+			ON CONFLICT (jti) DO NOTHING`, now, ids); err != nil {
+			return err
+		}
+		if err := s.notifyTx(ctx, tx); err != nil {
+			return err
+		}
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM refresh_families WHERE id = ANY($1)`, ids)
+	return err
 }
 
 // SessionRefreshFamilies returns the families granted through the login

@@ -57,7 +57,7 @@ func benchmarkRefresh(b *testing.B, opts ...sqlite.Option) {
 		f := store.RefreshFamily{ID: famID, ClientID: "app", Subject: subject, Scopes: []string{"offline_access"},
 			Created: now, ExpiresAt: now.Add(24 * time.Hour), Salt: []byte("salt"),
 			Generation: 1, Current: benchHash(famID + "/1"), CurrentExpiresAt: now.Add(time.Hour)}
-		if err := s.CreateRefreshFamily(ctx, f, 0); err != nil {
+		if err := s.CreateRefreshFamily(ctx, f, store.FamilyBound{}); err != nil {
 			b.Error(err)
 			return
 		}

@@ -67,7 +67,7 @@ func TestConstantFamilyStorage(t *testing.T) {
 		{"New", func(ctx context.Context, s *sqlite.Store) (int, error) {
 			return 1, s.CreateRefreshFamily(ctx, store.RefreshFamily{ID: "fam", ClientID: "app", Subject: "alice",
 				Created: t0, ExpiresAt: t0.Add(720 * time.Hour), Salt: []byte("salt"),
-				Generation: 1, Current: tokenHash("fam/1"), CurrentExpiresAt: t0.Add(time.Hour)}, 0)
+				Generation: 1, Current: tokenHash("fam/1"), CurrentExpiresAt: t0.Add(time.Hour)}, store.FamilyBound{})
 		}},
 		{"ConvertedLegacy", func(ctx context.Context, s *sqlite.Store) (int, error) {
 			f := store.RefreshFamily{ID: "fam", ClientID: "app", Subject: "alice", Created: t0, ExpiresAt: t0.Add(720 * time.Hour)}

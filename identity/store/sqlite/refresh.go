@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -47,11 +48,10 @@ func nonEmpty(b []byte) []byte {
 }
 
 // CreateRefreshFamily stores a new family of the constant scheme and,
-// when keep > 0, deletes in the same write transaction the oldest other
-// families of its subject and client until keep remain (the writes are
-// serialized, so concurrent creates leave at most keep). ErrAlreadyExists
-// if its ID is taken.
-func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, keep int) error {
+// with bound.Keep > 0, applies the bound in the same write transaction
+// (boundFamiliesTx); the writes are serialized, so concurrent creates
+// leave at most Keep. ErrAlreadyExists if its ID is taken.
+func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, bound store.FamilyBound) error {
 	if f.Generation != 1 || len(f.Current) == 0 || len(f.Previous) != 0 {
 		return fmt.Errorf("creating refresh family %q: a new family has generation 1, a current hash and no previous one", f.ID)
 	}
@@ -65,23 +65,69 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 			f.SessionID); err != nil {
 			return err
 		}
-		if keep <= 0 {
+		if bound.Keep <= 0 {
 			return nil
 		}
-		// The legacy tokens and recorded access tokens of the deleted
-		// families go by ON DELETE CASCADE; their revocations stay.
-		_, err := tx.ExecContext(ctx, `DELETE FROM refresh_families WHERE id IN (
-			SELECT id FROM refresh_families
-			WHERE subject = ? AND client_id = ? AND id <> ?
-			ORDER BY created_at DESC NULLS LAST, id DESC LIMIT -1 OFFSET ?)`,
-			f.Subject, f.ClientID, f.ID, keep-1)
-		return err
+		return boundFamiliesTx(ctx, tx, f, bound)
 	})
 	if isUnique(err) {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, store.ErrAlreadyExists)
 	}
 	if err != nil {
 		return fmt.Errorf("creating refresh family %q: %w", f.ID, err)
+	}
+	return nil
+}
+
+// boundFamiliesTx deletes, within a write transaction, the families of
+// f's subject and client past bound.Keep, as CreateRefreshFamily
+// documents: those not expired at f.Created, f aside, ranked live first,
+// then by last use, past the first Keep-1. Those that may have issued an
+// access token still accepted are revoked first (revokeFamiliesTx), until
+// bound.TokensLife after f.Created. The legacy tokens and recorded access
+// tokens of the deleted families go by ON DELETE CASCADE; their
+// revocations stay.
+func boundFamiliesTx(ctx context.Context, tx *sql.Tx, f store.RefreshFamily, bound store.FamilyBound) error {
+	now := millis(f.Created)
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM refresh_families
+		WHERE subject = ? AND client_id = ? AND id <> ? AND expires_at > ?
+		ORDER BY (revoked_at IS NULL AND COALESCE(current_expires_at, expires_at) > ?) DESC,
+			COALESCE(rotated_at, created_at) DESC NULLS LAST, id DESC
+		LIMIT -1 OFFSET ?`, f.Subject, f.ClientID, f.ID, now, now, bound.Keep-1)
+	if err != nil {
+		return err
+	}
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// A batch at a time: usually one family, more when Keep was lowered.
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 256)]
+		ids = ids[len(batch):]
+		in := "f.id IN (?" + strings.Repeat(", ?", len(batch)-1) + ")"
+		args := append([]any{now, now, bound.TokensLife.Milliseconds(), now}, batch...)
+		if _, err := tx.ExecContext(ctx, `UPDATE refresh_families AS f SET revoked_at = ?
+			WHERE f.revoked_at IS NULL AND COALESCE(f.rotated_at, f.created_at, ?) + ? > ? AND `+in, args...); err != nil {
+			return err
+		}
+		if err := revokeFamiliesTx(ctx, tx, in, batch, f.Created, f.Created.Add(bound.TokensLife)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM refresh_families AS f WHERE `+in, batch...); err != nil {
+			return err
+		}
 	}
 	return nil
 }

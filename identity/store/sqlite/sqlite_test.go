@@ -218,7 +218,7 @@ func TestWritesFailAlone(t *testing.T) {
 		return store.RefreshFamily{ID: id, ClientID: "app", Subject: "sub", ExpiresAt: now.Add(time.Hour),
 			Generation: 1, Current: []byte(fmt.Sprintf("token-%d", i)), CurrentExpiresAt: now.Add(time.Hour)}
 	}
-	if err := s.CreateRefreshFamily(ctx, family("taken", -1), 0); err != nil {
+	if err := s.CreateRefreshFamily(ctx, family("taken", -1), store.FamilyBound{}); err != nil {
 		t.Fatalf("CreateRefreshFamily: %v", err)
 	}
 	// Odd writes take a family ID of their own, even ones the taken one.
@@ -230,7 +230,7 @@ func TestWritesFailAlone(t *testing.T) {
 		if i%2 == 1 {
 			id = fmt.Sprintf("fam-%d", i)
 		}
-		wg.Go(func() { errs[i] = s.CreateRefreshFamily(ctx, family(id, i), 0) })
+		wg.Go(func() { errs[i] = s.CreateRefreshFamily(ctx, family(id, i), store.FamilyBound{}) })
 	}
 	wait(ctx, t, &wg)
 	for i, err := range errs {

@@ -129,7 +129,7 @@ func testConcurrentMixedWrites(t *testing.T, s store.Store) {
 			}
 			f := family(id)
 			f.Subject = u.Subject
-			if err := s.CreateRefreshFamily(ctx, f, 0); err != nil {
+			if err := s.CreateRefreshFamily(ctx, f, store.FamilyBound{}); err != nil {
 				return err
 			}
 			next := rotated(f, now)

@@ -54,12 +54,12 @@ func testDeleteExpiredRemoves(t *testing.T, s store.Store) {
 	}
 	f2 := family("fam2")
 	f2.ExpiresAt = now
-	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f2, 0), nil)
+	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f2, store.FamilyBound{}), nil)
 	kept := make(map[string]store.RefreshFamily)
 	for _, id := range []string{"fam3", "fam4", "fam5"} {
 		f := family(id)
 		f.ExpiresAt = far
-		wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f, 0), nil)
+		wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f, store.FamilyBound{}), nil)
 		kept[id] = f
 	}
 	// Revocations: 5 expired, 3 live.

@@ -37,7 +37,7 @@ func family(id string) store.RefreshFamily {
 func mustCreateFamily(ctx context.Context, t *testing.T, s store.Store, id string) store.RefreshFamily {
 	t.Helper()
 	f := family(id)
-	if err := s.CreateRefreshFamily(ctx, f, 0); err != nil {
+	if err := s.CreateRefreshFamily(ctx, f, store.FamilyBound{}); err != nil {
 		t.Fatalf("CreateRefreshFamily(%q): %v", id, err)
 	}
 	return f

@@ -52,7 +52,7 @@ func testRefreshCreateTakenID(t *testing.T, s store.Store) {
 	f := mustCreateFamily(ctx, t, s, "fam1")
 	other := family("fam2")
 	other.ID = f.ID
-	wantErr(t, "CreateRefreshFamily with a taken ID", s.CreateRefreshFamily(ctx, other, 0), store.ErrAlreadyExists)
+	wantErr(t, "CreateRefreshFamily with a taken ID", s.CreateRefreshFamily(ctx, other, store.FamilyBound{}), store.ErrAlreadyExists)
 	checkFamily(ctx, t, s, "family after the refused create", f)
 }
 
@@ -74,7 +74,7 @@ func testRefreshCreateRefusesNotNew(t *testing.T, s store.Store) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := family("fam-" + tt.name)
 			tt.change(&f)
-			if err := s.CreateRefreshFamily(ctx, f, 0); err == nil {
+			if err := s.CreateRefreshFamily(ctx, f, store.FamilyBound{}); err == nil {
 				t.Errorf("CreateRefreshFamily of %+v succeeded", f)
 			}
 			_, err := s.RefreshFamily(ctx, f.ID)
@@ -162,7 +162,7 @@ func testRefreshConstantStorage(t *testing.T, s store.Store) {
 	once := mustRotate(ctx, t, s, mustCreateFamily(ctx, t, s, "once"), t0.Add(time.Minute))
 	many := family("many")
 	many.ExpiresAt = once.ExpiresAt.Add(time.Hour)
-	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, many, 0), nil)
+	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, many, store.FamilyBound{}), nil)
 	for i := 1; i <= rotations; i++ {
 		many = mustRotate(ctx, t, s, many, t0.Add(time.Duration(i)*time.Minute))
 		got := readFamily(ctx, t, s, many.ID)

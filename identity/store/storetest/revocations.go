@@ -27,7 +27,7 @@ func createFamilyOf(ctx context.Context, t *testing.T, s store.Store, id, subjec
 	t.Helper()
 	f := family(id)
 	f.Subject = subject
-	wantErr(t, "CreateRefreshFamily "+id, s.CreateRefreshFamily(ctx, f, 0), nil)
+	wantErr(t, "CreateRefreshFamily "+id, s.CreateRefreshFamily(ctx, f, store.FamilyBound{}), nil)
 	return f
 }
 

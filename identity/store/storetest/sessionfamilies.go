@@ -20,7 +20,7 @@ func testSessionFamilies(t *testing.T, s store.BrowserStore) {
 	mk := func(id, sid string, created time.Time) store.RefreshFamily {
 		f := family(id)
 		f.SessionID, f.Created = sid, created
-		if err := r.CreateRefreshFamily(ctx, f, 0); err != nil {
+		if err := r.CreateRefreshFamily(ctx, f, store.FamilyBound{}); err != nil {
 			t.Fatalf("CreateRefreshFamily(%q): %v", id, err)
 		}
 		return f

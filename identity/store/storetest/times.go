@@ -77,7 +77,7 @@ func testTimesRefreshFamily(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	f := family("fam1")
 	f.AuthTime, f.Created, f.ExpiresAt, f.CurrentExpiresAt = odd3, odd1, odd2, odd2
-	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f, 0), nil)
+	wantErr(t, "CreateRefreshFamily", s.CreateRefreshFamily(ctx, f, store.FamilyBound{}), nil)
 	got, err := s.RefreshFamily(ctx, "fam1")
 	wantErr(t, "RefreshFamily", err, nil)
 	sameTime(t, "new family's CurrentExpiresAt", got.CurrentExpiresAt, odd2)
