@@ -175,12 +175,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if users, err = identityusers.LoadFile(a.UsersFile); err != nil {
 			return err
 		}
+		ids := make([]string, len(a.Clients))
+		for i, c := range a.Clients {
+			ids[i] = c.ID
+		}
 		for _, u := range users {
-			for _, c := range a.Clients {
-				if u.Subject == c.ID {
-					return fmt.Errorf("users file %q: user %q has the subject %q, the ID of a client: a client_credentials token's sub is its client's ID, so the two would be one principal; give the user another subject",
-						a.UsersFile, u.Username, u.Subject)
-				}
+			if id, ok := identityusers.ClientNamed(u.Subject, ids); ok {
+				return fmt.Errorf("users file %q: user %q has the subject %q, which names client %q (%w): give the user another subject",
+					a.UsersFile, u.Username, u.Subject, id, identityusers.ErrSubjectNamesClient)
 			}
 		}
 	}

@@ -99,7 +99,7 @@ func TestUsersFileSubjectOfClientRefused(t *testing.T) {
 	for _, tt := range []struct {
 		subject string
 		ok      bool
-	}{{"svc", false}, {"svc-user", true}} {
+	}{{"SVC", false}, {"svc-user", true}} {
 		body := fmt.Sprintf(`{"users": [{"username": "mallory", "subject": %q, "password_hash": %q, "scopes": ["Service/Market"]}]}`, tt.subject, hash)
 		if err := os.WriteFile(usersFile, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestUsersFileSubjectOfClientRefused(t *testing.T) {
 		switch {
 		case tt.ok && err != nil:
 			t.Errorf("subject %q: %v", tt.subject, err)
-		case !tt.ok && (err == nil || !strings.Contains(err.Error(), `user "mallory" has the subject "svc", the ID of a client`)):
+		case !tt.ok && (err == nil || !strings.Contains(err.Error(), `user "mallory" has the subject "SVC", which names client "svc"`)):
 			t.Errorf("subject %q, a client's ID: provision error %v", tt.subject, err)
 		}
 	}

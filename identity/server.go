@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,7 +70,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("configuring clients: %w", err)
 	}
-	s.warnSubjectsOfClients(ctx)
+	if err := s.checkSubjectsOfClients(ctx); err != nil {
+		return nil, err
+	}
 	if s.discovery, err = json.Marshal(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
 		return nil, fmt.Errorf("encoding discovery document: %w", err)
 	}
@@ -85,6 +88,10 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
 	}
+	clientIDs := make(map[string]struct{}, len(cfg.Clients))
+	for _, c := range cfg.Clients {
+		clientIDs[strings.ToLower(c.ID)] = struct{}{}
+	}
 	tcfg := tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
@@ -93,7 +100,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		FamilyRevoked: func(ctx context.Context, since time.Time) error { return s.verifier.RevokedHere(ctx, since) },
 		CodeLifetime:  cfg.CodeLifetime,
 		IsClient: func(id string) bool {
-			_, ok := s.clients.Client(id)
+			_, ok := clientIDs[strings.ToLower(id)]
 			return ok
 		},
 	}
@@ -350,18 +357,25 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// warnSubjectsOfClients logs, at start, each user whose subject is a
-// client's ID: such a user gets no token (tokens.Config.IsClient), which
-// the operator should learn before the user does.
-func (s *Server) warnSubjectsOfClients(ctx context.Context) {
-	for _, c := range s.cfg.Clients {
-		u, err := s.store.UserBySubject(ctx, c.ID)
-		switch {
-		case err == nil:
-			s.log.Error("a user's subject is a client's ID: the user gets no token until it has another subject (a client_credentials token's sub is its client's ID)",
-				zap.String("user", u.Username), zap.String("client_id", c.ID))
-		case !errors.Is(err, store.ErrNotFound):
-			s.log.Warn("could not check whether a client's ID is a user's subject", zap.String("client_id", c.ID), zap.Error(err))
+// checkSubjectsOfClients refuses a store holding a user whose subject
+// names a client (users.ClientNamed): such a user would be one principal
+// with the client to every resource. A user stored so while the server
+// runs gets no token (tokens.Config.IsClient) until the next start
+// refuses it.
+func (s *Server) checkSubjectsOfClients(ctx context.Context) error {
+	ids := make([]string, len(s.cfg.Clients))
+	for i, c := range s.cfg.Clients {
+		ids[i] = c.ID
+	}
+	all, err := s.store.Users(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the users: %w", err)
+	}
+	for _, u := range all {
+		if id, ok := users.ClientNamed(u.Subject, ids); ok {
+			return fmt.Errorf("user %q has the subject %q, which names client %q (%w): give the client another ID",
+				u.Username, u.Subject, id, users.ErrSubjectNamesClient)
 		}
 	}
+	return nil
 }

@@ -104,10 +104,13 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range app.Clients {
-		if c.ID == u.Subject {
-			return fmt.Errorf("adding user %q: the subject %q is the ID of a client of the config; a client_credentials token's sub is its client's ID, so the two would be one principal: choose another subject", u.Username, u.Subject)
-		}
+	ids := make([]string, len(app.Clients))
+	for i, c := range app.Clients {
+		ids[i] = c.ID
+	}
+	if id, ok := users.ClientNamed(u.Subject, ids); ok {
+		return fmt.Errorf("adding user %q: the subject %q names client %q of the config (%w): choose another subject",
+			u.Username, u.Subject, id, users.ErrSubjectNamesClient)
 	}
 	st, err := app.OpenStore(cmd.Context())
 	if err != nil {

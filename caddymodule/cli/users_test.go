@@ -128,8 +128,8 @@ func TestUserCommandsConfig(t *testing.T) {
 	}
 	// A client's ID is no user's subject: a client_credentials token's sub
 	// is its client's ID.
-	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "eve", "--subject", "svc", "--config", caddyfile); err == nil ||
-		!strings.Contains(err.Error(), `the subject "svc" is the ID of a client`) {
+	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "eve", "--subject", "Svc", "--config", caddyfile); err == nil ||
+		!strings.Contains(err.Error(), `the subject "Svc" names client "svc"`) {
 		t.Errorf("add with a client's ID for subject: %v\n%s", err, out)
 	}
 	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "dora", "--config", caddyfile); err != nil {

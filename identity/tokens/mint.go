@@ -69,7 +69,8 @@ type Config struct {
 	CodeLifetime time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// IsClient, if set, reports whether id is a registered client's ID.
+	// IsClient, if set, reports whether id names a registered client
+	// (compared without regard to case, as a resource may compare owners).
 	// A user whose subject is one gets no token: a client_credentials
 	// token's sub is its client's ID, so every resource would take that
 	// user and that client for one principal (one set of rows, one

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"io"
 	"os"
 	"slices"
@@ -110,6 +111,24 @@ func ValidateSubject(sub string) error {
 	}
 	return nil
 }
+
+// ClientNamed returns the one of clientIDs that subject names, compared
+// without regard to case (a resource may compare owners so), and whether
+// there is one. A user's subject must name no client: a
+// client_credentials token's sub is its client's ID, so every resource
+// would take the user and the client for one principal.
+func ClientNamed(subject string, clientIDs []string) (string, bool) {
+	for _, id := range clientIDs {
+		if strings.EqualFold(subject, id) {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// ErrSubjectNamesClient is the error of a user whose subject names a
+// client (ClientNamed).
+var ErrSubjectNamesClient = errors.New("a client_credentials token's sub is its client's ID, so the user and the client would be one principal to every resource")
 
 // NewSubject returns a new random subject id: a version 4 UUID.
 func NewSubject() (string, error) {
