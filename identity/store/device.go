@@ -39,9 +39,9 @@ type DeviceCodes interface {
 	// compare-and-swap: if the authorization was never polled, or its
 	// last poll was Interval or longer before now, LastPolledAt becomes
 	// now and the error is nil. Otherwise (polled too fast, RFC 8628
-	// §3.5) LastPolledAt becomes now, Interval grows by SlowDownStep (to
-	// MaxPollInterval at most; an Interval past it stays), and the error
-	// is ErrSlowDown. Of many concurrent polls at one instant,
+	// §3.5) the error is ErrSlowDown, and LastPolledAt becomes now and
+	// Interval grows by SlowDownStep, to MaxPollInterval at most; at
+	// MaxPollInterval or past it, nothing is written. Of many concurrent polls at one instant,
 	// at most one gets nil. ErrNotFound if there is none. It returns the
 	// record after the call.
 	PollDeviceCode(ctx context.Context, hash []byte, now time.Time) (DeviceCode, error)

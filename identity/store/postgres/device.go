@@ -101,10 +101,14 @@ func (s *Store) PollDeviceCode(ctx context.Context, hash []byte, now time.Time) 
 		}
 		slow = true
 		d, err = scanDevice(tx.QueryRow(ctx, `UPDATE device_codes SET last_polled_at = $1,
-			interval_ms = GREATEST(interval_ms, LEAST(interval_ms + $2, $3)) WHERE hash = $4 RETURNING `+deviceColumns,
+			interval_ms = LEAST(interval_ms + $2, $3) WHERE hash = $4 AND interval_ms < $3 RETURNING `+deviceColumns,
 			ms(now), store.SlowDownStep.Milliseconds(), store.MaxPollInterval.Milliseconds(), hash))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
+			// At the most interval already, or not there: nothing to write.
+			d, err = scanDevice(tx.QueryRow(ctx, `SELECT `+deviceColumns+` FROM device_codes WHERE hash = $1`, hash))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return store.ErrNotFound
+			}
 		}
 		return err
 	})

@@ -94,11 +94,16 @@ func (s *Store) PollDeviceCode(ctx context.Context, hash []byte, now time.Time) 
 			return err
 		}
 		slow = true
+		most := store.MaxPollInterval.Milliseconds()
 		d, err = scanDevice(tx.QueryRowContext(ctx, `UPDATE device_codes SET last_polled_at = ?,
-			interval_ms = MAX(interval_ms, MIN(interval_ms + ?, ?)) WHERE hash = ? RETURNING `+deviceColumns,
-			n, store.SlowDownStep.Milliseconds(), store.MaxPollInterval.Milliseconds(), hash))
+			interval_ms = MIN(interval_ms + ?, ?) WHERE hash = ? AND interval_ms < ? RETURNING `+deviceColumns,
+			n, store.SlowDownStep.Milliseconds(), most, hash, most))
 		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
+			// At the most interval already, or not there: nothing to write.
+			d, err = scanDevice(tx.QueryRowContext(ctx, `SELECT `+deviceColumns+` FROM device_codes WHERE hash = ?`, hash))
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
 		}
 		return err
 	})

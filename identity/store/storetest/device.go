@@ -111,11 +111,18 @@ func testDevicePoll(t *testing.T, s store.DeviceStore) {
 	at := t0.Add(time.Second)
 	_, err = s.PollDeviceCode(ctx, capped.Hash, at)
 	wantErr(t, "first poll", err, nil)
+	lastWritten := at
 	for want := capped.Interval + store.SlowDownStep; want <= store.MaxPollInterval+2*store.SlowDownStep; want += store.SlowDownStep {
 		at = at.Add(time.Millisecond)
 		got, err = s.PollDeviceCode(ctx, capped.Hash, at)
 		wantErr(t, "fast poll", err, store.ErrSlowDown)
 		equal(t, "Interval after a fast poll", got.Interval, min(want, store.MaxPollInterval))
+		if want <= store.MaxPollInterval {
+			lastWritten = at // the interval grew: the poll is recorded
+		}
+		read, _ := s.DeviceCode(ctx, capped.Hash)
+		// At the most interval, a fast poll writes nothing.
+		equal(t, "LastPolledAt after a fast poll", utc(t, "", read.LastPolledAt), lastWritten)
 	}
 	long := deviceCode("long")
 	long.Interval = store.MaxPollInterval + time.Minute
