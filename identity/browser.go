@@ -73,6 +73,7 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 		return err
 	}
 	ep, err := authorize.New(authorize.Config{
+		Keys:   s.keys.Source(s.cfg.Now),
 		Issuer: s.cfg.Issuer, LoginPath: prefix + PathLogin, ConsentPath: prefix + PathConsent,
 		Clients: s.clients, Tokens: s.tokens, Store: browserBacked{s.store, bs}, Sessions: sessions, Guard: guard,
 		Passwords: s.passwords, Pages: pages, SealKey: derive(secret, "pending request"), ClientIP: s.cfg.ClientIP,

@@ -30,7 +30,7 @@ var allowedImports = map[string][]string{
 	"identity/web":                   {},
 	"identity/session":               {"identity/store"},
 	"identity/authorize": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
-		"identity/session", "identity/web"},
+		"identity/session", "identity/web", "identity/verify"},
 	"identity/device": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
 		"identity/session", "identity/web"},
 	"identity/logout": {"identity/tokens", "identity/clients", "identity/oauth", "identity/store", "identity/session",

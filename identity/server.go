@@ -108,7 +108,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		tcfg.Outages = o // a shared database's outages do not use up a grace window
 	}
 	if bs := browserStore(st); bs != nil {
-		tcfg.Codes = bs
+		tcfg.Codes, tcfg.Sessions = bs, bs
 	}
 	if ds := deviceStore(st); ds != nil && browserStore(st) != nil {
 		tcfg.Devices = ds

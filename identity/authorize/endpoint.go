@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
 	"github.com/gatehouse/gatehouse/identity/users"
+	"github.com/gatehouse/gatehouse/identity/verify"
 	"github.com/gatehouse/gatehouse/identity/web"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	Clients *clients.Registry
 	// Tokens issues codes and tokens. Required.
 	Tokens *tokens.Service
+	// Keys are the server's published keys, which check an
+	// id_token_hint. Required.
+	Keys verify.KeySource
 	// Store holds users and consents. Required.
 	Store Store
 	// Sessions finds and starts login sessions. Required.
@@ -92,7 +96,7 @@ type Endpoint struct {
 func New(cfg Config) (*Endpoint, error) {
 	if cfg.Issuer == "" || cfg.LoginPath == "" || cfg.ConsentPath == "" || cfg.Clients == nil || cfg.Tokens == nil ||
 		cfg.Store == nil || cfg.Sessions == nil || cfg.Guard == nil || cfg.Passwords == nil || cfg.Pages == nil ||
-		cfg.ClientIP == nil {
+		cfg.ClientIP == nil || cfg.Keys == nil {
 		return nil, errors.New("authorization endpoint: missing dependency")
 	}
 	if !cfg.Tokens.CodesEnabled() {
@@ -163,7 +167,10 @@ func (e *Endpoint) proceed(w http.ResponseWriter, r *http.Request, name string, 
 			e.fail(w, r, name, q, c, oauth.ServerError(err))
 			return
 		}
-		if ok && !q.needsLogin(s.AuthTime, e.cfg.Now()) {
+		// A hint naming another user than the session's asks for that
+		// user (OpenID Connect Core §3.1.2.1): a silent request is told
+		// to sign in, not given the other user's code.
+		if ok && !q.needsLogin(s.AuthTime, e.cfg.Now()) && (q.HintSubject == "" || q.HintSubject == s.Subject) {
 			if user, ok, err = e.activeUser(r, s.Subject); err != nil {
 				e.fail(w, r, name, q, c, oauth.ServerError(err))
 				return

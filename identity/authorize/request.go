@@ -1,6 +1,7 @@
 package authorize
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/tokens"
+	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
 // Bounds of the request's parameters.
@@ -59,6 +61,9 @@ type request struct {
 	Prompt        []string `json:"p,omitempty"`
 	MaxAge        int      `json:"ma"` // -1: none
 	LoginHint     string   `json:"lh,omitempty"`
+	// HintSubject is the subject of the request's id_token_hint, "" when
+	// it has none.
+	HintSubject string `json:"hs,omitempty"`
 
 	// Set once the user has logged in, for the consent step.
 	Subject   string `json:"sub,omitempty"`
@@ -173,9 +178,28 @@ func (e *Endpoint) parse(w http.ResponseWriter, r *http.Request) (*request, *cli
 	case p.Has("registration"):
 		perr = oauth.NewError(oauth.ErrRegistrationNotSupp, "registration is not supported")
 	default:
-		perr = q.rest(c, p)
+		if perr = q.rest(c, p); perr == nil {
+			perr = e.idTokenHint(r.Context(), q, c, p.Get("id_token_hint"))
+		}
 	}
 	return q, c, nil, perr
+}
+
+// idTokenHint reads an id_token_hint into q.HintSubject: one of our ID
+// tokens (verify.ParseIDTokenHint, an expired one too) issued to c.
+func (e *Endpoint) idTokenHint(ctx context.Context, q *request, c *clients.Client, raw string) *oauth.Error {
+	if raw == "" {
+		return nil
+	}
+	h, err := verify.ParseIDTokenHint(ctx, raw, e.cfg.Issuer, e.cfg.Keys)
+	if err != nil {
+		return &oauth.Error{Code: oauth.ErrInvalidRequest, Description: "id_token_hint is not an ID token of this server", Cause: err}
+	}
+	if !slices.Contains(h.Audience, c.ID) {
+		return oauth.InvalidRequest("id_token_hint was not issued to this client")
+	}
+	q.HintSubject = h.Subject
+	return nil
 }
 
 // redirect sets where the response goes: the redirect_uri sent, if the

@@ -48,8 +48,14 @@ var checkSessionPage = template.Must(template.New("checksession").Parse(`<!DOCTY
 			reply("error");
 			return;
 		}
-		var salt = ss.slice(dot + 1);
-		var text = clientID + " " + e.origin + " " + browserState() + " " + salt;
+		var salt = ss.slice(dot + 1), state = browserState();
+		if (state === "") {
+			// Signed out: no session state was issued against that, so any
+			// page could compute this one to learn who is signed in.
+			reply("changed");
+			return;
+		}
+		var text = clientID + " " + e.origin + " " + state + " " + salt;
 		crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)).then(function (d) {
 			reply(hex(d) + "." + salt === ss ? "unchanged" : "changed");
 		}, function () { reply("error"); });

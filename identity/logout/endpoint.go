@@ -102,6 +102,9 @@ type request struct {
 	state    string
 	confirm  bool   // the confirmation form's post
 	csrf     string // its anti-forgery token
+	// query is the relying party's parameters as a query: a POST of them
+	// is answered with a GET of the same request (ServeHTTP).
+	query url.Values
 }
 
 // failure is a refused request: shown, never redirected (the redirect URI
@@ -140,6 +143,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case !live && r.Method == http.MethodPost && !q.confirm:
+		// A relying party's logout form, posted from its own site: the
+		// browser sends no SameSite=Lax session cookie with a cross-site
+		// POST, so no session says nothing here. The same request as a
+		// GET, a top-level navigation, carries the cookie; without one
+		// there, the browser is signed out indeed (the next case).
+		http.Redirect(w, r, (&url.URL{Path: e.cfg.Path, RawQuery: q.query.Encode()}).String(), http.StatusSeeOther)
+		return
 	case !live:
 		// Nothing to end: the browser is signed out already.
 		e.done(w, r, q, nil)
@@ -188,7 +199,12 @@ func (e *Endpoint) parse(w http.ResponseWriter, r *http.Request) (*request, *fai
 		}
 	}
 	q := &request{state: form.Get("state"), confirm: r.Method == http.MethodPost && form.Get("confirm") != "",
-		csrf: form.Get("csrf_token")}
+		csrf: form.Get("csrf_token"), query: url.Values{}}
+	for _, p := range []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state"} {
+		if v, ok := form[p]; ok {
+			q.query[p] = v
+		}
+	}
 	if raw := form.Get("id_token_hint"); raw != "" {
 		h, err := parseHint(r.Context(), raw, e.cfg.Issuer, e.cfg.Keys, e.cfg.Clients)
 		if err != nil {

@@ -40,6 +40,9 @@ type Sessions interface {
 	// expired or not (the caller compares ExpiresAt with its clock).
 	// ErrNotFound if there is none.
 	Session(ctx context.Context, hash []byte) (Session, error)
+	// SessionExists reports whether the session whose public ID is id is
+	// stored, expired or not (a logout deletes it).
+	SessionExists(ctx context.Context, id string) (bool, error)
 	// TouchSession records a use of the session at now: LastSeen becomes
 	// now, ExpiresAt becomes expiresAt, and client, when not empty, joins
 	// Clients (once, in the order clients first joined). ErrNotFound if

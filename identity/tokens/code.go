@@ -125,6 +125,14 @@ func (s *Service) codeGrant(ctx context.Context, c *clients.Client, rec store.Au
 	case user.Disabled:
 		return Grant{}, errBadCode("user disabled")
 	}
+	if rec.SessionID != "" && s.cfg.Sessions != nil {
+		switch ok, err := s.cfg.Sessions.SessionExists(ctx, rec.SessionID); {
+		case err != nil:
+			return Grant{}, oauth.ServerError(err)
+		case !ok:
+			return Grant{}, errBadCode("the login session ended (a logout) after the code was issued")
+		}
+	}
 	scopes := oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes)
 	return Grant{
 		Client: c, User: &user, Subject: rec.Subject, Scopes: scopes, AuthTime: rec.AuthTime,

@@ -61,6 +61,12 @@ type Config struct {
 	// Codes keeps authorization codes. Default: none, and the service
 	// issues and exchanges no code (CodesEnabled is false).
 	Codes store.Codes
+	// Sessions, if set, says whether a code's login session still
+	// exists: a code of a session that ended (a logout) is refused, so
+	// no refresh family starts after the logout that ended its session.
+	Sessions interface {
+		SessionExists(ctx context.Context, id string) (bool, error)
+	}
 	// Devices keeps device authorizations (RFC 8628). Default: none, and
 	// the service exchanges no device code (DevicesEnabled is false).
 	Devices store.DeviceCodes

@@ -57,6 +57,16 @@ func (s *Store) Session(ctx context.Context, hash []byte) (store.Session, error)
 	return ss, nil
 }
 
+// SessionExists reports whether the session with this public ID is
+// stored.
+func (s *Store) SessionExists(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, id).Scan(&ok); err != nil {
+		return false, fmt.Errorf("reading session: %w", err)
+	}
+	return ok, nil
+}
+
 // TouchSession records a use of the session, adding client to its
 // clients in one statement (the row lock orders concurrent touches, so a
 // client joins once).

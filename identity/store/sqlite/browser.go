@@ -57,6 +57,16 @@ func (s *Store) Session(ctx context.Context, hash []byte) (store.Session, error)
 	return ss, nil
 }
 
+// SessionExists reports whether the session with this public ID is
+// stored.
+func (s *Store) SessionExists(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, id).Scan(&ok); err != nil {
+		return false, fmt.Errorf("reading session: %w", err)
+	}
+	return ok, nil
+}
+
 // TouchSession records a use of the session, adding client to its
 // clients in one statement.
 func (s *Store) TouchSession(ctx context.Context, hash []byte, now, expiresAt time.Time, client string) error {

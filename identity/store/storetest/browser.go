@@ -168,6 +168,14 @@ var sessionCases = []browserCase{
 		wantErr(t, "Session after DeleteSession", err, store.ErrNotFound)
 		wantErr(t, "DeleteSession again", s.DeleteSession(ctx, a.Hash), nil)
 		equal(t, "the other session", readSession(ctx, t, s, b.Hash), b)
+		for _, c := range []struct {
+			id   string
+			want bool
+		}{{a.ID, false}, {b.ID, true}, {"none", false}} {
+			ok, err := s.SessionExists(ctx, c.id)
+			wantErr(t, "SessionExists", err, nil)
+			equal(t, "SessionExists "+c.id, ok, c.want)
+		}
 	}},
 	{"RevokeSubjectEndsSessions", func(t *testing.T, s store.BrowserStore) {
 		// A changed password or a disabled user ends the user's browser

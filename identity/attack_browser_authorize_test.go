@@ -1,0 +1,57 @@
+package identity
+
+import (
+	"strings"
+	"testing"
+)
+
+// An id_token_hint naming another user than the browser's session asks
+// for that user (OpenID Connect Core §3.1.2.1): prompt=none answers
+// login_required, not a code for the session's user (a relying party's
+// silent renewal on a shared browser would otherwise switch user), and
+// without prompt=none the login page is shown. A hint of the session's
+// own user is answered at once; a hint that is not one of our ID tokens,
+// or was issued to another client, is refused.
+func TestPromptNoneHonoursIDTokenHint(t *testing.T) {
+	f := newFixture(t, withBrowserClients)
+	b, code := loggedIn(t, f)
+	tok := f.exchange("spa", code, spaRedirect, verifier)
+	idToken := tok.str("id_token")
+	if tok.status != 200 || idToken == "" {
+		t.Fatalf("exchange: %d %s", tok.status, tok.raw)
+	}
+	// Another user signs in in the same browser.
+	v := b.login(b.authorize(codeRequest("prompt", "login")), "other", "other-pw").result(t, false)
+	if v.Get("code") == "" {
+		t.Fatalf("other's login: %v", v)
+	}
+	otherID := f.exchange("spa", v.Get("code"), spaRedirect, verifier).str("id_token")
+	// spa renews demo's login silently.
+	v = b.authorize(codeRequest("prompt", "none", "id_token_hint", idToken)).result(t, false)
+	if v.Get("code") != "" || v.Get("error") != "login_required" {
+		t.Fatalf("prompt=none with demo's id_token_hint in other's session: %v, want error login_required", v)
+	}
+	if p := b.authorize(codeRequest("id_token_hint", idToken)); p.status != 200 || !strings.Contains(p.body, `name="password"`) {
+		t.Errorf("demo's id_token_hint in other's session without prompt=none: %d, want the login page", p.status)
+	}
+	if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", otherID)).result(t, false); v.Get("code") == "" {
+		t.Errorf("prompt=none with the session's own user's id_token_hint: %v", v)
+	}
+	for name, hint := range map[string]string{"not a token": "x.y.z", "another client's": webIDToken(t, f)} {
+		if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", hint)).result(t, false); v.Get("error") != "invalid_request" {
+			t.Errorf("an id_token_hint %s: %v, want invalid_request", name, v)
+		}
+	}
+}
+
+// webIDToken is an ID token of other's, issued to web.
+func webIDToken(t *testing.T, f *fixture) string {
+	t.Helper()
+	b := newBrowser(t, f)
+	p := b.consent(b.login(b.authorize(webRequest("id_token")), "other", "other-pw"), "allow")
+	idt := p.result(t, true).Get("id_token")
+	if idt == "" {
+		t.Fatalf("no ID token for web: %v", p.location)
+	}
+	return idt
+}
