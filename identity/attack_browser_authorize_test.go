@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -31,11 +32,29 @@ func TestPromptNoneHonoursIDTokenHint(t *testing.T) {
 	if v.Get("code") != "" || v.Get("error") != "login_required" {
 		t.Fatalf("prompt=none with demo's id_token_hint in other's session: %v, want error login_required", v)
 	}
-	if p := b.authorize(codeRequest("id_token_hint", idToken)); p.status != 200 || !strings.Contains(p.body, `name="password"`) {
-		t.Errorf("demo's id_token_hint in other's session without prompt=none: %d, want the login page", p.status)
+	p := b.authorize(codeRequest("id_token_hint", idToken))
+	if p.status != 200 || !strings.Contains(p.body, `name="password"`) {
+		t.Fatalf("demo's id_token_hint in other's session without prompt=none: %d, want the login page", p.status)
 	}
+	// Signing in there as another user than the hint's is no answer to
+	// it (Core §3.1.2.1); as the hint's user, it is.
+	if v := b.login(p, "other", "other-pw").result(t, false); v.Get("code") != "" || v.Get("error") != "login_required" {
+		t.Errorf("signed in as other on a login page for demo's hint: %v, want error login_required", v)
+	}
+	p = b.authorize(codeRequest("id_token_hint", idToken))
+	if v := b.login(p, "demo", "demo-pw").result(t, false); v.Get("code") == "" {
+		t.Errorf("signed in as demo on a login page for demo's hint: %v", v)
+	}
+	b.login(b.authorize(codeRequest("prompt", "login")), "other", "other-pw")
 	if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", otherID)).result(t, false); v.Get("code") == "" {
 		t.Errorf("prompt=none with the session's own user's id_token_hint: %v", v)
+	}
+	// A hint signed by a key retired since says nothing of now: ignored.
+	enc := base64.RawURLEncoding.EncodeToString
+	retired := enc([]byte(`{"alg":"RS256","kid":"retired","typ":"JWT"}`)) + "." +
+		enc([]byte(`{"iss":"`+testIssuer+`","sub":"sub-demo","aud":"spa"}`)) + "." + enc([]byte("signature"))
+	if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", retired)).result(t, false); v.Get("code") == "" {
+		t.Errorf("prompt=none with a hint of a retired key: %v, want a code (the hint ignored)", v)
 	}
 	for name, hint := range map[string]string{"not a token": "x.y.z", "another client's": webIDToken(t, f)} {
 		if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", hint)).result(t, false); v.Get("error") != "invalid_request" {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,7 +39,7 @@ async function main() {
 		for (const b of d) hex += (b < 16 ? "0" : "") + b.toString(16);
 		data = input.clientID + " " + hex + "." + salt;
 	}
-	for (const h of handlers) h({ source: parent, origin: input.origin, data });
+	for (const m of [data, ...input.after]) for (const h of handlers) h({ source: parent, origin: input.origin, data: m });
 	await new Promise(r => setTimeout(r, 100));
 	process.stdout.write(JSON.stringify(replies));
 }
@@ -47,6 +48,10 @@ main();
 
 var scriptTag = regexp.MustCompile(`(?s)<script nonce="[^"]*">(.*?)</script>`)
 
+// runCheckSession posts to the iframe's script, from a page of origin, a
+// session_state computed against the empty browser state, then a
+// malformed message ("x"), and returns the script's answers in the order
+// it sent them.
 func runCheckSession(t *testing.T, script, cookie, origin, clientID string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -55,7 +60,7 @@ func runCheckSession(t *testing.T, script, cookie, origin, clientID string) stri
 	}
 	dir := t.TempDir()
 	in, _ := json.Marshal(map[string]any{"script": script, "cookie": cookie, "origin": origin, "clientID": clientID,
-		"computeAgainstEmpty": true})
+		"computeAgainstEmpty": true, "after": []string{"x"}})
 	inPath, harness := filepath.Join(dir, "in.json"), filepath.Join(dir, "harness.js")
 	if err := os.WriteFile(inPath, in, 0o600); err != nil {
 		t.Fatal(err)
@@ -70,21 +75,27 @@ func runCheckSession(t *testing.T, script, cookie, origin, clientID string) stri
 		t.Fatalf("node: %v\n%s", err, out)
 	}
 	var replies []struct{ M, O string }
-	if err := json.Unmarshal(out, &replies); err != nil || len(replies) != 1 {
-		t.Fatalf("replies %s (%v)", out, err)
+	if err := json.Unmarshal(out, &replies); err != nil || len(replies) != 2 {
+		t.Fatalf("replies %s (%v), want 2", out, err)
 	}
-	if replies[0].O != origin {
-		t.Fatalf("the reply went to %q, not the sender %q", replies[0].O, origin)
+	var got []string
+	for _, r := range replies {
+		if r.O != origin {
+			t.Fatalf("a reply went to %q, not the sender %q", r.O, origin)
+		}
+		got = append(got, r.M)
 	}
-	return replies[0].M
+	return strings.Join(got, ",")
 }
 
 // The check-session iframe, which any origin may frame, tells no page
 // whether its visitor is signed in: without the browser-state cookie
 // (signed out) it answers "changed" to any session_state, since none was
-// ever issued against an empty browser state. Before, a page that posted
-// one it computed itself against the empty state read "unchanged" from a
-// signed-out visitor and "changed" from a signed-in one.
+// ever issued against an empty browser state, and as late as when signed
+// in (a malformed message posted after it is answered first either way).
+// Before, a page that posted one it computed itself against the empty
+// state read "unchanged" from a signed-out visitor and "changed" from a
+// signed-in one.
 func TestCheckSessionNoLoginOracle(t *testing.T) {
 	f := newFixture(t, withBrowserClients)
 	b, _ := loggedIn(t, f)
@@ -105,8 +116,8 @@ func TestCheckSessionNoLoginOracle(t *testing.T) {
 	const evil = "https://evil.example"
 	signedIn := runCheckSession(t, m[1], "gatehouse.session_state="+state, evil, "spa")
 	signedOut := runCheckSession(t, m[1], "", evil, "spa")
-	if signedIn != "changed" || signedOut != "changed" {
-		t.Fatalf("a page of %s posting a session_state of the empty browser state reads %q from a signed-in visitor and %q from a signed-out one, want changed from both",
+	if signedIn != "error,changed" || signedOut != "error,changed" {
+		t.Fatalf("a page of %s posting a session_state of the empty browser state, then a malformed message, reads %q from a signed-in visitor and %q from a signed-out one, want error,changed from both",
 			evil, signedIn, signedOut)
 	}
 }

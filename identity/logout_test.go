@@ -288,6 +288,7 @@ func TestEndSessionHostile(t *testing.T) {
 		{"hint PS256 by our key", form("id_token_hint", ps256Hint), 400},
 		{"hint alg none", form("id_token_hint", noneHint), 400},
 		{"hint garbage", form("id_token_hint", "a.b.c"), 400},
+		{"state too long", form("id_token_hint", lf.idToken, "state", strings.Repeat("s", 2049)), 400},
 		{"hint too long", form("id_token_hint", strings.Repeat("a", 9000)), 400},
 		{"repeated parameter", url.Values{"state": {"a", "b"}}, 400},
 	} {

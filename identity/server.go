@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -88,9 +87,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
 	}
-	clientIDs := make(map[string]struct{}, len(cfg.Clients))
-	for _, c := range cfg.Clients {
-		clientIDs[strings.ToLower(c.ID)] = struct{}{}
+	clientIDs := make([]string, len(cfg.Clients))
+	for i, c := range cfg.Clients {
+		clientIDs[i] = c.ID
 	}
 	tcfg := tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
@@ -100,7 +99,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		FamilyRevoked: func(ctx context.Context, since time.Time) error { return s.verifier.RevokedHere(ctx, since) },
 		CodeLifetime:  cfg.CodeLifetime,
 		IsClient: func(id string) bool {
-			_, ok := clientIDs[strings.ToLower(id)]
+			_, ok := users.ClientNamed(id, clientIDs)
 			return ok
 		},
 	}

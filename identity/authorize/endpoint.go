@@ -161,6 +161,12 @@ func (e *Endpoint) proceed(w http.ResponseWriter, r *http.Request, name string, 
 	var user store.User
 	if fresh != nil {
 		sess, user = fresh.session, fresh.user
+		if q.HintSubject != "" && user.Subject != q.HintSubject {
+			// Signed in as another user than the hint's (Core §3.1.2.1:
+			// the one it names is not logged in by the request).
+			e.fail(w, r, name, q, c, oauth.NewError(oauth.ErrLoginRequired, "signed in as another user than the id_token_hint's"))
+			return
+		}
 	} else {
 		s, ok, err := e.cfg.Sessions.Current(ctx, r)
 		if err != nil {

@@ -186,16 +186,22 @@ func (e *Endpoint) parse(w http.ResponseWriter, r *http.Request) (*request, *cli
 }
 
 // idTokenHint reads an id_token_hint into q.HintSubject: one of our ID
-// tokens (verify.ParseIDTokenHint, an expired one too) issued to c.
+// tokens (verify.ParseIDTokenHint, an expired one too) issued to c alone,
+// as logout takes it; one of a key retired since is ignored.
 func (e *Endpoint) idTokenHint(ctx context.Context, q *request, c *clients.Client, raw string) *oauth.Error {
 	if raw == "" {
 		return nil
 	}
 	h, err := verify.ParseIDTokenHint(ctx, raw, e.cfg.Issuer, e.cfg.Keys)
-	if err != nil {
+	switch {
+	case errors.Is(err, verify.ErrUnknownKey):
+		// Signed by a key retired since: older than any token still in
+		// use, it says nothing of who is signed in now (a relying party
+		// that kept it renews as if it had sent none).
+		return nil
+	case err != nil:
 		return &oauth.Error{Code: oauth.ErrInvalidRequest, Description: "id_token_hint is not an ID token of this server", Cause: err}
-	}
-	if !slices.Contains(h.Audience, c.ID) {
+	case len(h.Audience) != 1 || h.Audience[0] != c.ID:
 		return oauth.InvalidRequest("id_token_hint was not issued to this client")
 	}
 	q.HintSubject = h.Subject

@@ -3,6 +3,7 @@ package logout
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -102,9 +103,10 @@ type request struct {
 	state    string
 	confirm  bool   // the confirmation form's post
 	csrf     string // its anti-forgery token
-	// query is the relying party's parameters as a query: a POST of them
-	// is answered with a GET of the same request (ServeHTTP).
-	query url.Values
+	// fields are the relying party's parameters, for Repost (ServeHTTP);
+	// resent says the post is that page's.
+	fields url.Values
+	resent bool
 }
 
 // failure is a refused request: shown, never redirected (the redirect URI
@@ -123,8 +125,12 @@ const (
 	msgServer    = "Signing out failed on our side. You are still signed in; please try again."
 )
 
+// maxState bounds the state echoed to the relying party, as the
+// authorization endpoint's.
+const maxState = 2048
+
 // params are the parameters this endpoint reads; each may appear once.
-var params = []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state", "confirm", "csrf_token"}
+var params = []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state", "confirm", "csrf_token", "resent"}
 
 // ServeHTTP is GET|POST /connect/endsession (OpenID Connect RP-Initiated
 // Logout 1.0 §2): the relying party's logout request, and the
@@ -143,13 +149,17 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case !live && r.Method == http.MethodPost && !q.confirm:
+	case !live && r.Method == http.MethodPost && !q.confirm && !q.resent:
 		// A relying party's logout form, posted from its own site: the
 		// browser sends no SameSite=Lax session cookie with a cross-site
-		// POST, so no session says nothing here. The same request as a
-		// GET, a top-level navigation, carries the cookie; without one
-		// there, the browser is signed out indeed (the next case).
-		http.Redirect(w, r, (&url.URL{Path: e.cfg.Path, RawQuery: q.query.Encode()}).String(), http.StatusSeeOther)
+		// POST, so no session says nothing here. A page of ours posts the
+		// same fields again, same-site, with the cookie (not a redirect to
+		// a GET, which would put the ID token, with its profile claims,
+		// in the URL and the logs); without a session then, the browser is
+		// signed out indeed (the next case).
+		fields := url.Values{"resent": {"1"}}
+		maps.Copy(fields, q.fields)
+		e.cfg.Pages.Repost(w, r, e.cfg.Path, fields, web.Origin(q.redirect))
 		return
 	case !live:
 		// Nothing to end: the browser is signed out already.
@@ -198,11 +208,14 @@ func (e *Endpoint) parse(w http.ResponseWriter, r *http.Request) (*request, *fai
 			return nil, &failure{http.StatusBadRequest, oauth.ErrInvalidRequest, msgInvalid, errors.New("parameter " + p + " repeated")}
 		}
 	}
+	if len(form.Get("state")) > maxState {
+		return nil, &failure{http.StatusBadRequest, oauth.ErrInvalidRequest, msgInvalid, errors.New("state too long")}
+	}
 	q := &request{state: form.Get("state"), confirm: r.Method == http.MethodPost && form.Get("confirm") != "",
-		csrf: form.Get("csrf_token"), query: url.Values{}}
+		csrf: form.Get("csrf_token"), fields: url.Values{}, resent: r.Method == http.MethodPost && form.Get("resent") != ""}
 	for _, p := range []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state"} {
 		if v, ok := form[p]; ok {
-			q.query[p] = v
+			q.fields[p] = v
 		}
 	}
 	if raw := form.Get("id_token_hint"); raw != "" {

@@ -41,9 +41,9 @@ type DeviceCodes interface {
 	// now and the error is nil. Otherwise (polled too fast, RFC 8628
 	// §3.5) the error is ErrSlowDown, and LastPolledAt becomes now and
 	// Interval grows by SlowDownStep, to MaxPollInterval at most; at
-	// MaxPollInterval or past it, nothing is written. Of many concurrent polls at one instant,
-	// at most one gets nil. ErrNotFound if there is none. It returns the
-	// record after the call.
+	// MaxPollInterval or past it, nothing is written. Of many concurrent
+	// polls at one instant, at most one gets nil. ErrNotFound if there is
+	// none. It returns the record after the call.
 	PollDeviceCode(ctx context.Context, hash []byte, now time.Time) (DeviceCode, error)
 	// DecideDeviceCode records the user's decision on the authorization
 	// with this user-code hash: if it is pending and unexpired at now, its

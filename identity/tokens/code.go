@@ -149,7 +149,7 @@ func (s *Service) issueFromCode(ctx context.Context, g Grant, fam *newFamily, jt
 	}
 	resp := &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer", Scope: strings.Join(g.Scopes, " ")}
 	if fam != nil {
-		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, store.FamilyBound{Keep: g.Client.Refresh.MaxPerUser, TokensLife: s.cfg.MaxAccessLifetime}); err != nil {
+		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, s.familyBound(g)); err != nil {
 			return nil, oauth.ServerError(err)
 		}
 		resp.RefreshToken = fam.token

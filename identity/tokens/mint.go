@@ -162,6 +162,14 @@ func (s *Service) mintAccess(g Grant, now time.Time) (access, *oauth.Error) {
 	return s.mintAccessID(g, jti, now)
 }
 
+// familyBound is the bound on g's user's families with g's client: an
+// access token issued from a family may be accepted for MaxAccessLifetime
+// after its last rotation, and the grace window's reissue of that
+// rotation may come up to Grace later.
+func (s *Service) familyBound(g Grant) store.FamilyBound {
+	return store.FamilyBound{Keep: g.Client.Refresh.MaxPerUser, TokensLife: s.cfg.MaxAccessLifetime + max(g.Client.Refresh.Grace, 0)}
+}
+
 // subjectIsClient refuses a user grant whose subject is a client's ID
 // (Config.IsClient); the log gets why, the client a server_error.
 func (s *Service) subjectIsClient(g Grant) *oauth.Error {
@@ -244,7 +252,7 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 	}
 	resp := &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer", Scope: strings.Join(g.Scopes, " ")}
 	if fam != nil {
-		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, store.FamilyBound{Keep: g.Client.Refresh.MaxPerUser, TokensLife: s.cfg.MaxAccessLifetime}); err != nil {
+		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, s.familyBound(g)); err != nil {
 			return nil, oauth.ServerError(err)
 		}
 		resp.RefreshToken = fam.token

@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"

@@ -199,21 +199,24 @@ func sortedFields(v url.Values) []field {
 // Post Response Mode): a form of params posted to action by its one inline
 // script, or by hand without JavaScript.
 func (p *Pages) FormPost(w http.ResponseWriter, r *http.Request, action string, params url.Values) {
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	p.formPost(w, r, "Signing in", "Signing you in…", action, "", []string{Origin(action)}, params)
+}
+
+// Repost renders a page that posts params to action, a path of ours, again,
+// as FormPost does: from our own page the post is same-site, so it carries
+// the SameSite=Lax cookies that a post from another site lacked.
+// formActions are the origins the post may be redirected to.
+func (p *Pages) Repost(w http.ResponseWriter, r *http.Request, action string, params url.Values, formActions ...string) {
+	p.formPost(w, r, "Signing out", "Signing you out…", action, "'self'", formActions, params)
+}
+
+func (p *Pages) formPost(w http.ResponseWriter, r *http.Request, title, heading, action, formSelf string, formActions []string,
+	params url.Values) {
 	d := struct {
-		Action string
-		Fields []field
-	}{Action: action}
-	for _, k := range names {
-		for _, v := range params[k] {
-			d.Fields = append(d.Fields, field{k, v})
-		}
-	}
-	p.render(w, r, http.StatusOK, "formpost.html", "Signing in", d, "", []string{Origin(action)}, true)
+		Heading, Action string
+		Fields          []field
+	}{Heading: heading, Action: action, Fields: sortedFields(params)}
+	p.render(w, r, http.StatusOK, "formpost.html", title, d, formSelf, formActions, true)
 }
 
 // render executes the template name with the page data and d under a fresh

@@ -120,7 +120,8 @@ func testDevicePoll(t *testing.T, s store.DeviceStore) {
 		if want <= store.MaxPollInterval {
 			lastWritten = at // the interval grew: the poll is recorded
 		}
-		read, _ := s.DeviceCode(ctx, capped.Hash)
+		read, err := s.DeviceCode(ctx, capped.Hash)
+		wantErr(t, "DeviceCode", err, nil)
 		// At the most interval, a fast poll writes nothing.
 		equal(t, "LastPolledAt after a fast poll", utc(t, "", read.LastPolledAt), lastWritten)
 	}
