@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 )
 
 // crossSitePost posts form to path as a relying party's page on another
@@ -97,4 +101,97 @@ func TestCodeOfEndedSessionRefused(t *testing.T) {
 	if tok := lf.exchange("spa", code, spaRedirect, verifier); tok.status != 200 {
 		t.Errorf("a code of a live session: %d %s", tok.status, tok.raw)
 	}
+}
+
+// raceStore is the fixture's store with hooks where a logout and a code
+// exchange of the same session can cross: after the logout lists the
+// session's families, and before the exchange stores its family.
+type raceStore struct {
+	*sqlite.Store
+	afterList    func()
+	beforeCreate func()
+}
+
+func (s *raceStore) SessionRefreshFamilies(ctx context.Context, sid string) ([]store.RefreshFamily, error) {
+	fams, err := s.Store.SessionRefreshFamilies(ctx, sid)
+	if hook := s.afterList; hook != nil {
+		s.afterList = nil
+		hook()
+	}
+	return fams, err
+}
+
+func (s *raceStore) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, bound store.FamilyBound) error {
+	if hook := s.beforeCreate; hook != nil {
+		s.beforeCreate = nil
+		hook()
+	}
+	return s.Store.CreateRefreshFamily(ctx, f, bound)
+}
+
+// raced is a logout fixture whose server runs on a raceStore.
+func raced(t *testing.T) (*logoutFixture, *raceStore) {
+	t.Helper()
+	lf := newLogoutFixture(t)
+	rs := &raceStore{Store: lf.st.(*sqlite.Store)}
+	srv, err := NewServer(t.Context(), lf.cfg, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	lf.srv = srv
+	return lf, rs
+}
+
+// A logout and a code exchange of its session that cross leave no
+// working refresh token, whichever way they cross: a logout that ends the
+// session while the exchange stores its family has the exchange revoke
+// what it issued, and a family stored after the logout first looked is
+// found when it looks again, after it ended the session.
+func TestLogoutCrossingCodeExchange(t *testing.T) {
+	t.Run("logout during the exchange", func(t *testing.T) {
+		lf, rs := raced(t)
+		code := lf.b.authorize(codeRequest("prompt", "none")).result(t, false).Get("code")
+		rs.beforeCreate = func() {
+			if res := lf.endSession(form("id_token_hint", lf.idToken)); res.status != 200 || lf.loggedIn() {
+				t.Errorf("logout: %d", res.status)
+			}
+		}
+		if tok := lf.exchange("spa", code, spaRedirect, verifier); tok.status != 400 || tok.str("error") != "invalid_grant" {
+			t.Errorf("an exchange whose session a logout ended meanwhile: %d %s", tok.status, tok.raw)
+		}
+		claims, _ := lf.parseToken(lf.idToken, "JWT")
+		fams, err := rs.SessionRefreshFamilies(t.Context(), claims["sid"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.RevokedAt.IsZero() {
+				t.Errorf("family %s of the logged-out session is live", f.ID)
+			}
+		}
+		if len(fams) < 2 {
+			t.Errorf("%d families of the session, want the fixture's and the exchange's", len(fams))
+		}
+	})
+	t.Run("exchange during the logout", func(t *testing.T) {
+		lf, rs := raced(t)
+		code := lf.b.authorize(codeRequest("prompt", "none")).result(t, false).Get("code")
+		var rt string
+		rs.afterList = func() {
+			tok := lf.exchange("spa", code, spaRedirect, verifier)
+			if rt = tok.str("refresh_token"); tok.status != 200 || rt == "" {
+				t.Errorf("the exchange before the session ended: %d %s", tok.status, tok.raw)
+			}
+		}
+		if res := lf.endSession(form("id_token_hint", lf.idToken)); res.status != 200 || lf.loggedIn() {
+			t.Fatalf("logout: %d", res.status)
+		}
+		if rt == "" {
+			t.Fatal("the exchange did not run")
+		}
+		if res := lf.refresh("spa", rt); res.status != 400 {
+			t.Errorf("the refresh token of a family stored after the logout first looked: %d %s", res.status, res.raw)
+		}
+	})
 }

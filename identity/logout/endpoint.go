@@ -292,6 +292,16 @@ func (e *Endpoint) logout(w http.ResponseWriter, r *http.Request, q *request, se
 		e.refuse(w, r, q, &failure{http.StatusInternalServerError, oauth.ErrServerError, msgServer, err})
 		return
 	}
+	// A code exchange that checked the session before it ended may have
+	// stored its family since the first look: look again (the exchange
+	// checks the session once more after it stores the family, so one of
+	// the two sees the other). The session has ended: a failure here is
+	// logged, not shown.
+	if more, err := e.revokeFamilies(ctx, sess); err != nil {
+		e.cfg.Logger.Error("revoking a logged-out session's refresh families", zap.String("sid", sess.ID), zap.Error(err))
+	} else {
+		revoked += more
+	}
 	initiator := ""
 	if q.client != nil {
 		initiator = q.client.ID

@@ -93,6 +93,24 @@ func (s *Service) ExchangeCode(ctx context.Context, c *clients.Client, code, red
 	if after, err := s.cfg.Codes.Code(ctx, hash); err == nil && !after.ReplayedAt.IsZero() {
 		return nil, s.revokeIssued(ctx, after, now)
 	}
+	// A logout that ended the code's session while the tokens were being
+	// issued may have looked for the session's families before this one
+	// was stored: check once more, now that it is (the logout looks again
+	// after it ends the session, so one of the two sees the other).
+	if fam != nil && rec.SessionID != "" && s.cfg.Sessions != nil {
+		switch ok, err := s.cfg.Sessions.SessionExists(ctx, rec.SessionID); {
+		case err != nil:
+			return nil, oauth.ServerError(err)
+		case !ok:
+			rec.FamilyID, rec.AccessTokenID = issue.FamilyID, issue.AccessTokenID
+			if err := s.revokeCodeTokens(ctx, rec, now); err != nil {
+				return nil, oauth.ServerError(err)
+			}
+			s.cfg.Audit.Info("tokens of a code revoked: its login session ended during the exchange", zap.String("client_id", rec.ClientID),
+				zap.String("sub", rec.Subject), zap.String("family_id", rec.FamilyID), zap.String("jti", rec.AccessTokenID))
+			return nil, errBadCode("the login session ended (a logout) during the exchange")
+		}
+	}
 	return resp, nil
 }
 
@@ -183,23 +201,31 @@ func (s *Service) codeReplayed(ctx context.Context, hash []byte, now time.Time) 
 // jti. A family not stored yet is revoked by its issuer's own check
 // (ExchangeCode reads the code again once it has stored it).
 func (s *Service) revokeIssued(ctx context.Context, rec store.AuthCode, now time.Time) *oauth.Error {
+	if err := s.revokeCodeTokens(ctx, rec, now); err != nil {
+		return oauth.ServerError(err)
+	}
+	s.cfg.Audit.Warn("authorization code replay detected", zap.String("client_id", rec.ClientID),
+		zap.String("sub", rec.Subject), zap.String("family_id", rec.FamilyID), zap.String("jti", rec.AccessTokenID))
+	return errBadCode("code used before: the tokens it issued are revoked")
+}
+
+// revokeCodeTokens revokes what the use of rec issued, its refresh family
+// and its access token, and has this instance's verifiers refuse them at
+// once (FamilyRevoked).
+func (s *Service) revokeCodeTokens(ctx context.Context, rec store.AuthCode, now time.Time) error {
 	if rec.FamilyID != "" {
 		err := s.cfg.Store.RevokeRefreshFamily(ctx, rec.FamilyID, now, s.revocationUntil(now))
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return oauth.ServerError(err)
+			return err
 		}
 	}
 	if rec.AccessTokenID != "" {
 		if err := s.cfg.Store.RevokeAccessToken(ctx, rec.AccessTokenID, s.revocationUntil(now), now); err != nil {
-			return oauth.ServerError(err)
+			return err
 		}
 	}
-	s.cfg.Audit.Warn("authorization code replay detected", zap.String("client_id", rec.ClientID),
-		zap.String("sub", rec.Subject), zap.String("family_id", rec.FamilyID), zap.String("jti", rec.AccessTokenID))
 	if s.cfg.FamilyRevoked != nil {
-		if err := s.cfg.FamilyRevoked(ctx, now); err != nil {
-			return oauth.ServerError(err)
-		}
+		return s.cfg.FamilyRevoked(ctx, now)
 	}
-	return errBadCode("code used before: the tokens it issued are revoked")
+	return nil
 }
