@@ -134,12 +134,7 @@ func raced(t *testing.T) (*logoutFixture, *raceStore) {
 	t.Helper()
 	lf := newLogoutFixture(t)
 	rs := &raceStore{Store: lf.st.(*sqlite.Store)}
-	srv, err := NewServer(t.Context(), lf.cfg, rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	lf.srv = srv
+	lf.serveOn(rs)
 	return lf, rs
 }
 

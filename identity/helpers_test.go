@@ -160,7 +160,14 @@ func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 // a config reload does.
 func (f *fixture) restart() {
 	f.t.Helper()
-	srv, err := NewServer(context.Background(), f.cfg, f.st)
+	f.serveOn(f.st)
+}
+
+// serveOn has a new server on st (the fixture's store, or a wrapper of
+// it) answer the fixture's requests from now on.
+func (f *fixture) serveOn(st store.Store) {
+	f.t.Helper()
+	srv, err := NewServer(context.Background(), f.cfg, st)
 	if err != nil {
 		f.t.Fatal(err)
 	}

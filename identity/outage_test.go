@@ -133,12 +133,7 @@ func newFlakyFixture(t *testing.T, outages bool) (*fixture, *flakyStore) {
 	if outages {
 		st = recordingOutages{flaky}
 	}
-	srv, err := NewServer(t.Context(), f.cfg, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	f.srv = srv
+	f.serveOn(st)
 	return f, flaky
 }
 
