@@ -357,20 +357,23 @@ func (s *Server) Close() error {
 }
 
 // checkSubjectsOfClients refuses a store holding a user whose subject
-// names a client (users.ClientNamed): such a user would be one principal
-// with the client to every resource. A user stored so while the server
-// runs gets no token (tokens.Config.IsClient) until the next start
+// names a client (users.ClientNamed, but for non-ASCII case: the store
+// folds ASCII alone): such a user would be one principal with the client
+// to every resource. A user stored so while the server runs gets no token
+// (tokens.Config.IsClient, which folds all case) until the next start
 // refuses it.
 func (s *Server) checkSubjectsOfClients(ctx context.Context) error {
 	ids := make([]string, len(s.cfg.Clients))
 	for i, c := range s.cfg.Clients {
 		ids[i] = c.ID
 	}
-	all, err := s.store.Users(ctx)
+	// The store finds those equal but for ASCII case; ClientNamed folds
+	// the rest as the mint-time check does.
+	found, err := s.store.UsersWithSubjects(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("reading the users: %w", err)
 	}
-	for _, u := range all {
+	for _, u := range found {
 		if id, ok := users.ClientNamed(u.Subject, ids); ok {
 			return fmt.Errorf("user %q has the subject %q, which names client %q (%w): give the client another ID",
 				u.Username, u.Subject, id, users.ErrSubjectNamesClient)

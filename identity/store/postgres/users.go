@@ -93,6 +93,47 @@ func (s *Store) Users(ctx context.Context) ([]store.User, error) {
 	return users, nil
 }
 
+// UsersWithSubjects returns the users whose subject equals one of
+// subjects without regard to ASCII case.
+func (s *Store) UsersWithSubjects(ctx context.Context, subjects []string) ([]store.User, error) {
+	if len(subjects) == 0 {
+		return nil, nil
+	}
+	lowered := make([]string, len(subjects))
+	for i, sub := range subjects {
+		lowered[i] = asciiLower(sub)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+userColumns+` FROM users WHERE lower(subject) = ANY($1)`, lowered)
+	if err != nil {
+		return nil, fmt.Errorf("finding users by subject: %w", err)
+	}
+	defer rows.Close()
+	var users []store.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, fmt.Errorf("finding users by subject: %w", err)
+		}
+		users = append(users, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("finding users by subject: %w", err)
+	}
+	return users, nil
+}
+
+// asciiLower is s with its ASCII letters in lower case, as SQL's lower()
+// folds them here.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
 // scanUser reads the userColumns of one row; store.ErrNotFound if there is
 // no row.
 func scanUser(row pgx.Row) (store.User, error) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,33 @@ var userCases = []testCase{
 	{"UpdateToTakenSubject", testUsersUpdateToTakenSubject},
 	{"List", testUsersList},
 	{"ReplacePasswordHash", testUsersReplacePasswordHash},
+	{"WithSubjects", testUsersWithSubjects},
+}
+
+// testUsersWithSubjects: the users whose subject is one of those asked,
+// ASCII case aside; no others.
+func testUsersWithSubjects(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	var want []string
+	for _, u := range []struct{ name, subject string }{{"a", "svc"}, {"b", "Other-Client"}, {"c", "svc-1"}, {"d", "Über"}} {
+		x := user(u.name)
+		x.Subject = u.subject
+		wantErr(t, "CreateUser "+u.name, s.CreateUser(ctx, x), nil)
+		if u.name == "a" || u.name == "b" || u.name == "d" {
+			want = append(want, u.name)
+		}
+	}
+	got, err := s.UsersWithSubjects(ctx, []string{"SVC", "other-client", "none", "Über"})
+	wantErr(t, "UsersWithSubjects", err, nil)
+	var names []string
+	for _, u := range got {
+		names = append(names, u.Username)
+	}
+	slices.Sort(names)
+	equal(t, "users with the subjects", names, want)
+	got, err = s.UsersWithSubjects(ctx, nil)
+	wantErr(t, "UsersWithSubjects of none", err, nil)
+	equal(t, "users with no subject asked", len(got), 0)
 }
 
 // testUsersReplacePasswordHash: the hash changes only while it is still
