@@ -323,3 +323,15 @@ type LegacySeeder interface {
 	// access tokens recorded for it.
 	SeedLegacyFamily(ctx context.Context, f RefreshFamily, tokens []RefreshToken, ats []IssuedAccessToken) error
 }
+
+// FoldASCII is s with its ASCII letters in lower case, as SQL's lower()
+// folds a subject in both stores (UsersWithSubjects).
+func FoldASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

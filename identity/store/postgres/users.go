@@ -78,16 +78,8 @@ func (s *Store) Users(ctx context.Context) ([]store.User, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing users: %w", err)
 	}
-	defer rows.Close()
-	var users []store.User
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing users: %w", err)
-		}
-		users = append(users, u)
-	}
-	if err := rows.Err(); err != nil {
+	users, err := collectUsers(rows)
+	if err != nil {
 		return nil, fmt.Errorf("listing users: %w", err)
 	}
 	return users, nil
@@ -101,37 +93,31 @@ func (s *Store) UsersWithSubjects(ctx context.Context, subjects []string) ([]sto
 	}
 	lowered := make([]string, len(subjects))
 	for i, sub := range subjects {
-		lowered[i] = asciiLower(sub)
+		lowered[i] = store.FoldASCII(sub)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+userColumns+` FROM users WHERE lower(subject) = ANY($1)`, lowered)
 	if err != nil {
 		return nil, fmt.Errorf("finding users by subject: %w", err)
 	}
-	defer rows.Close()
-	var users []store.User
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, fmt.Errorf("finding users by subject: %w", err)
-		}
-		users = append(users, u)
-	}
-	if err := rows.Err(); err != nil {
+	users, err := collectUsers(rows)
+	if err != nil {
 		return nil, fmt.Errorf("finding users by subject: %w", err)
 	}
 	return users, nil
 }
 
-// asciiLower is s with its ASCII letters in lower case, as SQL's lower()
-// folds them here.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
+// collectUsers reads the users of rows, and closes them.
+func collectUsers(rows pgx.Rows) ([]store.User, error) {
+	defer rows.Close()
+	var users []store.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, err
 		}
+		users = append(users, u)
 	}
-	return string(b)
+	return users, rows.Err()
 }
 
 // scanUser reads the userColumns of one row; store.ErrNotFound if there is
