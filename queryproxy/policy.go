@@ -173,22 +173,22 @@ func (p *Policy) CheckCatalog(cat sqlgen.Catalog) error {
 	for _, tp := range p.tables {
 		t, ok := cat.Table(tp.Table)
 		if !ok {
-			errs = append(errs, fmt.Errorf("table %q: not in the database", tp.Table))
+			errs = append(errs, fmt.Errorf("table %q: not in the database, or several tables have that name but for case and none exactly it", tp.Table))
 			continue
 		}
 		if tp.Owner != "" {
 			if _, ok := t.Column(tp.Owner); !ok {
-				errs = append(errs, fmt.Errorf("table %q: owner column %q not in the table", tp.Table, tp.Owner))
+				errs = append(errs, fmt.Errorf("table %q: owner column %q not in the table, or ambiguous (several columns have that name but for case)", tp.Table, tp.Owner))
 			}
 		}
 		for _, h := range tp.Hidden {
 			if _, ok := t.Column(h); !ok {
-				errs = append(errs, fmt.Errorf("table %q: hidden column %q not in the table", tp.Table, h))
+				errs = append(errs, fmt.Errorf("table %q: hidden column %q not in the table, or ambiguous (several columns have that name but for case)", tp.Table, h))
 			}
 		}
 		for _, r := range tp.ReadOnly {
 			if _, ok := t.Column(r); !ok {
-				errs = append(errs, fmt.Errorf("table %q: read-only column %q not in the table", tp.Table, r))
+				errs = append(errs, fmt.Errorf("table %q: read-only column %q not in the table, or ambiguous (several columns have that name but for case)", tp.Table, r))
 			}
 		}
 	}
@@ -227,8 +227,14 @@ type plan struct {
 func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ownerRewrite bool) (*plan, *Error) {
 	name := stmt.TableName()
 	tp, named := p.table(name)
-	t, exists := cat.Table(name)
-	if !named || !exists {
+	if !named {
+		return nil, errUnknownTable(name)
+	}
+	// The table is the one the policy names, as it spells it: a schema
+	// may hold tables whose names differ in case alone (PostgreSQL), and
+	// the one the caller's spelling would find first is not the policy's.
+	t, exists := cat.Table(tp.Table)
+	if !exists {
 		return nil, errUnknownTable(name)
 	}
 	_, write := stmt.(*iql.Select)
@@ -242,7 +248,7 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ow
 		return nil, errForbidden(fmt.Sprintf("writing table %s needs one of the scopes %s", t.Name, strings.Join(tp.Write, ", ")))
 	}
 	if write {
-		if e := tp.checkReadOnly(stmt); e != nil {
+		if e := tp.checkReadOnly(stmt, t); e != nil {
 			return nil, e
 		}
 	}
@@ -273,7 +279,7 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ow
 
 // checkReadOnly refuses (403) a write that names a ReadOnly column: in
 // SET, or an insert's columns.
-func (tp *TablePolicy) checkReadOnly(stmt iql.Statement) *Error {
+func (tp *TablePolicy) checkReadOnly(stmt iql.Statement, t sqlgen.Table) *Error {
 	var cols []string
 	switch s := stmt.(type) {
 	case *iql.Update:
@@ -286,6 +292,9 @@ func (tp *TablePolicy) checkReadOnly(stmt iql.Statement) *Error {
 	for _, c := range cols {
 		if slices.ContainsFunc(tp.ReadOnly, func(r string) bool { return sqlgen.EqualFold(r, c) }) {
 			return errForbidden(fmt.Sprintf("column %s is read-only: the database assigns it", c))
+		}
+		if col, ok := t.Column(c); ok && col.Generated {
+			return errForbidden(fmt.Sprintf("column %s is read-only: the database computes it", c))
 		}
 	}
 	return nil

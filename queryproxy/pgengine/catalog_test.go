@@ -60,7 +60,9 @@ func TestCatalog(t *testing.T) {
 		t.Fatalf("tables %s", got)
 	}
 	order, _ := cat.Table("order")
-	want := []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer}, {Name: "Price", Type: sqlgen.Decimal}, {Name: "Total", Type: sqlgen.Decimal}}
+	// OrderId is an identity always assigned and Total a generated column: never written.
+	want := []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer, Generated: true}, {Name: "Price", Type: sqlgen.Decimal},
+		{Name: "Total", Type: sqlgen.Decimal, Generated: true}}
 	if !equal(order.Columns, want) {
 		t.Fatalf("Order columns %v, want %v", order.Columns, want)
 	}

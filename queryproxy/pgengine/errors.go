@@ -56,6 +56,10 @@ func sqlstateKind(code string) error {
 		return queryproxy.ErrConstraint
 	case strings.HasPrefix(code, "22"): // data exception: a bound value the column's type refuses
 		return queryproxy.ErrInvalidValue
+	case code == "42804", // datatype_mismatch: an order or pattern on a column of a type with no collation
+		code == "42883", // undefined_function: an operator the column's type lacks (= on json)
+		code == "428C9": // generated_always: a column the catalog did not show as generated
+		return queryproxy.ErrInvalidValue
 	case code == "57014": // query_canceled, with no context ended: statement_timeout
 		return queryproxy.ErrTimeout
 	case strings.HasPrefix(code, "08"), // connection exception

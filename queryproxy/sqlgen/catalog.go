@@ -17,6 +17,9 @@ const (
 type Column struct {
 	Name string
 	Type Type
+	// Generated is true for a column the database computes (a generated column, an
+	// identity column that is always assigned): never written.
+	Generated bool
 }
 
 // Table is one table of the catalog, named exactly as the engine reports it.
@@ -25,13 +28,14 @@ type Table struct {
 	Columns []Column
 }
 
-// Column finds a column by name, ignoring case (ASCII only, as the upstream's .NET router
-// does for route segments). The boolean is false when the table has no such column.
+// Column finds a column by name: the one spelled exactly so, else the one spelled so
+// ignoring case (ASCII only, as the upstream's .NET router does for route segments). The
+// boolean is false when the table has no such column, or several that differ in case
+// alone and none spelled exactly so (PostgreSQL's quoted names may): an ambiguous name
+// resolves to none, never to whichever comes first.
 func (t Table) Column(name string) (Column, bool) {
-	for _, c := range t.Columns {
-		if EqualFold(c.Name, name) {
-			return c, true
-		}
+	if i := find(len(t.Columns), func(i int) string { return t.Columns[i].Name }, name); i >= 0 {
+		return t.Columns[i], true
 	}
 	return Column{}, false
 }
@@ -42,14 +46,32 @@ type Catalog struct {
 	Tables []Table
 }
 
-// Table finds a table by name, ignoring case. The boolean is false when there is none.
+// Table finds a table by name as Table.Column finds a column: spelled exactly so, else
+// the only one spelled so ignoring case. The boolean is false when there is none, or an
+// ambiguous name.
 func (c Catalog) Table(name string) (Table, bool) {
-	for _, t := range c.Tables {
-		if EqualFold(t.Name, name) {
-			return t, true
-		}
+	if i := find(len(c.Tables), func(i int) string { return c.Tables[i].Name }, name); i >= 0 {
+		return c.Tables[i], true
 	}
 	return Table{}, false
+}
+
+// find is the index, among the n names that name(i) gives, of the one spelled exactly
+// as want, else of the only one equal to it ignoring ASCII case; -1 when there is none
+// or several (and none exact).
+func find(n int, name func(int) string, want string) int {
+	folded := -1
+	for i := range n {
+		switch got := name(i); {
+		case got == want:
+			return i
+		case EqualFold(got, want) && folded == -1:
+			folded = i
+		case EqualFold(got, want):
+			folded = -2 // several
+		}
+	}
+	return max(folded, -1)
 }
 
 // Statement is SQL text with its bind arguments, ready for database/sql or pgx.

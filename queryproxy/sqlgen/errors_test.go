@@ -73,7 +73,7 @@ func TestDuplicateColumns(t *testing.T) {
 		t.Fatal("duplicate select columns accepted")
 	}
 	// A catalog with two spellings of one name resolves both to the first.
-	cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{"a", String}}}}}
+	cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{Name: "a", Type: String}}}}}
 	ins := &iql.Insert{Table: "T", Columns: []string{"a"}, Rows: [][]iql.Literal{{iql.NullLiteral()}}}
 	if _, err := Generate(SQLite, cat, ins, Options{Owner: &Owner{Column: "A", Value: "u"}}); err == nil {
 		t.Fatal("insert naming the owner column in another case accepted")
@@ -99,7 +99,7 @@ func TestGenerateCallerErrors(t *testing.T) {
 			return err
 		},
 		"unquotable catalog name": func() error {
-			cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{"a\x00", String}}}}}
+			cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{Name: "a\x00", Type: String}}}}}
 			_, err := Generate(SQLite, cat, mustParse(t, "select * from T"), Options{})
 			return err
 		},
@@ -141,7 +141,7 @@ func TestTooManyArgs(t *testing.T) {
 func TestQuotedCatalogNames(t *testing.T) {
 	// IQL cannot write such a name (identifiers are bare), but a catalog may hold one and
 	// "*" writes it out, so it must be quoted correctly: inner " doubled.
-	cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{`co"l`, String}, {`x""`, String}}}}}
+	cat := Catalog{Tables: []Table{{Name: "T", Columns: []Column{{Name: `co"l`, Type: String}, {Name: `x""`, Type: String}}}}}
 	got, err := Generate(PostgreSQL, cat, &iql.Select{Table: "t"}, Options{})
 	if err != nil || got.SQL != `SELECT "co""l", "x""""" FROM "T"` {
 		t.Fatalf("got %q, %v", got.SQL, err)
@@ -161,7 +161,7 @@ func TestResultColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Column{{"Price", Decimal}, {"Code", String}}
+	want := []Column{{Name: "Price", Type: Decimal}, {Name: "Code", Type: String}}
 	if !reflect.DeepEqual(got.Columns, want) {
 		t.Fatalf("Columns = %v, want %v", got.Columns, want)
 	}

@@ -134,7 +134,7 @@ func readTables(ctx context.Context, tx *sql.Tx) (sqlgen.Catalog, error) {
 // readColumns reads the columns of one table.
 func readColumns(ctx context.Context, tx *sql.Tx, table string) ([]sqlgen.Column, error) {
 	// hidden: 0 a normal column, 1 hidden (of a virtual table), 2 and 3 generated.
-	rows, err := tx.QueryContext(ctx, `SELECT name, type FROM pragma_table_xinfo(?)
+	rows, err := tx.QueryContext(ctx, `SELECT name, type, hidden IN (2, 3) FROM pragma_table_xinfo(?)
 		WHERE hidden <> 1 ORDER BY cid`, table)
 	if err != nil {
 		return nil, err
@@ -143,10 +143,11 @@ func readColumns(ctx context.Context, tx *sql.Tx, table string) ([]sqlgen.Column
 	var cols []sqlgen.Column
 	for rows.Next() {
 		var name, decl string
-		if err := rows.Scan(&name, &decl); err != nil {
+		var generated bool
+		if err := rows.Scan(&name, &decl, &generated); err != nil {
 			return nil, err
 		}
-		cols = append(cols, sqlgen.Column{Name: name, Type: columnType(decl)})
+		cols = append(cols, sqlgen.Column{Name: name, Type: columnType(decl), Generated: generated})
 	}
 	return cols, rows.Err()
 }

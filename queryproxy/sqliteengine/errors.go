@@ -18,6 +18,7 @@ const (
 	sqliteLocked     = sqlite3.SQLITE_LOCKED
 	sqliteCantOpen   = sqlite3.SQLITE_CANTOPEN
 	sqliteConstraint = sqlite3.SQLITE_CONSTRAINT
+	sqliteMismatch   = sqlite3.SQLITE_MISMATCH
 )
 
 // classify wraps err, the error of a statement run under limited (the statement's time
@@ -43,6 +44,8 @@ func classify(parent, limited context.Context, err error) error {
 		switch sqliteCode(err) & 0xff {
 		case sqliteConstraint:
 			kind = queryproxy.ErrConstraint
+		case sqliteMismatch: // a value an INTEGER PRIMARY KEY refuses
+			kind = queryproxy.ErrInvalidValue
 		case sqliteBusy, sqliteLocked, sqliteCantOpen:
 			kind = queryproxy.ErrUnavailable
 		}
