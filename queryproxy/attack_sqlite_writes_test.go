@@ -13,10 +13,10 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqliteengine"
 )
 
-// attack2Notes is a per-user table with a client-chosen INTEGER PRIMARY KEY (SQLite's
+// notesSchema is a per-user table with a client-chosen INTEGER PRIMARY KEY (SQLite's
 // rowid alias, which takes integers only) and a generated column; writable by any
 // signed-in "attackerN" (the market scope).
-const attack2Notes = `
+const notesSchema = `
 CREATE TABLE Note (
 	Id    INTEGER PRIMARY KEY,
 	Owner TEXT NOT NULL,
@@ -25,17 +25,17 @@ CREATE TABLE Note (
 );
 INSERT INTO Note (Id, Owner, Body) VALUES (1, 'attacker1', 'mine'), (2, 'attacker2', 'theirs');`
 
-var attack2NotesPolicy = []queryproxy.TablePolicy{
+var notesPolicy = []queryproxy.TablePolicy{
 	{Table: "Note", Read: []string{"Service/Market"}, Write: []string{"Service/Market"}, Owner: "Owner"},
 }
 
-func attack2JSONError(body string) bool {
+func notesJSONError(body string) bool {
 	var v struct{ Error *struct{ Code string } }
 	return json.Unmarshal([]byte(body), &v) == nil && v.Error != nil && v.Error.Code != ""
 }
 
-// attack2Unchanged checks that attacker1 still sees exactly its one row.
-func attack2Unchanged(t *testing.T, s *testService) {
+// notesUnchanged checks that attacker1 still sees exactly its one row.
+func notesUnchanged(t *testing.T, s *testService) {
 	t.Helper()
 	r := s.query(t, "attacker1", `select Id, Body from Note`)
 	if r.status != 200 || !strings.HasSuffix(strings.TrimSpace(r.body), `"Rows":[[1,"mine"]]}`) {
@@ -53,7 +53,7 @@ func attack2Unchanged(t *testing.T, s *testService) {
 // at error level, once per request (the error log and 5xx metrics are the caller's to
 // flood).
 func TestSQLiteKeyTypeMismatchIs400(t *testing.T) {
-	s := attackService(t, sqliteengine.Config{}, attack2Notes, attack2NotesPolicy, nil)
+	s := attackService(t, sqliteengine.Config{}, notesSchema, notesPolicy, nil)
 	for _, tr := range []struct{ path, ct, body string }{
 		{"/query", textPlain, `insert into Note (Id, Body) values ('abc', 'x')`},
 		{"/query", textPlain, `insert into Note (Id, Body) values (1.5, 'x')`},
@@ -61,11 +61,11 @@ func TestSQLiteKeyTypeMismatchIs400(t *testing.T) {
 		{"/query/Note/insert", appJSON, `{"Id":"abc","Body":"x"}`},
 	} {
 		st, body, _ := timedPost(t, s.srv.URL+tr.path, "attacker1", tr.ct, tr.body, 10*time.Second)
-		if st != 400 || !attack2JSONError(body) {
+		if st != 400 || !notesJSONError(body) {
 			t.Errorf("%s %s: %d %s, want 400", tr.path, tr.body, st, body)
 		}
 	}
-	attack2Unchanged(t, s)
+	notesUnchanged(t, s)
 }
 
 // TestSQLiteGeneratedColumnWriteRefused: a generated column cannot be written;
@@ -76,16 +76,16 @@ func TestSQLiteKeyTypeMismatchIs400(t *testing.T) {
 // ordinary ones, and SQLite's "cannot INSERT into generated column" / "cannot UPDATE
 // generated column" (SQLITE_ERROR) is unclassified: 500 internal_error.
 func TestSQLiteGeneratedColumnWriteRefused(t *testing.T) {
-	s := attackService(t, sqliteengine.Config{}, attack2Notes, attack2NotesPolicy, nil)
+	s := attackService(t, sqliteengine.Config{}, notesSchema, notesPolicy, nil)
 	for _, tr := range []struct{ path, ct, body string }{
 		{"/query", textPlain, `insert into Note (Body, Len) values ('x', 5)`},
 		{"/query", textPlain, `update Note set Len = 3 where Id = 1`},
 		{"/query/Note/insert", appJSON, `{"Body":"x","Len":5}`},
 	} {
 		st, body, _ := timedPost(t, s.srv.URL+tr.path, "attacker1", tr.ct, tr.body, 10*time.Second)
-		if st < 400 || st >= 500 || !attack2JSONError(body) {
+		if st < 400 || st >= 500 || !notesJSONError(body) {
 			t.Errorf("%s %s: %d %s, want a 4xx query error", tr.path, tr.body, st, body)
 		}
 	}
-	attack2Unchanged(t, s)
+	notesUnchanged(t, s)
 }
