@@ -199,7 +199,13 @@ func (p *Policy) CheckCatalog(cat sqlgen.Catalog) error {
 func (p *Policy) readable(cat sqlgen.Catalog, c *Caller) []string {
 	var names []string
 	for _, t := range cat.Tables {
-		if tp, ok := p.table(t.Name); ok && c.holdsAny(tp.Read) {
+		tp, ok := p.table(t.Name)
+		if !ok || !c.holdsAny(tp.Read) {
+			continue
+		}
+		// Only the table the policy means (authorize): not another whose
+		// name differs from it in case alone.
+		if rt, ok := cat.Table(tp.Table); ok && rt.Name == t.Name {
 			names = append(names, t.Name)
 		}
 	}

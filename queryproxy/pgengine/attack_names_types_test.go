@@ -76,6 +76,11 @@ func TestPostgresCaseVariantTableNotConfused(t *testing.T) {
 			t.Errorf("%s: %d %s: read the table \"Orders\", which the policy does not list", stmt, st, body)
 		}
 	}
+	// The catalogue lists the table the policy means, not its case variant.
+	st, body, _ := postQuery(srv, "alice", `select * from CatalogueTable`, 10*time.Second)
+	if st != 200 || !strings.Contains(body, `"orders"`) || strings.Contains(body, `"Orders"`) {
+		t.Errorf("the catalogue: %d %s, want orders alone", st, body)
+	}
 }
 
 // TestPostgresOwnerColumnNotConfused: a per-user table whose owner column is
