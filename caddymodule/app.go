@@ -175,12 +175,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if users, err = identityusers.LoadFile(a.UsersFile); err != nil {
 			return err
 		}
-		ids := make([]string, len(a.Clients))
-		for i, c := range a.Clients {
-			ids[i] = c.ID
-		}
 		for _, u := range users {
-			if id, ok := identityusers.ClientNamed(u.Subject, ids); ok {
+			if id, ok := identityusers.ClientNamed(u.Subject, a.ClientIDs()); ok {
 				return fmt.Errorf("users file %q: user %q has the subject %q, which names client %q (%w): give the user another subject",
 					a.UsersFile, u.Username, u.Subject, id, identityusers.ErrSubjectNamesClient)
 			}
@@ -211,6 +207,15 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.registry = reg
 	return nil
+}
+
+// ClientIDs are the IDs of the app's clients, in the config's order.
+func (a *App) ClientIDs() []string {
+	ids := make([]string, len(a.Clients))
+	for i, c := range a.Clients {
+		ids[i] = c.ID
+	}
+	return ids
 }
 
 // startServer seeds the users of the users file and builds the identity

@@ -69,7 +69,11 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("configuring clients: %w", err)
 	}
-	if err := s.checkSubjectsOfClients(ctx); err != nil {
+	clientIDs := make([]string, len(cfg.Clients))
+	for i, c := range cfg.Clients {
+		clientIDs[i] = c.ID
+	}
+	if err := s.checkSubjectsOfClients(ctx, clientIDs); err != nil {
 		return nil, err
 	}
 	if s.discovery, err = json.Marshal(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
@@ -86,10 +90,6 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	refreshSecret, err := loadSecret(ctx, st, tokens.RefreshSecretName, cfg.Keys.EncryptionKey)
 	if err != nil {
 		return nil, fmt.Errorf("loading refresh-token secret: %w", err)
-	}
-	clientIDs := make([]string, len(cfg.Clients))
-	for i, c := range cfg.Clients {
-		clientIDs[i] = c.ID
 	}
 	tcfg := tokens.Config{
 		Issuer: cfg.Issuer, Audience: cfg.Audience, IDTokenLifetime: cfg.IDTokenLifetime,
@@ -362,11 +362,7 @@ func (s *Server) Close() error {
 // to every resource. A user stored so while the server runs gets no token
 // (tokens.Config.IsClient, which folds all case) until the next start
 // refuses it.
-func (s *Server) checkSubjectsOfClients(ctx context.Context) error {
-	ids := make([]string, len(s.cfg.Clients))
-	for i, c := range s.cfg.Clients {
-		ids[i] = c.ID
-	}
+func (s *Server) checkSubjectsOfClients(ctx context.Context, ids []string) error {
 	// The store finds those equal but for ASCII case; ClientNamed folds
 	// the rest as the mint-time check does.
 	found, err := s.store.UsersWithSubjects(ctx, ids)

@@ -104,11 +104,7 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]string, len(app.Clients))
-	for i, c := range app.Clients {
-		ids[i] = c.ID
-	}
-	if id, ok := users.ClientNamed(u.Subject, ids); ok {
+	if id, ok := users.ClientNamed(u.Subject, app.ClientIDs()); ok {
 		return fmt.Errorf("adding user %q: the subject %q names client %q of the config (%w): choose another subject",
 			u.Username, u.Subject, id, users.ErrSubjectNamesClient)
 	}

@@ -97,11 +97,11 @@ func (s *Service) ExchangeCode(ctx context.Context, c *clients.Client, code, red
 	// issued may have looked for the session's families before this one
 	// was stored: check once more, now that it is (the logout looks again
 	// after it ends the session, so one of the two sees the other).
-	if fam != nil && rec.SessionID != "" && s.cfg.Sessions != nil {
-		switch ok, err := s.cfg.Sessions.SessionExists(ctx, rec.SessionID); {
-		case err != nil:
-			return nil, oauth.ServerError(err)
-		case !ok:
+	if fam != nil {
+		switch ended, perr := s.sessionEnded(ctx, rec); {
+		case perr != nil:
+			return nil, perr
+		case ended:
 			rec.FamilyID, rec.AccessTokenID = issue.FamilyID, issue.AccessTokenID
 			if err := s.revokeCodeTokens(ctx, rec, now); err != nil {
 				return nil, oauth.ServerError(err)
@@ -143,19 +143,31 @@ func (s *Service) codeGrant(ctx context.Context, c *clients.Client, rec store.Au
 	case user.Disabled:
 		return Grant{}, errBadCode("user disabled")
 	}
-	if rec.SessionID != "" && s.cfg.Sessions != nil {
-		switch ok, err := s.cfg.Sessions.SessionExists(ctx, rec.SessionID); {
-		case err != nil:
-			return Grant{}, oauth.ServerError(err)
-		case !ok:
-			return Grant{}, errBadCode("the login session ended (a logout) after the code was issued")
-		}
+	switch ended, perr := s.sessionEnded(ctx, rec); {
+	case perr != nil:
+		return Grant{}, perr
+	case ended:
+		return Grant{}, errBadCode("the login session ended (a logout) after the code was issued")
 	}
 	scopes := oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes)
 	return Grant{
 		Client: c, User: &user, Subject: rec.Subject, Scopes: scopes, AuthTime: rec.AuthTime,
 		Type: oauth.GrantAuthorizationCode, Nonce: rec.Nonce, SessionID: rec.SessionID,
 	}, nil
+}
+
+// sessionEnded reports whether the login session rec was issued in has
+// ended (a logout deleted it); false for a code of no session, or without
+// Config.Sessions.
+func (s *Service) sessionEnded(ctx context.Context, rec store.AuthCode) (bool, *oauth.Error) {
+	if rec.SessionID == "" || s.cfg.Sessions == nil {
+		return false, nil
+	}
+	ok, err := s.cfg.Sessions.SessionExists(ctx, rec.SessionID)
+	if err != nil {
+		return false, oauth.ServerError(err)
+	}
+	return !ok, nil
 }
 
 // issueFromCode mints the tokens of a used code: the refresh family fam
