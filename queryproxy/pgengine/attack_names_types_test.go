@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,49 +112,92 @@ func TestPostgresOwnerColumnNotConfused(t *testing.T) {
 	}
 }
 
-// TestPostgresNonTextColumnsNo500: columns the engine reports as String whose
-// PostgreSQL type is not text (uuid, an enum, json, inet, interval, an array -- README:
-// "any other type ... String") take every String operator the language offers, so a
-// statement using one must be answered 200 or 4xx with a JSON error, never 500. Sent as a
-// parallel burst by several users.
+// TestPostgresNonTextColumns: columns the engine reports as String whose PostgreSQL
+// type is not text (uuid, an enum, json, an array, interval, inet, "char"; README: "any
+// other type ... String") take every String operator the language offers, and follow the
+// comparison rules on the text a result shows: ordered and matched byte-wise, equal when
+// the text is. uuid is compared as itself (its order is its text's), so a value that is
+// not a uuid is a 400. Sent as a parallel burst by several users.
 //
-// Before its fix: sqlgen writes COLLATE "C" for ordering and patterns on every String column,
-// which PostgreSQL refuses on a type that has no collation (42804), and = on json has no
-// operator (42883); the engine does not classify either, so any reader of such a table
-// gets 500 internal_error, logged at error level, once per request.
-func TestPostgresNonTextColumnsNo500(t *testing.T) {
+// Before its first fix: sqlgen wrote COLLATE "C" for ordering and patterns on every
+// String column, which PostgreSQL refuses on a type that has no collation (42804), and =
+// on json has no operator (42883); the engine classified neither, so any reader of such
+// a table got 500 internal_error, logged at error level, once per request. After it, they
+// were 400s: refused, where a text column would have answered.
+func TestPostgresNonTextColumns(t *testing.T) {
+	const (
+		one   = "11111111-1111-1111-1111-111111111111"
+		two   = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+		three = "0fffffff-ffff-ffff-ffff-ffffffffffff"
+	)
+	// The enum's declared order (sad before happy) and inet's (.9 before .10) are not
+	// their text's; '1' is an interval (one second) but no row's text is below it.
 	srv, checkErr := namesService(t, `
-		CREATE TYPE mood AS ENUM ('happy', 'sad');
-		CREATE TABLE "Doc" ("Id" uuid PRIMARY KEY, "Mood" mood, "Meta" json, "Tags" text[], "Span" interval, "Addr" inet);
-		INSERT INTO "Doc" VALUES ('11111111-1111-1111-1111-111111111111', 'happy', '{"a":1}', '{x,y}', '1 day', '10.0.0.1');`,
+		CREATE TYPE mood AS ENUM ('sad', 'happy');
+		CREATE TABLE "Doc" ("Id" uuid PRIMARY KEY, "Mood" mood, "Meta" json, "Tags" text[], "Span" interval,
+			"Addr" inet, "Grade" "char");
+		INSERT INTO "Doc" VALUES
+			('`+one+`', 'happy', '{"a":1}', '{x,y}', '1 day', '10.0.0.9', 'a'),
+			('`+two+`', 'sad', '{"b": 2}', '{Z}', '02:00:00', '10.0.0.10', 'B'),
+			('`+three+`', NULL, NULL, NULL, NULL, NULL, NULL);`,
 		[]queryproxy.TablePolicy{{Table: "Doc", Read: []string{"S"}}})
 	if checkErr != nil {
 		t.Fatal(checkErr)
 	}
-	stmts := []string{
-		`select Id from Doc where Id BEGINS '1111'`,
-		`select Id from Doc order by Id`,
-		`select Id from Doc where Id > '0'`,
-		`select Id from Doc order by Mood desc`,
-		`select Id from Doc where Mood BETWEEN 'a' AND 'z'`,
-		`select Id from Doc where Meta = '{}'`,
-		`select Id from Doc where Meta IN ['{}', '1']`,
-		`select Id from Doc where Tags CONTAINS 'x'`,
-		`select Id from Doc where Span > '1 hour'`,
-		`select Id from Doc order by Addr`,
-		`select Id from Doc where Addr LIKE '10.*'`,
+	tests := []struct {
+		stmt string
+		want []string // the Ids, in order; nil: a 400 query error
+	}{
+		{`select Id from Doc where Id BEGINS '1111'`, []string{one}},
+		{`select Id from Doc where Id CONTAINS '-9C0B-'`, []string{}},
+		{`select Id from Doc where Id LIKE '*-9c0b-*'`, []string{two}},
+		{`select Id from Doc order by Id`, []string{three, one, two}},
+		{`select Id from Doc order by Id desc`, []string{two, one, three}},
+		{`select Id from Doc where Id > '` + one + `'`, []string{two}},
+		{`select Id from Doc where Id BETWEEN '` + three + `' AND '` + one + `' order by Id`, []string{three, one}},
+		{`select Id from Doc where Id = '` + strings.ToUpper(two) + `'`, []string{two}},
+		{`select Id from Doc where Id IN ['` + one + `', '` + three + `'] order by Id`, []string{three, one}},
+		{`select Id from Doc where Id = 'not-a-uuid'`, nil},
+		{`select Id from Doc order by Mood desc`, []string{three, two, one}},
+		{`select Id from Doc where Mood BETWEEN 'a' AND 'r'`, []string{one}},
+		{`select Id from Doc where Mood = 'angry'`, []string{}},
+		{`select Id from Doc where Meta = '{"b": 2}'`, []string{two}},
+		{`select Id from Doc where Meta = '{"b":2}'`, []string{}},
+		{`select Id from Doc where Meta IN ['{}', '{"a":1}']`, []string{one}},
+		{`select Id from Doc where Meta CONTAINS '"a"'`, []string{one}},
+		{`select Id from Doc where Tags CONTAINS 'x'`, []string{one}},
+		{`select Id from Doc where Tags = '{Z}'`, []string{two}},
+		{`select Id from Doc where Span < '1'`, []string{two}},
+		{`select Id from Doc where Span = '24:00:00'`, []string{}},
+		{`select Id from Doc order by Addr`, []string{two, one, three}},
+		{`select Id from Doc where Addr LIKE '10.*' order by Addr desc`, []string{one, two}},
+		{`select Id from Doc where Addr >= '10.0.0.2'`, []string{one}},
+		{`select Id from Doc order by Grade`, []string{two, one, three}},
+		{`select Id from Doc where Grade = 'b'`, []string{}},
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for i, stmt := range stmts {
+	for i, tt := range tests {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, body, _ := postQuery(srv, "user"+string(rune('a'+i)), stmt, 10*time.Second)
-			if st >= 500 || (st != 200 && !isJSONError(body)) {
-				mu.Lock()
-				t.Errorf("%s: %d %s, want 200 or a 4xx query error", stmt, st, body)
-				mu.Unlock()
+			st, body, _ := postQuery(srv, "user"+string(rune('a'+i)), tt.stmt, 10*time.Second)
+			if tt.want == nil {
+				if st != http.StatusBadRequest || !isJSONError(body) {
+					t.Errorf("%s: %d %s, want a 400 query error", tt.stmt, st, body)
+				}
+				return
+			}
+			var res struct{ Rows [][]string }
+			if st != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil {
+				t.Errorf("%s: %d %s, want 200 with Ids %v", tt.stmt, st, body, tt.want)
+				return
+			}
+			got := []string{}
+			for _, r := range res.Rows {
+				got = append(got, r[0])
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("%s: Ids %v, want %v", tt.stmt, got, tt.want)
 			}
 		}()
 	}

@@ -137,7 +137,11 @@ func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (*catal
 			cat.Tables = append(cat.Tables, sqlgen.Table{Name: table})
 		}
 		t := &cat.Tables[len(cat.Tables)-1]
-		t.Columns = append(t.Columns, sqlgen.Column{Name: column, Type: columnType(typ), Generated: gen})
+		col := sqlgen.Column{Name: column, Type: columnType(typ), Generated: gen}
+		if col.Type == sqlgen.String {
+			col.Text = textKind(typ)
+		}
+		t.Columns = append(t.Columns, col)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -69,6 +69,10 @@
 //	anything else (uuid, json, jsonb, arrays,     -> String, the server's text of the value
 //	enums, interval, money, inet, ...)
 //
+// A String column is compared by sqlgen's comparison rules whatever its type (textKind
+// gives sqlgen.Column.Text): text types as themselves, uuid as itself but in a pattern,
+// any other type as its text ("c"::text).
+//
 // Values come back as follows (rows.go). numeric is read in PostgreSQL's text format and
 // returned as a queryproxy.Decimal holding every digit the server printed: a numeric(12,4)
 // 37.48 is "37.4800", and the result writer prints it as the JSON number 37.4800; it never

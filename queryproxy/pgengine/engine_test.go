@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,10 +101,16 @@ func testQueryValues(t *testing.T, mode string) {
 	if !equal(cols, want) {
 		t.Errorf("columns\n%v\nwant\n%v", cols, want)
 	}
-	// The catalog reports the same types.
+	// The catalog reports the same types, and how sqlgen compares the String columns
+	// whose type is not text.
 	cat, _ := e.Catalog(context.Background())
-	if security, _ := cat.Table("Security"); !equal(security.Columns, want) {
-		t.Errorf("catalog columns\n%v\nwant\n%v", security.Columns, want)
+	wantCat := slices.Clone(want)
+	wantCat[16].Text = sqlgen.TextUUID
+	for i := 17; i <= 19; i++ {
+		wantCat[i].Text = sqlgen.TextCast
+	}
+	if security, _ := cat.Table("Security"); !equal(security.Columns, wantCat) {
+		t.Errorf("catalog columns\n%v\nwant\n%v", security.Columns, wantCat)
 	}
 	updated := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 	wantRows := [][]any{

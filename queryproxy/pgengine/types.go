@@ -28,6 +28,19 @@ func columnType(oid uint32) sqlgen.Type {
 	return sqlgen.String
 }
 
+// textKind is how sqlgen compares a column of the PostgreSQL type oid that columnType
+// reports as String: a text type as itself, uuid as itself but for patterns, any other
+// type as its text (sqlgen.Text).
+func textKind(oid uint32) sqlgen.Text {
+	switch oid {
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID:
+		return sqlgen.TextType
+	case pgtype.UUIDOID:
+		return sqlgen.TextUUID
+	}
+	return sqlgen.TextCast
+}
+
 // resultFormats asks the server for the binary format of the types whose binary form pgx
 // decodes exactly and cheaply; every type not listed comes in the text format, as
 // PostgreSQL prints it: numeric with all its digits ("37.4800"), float4 as the shortest

@@ -20,7 +20,31 @@ type Column struct {
 	// Generated is true for a column the database computes (a generated column, an
 	// identity column that is always assigned): never written.
 	Generated bool
+	// Text is how PostgreSQL compares the column's values when Type is String (see the
+	// package doc); SQLite ignores it. The zero value is a text type's.
+	Text Text
 }
+
+// Text is how sqlgen compares the values of a String column on PostgreSQL, where the
+// column's type decides which comparisons it has: a text type's are its own, under
+// COLLATE "C" where text is ordered; most others have none by their text.
+type Text uint8
+
+const (
+	// TextType is text, varchar, char(n) and name: the column itself, with COLLATE "C"
+	// where text is ordered or matched.
+	TextType Text = iota
+	// TextUUID is uuid: the column itself where it is compared or ordered (a uuid's
+	// order is that of its text, byte-wise: lower-case hex digits in fixed places, so the
+	// column's index serves), its text where it is matched by a pattern. A value that is
+	// not a uuid is the database's error (a 400).
+	TextUUID
+	// TextCast is any other type reported as String (json, jsonb, enums, inet, interval,
+	// arrays, "char", citext...): every comparison reads the column as its text,
+	// "c"::text, the text a result shows, so the comparison rules hold for it as for a
+	// text column; an index on the column itself does not serve such a comparison.
+	TextCast
+)
 
 // Table is one table of the catalog, named exactly as the engine reports it.
 type Table struct {

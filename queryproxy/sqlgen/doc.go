@@ -84,7 +84,10 @@
 // and IN carry no COLLATE: under a deterministic collation (every collation but ICU ones
 // declared nondeterministic) PostgreSQL's text equality is already byte-wise, and an
 // explicit collation would stop the planner from using the column's ordinary index.
-// Columns with a nondeterministic collation are not supported.
+// Columns with a nondeterministic collation are not supported. A String column of a type
+// that is not text (Column.Text) reads as its text where it is compared, "c"::text, with
+// COLLATE "C" where the text is ordered or matched, except a uuid, which compares and
+// orders as itself (as its text would) and reads as its text only in a pattern.
 //
 // # Owner and row limit
 //

@@ -67,15 +67,17 @@ func (g *gen) compare(x *iql.Compare) error {
 		g.b.WriteByte(' ')
 		g.b.WriteString(x.Op.String())
 	case iql.OpEq, iql.OpNe, iql.OpLt, iql.OpLe, iql.OpGt, iql.OpGe:
-		g.ident(c.Name)
-		g.collate(c, x.Op != iql.OpEq && x.Op != iql.OpNe)
+		use := useOrder
+		if x.Op == iql.OpEq || x.Op == iql.OpNe {
+			use = useEqual
+		}
+		g.operand(c, use)
 		g.b.WriteByte(' ')
 		g.b.WriteString(x.Op.String())
 		g.b.WriteByte(' ')
 		return g.value(c, x.Values[0])
 	case iql.OpIn:
-		g.ident(c.Name)
-		g.collate(c, false)
+		g.operand(c, useEqual)
 		g.b.WriteString(" IN (")
 		for i, v := range x.Values {
 			if i > 0 {
@@ -88,8 +90,7 @@ func (g *gen) compare(x *iql.Compare) error {
 		g.b.WriteByte(')')
 	case iql.OpBetween:
 		g.b.WriteByte('(')
-		g.ident(c.Name)
-		g.collate(c, true)
+		g.operand(c, useOrder)
 		g.b.WriteString(" BETWEEN ")
 		if err := g.value(c, x.Values[0]); err != nil {
 			return err
@@ -105,17 +106,40 @@ func (g *gen) compare(x *iql.Compare) error {
 	return nil
 }
 
-// collate writes the collation that makes a text comparison byte-wise: on SQLite always
-// (a column may be declared NOCASE), on PostgreSQL only for ordering, where the database's
-// collation would otherwise apply (equality is byte-wise already; see the package doc).
-func (g *gen) collate(c Column, ordering bool) {
+// use is what a comparison does with a column's text: test it for equality, order it,
+// or match it with a pattern.
+type use uint8
+
+const (
+	useEqual use = iota
+	useOrder
+	usePattern
+)
+
+// operand writes column c as the operand of a comparison that uses it so, with the cast
+// and collation that make the comparison follow the rules of the package doc: on SQLite,
+// COLLATE BINARY on every String column but in a pattern (GLOB is byte-wise, and a
+// column may be declared NOCASE); on PostgreSQL, by c.Text, COLLATE "C" wherever text is
+// ordered or matched (the database's collation would apply otherwise; equality is
+// byte-wise already).
+func (g *gen) operand(c Column, u use) {
+	g.ident(c.Name)
 	if c.Type != String {
 		return
 	}
+	if g.d == SQLite {
+		if u != usePattern {
+			g.b.WriteString(" COLLATE BINARY")
+		}
+		return
+	}
 	switch {
-	case g.d == SQLite:
-		g.b.WriteString(" COLLATE BINARY")
-	case ordering:
+	case c.Text == TextCast, c.Text == TextUUID && u == usePattern:
+		g.b.WriteString("::text")
+	case c.Text == TextUUID:
+		return
+	}
+	if u != useEqual {
 		g.b.WriteString(` COLLATE "C"`)
 	}
 }

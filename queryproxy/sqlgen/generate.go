@@ -201,8 +201,7 @@ func (g *gen) selectStmt(s *iql.Select, maxRows int) error {
 		} else {
 			g.b.WriteString(", ")
 		}
-		g.ident(c.Name)
-		g.collate(c, true)
+		g.operand(c, useOrder)
 		if o.Desc {
 			g.b.WriteString(" DESC NULLS FIRST")
 		} else {
@@ -320,8 +319,7 @@ func (g *gen) where(e iql.Expr) error {
 		defer g.b.WriteByte(')')
 	}
 	if g.owner != nil {
-		g.ident(g.owner.Name)
-		g.collate(*g.owner, false)
+		g.operand(*g.owner, useEqual)
 		g.b.WriteString(" = ")
 		g.bind(g.ownerValue, "")
 		if e == nil {

@@ -154,3 +154,36 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenPostgresText: how each Text kind of a String column is compared on
+// PostgreSQL (SQLite ignores the kind), the owner's comparison included.
+func TestGoldenPostgresText(t *testing.T) {
+	cat := Catalog{Tables: []Table{{Name: "Doc", Columns: []Column{
+		{Name: "Id", Type: String, Text: TextUUID}, {Name: "Owner", Type: String, Text: TextUUID},
+		{Name: "Mood", Type: String, Text: TextCast}, {Name: "Code", Type: String},
+	}}}}
+	tests := []struct{ iql, pg, sqlite string }{
+		{`select Id from Doc where Id = 'a' and Mood = 'b' and Code = 'c'`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" = $1 AND ("Id" = $2 AND "Mood"::text = $3 AND "Code" = $4)`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" COLLATE BINARY = ? AND ("Id" COLLATE BINARY = ? AND "Mood" COLLATE BINARY = ? AND "Code" COLLATE BINARY = ?)`},
+		{`select Id from Doc where Id in ['a'] and Mood in ['b'] and Id > 'c' and Mood between 'd' and 'e'`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" = $1 AND ("Id" IN ($2) AND "Mood"::text IN ($3) AND "Id" > $4 AND ("Mood"::text COLLATE "C" BETWEEN $5 AND $6))`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" COLLATE BINARY = ? AND ("Id" COLLATE BINARY IN (?) AND "Mood" COLLATE BINARY IN (?) AND "Id" COLLATE BINARY > ? AND ("Mood" COLLATE BINARY BETWEEN ? AND ?))`},
+		{`select Id from Doc where Id begins 'a' and Mood contains 'b' and Code like 'c*' order by Id, Mood desc, Code`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" = $1 AND ("Id"::text COLLATE "C" LIKE $2 ESCAPE '\' AND "Mood"::text COLLATE "C" LIKE $3 ESCAPE '\' AND "Code" COLLATE "C" LIKE $4 ESCAPE '\') ORDER BY "Id" ASC NULLS LAST, "Mood"::text COLLATE "C" DESC NULLS FIRST, "Code" COLLATE "C" ASC NULLS LAST`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" COLLATE BINARY = ? AND ("Id" GLOB ? AND "Mood" GLOB ? AND "Code" GLOB ?) ORDER BY "Id" COLLATE BINARY ASC NULLS LAST, "Mood" COLLATE BINARY DESC NULLS FIRST, "Code" COLLATE BINARY ASC NULLS LAST`},
+	}
+	opts := Options{Owner: &Owner{Column: "Owner", Value: "u"}}
+	for _, tt := range tests {
+		stmt := mustParse(t, tt.iql)
+		for d, want := range map[Dialect]string{PostgreSQL: tt.pg, SQLite: tt.sqlite} {
+			got, err := Generate(d, cat, stmt, opts)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", d, tt.iql, err)
+			}
+			if got.SQL != want {
+				t.Errorf("%s SQL\n got %s\nwant %s", d, got.SQL, want)
+			}
+		}
+	}
+}

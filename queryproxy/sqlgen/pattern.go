@@ -9,13 +9,13 @@ import (
 // pattern writes BEGINS, CONTAINS or LIKE on a String column; see the package doc for why
 // SQLite uses GLOB and PostgreSQL LIKE ... ESCAPE '\'.
 func (g *gen) pattern(c Column, op iql.Op, value string) {
-	g.ident(c.Name)
+	g.operand(c, usePattern)
 	if g.d == SQLite {
 		g.b.WriteString(" GLOB ")
 		g.bind(sqlitePattern(op, value), "")
 		return
 	}
-	g.b.WriteString(` COLLATE "C" LIKE `)
+	g.b.WriteString(" LIKE ")
 	g.bind(postgresPattern(op, value), "")
 	g.b.WriteString(` ESCAPE '\'`)
 }
