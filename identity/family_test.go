@@ -174,6 +174,48 @@ func TestRevokeSubjectEndsSessions(t *testing.T) {
 	}
 }
 
+// A deleted user's tokens end as a revoked subject's do; its password no
+// longer logs in; a user added again under the same name and subject is a
+// new user, whose tokens work.
+func TestDeleteUserEndsSessions(t *testing.T) {
+	f := newFixture(t)
+	login := f.login("demo", "demo-pw")
+	at, rt := login.str("access_token"), login.str("refresh_token")
+	if res := f.userinfo("GET", at); res.status != 200 {
+		t.Fatal(res.raw)
+	}
+	f.clock.Add(time.Second)
+	now := f.clock.Now()
+	demo, err := f.st.DeleteUser(t.Context(), "demo", now, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := f.introspect(at, basic("svc", "svc-secret")); res.body["active"] != false {
+		t.Fatalf("introspection of a deleted user's token: %s", res.raw)
+	}
+	if err := f.srv.Verifier().RefreshRevocations(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.userinfo("GET", at); res.status != 401 {
+		t.Fatalf("userinfo with a deleted user's token: %d", res.status)
+	}
+	if res := f.refresh("app", rt); res.status != 400 || res.body["error"] != "invalid_grant" {
+		t.Fatalf("refresh of a deleted user's family: %s", res.raw)
+	}
+	f.clock.Add(time.Second)
+	if res := f.login("demo", "demo-pw"); res.status != 400 || res.body["error"] != "invalid_grant" {
+		t.Fatalf("a deleted user's password logged in: %s", res.raw)
+	}
+	demo.Created, demo.Updated = f.clock.Now(), f.clock.Now()
+	if err := f.st.CreateUser(t.Context(), demo); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(time.Second)
+	if res := f.userinfo("GET", f.login("demo", "demo-pw").str("access_token")); res.status != 200 {
+		t.Fatalf("a login of the user added again: %d %s", res.status, res.raw)
+	}
+}
+
 // Every endpoint's failures are counted under its own name.
 func TestFailuresCountedByEndpoint(t *testing.T) {
 	m := &metricsRecorder{}

@@ -371,7 +371,7 @@ func (s *Server) checkSubjectsOfClients(ctx context.Context, ids []string) error
 	}
 	for _, u := range found {
 		if id, ok := users.ClientNamed(u.Subject, ids); ok {
-			return fmt.Errorf("user %q has the subject %q, which names client %q (%w): give the client another ID",
+			return fmt.Errorf("user %q has the subject %q, which names client %q (%w): give the client another ID, or delete the user (gatehouse user delete)",
 				u.Username, u.Subject, id, users.ErrSubjectNamesClient)
 		}
 	}

@@ -3,12 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/users"
@@ -50,6 +52,12 @@ func setUpUserCommand(cmd *cobra.Command) {
 		Short: "Enables a disabled user",
 		Args:  cobra.ExactArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return setUserDisabled(cmd, args[0], false) },
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "delete <username>",
+		Short: "Deletes a user and its consents, and ends its sessions",
+		Args:  cobra.ExactArgs(1),
+		RunE:  runUserDelete,
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "scopes <username> [<scope>...]",
@@ -152,10 +160,59 @@ func setUserDisabled(cmd *cobra.Command, username string, disabled bool) error {
 	return updateUser(cmd, username, disabled, func(u *store.User) { u.Disabled = disabled })
 }
 
+// runUserDelete deletes a user: its sessions end as when it is disabled,
+// its consents go, and its username and subject are free again. A users
+// file of --config that names the user would add it again at the next
+// start, so the command says so.
+func runUserDelete(cmd *cobra.Command, args []string) error {
+	username := args[0]
+	app, err := loadApp(cmd)
+	if err != nil {
+		return err
+	}
+	st, err := app.OpenStore(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := time.Now()
+	u, err := st.DeleteUser(cmd.Context(), username, now, now.Add(sessionsLifetime(app)))
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no user %q", username)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "deleted user %s (subject %s) and ended its sessions\n", u.Username, u.Subject)
+	if app.UsersFile != "" {
+		listed, err := users.LoadFile(app.UsersFile)
+		if err != nil {
+			return fmt.Errorf("reading the users file %s: %w", app.UsersFile, err)
+		}
+		if slices.ContainsFunc(listed, func(l store.User) bool { return l.Username == username }) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s: the next start adds the user again; remove it from the file\n",
+				app.UsersFile, username)
+		}
+	}
+	return nil
+}
+
 // sessionsUntil is how long a subject's revocation lasts when the command
 // has no config to tell the longest access-token lifetime: longer than
 // any sensible one.
 const sessionsUntil = 30 * 24 * time.Hour
+
+// sessionsLifetime is how long a subject's revocation must last for app:
+// its longest access-token lifetime and the verifiers' leeway, or
+// sessionsUntil when app has no issuer to tell it.
+func sessionsLifetime(app *caddymodule.App) time.Duration {
+	if app.Issuer != "" {
+		if cfg, err := app.IdentityConfig(); err == nil {
+			return identity.MaxAccessLifetime(cfg) + verify.MaxLeeway
+		}
+	}
+	return sessionsUntil
+}
 
 // updateUser changes the user called username with change; endSessions
 // then revokes every session of the user (refresh families and access
@@ -189,10 +246,8 @@ func updateUser(cmd *cobra.Command, username string, endSessions bool, change fu
 	// them through).
 	ended := time.Now()
 	until := ended.Add(sessionsUntil)
-	if app, err := loadApp(cmd); err == nil && app.Issuer != "" {
-		if cfg, err := app.IdentityConfig(); err == nil {
-			until = ended.Add(identity.MaxAccessLifetime(cfg) + verify.MaxLeeway)
-		}
+	if app, err := loadApp(cmd); err == nil {
+		until = ended.Add(sessionsLifetime(app))
 	}
 	if err := st.RevokeSubject(cmd.Context(), u.Subject, ended, until); err != nil {
 		return fmt.Errorf("ending the sessions of user %q: %w", username, err)

@@ -115,6 +115,30 @@ func TestUserCommands(t *testing.T) {
 	if len(revs) != 2 {
 		t.Errorf("revocations after scopes: %+v", revs)
 	}
+
+	// delete removes the user and ends its sessions; its name is free.
+	before = time.Now()
+	if out := user("", "delete", "bob"); out != "deleted user bob (subject bob-1) and ended its sessions\n" {
+		t.Errorf("delete printed %q", out)
+	}
+	if _, err := st.User(context.Background(), "bob"); err == nil {
+		t.Error("bob is still in the store")
+	}
+	if strings.Contains(user("", "list"), "bob") {
+		t.Error("bob is still listed")
+	}
+	revs, _ = st.Revocations(context.Background(), time.Now())
+	ended = map[string]bool{}
+	for _, r := range revs {
+		ended[r.Subject] = r.Subject == "bob-1" && !r.NotBefore.Before(before) && r.ExpiresAt.After(time.Now().Add(24*time.Hour))
+	}
+	if !ended["bob-1"] {
+		t.Errorf("delete did not end bob's sessions: %+v", revs)
+	}
+	if out, err := run(t, setUpUserCommand, "user", "", "delete", "bob", "--db", db); err == nil || !strings.Contains(err.Error(), `no user "bob"`) {
+		t.Errorf("deleting bob twice: %v\n%s", err, out)
+	}
+	user("pw\n", "add", "bob", "--subject", "bob-2")
 }
 
 func TestUserCommandsConfig(t *testing.T) {
@@ -144,6 +168,43 @@ func TestUserCommandsConfig(t *testing.T) {
 	}
 	if _, err := run(t, setUpUserCommand, "user", "", "list", "--db", db, "--config", caddyfile); err == nil {
 		t.Error("--db with --config accepted")
+	}
+}
+
+// TestUserDeleteListedInUsersFile: deleting a user that the config's users
+// file lists works, and warns that the next start adds it again; deleting
+// one it does not list does not warn.
+func TestUserDeleteListedInUsersFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "store.db")
+	hash, err := users.HashPassword("pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	usersFile := filepath.Join(dir, "users.json")
+	err = os.WriteFile(usersFile, []byte(`{"users": [{"username": "frank", "subject": "frank-1", "password_hash": "`+hash+`"}]}`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caddyfile := filepath.Join(dir, "Caddyfile")
+	err = os.WriteFile(caddyfile, []byte("{\n\tgatehouse {\n\t\tissuer http://localhost\n\t\tstore sqlite "+db+
+		"\n\t\tusers_file "+usersFile+"\n\t}\n}\n"), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"frank", "gina"} {
+		if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", name, "--config", caddyfile); err != nil {
+			t.Fatalf("add %s: %v\n%s", name, err, out)
+		}
+	}
+	out, err := run(t, setUpUserCommand, "user", "", "delete", "frank", "--config", caddyfile)
+	if err != nil || !strings.Contains(out, "deleted user frank") ||
+		!strings.Contains(out, "warning: the users file "+usersFile+" lists frank: the next start adds the user again") {
+		t.Errorf("delete of a user the users file lists: %v\n%s", err, out)
+	}
+	out, err = run(t, setUpUserCommand, "user", "", "delete", "gina", "--config", caddyfile)
+	if err != nil || !strings.Contains(out, "deleted user gina") || strings.Contains(out, "warning") {
+		t.Errorf("delete of a user the users file does not list: %v\n%s", err, out)
 	}
 }
 

@@ -56,6 +56,11 @@ type Users interface {
 	CreateUser(ctx context.Context, u User) error
 	// UpdateUser replaces the user with u.Username. ErrNotFound if there is none.
 	UpdateUser(ctx context.Context, u User) error
+	// DeleteUser deletes the user called username and its consents, and
+	// ends its sessions as RevokeSubject(subject, now, tokensUntil) does,
+	// in one transaction. It returns the user deleted. ErrNotFound if
+	// there is none.
+	DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (User, error)
 	// ReplacePasswordHash sets the password hash of username to newHash,
 	// and Updated to now, if the hash is still oldHash: a compare-and-swap,
 	// so that upgrading a hash on login never overwrites a password changed

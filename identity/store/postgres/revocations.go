@@ -42,27 +42,7 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 // (unless notices are off). A later revocation of the same
 // subject moves NotBefore and the expiry on, never back.
 func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE refresh_families SET revoked_at = $1
-			WHERE subject = $2 AND revoked_at IS NULL`, ts(now), subject); err != nil {
-			return err
-		}
-		if err := revokeFamiliesTx(ctx, tx, familiesBySubject, subject, now, tokensUntil); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE subject = $1`, subject); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO subject_revocations AS r (subject, not_before, expires_at, revoked_at)
-			VALUES ($1, $2, $3, $2)
-			ON CONFLICT (subject) DO UPDATE SET not_before = GREATEST(r.not_before, excluded.not_before),
-				expires_at = GREATEST(r.expires_at, excluded.expires_at), revoked_at = GREATEST(r.revoked_at, excluded.revoked_at)`,
-			subject, ts(now), ts(tokensUntil))
-		if err != nil {
-			return err
-		}
-		return s.notifyTx(ctx, tx)
-	})
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return s.revokeSubjectTx(ctx, tx, subject, now, tokensUntil) })
 	if err == nil {
 		err = s.revokeSubjectLate(ctx, subject, now, tokensUntil)
 	}
@@ -70,6 +50,30 @@ func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUn
 		return fmt.Errorf("revoking the sessions of subject %q: %w", subject, err)
 	}
 	return nil
+}
+
+// revokeSubjectTx is RevokeSubject's first pass, in tx; the caller runs
+// revokeSubjectLate once tx is committed.
+func (s *Store) revokeSubjectTx(ctx context.Context, tx pgx.Tx, subject string, now, tokensUntil time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE refresh_families SET revoked_at = $1
+		WHERE subject = $2 AND revoked_at IS NULL`, ts(now), subject); err != nil {
+		return err
+	}
+	if err := revokeFamiliesTx(ctx, tx, familiesBySubject, subject, now, tokensUntil); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE subject = $1`, subject); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO subject_revocations AS r (subject, not_before, expires_at, revoked_at)
+		VALUES ($1, $2, $3, $2)
+		ON CONFLICT (subject) DO UPDATE SET not_before = GREATEST(r.not_before, excluded.not_before),
+			expires_at = GREATEST(r.expires_at, excluded.expires_at), revoked_at = GREATEST(r.revoked_at, excluded.revoked_at)`,
+		subject, ts(now), ts(tokensUntil))
+	if err != nil {
+		return err
+	}
+	return s.notifyTx(ctx, tx)
 }
 
 // revokeSubjectLate is RevokeSubject's second pass, once its revocation is

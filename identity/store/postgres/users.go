@@ -52,6 +52,30 @@ func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 	return nil
 }
 
+// DeleteUser deletes the user called username and its consents, and ends
+// its sessions as RevokeSubject does (its first pass in the same
+// transaction). It returns the user deleted; ErrNotFound if there is none.
+func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (store.User, error) {
+	var u store.User
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if u, err = scanUser(tx.QueryRow(ctx, `DELETE FROM users WHERE username = $1 RETURNING `+userColumns, username)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM consents WHERE subject = $1`, u.Subject); err != nil {
+			return err
+		}
+		return s.revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil)
+	})
+	if err == nil {
+		err = s.revokeSubjectLate(ctx, u.Subject, now, tokensUntil)
+	}
+	if err != nil {
+		return store.User{}, fmt.Errorf("deleting user %q: %w", username, err)
+	}
+	return u, nil
+}
+
 // User returns the user with this username. ErrNotFound if there is none.
 func (s *Store) User(ctx context.Context, username string) (store.User, error) {
 	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE username = $1`, username))

@@ -27,27 +27,32 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 // subject moves NotBefore and the expiry on, never back.
 func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = ?
-			WHERE subject = ? AND revoked_at IS NULL`, millis(now), subject); err != nil {
-			return err
-		}
-		if err := revokeFamiliesTx(ctx, tx, `f.subject = ?`, []any{subject}, now, tokensUntil); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE subject = ?`, subject); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO subject_revocations (subject, not_before, expires_at, revoked_at)
-			VALUES (?, ?, ?, ?)
-			ON CONFLICT (subject) DO UPDATE SET not_before = max(not_before, excluded.not_before),
-				expires_at = max(expires_at, excluded.expires_at), revoked_at = max(revoked_at, excluded.revoked_at)`,
-			subject, millis(now), millis(tokensUntil), millis(now))
-		return err
+		return revokeSubjectTx(ctx, tx, subject, now, tokensUntil)
 	})
 	if err != nil {
 		return fmt.Errorf("revoking the sessions of subject %q: %w", subject, err)
 	}
 	return nil
+}
+
+// revokeSubjectTx is RevokeSubject's work, in tx.
+func revokeSubjectTx(ctx context.Context, tx *sql.Tx, subject string, now, tokensUntil time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = ?
+		WHERE subject = ? AND revoked_at IS NULL`, millis(now), subject); err != nil {
+		return err
+	}
+	if err := revokeFamiliesTx(ctx, tx, `f.subject = ?`, []any{subject}, now, tokensUntil); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE subject = ?`, subject); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO subject_revocations (subject, not_before, expires_at, revoked_at)
+		VALUES (?, ?, ?, ?)
+		ON CONFLICT (subject) DO UPDATE SET not_before = max(not_before, excluded.not_before),
+			expires_at = max(expires_at, excluded.expires_at), revoked_at = max(revoked_at, excluded.revoked_at)`,
+		subject, millis(now), millis(tokensUntil), millis(now))
+	return err
 }
 
 // revocationsQuery lists the three kinds of revocation revoked at ?1 or

@@ -57,6 +57,27 @@ func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 	return nil
 }
 
+// DeleteUser deletes the user called username and its consents, and ends
+// its sessions as RevokeSubject does, in one transaction. It returns the
+// user deleted; ErrNotFound if there is none.
+func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (store.User, error) {
+	var u store.User
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		if u, err = scanUser(tx.QueryRowContext(ctx, `DELETE FROM users WHERE username = ? RETURNING `+userColumns, username)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM consents WHERE subject = ?`, u.Subject); err != nil {
+			return err
+		}
+		return revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil)
+	})
+	if err != nil {
+		return store.User{}, fmt.Errorf("deleting user %q: %w", username, err)
+	}
+	return u, nil
+}
+
 // User returns the user with this username. ErrNotFound if there is none.
 func (s *Store) User(ctx context.Context, username string) (store.User, error) {
 	row := s.q.user.QueryRowContext(ctx, username)

@@ -200,6 +200,34 @@ var sessionCases = []browserCase{
 		}
 		equal(t, "another subject's session", readSession(ctx, t, s, b.Hash), b)
 	}},
+	{"DeleteUserEndsSessionsAndConsents", func(t *testing.T, s store.BrowserStore) {
+		// A deleted user's browser sessions and consents go with it; another
+		// user's stay.
+		ctx := Context(t)
+		us, ok := s.(interface {
+			CreateUser(ctx context.Context, u store.User) error
+			DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (store.User, error)
+		})
+		if !ok {
+			t.Skip("the store has no users")
+		}
+		a, b := session("a"), session("b")
+		for _, ss := range []store.Session{a, b} {
+			wantErr(t, "CreateUser", us.CreateUser(ctx, store.User{Username: "user-" + ss.ID, Subject: ss.Subject,
+				PasswordHash: "x", Created: t0, Updated: t0}), nil)
+			wantErr(t, "CreateSession", s.CreateSession(ctx, ss), nil)
+			wantErr(t, "PutConsent", s.PutConsent(ctx, store.Consent{Subject: ss.Subject, ClientID: "app",
+				Scopes: []string{"openid"}, Created: t0}), nil)
+		}
+		_, err := us.DeleteUser(ctx, "user-"+a.ID, t0.Add(time.Minute), t0.Add(time.Hour))
+		wantErr(t, "DeleteUser", err, nil)
+		_, err = s.Session(ctx, a.Hash)
+		wantErr(t, "Session after DeleteUser", err, store.ErrNotFound)
+		_, err = s.Consent(ctx, a.Subject, "app")
+		wantErr(t, "Consent after DeleteUser", err, store.ErrNotFound)
+		equal(t, "another user's session", readSession(ctx, t, s, b.Hash), b)
+		equal(t, "another user's consent", readConsent(ctx, t, s, b.Subject, "app").Subject, b.Subject)
+	}},
 }
 
 // authCode is a code as the suite stores it.

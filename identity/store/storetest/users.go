@@ -21,6 +21,51 @@ var userCases = []testCase{
 	{"List", testUsersList},
 	{"ReplacePasswordHash", testUsersReplacePasswordHash},
 	{"WithSubjects", testUsersWithSubjects},
+	{"Delete", testUsersDelete},
+}
+
+// testUsersDelete: deleting a user returns it and leaves none by its
+// name or subject; its families are revoked and its subject's tokens
+// refused from then, as RevokeSubject does; other users keep theirs; the
+// name can be taken again; a user that is not there is ErrNotFound, and
+// nothing changes.
+func testUsersDelete(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	alice, bob := user("alice"), user("bob")
+	for _, u := range []store.User{alice, bob} {
+		wantErr(t, "CreateUser "+u.Username, s.CreateUser(ctx, u), nil)
+	}
+	a1 := createFamilyOf(ctx, t, s, "a1", alice.Subject)
+	b1 := createFamilyOf(ctx, t, s, "b1", bob.Subject)
+	now, until := t0.Add(time.Hour), t0.Add(3*time.Hour)
+
+	_, err := s.DeleteUser(ctx, "Alice", now, until)
+	wantErr(t, "DeleteUser of a name in another case", err, store.ErrNotFound)
+	equal(t, "Revocations after deleting no one", revocations(ctx, t, s, now), nil)
+
+	got, err := s.DeleteUser(ctx, "alice", now, until)
+	wantErr(t, "DeleteUser", err, nil)
+	equal(t, "the user deleted", normUser(t, got), alice)
+	_, err = s.User(ctx, "alice")
+	wantErr(t, "User after DeleteUser", err, store.ErrNotFound)
+	_, err = s.UserBySubject(ctx, alice.Subject)
+	wantErr(t, "UserBySubject after DeleteUser", err, store.ErrNotFound)
+	a1.RevokedAt = now
+	checkFamily(ctx, t, s, "the deleted user's family", a1)
+	checkFamily(ctx, t, s, "another user's family", b1)
+	equal(t, "Revocations", revocations(ctx, t, s, now), []store.Revocation{
+		{FamilyID: "a1", ExpiresAt: until, RevokedAt: now},
+		{Subject: alice.Subject, NotBefore: now, ExpiresAt: until, RevokedAt: now},
+	})
+	stillBob, err := s.User(ctx, "bob")
+	wantErr(t, "User bob", err, nil)
+	equal(t, "another user", normUser(t, stillBob), bob)
+
+	_, err = s.DeleteUser(ctx, "alice", now.Add(time.Minute), until)
+	wantErr(t, "DeleteUser again", err, store.ErrNotFound)
+	again := user("alice")
+	again.Subject = "another-subject"
+	wantErr(t, "CreateUser with the deleted user's name", s.CreateUser(ctx, again), nil)
 }
 
 // testUsersWithSubjects: the users whose subject is one of those asked,
