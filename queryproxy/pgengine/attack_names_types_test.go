@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -113,7 +114,7 @@ func TestPostgresOwnerColumnNotConfused(t *testing.T) {
 }
 
 // TestPostgresNonTextColumns: columns the engine reports as String whose PostgreSQL
-// type is not text (uuid, an enum, json, an array, interval, inet, "char"; README: "any
+// type is not text (uuid, an enum, json, an array, interval, inet, cidr, "char"; README: "any
 // other type ... String") take every String operator the language offers, and follow the
 // comparison rules on the text a result shows: ordered and matched byte-wise, equal when
 // the text is. uuid is compared as itself (its order is its text's), so a value that is
@@ -135,11 +136,11 @@ func TestPostgresNonTextColumns(t *testing.T) {
 	srv, checkErr := namesService(t, `
 		CREATE TYPE mood AS ENUM ('sad', 'happy');
 		CREATE TABLE "Doc" ("Id" uuid PRIMARY KEY, "Mood" mood, "Meta" json, "Tags" text[], "Span" interval,
-			"Addr" inet, "Grade" "char");
+			"Addr" inet, "Grade" "char", "Net" cidr);
 		INSERT INTO "Doc" VALUES
-			('`+one+`', 'happy', '{"a":1}', '{x,y}', '1 day', '10.0.0.9', 'a'),
-			('`+two+`', 'sad', '{"b": 2}', '{Z}', '02:00:00', '10.0.0.10', 'B'),
-			('`+three+`', NULL, NULL, NULL, NULL, NULL, NULL);`,
+			('`+one+`', 'happy', '{"a":1}', '{x,y}', '1 day', '10.0.0.9', 'a', '192.168.0.0/24'),
+			('`+two+`', 'sad', '{"b": 2}', '{Z}', '02:00:00', '10.0.0.10/32', 'B', '10.1.0.0/16'),
+			('`+three+`', NULL, NULL, NULL, NULL, NULL, NULL, NULL);`,
 		[]queryproxy.TablePolicy{{Table: "Doc", Read: []string{"S"}}})
 	if checkErr != nil {
 		t.Fatal(checkErr)
@@ -172,6 +173,11 @@ func TestPostgresNonTextColumns(t *testing.T) {
 		{`select Id from Doc order by Addr`, []string{two, one, three}},
 		{`select Id from Doc where Addr LIKE '10.*' order by Addr desc`, []string{one, two}},
 		{`select Id from Doc where Addr >= '10.0.0.2'`, []string{one}},
+		{`select Id from Doc where Addr = '10.0.0.9'`, []string{one}},
+		{`select Id from Doc where Addr <= '10.0.0.9' order by Addr`, []string{two, one}},
+		{`select Id from Doc where Addr LIKE '*.9'`, []string{one}},
+		{`select Id from Doc where Net = '10.1.0.0/16'`, []string{two}},
+		{`select Id from Doc where Net BEGINS '192.168.0.0/'`, []string{one}},
 		{`select Id from Doc order by Grade`, []string{two, one, three}},
 		{`select Id from Doc where Grade = 'b'`, []string{}},
 	}
@@ -180,7 +186,7 @@ func TestPostgresNonTextColumns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, body, _ := postQuery(srv, "user"+string(rune('a'+i)), tt.stmt, 10*time.Second)
+			st, body, _ := postQuery(srv, "user"+strconv.Itoa(i), tt.stmt, 10*time.Second)
 			if tt.want == nil {
 				if st != http.StatusBadRequest || !isJSONError(body) {
 					t.Errorf("%s: %d %s, want a 400 query error", tt.stmt, st, body)
@@ -202,6 +208,57 @@ func TestPostgresNonTextColumns(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestPostgresOwnerOfNonTextType: a per-user table whose owner column is a uuid serves
+// an owner whose subject is a uuid as the column prints one, and refuses (400) any other
+// subject: PostgreSQL would read the upper-case spelling of a uuid as the uuid itself,
+// so that subject would read, and write rows as, the user whose subject is the lower-case
+// one. An owner column of another non-text type (citext's kind, here an enum) compares
+// as text, byte-wise. A name column is compared as text, never cut to 63 bytes.
+func TestPostgresOwnerOfNonTextType(t *testing.T) {
+	const lower = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+	long := strings.Repeat("n", 63)
+	srv, checkErr := namesService(t, `
+		CREATE TYPE who AS ENUM ('alice', 'Alice');
+		CREATE TABLE "Own" ("Owner" uuid NOT NULL, "Note" text);
+		INSERT INTO "Own" VALUES ('`+lower+`', 'mine');
+		CREATE TABLE "Tag" ("Owner" who NOT NULL, "Note" text);
+		INSERT INTO "Tag" VALUES ('alice', 'alice-note'), ('Alice', 'Alice-note');
+		CREATE TABLE "Nm" ("N" name, "Note" text);
+		INSERT INTO "Nm" VALUES ('`+long+`', 'long');`,
+		[]queryproxy.TablePolicy{
+			{Table: "Own", Read: []string{"S"}, Write: []string{"S"}, Owner: "Owner"},
+			{Table: "Tag", Read: []string{"S"}, Owner: "Owner"},
+			{Table: "Nm", Read: []string{"S"}},
+		})
+	if checkErr != nil {
+		t.Fatal(checkErr)
+	}
+	tests := []struct {
+		subject, stmt string
+		status        int
+		body          string // a part of the body
+	}{
+		{lower, `select Note from Own`, 200, `"Rows":[["mine"]]`},
+		{strings.ToUpper(lower), `select Note from Own`, 400, `"Error"`},
+		{strings.ToUpper(lower), `insert into Own (Note) values ('theirs')`, 400, `"Error"`},
+		{"{" + lower + "}", `delete from Own`, 400, `"Error"`},
+		{"alice", `select Note from Own`, 400, `"Error"`},
+		{"alice", `select Note from Tag`, 200, `"Rows":[["alice-note"]]`},
+		{"ALICE", `select Note from Tag`, 200, `"Rows":[]`},
+		{"x", `select Note from Nm where N = '` + long + `xyz'`, 200, `"Rows":[]`},
+		{"x", `select Note from Nm where N = '` + long + `'`, 200, `"Rows":[["long"]]`},
+	}
+	for _, tt := range tests {
+		st, body, _ := postQuery(srv, tt.subject, tt.stmt, 10*time.Second)
+		if st != tt.status || !strings.Contains(body, tt.body) {
+			t.Errorf("%s as %q: %d %s, want %d with %s", tt.stmt, tt.subject, st, body, tt.status, tt.body)
+		}
+	}
+	if st, body, _ := postQuery(srv, lower, `select Note from Own`, 10*time.Second); st != 200 || !strings.Contains(body, `"Rows":[["mine"]]`) {
+		t.Errorf("the table changed: %d %s", st, body)
+	}
 }
 
 // TestPostgresGeneratedColumnWriteNo500: a write naming a column the database

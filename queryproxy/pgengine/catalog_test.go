@@ -35,15 +35,16 @@ func TestColumnType(t *testing.T) {
 }
 
 // TestTextKind: of the types reported as String, the text types compare as themselves,
-// uuid as itself but in a pattern, every other as its text.
+// uuid as itself but in a pattern, inet as abbrev's text, every other as its text.
 func TestTextKind(t *testing.T) {
 	tests := map[uint32]sqlgen.Text{
 		pgtype.TextOID: sqlgen.TextType, pgtype.VarcharOID: sqlgen.TextType, pgtype.BPCharOID: sqlgen.TextType,
-		pgtype.NameOID:  sqlgen.TextType,
-		pgtype.UUIDOID:  sqlgen.TextUUID,
-		pgtype.QCharOID: sqlgen.TextCast, pgtype.JSONOID: sqlgen.TextCast, pgtype.JSONBOID: sqlgen.TextCast,
-		pgtype.TextArrayOID: sqlgen.TextCast, pgtype.IntervalOID: sqlgen.TextCast, pgtype.InetOID: sqlgen.TextCast,
-		99999: sqlgen.TextCast, // an enum, citext or another type of the database
+		pgtype.UUIDOID: sqlgen.TextUUID,
+		pgtype.InetOID: sqlgen.TextInet,
+		pgtype.NameOID: sqlgen.TextCast, pgtype.QCharOID: sqlgen.TextCast, pgtype.JSONOID: sqlgen.TextCast,
+		pgtype.JSONBOID: sqlgen.TextCast, pgtype.TextArrayOID: sqlgen.TextCast, pgtype.IntervalOID: sqlgen.TextCast,
+		pgtype.CIDROID: sqlgen.TextCast,
+		99999:          sqlgen.TextCast, // an enum, citext or another type of the database
 	}
 	for oid, want := range tests {
 		if got := textKind(oid); got != want {

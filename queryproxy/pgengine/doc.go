@@ -70,8 +70,9 @@
 //	enums, interval, money, inet, ...)
 //
 // A String column is compared by sqlgen's comparison rules whatever its type (textKind
-// gives sqlgen.Column.Text): text types as themselves, uuid as itself but in a pattern,
-// any other type as its text ("c"::text).
+// gives sqlgen.Column.Text): text, varchar and char(n) as themselves, uuid as itself but
+// in a pattern, inet as abbrev's text, any other type as its text ("c"::text; name too,
+// which a value compared with it as a name would be cut to 63 bytes).
 //
 // Values come back as follows (rows.go). numeric is read in PostgreSQL's text format and
 // returned as a queryproxy.Decimal holding every digit the server printed: a numeric(12,4)

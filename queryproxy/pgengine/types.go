@@ -29,15 +29,19 @@ func columnType(oid uint32) sqlgen.Type {
 }
 
 // textKind is how sqlgen compares a column of the PostgreSQL type oid that columnType
-// reports as String: a text type as itself, uuid as itself but for patterns, any other
-// type as its text (sqlgen.Text).
+// reports as String: a text type as itself, uuid as itself but for patterns, inet as
+// abbrev's text, any other type as its text (sqlgen.Text).
 func textKind(oid uint32) sqlgen.Text {
 	switch oid {
-	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID:
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID:
 		return sqlgen.TextType
 	case pgtype.UUIDOID:
 		return sqlgen.TextUUID
+	case pgtype.InetOID:
+		return sqlgen.TextInet
 	}
+	// name among them: a value compared with a name column would be read as a name,
+	// cut to 63 bytes.
 	return sqlgen.TextCast
 }
 

@@ -36,14 +36,23 @@ const (
 	TextType Text = iota
 	// TextUUID is uuid: the column itself where it is compared or ordered (a uuid's
 	// order is that of its text, byte-wise: lower-case hex digits in fixed places, so the
-	// column's index serves), its text where it is matched by a pattern. A value that is
-	// not a uuid is the database's error (a 400).
+	// column's index serves), its text where it is matched by a pattern. A value is read
+	// as a uuid, so "=" also finds the row for another spelling of its uuid (upper-case,
+	// braces, no hyphens); a value that is not a uuid is the database's error (a 400).
+	// As an owner column it takes an owner that is a uuid spelled as a result shows it
+	// (lower-case, hyphenated), and no other (Generate's *StatementError).
 	TextUUID
-	// TextCast is any other type reported as String (json, jsonb, enums, inet, interval,
-	// arrays, "char", citext...): every comparison reads the column as its text,
-	// "c"::text, the text a result shows, so the comparison rules hold for it as for a
-	// text column; an index on the column itself does not serve such a comparison.
+	// TextCast is any other type reported as String but inet (json, jsonb, enums, cidr,
+	// interval, arrays, name, "char", citext...): every comparison reads the column as
+	// its text, "c"::text, the text a result shows (each of these types' cast to text
+	// is its output function's text), so the comparison rules hold for it as for a text
+	// column; an index on the column itself does not serve such a comparison (an index
+	// on ("c"::text) does).
 	TextCast
+	// TextInet is inet, whose cast to text always adds the netmask (10.0.0.9/32) where
+	// a result shows none (10.0.0.9): as TextCast, with abbrev("c"), the text a result
+	// shows.
+	TextInet
 )
 
 // Table is one table of the catalog, named exactly as the engine reports it.

@@ -85,9 +85,12 @@
 // declared nondeterministic) PostgreSQL's text equality is already byte-wise, and an
 // explicit collation would stop the planner from using the column's ordinary index.
 // Columns with a nondeterministic collation are not supported. A String column of a type
-// that is not text (Column.Text) reads as its text where it is compared, "c"::text, with
-// COLLATE "C" where the text is ordered or matched, except a uuid, which compares and
-// orders as itself (as its text would) and reads as its text only in a pattern.
+// that is not text (Column.Text) reads as its text where it is compared, "c"::text
+// (abbrev("c") for inet), with COLLATE "C" where the text is ordered or matched, except
+// a uuid, which compares and orders as itself (it orders as its text would; "=" reads
+// the value as a uuid, so another spelling of the same uuid finds it) and reads as its
+// text only in a pattern. A uuid owner column takes only an owner spelled as PostgreSQL
+// prints a uuid.
 //
 // # Owner and row limit
 //

@@ -123,21 +123,30 @@ const (
 // ordered or matched (the database's collation would apply otherwise; equality is
 // byte-wise already).
 func (g *gen) operand(c Column, u use) {
-	g.ident(c.Name)
 	if c.Type != String {
+		g.ident(c.Name)
 		return
 	}
 	if g.d == SQLite {
+		g.ident(c.Name)
 		if u != usePattern {
 			g.b.WriteString(" COLLATE BINARY")
 		}
 		return
 	}
 	switch {
+	case c.Text == TextInet:
+		g.b.WriteString("abbrev(")
+		g.ident(c.Name)
+		g.b.WriteByte(')')
 	case c.Text == TextCast, c.Text == TextUUID && u == usePattern:
+		g.ident(c.Name)
 		g.b.WriteString("::text")
 	case c.Text == TextUUID:
+		g.ident(c.Name)
 		return
+	default:
+		g.ident(c.Name)
 	}
 	if u != useEqual {
 		g.b.WriteString(` COLLATE "C"`)

@@ -81,6 +81,11 @@ func Generate(d Dialect, cat Catalog, stmt iql.Statement, opts Options) (Stateme
 		if err := checkCatalogName(c.Name); err != nil {
 			return Statement{}, err
 		}
+		if v, ok := opts.Owner.Value.(string); ok && d == PostgreSQL && c.Type == String && c.Text == TextUUID && !canonicalUUID(v) {
+			// PostgreSQL would read another spelling of a uuid as the one it spells,
+			// whose rows are another owner's.
+			return Statement{}, &StatementError{Msg: fmt.Sprintf("the owner column %q is a uuid, and the caller's subject is not a uuid spelled as the column shows one", c.Name)}
+		}
 		g.owner, g.ownerValue = &c, opts.Owner.Value
 	}
 	var err error
@@ -103,6 +108,26 @@ func Generate(d Dialect, cat Catalog, stmt iql.Statement, opts Options) (Stateme
 		return Statement{}, &StatementError{Msg: fmt.Sprintf("statement has %d values; %s takes at most %d", len(g.args), d, maxArgs[d]), Err: iql.ErrTooLarge}
 	}
 	return Statement{SQL: g.b.String(), Args: g.args, Columns: g.columns}, nil
+}
+
+// canonicalUUID reports whether s is a uuid as PostgreSQL prints one: 32 lower-case hex
+// digits in groups of 8, 4, 4, 4 and 12, hyphenated.
+func canonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // gen writes one statement.

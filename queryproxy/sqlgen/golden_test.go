@@ -2,6 +2,7 @@ package sqlgen
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -161,6 +162,7 @@ func TestGoldenPostgresText(t *testing.T) {
 	cat := Catalog{Tables: []Table{{Name: "Doc", Columns: []Column{
 		{Name: "Id", Type: String, Text: TextUUID}, {Name: "Owner", Type: String, Text: TextUUID},
 		{Name: "Mood", Type: String, Text: TextCast}, {Name: "Code", Type: String},
+		{Name: "Addr", Type: String, Text: TextInet},
 	}}}}
 	tests := []struct{ iql, pg, sqlite string }{
 		{`select Id from Doc where Id = 'a' and Mood = 'b' and Code = 'c'`,
@@ -172,8 +174,12 @@ func TestGoldenPostgresText(t *testing.T) {
 		{`select Id from Doc where Id begins 'a' and Mood contains 'b' and Code like 'c*' order by Id, Mood desc, Code`,
 			`SELECT "Id" FROM "Doc" WHERE "Owner" = $1 AND ("Id"::text COLLATE "C" LIKE $2 ESCAPE '\' AND "Mood"::text COLLATE "C" LIKE $3 ESCAPE '\' AND "Code" COLLATE "C" LIKE $4 ESCAPE '\') ORDER BY "Id" ASC NULLS LAST, "Mood"::text COLLATE "C" DESC NULLS FIRST, "Code" COLLATE "C" ASC NULLS LAST`,
 			`SELECT "Id" FROM "Doc" WHERE "Owner" COLLATE BINARY = ? AND ("Id" GLOB ? AND "Mood" GLOB ? AND "Code" GLOB ?) ORDER BY "Id" COLLATE BINARY ASC NULLS LAST, "Mood" COLLATE BINARY DESC NULLS FIRST, "Code" COLLATE BINARY ASC NULLS LAST`},
+		{`select Id from Doc where Addr = 'a' and Addr like '*.9' order by Addr`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" = $1 AND (abbrev("Addr") = $2 AND abbrev("Addr") COLLATE "C" LIKE $3 ESCAPE '\') ORDER BY abbrev("Addr") COLLATE "C" ASC NULLS LAST`,
+			`SELECT "Id" FROM "Doc" WHERE "Owner" COLLATE BINARY = ? AND ("Addr" COLLATE BINARY = ? AND "Addr" GLOB ?) ORDER BY "Addr" COLLATE BINARY ASC NULLS LAST`},
 	}
-	opts := Options{Owner: &Owner{Column: "Owner", Value: "u"}}
+	const owner = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+	opts := Options{Owner: &Owner{Column: "Owner", Value: owner}}
 	for _, tt := range tests {
 		stmt := mustParse(t, tt.iql)
 		for d, want := range map[Dialect]string{PostgreSQL: tt.pg, SQLite: tt.sqlite} {
@@ -184,6 +190,18 @@ func TestGoldenPostgresText(t *testing.T) {
 			if got.SQL != want {
 				t.Errorf("%s SQL\n got %s\nwant %s", d, got.SQL, want)
 			}
+		}
+	}
+	// A uuid owner column takes a subject that is a uuid spelled as PostgreSQL prints
+	// one, and no other (SQLite has no uuid type and compares text).
+	stmt := mustParse(t, "select Id from Doc")
+	for _, v := range []string{strings.ToUpper(owner), "{" + owner + "}", strings.ReplaceAll(owner, "-", ""), "u", owner + " "} {
+		_, err := Generate(PostgreSQL, cat, stmt, Options{Owner: &Owner{Column: "Owner", Value: v}})
+		if _, ok := err.(*StatementError); !ok {
+			t.Errorf("owner %q on a uuid column: %v, want a *StatementError", v, err)
+		}
+		if _, err := Generate(SQLite, cat, stmt, Options{Owner: &Owner{Column: "Owner", Value: v}}); err != nil {
+			t.Errorf("owner %q on SQLite: %v", v, err)
 		}
 	}
 }
