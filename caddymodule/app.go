@@ -222,17 +222,22 @@ func (a *App) ClientIDs() []string {
 // server from cfg, checked already.
 func (a *App) startServer(ctx caddy.Context, cfg identity.Config, users []store.User) error {
 	if a.UsersFile != "" {
-		n, stricter, err := identityusers.Seed(ctx, a.store, users, time.Now())
+		seeded, err := identityusers.Seed(ctx, a.store, users, time.Now())
 		if err != nil {
 			return err
 		}
 		a.logger.Info("users file loaded", zap.String("path", a.UsersFile),
-			zap.Int("users", len(users)), zap.Int("created", n))
-		if len(stricter) > 0 {
+			zap.Int("users", len(users)), zap.Int("created", seeded.Created))
+		if stricter := seeded.Stricter; len(stricter) > 0 {
 			a.logger.Warn("users file gives these existing users less than the store holds (disabled, or fewer scopes), "+
 				"and was not applied to them: the file only creates users; change them with the CLI "+
 				"(gatehouse user disable <name>, gatehouse user scopes <name> <scope>...)",
 				zap.String("path", a.UsersFile), zap.Strings("usernames", stricter))
+		}
+		if len(seeded.Deleted) > 0 {
+			a.logger.Warn("users file lists users whose subject was a deleted user's (gatehouse user delete), "+
+				"which no user is given again: they were not added; remove them from the file",
+				zap.String("path", a.UsersFile), zap.Strings("usernames", seeded.Deleted))
 		}
 		if old := identityusers.Outdated(users); len(old) > 0 {
 			a.logger.Warn("users file holds password hashes with other parameters than the current argon2id ones: "+

@@ -194,6 +194,29 @@ func TestDeviceFlowDenied(t *testing.T) {
 	}
 }
 
+// TestDeviceApprovalEndsWithUsersSessions: ending the user's sessions (a
+// disable, a new password, a delete) denies the device authorizations the
+// user approved and no device has exchanged yet, for good: once the
+// subject's revocation is purged (it lasts as long as access tokens do, a
+// device code may outlive it) a user enabled again still gets no token for
+// an approval made before.
+func TestDeviceApprovalEndsWithUsersSessions(t *testing.T) {
+	f := newDeviceFixture(t)
+	res := f.startDevice("openid")
+	approvedBy(t, f, res, "allow")
+	now := f.clock.Now()
+	if err := f.st.RevokeSubject(t.Context(), "sub-demo", now, now.Add(6*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(7 * time.Minute)
+	if _, err := f.st.DeleteExpired(t.Context(), f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.poll("tv", res.str("device_code")); p.str("error") != oauth.ErrAccessDenied {
+		t.Fatalf("poll of an approval made before the user's sessions ended: %d %s", p.status, p.raw)
+	}
+}
+
 // TestDeviceAuthorizationRefusals: the endpoint's client and request
 // checks, each answered in RFC 6749 form as at the token endpoint (401 with
 // a challenge for failed Basic authentication, 400 otherwise).

@@ -3,6 +3,7 @@ package identity
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -175,8 +176,9 @@ func TestRevokeSubjectEndsSessions(t *testing.T) {
 }
 
 // A deleted user's tokens end as a revoked subject's do; its password no
-// longer logs in; a user added again under the same name and subject is a
-// new user, whose tokens work.
+// longer logs in; its subject is given to no one again; a user added
+// under the same name is a new user, whose tokens work while the old ones
+// stay refused.
 func TestDeleteUserEndsSessions(t *testing.T) {
 	f := newFixture(t)
 	login := f.login("demo", "demo-pw")
@@ -207,12 +209,22 @@ func TestDeleteUserEndsSessions(t *testing.T) {
 		t.Fatalf("a deleted user's password logged in: %s", res.raw)
 	}
 	demo.Created, demo.Updated = f.clock.Now(), f.clock.Now()
+	if err := f.st.CreateUser(t.Context(), demo); !errors.Is(err, store.ErrSubjectDeleted) {
+		t.Fatalf("the deleted user's subject was given again: %v", err)
+	}
+	demo.Subject = "sub-demo-2"
 	if err := f.st.CreateUser(t.Context(), demo); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Add(time.Second)
 	if res := f.userinfo("GET", f.login("demo", "demo-pw").str("access_token")); res.status != 200 {
 		t.Fatalf("a login of the user added again: %d %s", res.status, res.raw)
+	}
+	if res := f.userinfo("GET", at); res.status != 401 {
+		t.Fatalf("userinfo with the deleted user's token after the name was taken again: %d", res.status)
+	}
+	if res := f.refresh("app", rt); res.status != 400 {
+		t.Fatalf("refresh of the deleted user's family after the name was taken again: %s", res.raw)
 	}
 }
 

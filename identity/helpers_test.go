@@ -138,7 +138,7 @@ func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 		{Username: "other", Subject: "sub-other", PasswordHash: oh, Scopes: []string{"offline_access", "Service/Market", "openid"}},
 	}
 	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	if _, _, err := users.Seed(ctx, st, seed, clk.Now()); err != nil {
+	if _, err := users.Seed(ctx, st, seed, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, st: st, clock: clk, sleep: noSleep} // throttling is tested on its own

@@ -125,6 +125,9 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 		if errors.Is(err, store.ErrAlreadyExists) {
 			return fmt.Errorf("adding user %q: the username or subject %q is taken", u.Username, u.Subject)
 		}
+		if errors.Is(err, store.ErrSubjectDeleted) {
+			return fmt.Errorf("adding user %q: the subject %q was a deleted user's, and is given to no one again: choose another", u.Username, u.Subject)
+		}
 		return fmt.Errorf("adding user %q: %w", u.Username, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "added user %s with subject %s\n", u.Username, u.Subject)
@@ -161,9 +164,9 @@ func setUserDisabled(cmd *cobra.Command, username string, disabled bool) error {
 }
 
 // runUserDelete deletes a user: its sessions end as when it is disabled,
-// its consents go, and its username and subject are free again. A users
-// file of --config that names the user would add it again at the next
-// start, so the command says so.
+// its consents go, its username is free again and its subject retired (no
+// user gets it again). A users file of --config that still lists the user
+// is told of at the next start; the command says so now.
 func runUserDelete(cmd *cobra.Command, args []string) error {
 	username := args[0]
 	app, err := loadApp(cmd)
@@ -190,7 +193,7 @@ func runUserDelete(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("reading the users file %s: %w", app.UsersFile, err)
 		}
 		if slices.ContainsFunc(listed, func(l store.User) bool { return l.Username == username }) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s: the next start adds the user again; remove it from the file\n",
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s: remove it from the file (a start warns of it, and does not add it again)\n",
 				app.UsersFile, username)
 		}
 	}

@@ -116,8 +116,9 @@ func TestUserCommands(t *testing.T) {
 		t.Errorf("revocations after scopes: %+v", revs)
 	}
 
-	// delete removes the user and ends its sessions; its name is free.
-	before = time.Now()
+	// delete removes the user and ends its sessions; its name is free, its
+	// subject given to no one again.
+	before = time.Now().Truncate(time.Millisecond) // the store keeps milliseconds
 	if out := user("", "delete", "bob"); out != "deleted user bob (subject bob-1) and ended its sessions\n" {
 		t.Errorf("delete printed %q", out)
 	}
@@ -137,6 +138,10 @@ func TestUserCommands(t *testing.T) {
 	}
 	if out, err := run(t, setUpUserCommand, "user", "", "delete", "bob", "--db", db); err == nil || !strings.Contains(err.Error(), `no user "bob"`) {
 		t.Errorf("deleting bob twice: %v\n%s", err, out)
+	}
+	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bob", "--subject", "bob-1", "--db", db); err == nil ||
+		!strings.Contains(err.Error(), `the subject "bob-1" was a deleted user's`) {
+		t.Errorf("adding a user with a deleted user's subject: %v\n%s", err, out)
 	}
 	user("pw\n", "add", "bob", "--subject", "bob-2")
 }
@@ -172,8 +177,8 @@ func TestUserCommandsConfig(t *testing.T) {
 }
 
 // TestUserDeleteListedInUsersFile: deleting a user that the config's users
-// file lists works, and warns that the next start adds it again; deleting
-// one it does not list does not warn.
+// file lists works, and warns that the file still lists it; deleting one
+// it does not list does not warn.
 func TestUserDeleteListedInUsersFile(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "store.db")
@@ -199,7 +204,7 @@ func TestUserDeleteListedInUsersFile(t *testing.T) {
 	}
 	out, err := run(t, setUpUserCommand, "user", "", "delete", "frank", "--config", caddyfile)
 	if err != nil || !strings.Contains(out, "deleted user frank") ||
-		!strings.Contains(out, "warning: the users file "+usersFile+" lists frank: the next start adds the user again") {
+		!strings.Contains(out, "warning: the users file "+usersFile+" lists frank: remove it from the file") {
 		t.Errorf("delete of a user the users file lists: %v\n%s", err, out)
 	}
 	out, err = run(t, setUpUserCommand, "user", "", "delete", "gina", "--config", caddyfile)

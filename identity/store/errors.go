@@ -7,6 +7,9 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrAlreadyExists: a create met a record with the same key.
 	ErrAlreadyExists = errors.New("store: already exists")
+	// ErrSubjectDeleted: a user was created with the subject of a deleted
+	// user (Users.DeleteUser), which no user is given again.
+	ErrSubjectDeleted = errors.New("store: the subject belonged to a deleted user")
 	// ErrAlreadyRotated: a refresh token was rotated before; the caller lost
 	// the compare-and-swap or is replaying the token.
 	ErrAlreadyRotated = errors.New("store: refresh token already rotated")

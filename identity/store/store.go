@@ -52,14 +52,19 @@ type Keys interface {
 // Users are the accounts that may log in with a password.
 type Users interface {
 	// CreateUser stores a new user. ErrAlreadyExists if the username or the
-	// subject is taken.
+	// subject is taken; ErrSubjectDeleted if the subject was a deleted
+	// user's.
 	CreateUser(ctx context.Context, u User) error
 	// UpdateUser replaces the user with u.Username. ErrNotFound if there is none.
 	UpdateUser(ctx context.Context, u User) error
-	// DeleteUser deletes the user called username and its consents, and
-	// ends its sessions as RevokeSubject(subject, now, tokensUntil) does,
-	// in one transaction. It returns the user deleted. ErrNotFound if
-	// there is none.
+	// DeleteUser deletes the user called username and its consents, ends
+	// its sessions as RevokeSubject(subject, now, tokensUntil) does, and
+	// retires its subject, which CreateUser then gives no one (a subject
+	// is never reassigned, OpenID Connect Core §2; the username may be
+	// taken again). It returns the user deleted; ErrNotFound if there is
+	// none. On SQLite it is one transaction; on PostgreSQL the user is
+	// gone once the first commits, and a second ends what a login racing
+	// the delete stored meanwhile (an error from it still names the user).
 	DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (User, error)
 	// ReplacePasswordHash sets the password hash of username to newHash,
 	// and Updated to now, if the hash is still oldHash: a compare-and-swap,
@@ -172,7 +177,9 @@ type Revocations interface {
 	RevokeAccessToken(ctx context.Context, jti string, exp, now time.Time) error
 	// RevokeSubject ends every session of a subject at now (a disabled
 	// user, a changed password): it revokes the subject's families,
-	// deletes its browser sessions (a store without them has none), and
+	// deletes its browser sessions and unused authorization codes, denies
+	// the device authorizations it approved and no device used (a store
+	// without them has none), and
 	// records a Revocation with Subject and NotBefore now, lasting until
 	// tokensUntil, so that every access token of the subject issued
 	// before now is refused. Not an error when the subject has nothing.

@@ -50,7 +50,7 @@ func newChecker(t *testing.T, mutate ...func(*CheckerConfig)) (*Checker, *fakeTi
 	t.Helper()
 	st := openStore(t)
 	dh, _ := passwordHashes(t)
-	if _, _, err := Seed(t.Context(), st, []store.User{{Username: "off", Subject: "sub-off", PasswordHash: dh, Disabled: true}}, t0); err != nil {
+	if _, err := Seed(t.Context(), st, []store.User{{Username: "off", Subject: "sub-off", PasswordHash: dh, Disabled: true}}, t0); err != nil {
 		t.Fatal(err)
 	}
 	ft := &fakeTime{now: t0}

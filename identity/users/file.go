@@ -141,34 +141,50 @@ func NewSubject() (string, error) {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 }
 
+// Seeded is what Seed did.
+type Seeded struct {
+	// Created counts the users it created.
+	Created int
+	// Stricter names the users it left whose entry gives less than the
+	// store holds (disabled there but not in the store, or fewer scopes):
+	// an operator who edited the file to take something away must be told
+	// that it did not.
+	Stricter []string
+	// Deleted names the users it did not create because their subject was
+	// a deleted user's (store.ErrSubjectDeleted): the file still lists a
+	// user deleted with gatehouse user delete.
+	Deleted []string
+}
+
 // Seed creates the users that the store does not have yet. Users that
 // exist are left as they are, so changes made with the CLI survive a
-// restart. It returns how many users it created, and the names of those
-// it left whose entry gives less than the store holds (disabled there but
-// not in the store, or fewer scopes): an operator who edited the file to
-// take something away must be told that it did not.
-func Seed(ctx context.Context, st store.Store, users []store.User, now time.Time) (created int, stricter []string, err error) {
+// restart, and a deleted user's subject is given to no one (Seeded).
+func Seed(ctx context.Context, st store.Store, users []store.User, now time.Time) (Seeded, error) {
+	var r Seeded
 	for _, u := range users {
 		had, err := st.User(ctx, u.Username)
 		if err == nil {
 			if u.Disabled && !had.Disabled || slices.ContainsFunc(had.Scopes, func(s string) bool { return !slices.Contains(u.Scopes, s) }) {
-				stricter = append(stricter, u.Username)
+				r.Stricter = append(r.Stricter, u.Username)
 			}
 			continue
 		}
 		if !errors.Is(err, store.ErrNotFound) {
-			return created, stricter, fmt.Errorf("seeding user %q: %w", u.Username, err)
+			return r, fmt.Errorf("seeding user %q: %w", u.Username, err)
 		}
 		u.Created, u.Updated = now, now
-		if err := st.CreateUser(ctx, u); err != nil {
-			if errors.Is(err, store.ErrAlreadyExists) {
-				continue // created concurrently by another instance
-			}
-			return created, stricter, fmt.Errorf("seeding user %q: %w", u.Username, err)
+		switch err := st.CreateUser(ctx, u); {
+		case errors.Is(err, store.ErrAlreadyExists):
+			// created concurrently by another instance
+		case errors.Is(err, store.ErrSubjectDeleted):
+			r.Deleted = append(r.Deleted, u.Username)
+		case err != nil:
+			return r, fmt.Errorf("seeding user %q: %w", u.Username, err)
+		default:
+			r.Created++
 		}
-		created++
 	}
-	return created, stricter, nil
+	return r, nil
 }
 
 // Outdated lists the users whose password hashes are not argon2id with the

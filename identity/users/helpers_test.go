@@ -46,7 +46,7 @@ func openStore(t testing.TB) store.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	dh, _ := passwordHashes(t)
-	if _, _, err := Seed(ctx, st, []store.User{{Username: "demo", Subject: "sub-demo", PasswordHash: dh}}, t0); err != nil {
+	if _, err := Seed(ctx, st, []store.User{{Username: "demo", Subject: "sub-demo", PasswordHash: dh}}, t0); err != nil {
 		t.Fatal(err)
 	}
 	return st

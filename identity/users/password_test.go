@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
@@ -112,12 +114,25 @@ func TestSeedUsers(t *testing.T) {
 	if err := st.UpdateUser(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
-	n, stricter, err := Seed(t.Context(), st, []store.User{
+	if _, err := st.DeleteUser(t.Context(), "gone", t0, t0.Add(time.Hour)); err == nil {
+		t.Fatal("deleted a user that is not there")
+	}
+	if err := st.CreateUser(t.Context(), store.User{Username: "gone", Subject: "sub-gone", PasswordHash: dh}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DeleteUser(t.Context(), "gone", t0, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	seeded, err := Seed(t.Context(), st, []store.User{
 		{Username: "demo", Subject: "sub-demo", PasswordHash: dh},
 		{Username: "new", Subject: "sub-new", PasswordHash: dh},
+		{Username: "gone", Subject: "sub-gone", PasswordHash: dh},
 	}, t0)
-	if err != nil || n != 1 || len(stricter) != 0 {
-		t.Fatalf("seeded %d (stricter %v), %v", n, stricter, err)
+	if err != nil || seeded.Created != 1 || len(seeded.Stricter) != 0 || !slices.Equal(seeded.Deleted, []string{"gone"}) {
+		t.Fatalf("seeded %+v, %v", seeded, err)
+	}
+	if _, err := st.User(t.Context(), "gone"); err == nil {
+		t.Fatal("seeding added a deleted user's subject again")
 	}
 	got, _ := st.User(t.Context(), "demo")
 	if got.PasswordHash != oh {
@@ -157,9 +172,9 @@ func TestSeedNamesStricterEntries(t *testing.T) {
 		{store.User{Username: "demo", Scopes: []string{"a"}}, true},
 		{store.User{Username: "demo", Scopes: []string{"a", "b"}, Disabled: true}, true},
 	} {
-		n, stricter, err := Seed(t.Context(), st, []store.User{tt.entry}, t0)
-		if err != nil || n != 0 || (len(stricter) == 1 && stricter[0] == "demo") != tt.stricter {
-			t.Errorf("%+v: created %d, stricter %v, %v", tt.entry, n, stricter, err)
+		seeded, err := Seed(t.Context(), st, []store.User{tt.entry}, t0)
+		if err != nil || seeded.Created != 0 || (len(seeded.Stricter) == 1 && seeded.Stricter[0] == "demo") != tt.stricter {
+			t.Errorf("%+v: %+v, %v", tt.entry, seeded, err)
 		}
 	}
 	if got, _ := st.User(t.Context(), "demo"); got.Disabled || len(got.Scopes) != 2 {

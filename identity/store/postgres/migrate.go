@@ -206,6 +206,13 @@ var migrations = [][]string{
 		`CREATE INDEX refresh_families_subject_client ON refresh_families (subject, client_id, created_at)`,
 		`DROP INDEX refresh_families_subject`,
 	},
+	// 7: the subjects of deleted users, as the SQLite backend's version 8.
+	{
+		`CREATE TABLE deleted_subjects (
+			subject    text COLLATE "C" PRIMARY KEY,
+			deleted_at timestamptz NOT NULL
+		)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -37,7 +37,8 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 
 // RevokeSubject revokes, in one transaction, the subject's live families
 // (with their revocations, as RevokeRefreshFamily records them), deletes
-// its browser sessions and records the subject's not-before time, and
+// its browser sessions, ends its codes (endSubjectCodesTx), records the
+// subject's not-before time, and
 // notifies the listeners
 // (unless notices are off). A later revocation of the same
 // subject moves NotBefore and the expiry on, never back.
@@ -65,6 +66,9 @@ func (s *Store) revokeSubjectTx(ctx context.Context, tx pgx.Tx, subject string, 
 	if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE subject = $1`, subject); err != nil {
 		return err
 	}
+	if err := endSubjectCodesTx(ctx, tx, subject, now, false); err != nil {
+		return err
+	}
 	_, err := tx.Exec(ctx, `INSERT INTO subject_revocations AS r (subject, not_before, expires_at, revoked_at)
 		VALUES ($1, $2, $3, $2)
 		ON CONFLICT (subject) DO UPDATE SET not_before = GREATEST(r.not_before, excluded.not_before),
@@ -90,6 +94,9 @@ func (s *Store) revokeSubjectLate(ctx context.Context, subject string, now, toke
 		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE subject = $1 AND (auth_time IS NULL OR auth_time < $2)`, subject, ts(now)); err != nil {
 			return err
 		}
+		if err := endSubjectCodesTx(ctx, tx, subject, now, true); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `UPDATE refresh_families SET revoked_at = $1
 			WHERE subject = $2 AND revoked_at IS NULL AND (auth_time IS NULL OR auth_time < $1)`, ts(now), subject)
 		if err != nil || tag.RowsAffected() == 0 {
@@ -100,6 +107,25 @@ func (s *Store) revokeSubjectLate(ctx context.Context, subject string, now, toke
 		}
 		return s.notifyTx(ctx, tx)
 	})
+}
+
+// endSubjectCodesTx ends what the subject authorized that has not yet
+// given a token (of an authentication before now only, when before): its
+// unused authorization codes go, and its approved device authorizations
+// not yet used become denied (the device is told access_denied). The
+// subject's revocation refuses them too, but only while it lasts (the
+// access tokens' lifetime), which a device code may outlive, and a user
+// enabled again, or added again with the subject, would then get tokens
+// for an approval made before.
+func endSubjectCodesTx(ctx context.Context, tx pgx.Tx, subject string, now time.Time, before bool) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM auth_codes WHERE subject = $1 AND used_at IS NULL
+		AND (NOT $2 OR auth_time IS NULL OR auth_time < $3)`, subject, before, ts(now)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE device_codes SET state = $1, decided_at = $2
+		WHERE subject = $3 AND state = $4 AND used_at IS NULL
+		AND (NOT $5 OR auth_time IS NULL OR auth_time < $2)`, store.DeviceDenied, ts(now), subject, store.DeviceApproved, before)
+	return err
 }
 
 // revocationsQuery lists the three kinds of revocation revoked at $1 or

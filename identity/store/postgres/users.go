@@ -16,14 +16,18 @@ const userColumns = `username, subject, password_hash, display_name, email, emai
 	scopes, roles, disabled, created_at, updated_at`
 
 // CreateUser stores a new user. ErrAlreadyExists if the username or the
-// subject is taken.
+// subject is taken; ErrSubjectDeleted if the subject was a deleted user's.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO users (`+userColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	tag, err := s.pool.Exec(ctx, `INSERT INTO users (`+userColumns+`)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
+		WHERE NOT EXISTS (SELECT 1 FROM deleted_subjects WHERE subject = $2)`,
 		u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
 		textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated))
 	if isUnique(err) {
 		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
+	}
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrSubjectDeleted
 	}
 	if err != nil {
 		return fmt.Errorf("creating user %q: %w", u.Username, err)
@@ -52,9 +56,13 @@ func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 	return nil
 }
 
-// DeleteUser deletes the user called username and its consents, and ends
-// its sessions as RevokeSubject does (its first pass in the same
-// transaction). It returns the user deleted; ErrNotFound if there is none.
+// DeleteUser deletes the user called username and its consents, ends its
+// sessions as RevokeSubject does and retires its subject, in one
+// transaction; a second (deletedLate) then ends what a login that read the
+// user before the first committed stored meanwhile. It returns the user
+// deleted; ErrNotFound if there is none. Should the second fail, the user
+// is gone all the same: the error says so and names the subject, so that
+// gatehouse user delete can say what to do.
 func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (store.User, error) {
 	var u store.User
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -65,15 +73,33 @@ func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUnti
 		if _, err := tx.Exec(ctx, `DELETE FROM consents WHERE subject = $1`, u.Subject); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `INSERT INTO deleted_subjects (subject, deleted_at) VALUES ($1, $2)
+			ON CONFLICT (subject) DO NOTHING`, u.Subject, ts(now)); err != nil {
+			return err
+		}
 		return s.revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil)
 	})
-	if err == nil {
-		err = s.revokeSubjectLate(ctx, u.Subject, now, tokensUntil)
-	}
 	if err != nil {
 		return store.User{}, fmt.Errorf("deleting user %q: %w", username, err)
 	}
+	if err := s.deletedLate(ctx, u.Subject, now, tokensUntil); err != nil {
+		return u, fmt.Errorf("user %q (subject %q) is deleted, but ending what a login racing the delete stored failed (the subject's revocation still refuses that login's tokens while it lasts, and every grant finds no user): %w",
+			username, u.Subject, err)
+	}
 	return u, nil
+}
+
+// deletedLate is DeleteUser's second pass, once its first is committed:
+// as revokeSubjectLate, but for any authentication time, since the user
+// is gone and every session, family, consent or code of its subject stored
+// since is a login's that read it before: they all go.
+func (s *Store) deletedLate(ctx context.Context, subject string, now, tokensUntil time.Time) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM consents WHERE subject = $1`, subject); err != nil {
+			return err
+		}
+		return s.revokeSubjectTx(ctx, tx, subject, now, tokensUntil)
+	})
 }
 
 // User returns the user with this username. ErrNotFound if there is none.

@@ -201,6 +201,14 @@ var migrations = [][]string{
 		`CREATE INDEX refresh_families_subject_client ON refresh_families (subject, client_id, created_at)`,
 		`DROP INDEX refresh_families_subject`,
 	},
+	// 8: the subjects of deleted users (store.Users.DeleteUser), never
+	// given to a user again.
+	{
+		`CREATE TABLE deleted_subjects (
+			subject    TEXT NOT NULL PRIMARY KEY,
+			deleted_at INTEGER NOT NULL
+		) STRICT`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

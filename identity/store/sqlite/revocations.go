@@ -23,7 +23,8 @@ func (s *Store) RevokeAccessToken(ctx context.Context, jti string, exp, now time
 
 // RevokeSubject revokes, in one transaction, the subject's live families
 // (with their revocations, as RevokeRefreshFamily records them), deletes
-// its browser sessions and records the subject's not-before time. A later revocation of the same
+// its browser sessions, ends its codes (endSubjectCodesTx) and records the
+// subject's not-before time. A later revocation of the same
 // subject moves NotBefore and the expiry on, never back.
 func (s *Store) RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error {
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -47,11 +48,30 @@ func revokeSubjectTx(ctx context.Context, tx *sql.Tx, subject string, now, token
 	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE subject = ?`, subject); err != nil {
 		return err
 	}
+	if err := endSubjectCodesTx(ctx, tx, subject, now); err != nil {
+		return err
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO subject_revocations (subject, not_before, expires_at, revoked_at)
 		VALUES (?, ?, ?, ?)
 		ON CONFLICT (subject) DO UPDATE SET not_before = max(not_before, excluded.not_before),
 			expires_at = max(expires_at, excluded.expires_at), revoked_at = max(revoked_at, excluded.revoked_at)`,
 		subject, millis(now), millis(tokensUntil), millis(now))
+	return err
+}
+
+// endSubjectCodesTx ends what the subject authorized that has not yet
+// given a token: its unused authorization codes go, and its approved
+// device authorizations not yet used become denied (the device is told
+// access_denied). The subject's revocation refuses them too, but only
+// while it lasts (the access tokens' lifetime), which a device code may
+// outlive, and a user enabled again, or added again with the subject,
+// would then get tokens for an approval made before.
+func endSubjectCodesTx(ctx context.Context, tx *sql.Tx, subject string, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM auth_codes WHERE subject = ? AND used_at IS NULL`, subject); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE device_codes SET state = ?, decided_at = ?
+		WHERE subject = ? AND state = ? AND used_at IS NULL`, store.DeviceDenied, millis(now), subject, store.DeviceApproved)
 	return err
 }
 

@@ -21,14 +21,18 @@ const (
 )
 
 // CreateUser stores a new user. ErrAlreadyExists if the username or the
-// subject is taken.
+// subject is taken; ErrSubjectDeleted if the subject was a deleted user's.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO users (`+userColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := s.w.ExecContext(ctx, `INSERT INTO users (`+userColumns+`)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM deleted_subjects WHERE subject = ?)`,
 		u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
-		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated))
+		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated), u.Subject)
 	if isUnique(err) {
 		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
+	}
+	if err == nil && oneRow(res) != nil {
+		err = store.ErrSubjectDeleted
 	}
 	if err != nil {
 		return fmt.Errorf("creating user %q: %w", u.Username, err)
@@ -57,9 +61,9 @@ func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 	return nil
 }
 
-// DeleteUser deletes the user called username and its consents, and ends
-// its sessions as RevokeSubject does, in one transaction. It returns the
-// user deleted; ErrNotFound if there is none.
+// DeleteUser deletes the user called username and its consents, ends its
+// sessions as RevokeSubject does, and retires its subject, in one
+// transaction. It returns the user deleted; ErrNotFound if there is none.
 func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (store.User, error) {
 	var u store.User
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -68,6 +72,10 @@ func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUnti
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM consents WHERE subject = ?`, u.Subject); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deleted_subjects (subject, deleted_at) VALUES (?, ?)
+			ON CONFLICT (subject) DO NOTHING`, u.Subject, millis(now)); err != nil {
 			return err
 		}
 		return revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil)

@@ -182,12 +182,7 @@ var sessionCases = []browserCase{
 		// sessions, which outlive the revocation's record (it lasts as long
 		// as access tokens do).
 		ctx := Context(t)
-		rs, ok := s.(interface {
-			RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error
-		})
-		if !ok {
-			t.Skip("the store does not revoke subjects")
-		}
+		rs := subjectRevoker(t, s)
 		a1, a2, b := session("a1"), session("a2"), session("b")
 		a2.Subject = a1.Subject
 		for _, ss := range []store.Session{a1, a2, b} {
@@ -199,6 +194,27 @@ var sessionCases = []browserCase{
 			wantErr(t, "Session after RevokeSubject", err, store.ErrNotFound)
 		}
 		equal(t, "another subject's session", readSession(ctx, t, s, b.Hash), b)
+	}},
+	{"RevokeSubjectEndsUnusedCodes", func(t *testing.T, s store.BrowserStore) {
+		// A subject's codes not yet exchanged go with its sessions; a used
+		// one stays (its replay is still detected), as does another
+		// subject's.
+		ctx := Context(t)
+		rs := subjectRevoker(t, s)
+		unused, used, other := authCode("a"), authCode("a-used"), authCode("b")
+		used.Subject = unused.Subject
+		for _, c := range []store.AuthCode{unused, used, other} {
+			wantErr(t, "PutCode", s.PutCode(ctx, c), nil)
+		}
+		_, err := s.ConsumeCode(ctx, used.Hash, t0.Add(time.Second), store.CodeIssue{FamilyID: "f", AccessTokenID: "at"})
+		wantErr(t, "ConsumeCode", err, nil)
+		wantErr(t, "RevokeSubject", rs.RevokeSubject(ctx, unused.Subject, t0.Add(2*time.Second), t0.Add(time.Hour)), nil)
+		_, err = s.Code(ctx, unused.Hash)
+		wantErr(t, "Code of an unused code after RevokeSubject", err, store.ErrNotFound)
+		for _, c := range []store.AuthCode{used, other} {
+			_, err := s.Code(ctx, c.Hash)
+			wantErr(t, "Code "+string(c.Hash), err, nil)
+		}
 	}},
 	{"DeleteUserEndsSessionsAndConsents", func(t *testing.T, s store.BrowserStore) {
 		// A deleted user's browser sessions and consents go with it; another
@@ -228,6 +244,21 @@ var sessionCases = []browserCase{
 		equal(t, "another user's session", readSession(ctx, t, s, b.Hash), b)
 		equal(t, "another user's consent", readConsent(ctx, t, s, b.Subject, "app").Subject, b.Subject)
 	}},
+}
+
+// subjectRevoker is s as the store that revokes subjects it also is; the
+// test is skipped when it is not.
+func subjectRevoker(t *testing.T, s any) interface {
+	RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error
+} {
+	t.Helper()
+	rs, ok := s.(interface {
+		RevokeSubject(ctx context.Context, subject string, now, tokensUntil time.Time) error
+	})
+	if !ok {
+		t.Skip("the store does not revoke subjects")
+	}
+	return rs
 }
 
 // authCode is a code as the suite stores it.

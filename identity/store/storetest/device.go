@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,47 @@ var deviceCases = []struct {
 	{"ConsumeRace", func(t *testing.T, s store.DeviceStore) { ConsumeDeviceConcurrently(t, 16, s) }},
 	{"DecideRace", func(t *testing.T, s store.DeviceStore) { DecideDeviceConcurrently(t, 16, s) }},
 	{"PollRace", testDevicePollRace},
+	{"RevokeSubjectDenies", testDeviceRevokeSubjectDenies},
+}
+
+// testDeviceRevokeSubjectDenies: ending a subject's sessions turns its
+// approved authorizations not yet used into denied ones; another
+// subject's, a used one and a pending one stay as they were.
+func testDeviceRevokeSubjectDenies(t *testing.T, s store.DeviceStore) {
+	ctx := Context(t)
+	rs := subjectRevoker(t, s)
+	codes := map[string]store.DeviceCode{}
+	for _, name := range []string{"alice", "alice-used", "bob", "pending"} {
+		d := deviceCode(name)
+		wantErr(t, "PutDeviceCode "+name, s.PutDeviceCode(ctx, d), nil)
+		if name != "pending" {
+			subject := strings.TrimSuffix(name, "-used")
+			_, err := s.DecideDeviceCode(ctx, d.UserCodeHash, t0.Add(time.Second), approve(subject))
+			wantErr(t, "DecideDeviceCode "+name, err, nil)
+		}
+		if name == "alice-used" {
+			_, err := s.ConsumeDeviceCode(ctx, d.Hash, t0.Add(2*time.Second), store.CodeIssue{FamilyID: "f", AccessTokenID: "at"})
+			wantErr(t, "ConsumeDeviceCode", err, nil)
+		}
+		got, err := s.DeviceCode(ctx, d.Hash)
+		wantErr(t, "DeviceCode "+name, err, nil)
+		codes[name] = got
+	}
+	now := t0.Add(time.Minute)
+	wantErr(t, "RevokeSubject", rs.RevokeSubject(ctx, "alice", now, now.Add(time.Hour)), nil)
+	for name, before := range codes {
+		got, err := s.DeviceCode(ctx, before.Hash)
+		wantErr(t, "DeviceCode "+name, err, nil)
+		want := before
+		if name == "alice" {
+			want.State, want.DecidedAt = store.DeviceDenied, now
+		}
+		equal(t, "device code "+name+" after RevokeSubject", normDevice(t, got), normDevice(t, want))
+	}
+	_, err := s.ConsumeDeviceCode(ctx, codes["alice"].Hash, now.Add(time.Second), store.CodeIssue{FamilyID: "g", AccessTokenID: "at2"})
+	if err == nil {
+		t.Error("ConsumeDeviceCode of an approval the revocation denied succeeded")
+	}
 }
 
 // deviceCode is a new pending authorization named name, created at t0,

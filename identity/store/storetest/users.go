@@ -27,8 +27,8 @@ var userCases = []testCase{
 // testUsersDelete: deleting a user returns it and leaves none by its
 // name or subject; its families are revoked and its subject's tokens
 // refused from then, as RevokeSubject does; other users keep theirs; the
-// name can be taken again; a user that is not there is ErrNotFound, and
-// nothing changes.
+// name can be taken again, the subject by no one (ErrSubjectDeleted); a
+// user that is not there is ErrNotFound, and nothing changes.
 func testUsersDelete(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	alice, bob := user("alice"), user("bob")
@@ -63,9 +63,19 @@ func testUsersDelete(t *testing.T, s store.Store) {
 
 	_, err = s.DeleteUser(ctx, "alice", now.Add(time.Minute), until)
 	wantErr(t, "DeleteUser again", err, store.ErrNotFound)
+	wantErr(t, "CreateUser with the deleted user's subject", s.CreateUser(ctx, alice), store.ErrSubjectDeleted)
+	carol := user("carol")
+	carol.Subject = alice.Subject
+	wantErr(t, "CreateUser of another name with the deleted user's subject", s.CreateUser(ctx, carol), store.ErrSubjectDeleted)
+	_, err = s.UserBySubject(ctx, alice.Subject)
+	wantErr(t, "UserBySubject of the deleted subject", err, store.ErrNotFound)
 	again := user("alice")
 	again.Subject = "another-subject"
 	wantErr(t, "CreateUser with the deleted user's name", s.CreateUser(ctx, again), nil)
+	// Deleting the new alice retires its subject too; the first stays retired.
+	_, err = s.DeleteUser(ctx, "alice", now.Add(2*time.Minute), until)
+	wantErr(t, "DeleteUser of the new alice", err, nil)
+	wantErr(t, "CreateUser with the first subject", s.CreateUser(ctx, alice), store.ErrSubjectDeleted)
 }
 
 // testUsersWithSubjects: the users whose subject is one of those asked,
