@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,8 +40,10 @@ type ForwardRequest struct {
 
 // ForwardResult is a Forwarder's checked answer.
 type ForwardResult struct {
-	Body         []byte // a select's result, in the shape of DESIGN.md, checked
-	RowsAffected int64  // an insert's
+	// Rows is a select's result, read from the upstream as it is written
+	// (Columns the asked ones); the handler closes it.
+	Rows         Rows
+	RowsAffected int64 // an insert's
 }
 
 // The errors of a Forwarder, next to the engine ones (ErrTimeout for the
@@ -53,6 +56,9 @@ var (
 	// ErrUpstreamRefused: the upstream refused the request (a 4xx);
 	// UpstreamError says which.
 	ErrUpstreamRefused = errors.New("the upstream query service refused the request")
+	// ErrFateUnknown: a write was sent but its answer never came (the time
+	// limit, a connection lost): the upstream may have applied it.
+	ErrFateUnknown = errors.New("the upstream may have applied the write")
 )
 
 // UpstreamError is a refusal of the upstream: its status, and its error
@@ -87,6 +93,11 @@ func forwardable(stmt iql.Statement) string {
 	case *iql.Insert:
 		if len(s.Rows) != 1 {
 			return "an INSERT of several rows"
+		}
+		for _, v := range s.Rows[0] {
+			if what := forwardableLiteral(v); what != "" {
+				return what
+			}
 		}
 		return ""
 	case *iql.Update:
@@ -125,6 +136,32 @@ func forwardableWhere(e iql.Expr) string {
 		case iql.OpIsNotNull:
 			return "IS NOT NULL"
 		}
+		for _, v := range c.Values {
+			if what := forwardableLiteral(v); what != "" {
+				return what
+			}
+		}
+	}
+	return ""
+}
+
+// forwardableLiteral refuses a string the upstream might read otherwise
+// than the service does: the upstream's grammar says only that strings go
+// in single or double quotes, not how one holds its own quote, nor whether
+// a backslash escapes (a lexer that reads \' as a quote inside the string
+// would end it elsewhere, and read what follows as the statement's). So a
+// forwarded string holds no backslash, no control character, and not both
+// quotes: iql.Format then quotes it with the one it does not hold, and
+// nothing in it is escaped.
+func forwardableLiteral(v iql.Literal) string {
+	if v.Kind != iql.KindString {
+		return ""
+	}
+	switch {
+	case strings.ContainsFunc(v.Text, func(r rune) bool { return r == '\\' || r < ' ' || r == 0x7f }):
+		return "a string with a backslash or a control character"
+	case strings.ContainsRune(v.Text, '\'') && strings.ContainsRune(v.Text, '"'):
+		return "a string with both a single and a double quote"
 	}
 	return ""
 }
@@ -239,29 +276,51 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 		Write: pl.write, Columns: cols, MaxRows: h.cfg.MaxRows}
 	res, err := fw.Forward(r.Context(), freq)
 	if pl.write {
-		outcome := "ok"
-		if err != nil {
-			outcome = forwardError(err).Code
-		}
-		var n int64
-		if res != nil {
-			n = res.RowsAffected
-		}
-		h.log.Info("query write", zap.String("request_id", req.id), zap.String("user", req.caller.Subject),
-			zap.String("client_id", req.caller.ClientID), zap.String("table", req.table), zap.String("kind", "insert"),
-			zap.Int64("rows_affected", n), zap.String("outcome", outcome), zap.String("engine", "iq"))
+		h.forwardedWrite(w, req, res, err)
+		return
 	}
 	if err != nil {
 		h.fail(w, req, forwardError(err))
 		return
 	}
+	defer res.Rows.Close()
+	h.stream(w, req, res.Rows, forwardError)
+}
+
+// forwardedWrite answers a forwarded insert and writes its audit entry
+// (who, table, kind, count; never a value). An insert the upstream may
+// have applied without saying so (its time limit passed, or the
+// connection failed, once the statement was sent) is audited with the
+// outcome "unknown" and no count, and the caller is told that it may
+// have been applied: a retry could place an order twice.
+func (h *Handler) forwardedWrite(w http.ResponseWriter, req *request, res *ForwardResult, err error) {
+	outcome, n := "ok", int64(0)
+	var e *Error
+	switch {
+	case err == nil:
+		n = res.RowsAffected
+	case errors.Is(err, ErrFateUnknown):
+		outcome = "unknown"
+		e = forwardError(err)
+		e.Message += "; the insert was sent and may have been applied"
+	default:
+		e = forwardError(err)
+		outcome = e.Code
+	}
+	fields := []zap.Field{zap.String("request_id", req.id), zap.String("user", req.caller.Subject),
+		zap.String("client_id", req.caller.ClientID), zap.String("table", req.table), zap.String("kind", "insert"),
+		zap.String("outcome", outcome), zap.String("engine", "iq")}
+	if outcome != "unknown" {
+		fields = append(fields, zap.Int64("rows_affected", n))
+	}
+	h.log.Info("query write", fields...)
+	if e != nil {
+		h.fail(w, req, e)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if pl.write {
-		_, _ = w.Write([]byte(`{"RowsAffected":` + strconv.FormatInt(res.RowsAffected, 10) + "}\n"))
-	} else {
-		_, _ = w.Write(res.Body)
-	}
+	_, _ = w.Write([]byte(`{"RowsAffected":` + strconv.FormatInt(n, 10) + "}\n"))
 	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))
 }
 

@@ -246,6 +246,8 @@ func trailerCode(err error) string {
 		return CodeCanceled
 	case errors.Is(err, ErrUnavailable):
 		return CodeUnavailable
+	case errors.Is(err, ErrBadGateway):
+		return CodeBadGateway
 	}
 	return CodeInternal
 }

@@ -74,9 +74,15 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, req *request, st 
 		return
 	}
 	defer rows.Close()
+	h.stream(w, req, typedRows{rows, st.Columns}, engineError)
+}
+
+// stream writes rows as the result (WriteResult); a failure before
+// anything was sent is answered as errorOf maps it, one after is logged.
+func (h *Handler) stream(w http.ResponseWriter, req *request, rows Rows, errorOf func(error) *Error) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	sum, err := WriteResult(w, typedRows{rows, st.Columns}, ResultOptions{MaxRows: h.cfg.MaxRows, BufferSize: h.cfg.ResultBufferSize})
+	sum, err := WriteResult(w, rows, ResultOptions{MaxRows: h.cfg.MaxRows, BufferSize: h.cfg.ResultBufferSize})
 	if err != nil {
 		if se, ok := errors.AsType[*StreamError](err); ok {
 			// The body is cut short and the trailer carries the code.
@@ -86,7 +92,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, req *request, st 
 			return
 		}
 		w.Header().Del("Content-Type")
-		h.fail(w, req, engineError(err))
+		h.fail(w, req, errorOf(err))
 		return
 	}
 	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))

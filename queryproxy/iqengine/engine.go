@@ -6,17 +6,21 @@
 package iqengine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
@@ -110,15 +114,58 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) Catalog(context.Context) (sqlgen.Catalog, error) { return e.cfg.Catalog, nil }
 
 // Forward POSTs the statement to the upstream's /query (text/plain) with
-// the caller's bearer token and Request-Id, and checks its answer: a
-// select's must be {"Columns": {...}, "Rows": [...]} with exactly the
-// asked columns and at most MaxRows rows; an insert's {"RowsAffected": n}.
-// Failures: ErrTimeout (the time limit), ErrCanceled (the caller went
-// away), ErrUnavailable (no connection, or the upstream's 502/503/504),
-// *queryproxy.UpstreamError (its 4xx), ErrBadGateway (anything else).
+// the caller's bearer token and Request-Id, and checks its answer. An
+// insert's must be {"RowsAffected": n}. A select's, {"Rows": [...],
+// "Columns": {...}} in either order, is read as it arrives (answer): the
+// result has the rows it reads, each an array of one plain value per
+// asked column, and the asked columns with the catalog's types, never the
+// upstream's bytes; so a result's memory is a row's, whatever the answer's
+// size. Failures: ErrTimeout (the time limit), ErrCanceled (the caller
+// went away), ErrUnavailable (no connection, or the upstream's 502/503/504),
+// *queryproxy.UpstreamError (its 4xx), ErrBadGateway (anything else); a
+// select's answer may fail the same ways while its rows are read. An
+// insert runs to its end, within the time limit, even when the caller goes
+// away: once sent, it may be applied, and its audit entry says how it
+// ended.
 func (e *Engine) Forward(ctx context.Context, req queryproxy.ForwardRequest) (*queryproxy.ForwardResult, error) {
+	if req.Write {
+		ctx = context.WithoutCancel(ctx)
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	defer cancel()
+	resp, err := e.post(ctx, req)
+	if err != nil {
+		cancel()
+		if req.Write && mayHaveSent(err) {
+			err = fmt.Errorf("%w (%w)", err, queryproxy.ErrFateUnknown)
+		}
+		return nil, err
+	}
+	if req.Write {
+		defer cancel()
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBodyBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("%w (%w)", transportError(ctx, err), queryproxy.ErrFateUnknown)
+		}
+		var w struct{ RowsAffected *int64 }
+		if len(body) > maxRefusalBodyBytes || json.Unmarshal(body, &w) != nil || w.RowsAffected == nil || *w.RowsAffected < 0 {
+			return nil, fmt.Errorf("iq: an insert's answer is not {\"RowsAffected\": n}: %w", queryproxy.ErrBadGateway)
+		}
+		return &queryproxy.ForwardResult{RowsAffected: *w.RowsAffected}, nil
+	}
+	a := &answer{ctx: ctx, cancel: cancel, body: resp.Body, cols: req.Columns, vals: make([]any, len(req.Columns))}
+	a.dec.Reset(&limitedBody{r: resp.Body, left: e.cfg.MaxAnswerBytes}, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(false))
+	if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		a.fail(err, "not a JSON object")
+		a.Close()
+		return nil, a.err
+	}
+	return &queryproxy.ForwardResult{Rows: a}, nil
+}
+
+// post sends the statement and returns the upstream's 200 answer, whose
+// Content-Type is JSON; any other status is the error Forward documents.
+func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint, strings.NewReader(req.IQL))
 	if err != nil {
 		return nil, fmt.Errorf("iq: %w: %w", queryproxy.ErrBadGateway, err)
@@ -133,79 +180,277 @@ func (e *Engine) Forward(ctx context.Context, req queryproxy.ForwardRequest) (*q
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
-	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusOK:
 	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
-		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, queryproxy.ErrUnavailable)
+		resp.Body.Close()
+		return nil, fmt.Errorf("iq: upstream %s: %w (%w)", resp.Status, queryproxy.ErrUnavailable, errUpstreamStatus)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		defer resp.Body.Close()
 		return nil, &queryproxy.UpstreamError{Status: resp.StatusCode, Code: refusalCode(resp.Body)}
 	default:
+		resp.Body.Close()
 		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, queryproxy.ErrBadGateway)
 	}
-	if mt := resp.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(mt), "application/json") {
-		return nil, fmt.Errorf("iq: upstream answered %q: %w", mt, queryproxy.ErrBadGateway)
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		resp.Body.Close()
+		return nil, fmt.Errorf("iq: upstream answered %q: %w", resp.Header.Get("Content-Type"), queryproxy.ErrBadGateway)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, e.cfg.MaxAnswerBytes+1))
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if int64(len(body)) > e.cfg.MaxAnswerBytes {
-		return nil, fmt.Errorf("iq: answer over %d bytes: %w", e.cfg.MaxAnswerBytes, queryproxy.ErrBadGateway)
-	}
-	if req.Write {
-		var w struct{ RowsAffected *int64 }
-		if err := json.Unmarshal(body, &w); err != nil || w.RowsAffected == nil || *w.RowsAffected < 0 {
-			return nil, fmt.Errorf("iq: an insert's answer is not {\"RowsAffected\": n}: %w", queryproxy.ErrBadGateway)
-		}
-		return &queryproxy.ForwardResult{RowsAffected: *w.RowsAffected}, nil
-	}
-	if err := checkResult(body, req.Columns, req.MaxRows); err != nil {
-		return nil, err
-	}
-	return &queryproxy.ForwardResult{Body: body}, nil
+	return resp, nil
 }
 
-// checkResult checks a select's answer: one JSON object with Columns
-// naming exactly the asked columns (Index their select-list order) and
-// Rows, arrays of that many values, at most maxRows of them.
-func checkResult(body []byte, want []sqlgen.Column, maxRows int) error {
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	var res struct {
-		Columns map[string]struct {
-			Index *int
-			Type  string
+// mayHaveSent reports whether post's error leaves open whether the
+// upstream got the statement: a failure of the connection or of the time
+// limit, but not a refused dial (nothing was sent) nor an answer (the
+// upstream said what it did).
+func mayHaveSent(err error) bool {
+	if !errors.Is(err, queryproxy.ErrTimeout) && !errors.Is(err, queryproxy.ErrCanceled) && !errors.Is(err, queryproxy.ErrUnavailable) {
+		return false
+	}
+	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Op == "dial" {
+		return false
+	}
+	return !errors.Is(err, errUpstreamStatus)
+}
+
+// errUpstreamStatus marks the upstream's own 502, 503 or 504: an answer.
+var errUpstreamStatus = errors.New("the upstream answered")
+
+// answer is a select's answer, read as it arrives (queryproxy.Rows): one
+// JSON object of exactly two members, each once, spelled so, in either
+// order (the upstream sends Rows first):
+//
+//   - "Rows": an array of rows, each an array of one plain value (string,
+//     number, true, false, null) per asked column;
+//   - "Columns": an object naming exactly the asked columns, each an object
+//     whose "Index" is the column's place in the select list (other members,
+//     at most maxColumnMembers, are skipped: the upstream's types are not
+//     passed on, the catalog's are).
+//
+// Nothing may follow the object. Anything else fails with ErrBadGateway, at
+// the point where it is read: WriteResult then answers 502 if it has sent
+// nothing, else cuts the result short with the trailer. The answer's bytes
+// are bounded by MaxAnswerBytes (limitedBody), its rows by the handler's
+// MaxRows (WriteResult stops reading at one more).
+type answer struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	body   io.ReadCloser
+	dec    jsontext.Decoder
+	cols   []sqlgen.Column
+	vals   []any
+	rows   int  // rows read
+	inRows bool // within the Rows array
+	seen   [2]bool
+	done   bool
+	err    error
+}
+
+// maxColumnMembers bounds the members of one column's descriptor.
+const maxColumnMembers = 8
+
+func (a *answer) Columns() []sqlgen.Column { return a.cols }
+func (a *answer) Values() []any            { return a.vals }
+func (a *answer) Err() error               { return a.err }
+
+// Close ends the upstream request; safe to call more than once.
+func (a *answer) Close() error {
+	a.cancel()
+	return a.body.Close()
+}
+
+// Next reads the answer up to the next row.
+func (a *answer) Next() bool {
+	for a.err == nil && !a.done {
+		if a.inRows {
+			tok, err := a.dec.ReadToken()
+			switch {
+			case err != nil:
+				return a.fail(err, "Rows cut short")
+			case tok.Kind() == ']':
+				a.inRows = false
+				continue
+			case tok.Kind() != '[':
+				return a.fail(nil, fmt.Sprintf("row %d is not an array", a.rows))
+			}
+			return a.row()
 		}
-		Rows []json.RawMessage
-	}
-	if err := d.Decode(&res); err != nil || d.More() || res.Columns == nil || res.Rows == nil {
-		return fmt.Errorf("iq: the answer is not {\"Columns\", \"Rows\"}: %w", queryproxy.ErrBadGateway)
-	}
-	if len(res.Columns) != len(want) {
-		return fmt.Errorf("iq: the answer has %d columns, %d asked: %w", len(res.Columns), len(want), queryproxy.ErrBadGateway)
-	}
-	for i, c := range want {
-		got, ok := res.Columns[c.Name]
-		if !ok || got.Index == nil || *got.Index != i {
-			return fmt.Errorf("iq: the answer's column %q is missing or out of place: %w", c.Name, queryproxy.ErrBadGateway)
+		tok, err := a.dec.ReadToken()
+		if err != nil {
+			return a.fail(err, "the object cut short")
+		}
+		if tok.Kind() == '}' {
+			if !a.seen[0] || !a.seen[1] {
+				return a.fail(nil, "the answer lacks Rows or Columns")
+			}
+			if _, err := a.dec.ReadToken(); err != io.EOF {
+				return a.fail(err, "data after the answer")
+			}
+			a.done = true
+			return false
+		}
+		switch name := tok.String(); {
+		case name == "Rows" && !a.seen[0]:
+			a.seen[0] = true
+			if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '[' {
+				return a.fail(err, "Rows is not an array")
+			}
+			a.inRows = true
+		case name == "Columns" && !a.seen[1]:
+			a.seen[1] = true
+			if err := a.columns(); err != nil {
+				return a.fail(err, "")
+			}
+		default:
+			return a.fail(nil, fmt.Sprintf("a member %q besides Rows and Columns, each once", name))
 		}
 	}
-	if maxRows > 0 && len(res.Rows) > maxRows {
-		return fmt.Errorf("iq: %d rows: %w", len(res.Rows), queryproxy.ErrTooManyRows)
-	}
-	for i, raw := range res.Rows {
-		var row []json.RawMessage
-		if err := json.Unmarshal(raw, &row); err != nil || len(row) != len(want) {
-			return fmt.Errorf("iq: row %d is not an array of %d values: %w", i, len(want), queryproxy.ErrBadGateway)
+	return false
+}
+
+// row reads the values of a row, its '[' read, and its ']'.
+func (a *answer) row() bool {
+	for i := range a.vals {
+		tok, err := a.dec.ReadToken()
+		if err != nil {
+			return a.fail(err, fmt.Sprintf("row %d cut short", a.rows))
 		}
-		for _, v := range row {
-			if k := bytes.TrimSpace(v); len(k) > 0 && (k[0] == '{' || k[0] == '[') {
-				return fmt.Errorf("iq: row %d holds a nested value: %w", i, queryproxy.ErrBadGateway)
+		switch tok.Kind() {
+		case 'n':
+			a.vals[i] = nil
+		case 't', 'f':
+			a.vals[i] = tok.Kind() == 't'
+		case '"':
+			a.vals[i] = tok.String()
+		case '0':
+			a.vals[i] = queryproxy.Decimal(tok.String())
+		default:
+			return a.fail(nil, fmt.Sprintf("row %d holds fewer than %d plain values", a.rows, len(a.vals)))
+		}
+	}
+	if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != ']' {
+		return a.fail(err, fmt.Sprintf("row %d holds more than %d values", a.rows, len(a.vals)))
+	}
+	a.rows++
+	return true
+}
+
+// columns reads Columns, its name read: exactly the asked columns, each
+// once, at its place.
+func (a *answer) columns() error {
+	bad := func(err error, what string) error { return a.failure(err, what) }
+	if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return bad(err, "Columns is not an object")
+	}
+	seen := make([]bool, len(a.cols))
+	for {
+		tok, err := a.dec.ReadToken()
+		if err != nil {
+			return bad(err, "Columns cut short")
+		}
+		if tok.Kind() == '}' {
+			break
+		}
+		name := tok.String()
+		at := slices.IndexFunc(a.cols, func(c sqlgen.Column) bool { return c.Name == name })
+		if at < 0 || seen[at] {
+			return bad(nil, fmt.Sprintf("Columns names %q, which was not asked, or twice", name))
+		}
+		seen[at] = true
+		if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '{' {
+			return bad(err, fmt.Sprintf("column %q is not an object", name))
+		}
+		index := false
+		for m := 0; ; m++ {
+			tok, err := a.dec.ReadToken()
+			if err != nil {
+				return bad(err, "Columns cut short")
+			}
+			if tok.Kind() == '}' {
+				break
+			}
+			if m == maxColumnMembers {
+				return bad(nil, fmt.Sprintf("column %q has more than %d members", name, maxColumnMembers))
+			}
+			member := tok.String()
+			v, err := a.dec.ReadToken()
+			switch {
+			case err != nil:
+				return bad(err, "Columns cut short")
+			case v.Kind() == '{' || v.Kind() == '[':
+				return bad(nil, fmt.Sprintf("column %q's %q is not a plain value", name, member))
+			case member == "Index":
+				if index || v.Kind() != '0' || v.String() != strconv.Itoa(at) {
+					return bad(nil, fmt.Sprintf("column %q is out of place", name))
+				}
+				index = true
 			}
 		}
+		if !index {
+			return bad(nil, fmt.Sprintf("column %q has no Index", name))
+		}
+	}
+	if slices.Contains(seen, false) {
+		return bad(nil, "Columns lacks an asked column")
 	}
 	return nil
+}
+
+// fail ends the answer with failure's error; false, for Next.
+func (a *answer) fail(err error, what string) bool {
+	if a.err == nil {
+		a.err = a.failure(err, what)
+	}
+	return false
+}
+
+// failure is the error of an answer that could not be read: err, the
+// decoder's, when it is the connection's (the time limit, the caller gone,
+// the connection lost) or the answer's size; ErrBadGateway otherwise, with
+// what was wrong.
+func (a *answer) failure(err error, what string) error {
+	if err != nil {
+		if errors.Is(err, errAnswerTooLarge) {
+			return fmt.Errorf("iq: %w: %w", queryproxy.ErrBadGateway, err)
+		}
+		if _, syntax := errors.AsType[*jsontext.SyntacticError](err); !syntax && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return transportError(a.ctx, err)
+		}
+		if a.ctx.Err() != nil {
+			return transportError(a.ctx, err)
+		}
+	}
+	if what == "" {
+		what = "malformed"
+	}
+	return fmt.Errorf("iq: the answer is not {\"Rows\", \"Columns\"} as asked (%s): %w", what, queryproxy.ErrBadGateway)
+}
+
+// errAnswerTooLarge is limitedBody's error past its bound.
+var errAnswerTooLarge = errors.New("the answer is larger than max_answer_size")
+
+// limitedBody reads at most left bytes of r, then fails with
+// errAnswerTooLarge (an io.LimitReader would end quietly, a cut answer).
+type limitedBody struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// One byte more tells an answer of exactly the bound from a larger one.
+		var one [1]byte
+		if n, _ := io.ReadFull(l.r, one[:]); n == 0 {
+			return 0, io.EOF
+		}
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // refusalCode reads the code of an upstream refusal's body, when it is

@@ -134,7 +134,7 @@ func TestForwardedStatements(t *testing.T) {
 		{"/query", iqlType, `select code, lastprice from security where code = "BHP" and EXCHANGE = 'ASX'`,
 			`SELECT Code, LastPrice FROM Security WHERE Code = 'BHP' AND Exchange = 'ASX'`, false},
 		{"/query", iqlType, `select Code, LastPrice from Security where Name like 'O''B*' or Code IN ["BHP", 'CBA'] or LastPrice between 1 and 2.50 or Name is null`,
-			`SELECT Code, LastPrice FROM Security WHERE Name LIKE 'O''B*' OR Code IN ['BHP', 'CBA'] OR LastPrice BETWEEN 1 AND 2.50 OR Name IS NULL`, false},
+			`SELECT Code, LastPrice FROM Security WHERE Name LIKE "O'B*" OR Code IN ['BHP', 'CBA'] OR LastPrice BETWEEN 1 AND 2.50 OR Name IS NULL`, false},
 		{"/query/security/select?columns=Code,LastPrice", "application/json", `[{"ColumnName":"code","Operator":"BEGINS","Value":"B"},{"ColumnName":"LastPrice","Operator":">=","Value":10.10}]`,
 			`SELECT Code, LastPrice FROM Security WHERE Code BEGINS 'B' AND LastPrice >= 10.10`, false},
 		{"/query/Order/insert", "application/json", `{"code":"WES","Quantity":25}`,
@@ -275,5 +275,53 @@ func TestCatalogueInMemory(t *testing.T) {
 	}
 	if len(u.received()) != 0 {
 		t.Fatal("the catalogue reached the upstream")
+	}
+}
+
+// TestAnswerShapes: a select's answer is read in either member order (the
+// upstream sends Rows first), with whitespace around it and members of its
+// own in a column's descriptor, and passed on rebuilt; anything else is 502.
+func TestAnswerShapes(t *testing.T) {
+	const cols = `"Columns":{"Code":{"Index":0,"Type":"String"},"LastPrice":{"Type":"x","Index":1}}`
+	const rows = `"Rows":[["BHP",37.4800],[null,-1e2],["\u00e9",true]]`
+	const want = `{"Columns":{"Code":{"Index":0,"Type":"String"},"LastPrice":{"Index":1,"Type":"Decimal"}},"Rows":[["BHP",37.4800],[null,-1e2],["é",true]]}`
+	for _, tt := range []struct {
+		name, answer string
+		ok           bool
+	}{
+		{"rows first", `{` + rows + `,` + cols + `}`, true},
+		{"columns first", "\n {" + cols + ",\n" + rows + "}\r\n", true},
+		{"no rows", `{"Rows":[],` + cols + `}`, true},
+		{"no Columns", `{` + rows + `}`, false},
+		{"Rows twice", `{` + rows + `,` + cols + `,"Rows":[]}`, false},
+		{"columns in another case", `{` + rows + `,"columns":{}}`, false},
+		{"a column not asked", `{"Rows":[],"Columns":{"Code":{"Index":0},"LastPrice":{"Index":1},"Name":{"Index":2}}}`, false},
+		{"a column out of place", `{"Rows":[],"Columns":{"Code":{"Index":1},"LastPrice":{"Index":0}}}`, false},
+		{"a column without Index", `{"Rows":[],"Columns":{"Code":{"Index":0},"LastPrice":{"Type":"Decimal"}}}`, false},
+		{"a row too short", `{"Rows":[["BHP"]],` + cols + `}`, false},
+		{"a row too long", `{"Rows":[["BHP",1,2]],` + cols + `}`, false},
+		{"a nested value", `{"Rows":[["BHP",[1]]],` + cols + `}`, false},
+		{"a row not an array", `{"Rows":[{"Code":"BHP"}],` + cols + `}`, false},
+		{"two objects", `{"Rows":[],` + cols + `}{}`, false},
+		{"cut short", `{"Rows":[["BHP",1]`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := &upstream{}
+			up.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json; charset=utf-8")
+				_, _ = io.WriteString(w, tt.answer)
+			}))
+			t.Cleanup(up.srv.Close)
+			srv := service(t, up, 5*time.Second)
+			status, body := post(t, srv, "/query", iqlType, "select Code, LastPrice from Security")
+			switch {
+			case tt.ok && tt.name == "no rows" && (status != http.StatusOK || body != strings.Split(want, `[[`)[0]+`[]}`):
+				t.Errorf("%d %s, want 200 and no rows", status, body)
+			case tt.ok && tt.name != "no rows" && (status != http.StatusOK || body != want):
+				t.Errorf("%d %s\nwant 200 %s", status, body, want)
+			case !tt.ok && status != http.StatusBadGateway:
+				t.Errorf("%d %s, want 502", status, body)
+			}
+		})
 	}
 }

@@ -236,7 +236,7 @@ func CriteriaExpr(criteria []Criterion, lim Limits) (Expr, error) {
 		return nil, invalid("criteria", fmt.Sprintf("more than %d criteria", lim.MaxPredicates), true)
 	}
 	terms := make([]Expr, 0, len(criteria))
-	values := 0
+	values, bytes := 0, 0
 	for i, cr := range criteria {
 		c, msg, tooLarge := newCompare(cr.ColumnName, cr.Operator, cr.Value, lim)
 		if msg != "" {
@@ -245,9 +245,24 @@ func CriteriaExpr(criteria []Criterion, lim Limits) (Expr, error) {
 		if values += len(c.Values); values > lim.MaxValues {
 			return nil, invalid("criteria", fmt.Sprintf("more than %d values", lim.MaxValues), true)
 		}
+		for _, l := range c.Values {
+			bytes += len(l.Text)
+		}
+		if bytes > lim.MaxBytes {
+			return nil, tooLongWrittenOut(lim)
+		}
 		terms = append(terms, c)
 	}
 	return AndOf(terms...), nil
+}
+
+// tooLongWrittenOut refuses a structured statement whose values, written
+// out, are longer than a statement may be (MaxBytes): a JSON number's
+// exponent is written out in full ("1e4095": 4,096 digits), so a small
+// body could otherwise make a statement hundreds of times its size, for
+// the upstream or as bind arguments.
+func tooLongWrittenOut(lim Limits) error {
+	return invalid("values", fmt.Sprintf("longer than %d bytes in all, written out", lim.MaxBytes), true)
 }
 
 // AndOf combines conditions with AND, skipping nil ones: nil for none, the condition itself
@@ -308,10 +323,14 @@ func NewInsert(table string, columns []string, values []any, lim Limits) (*Inser
 		return nil, invalid("row", msg, tooLarge)
 	}
 	row := make([]Literal, len(values))
+	bytes := 0
 	for i, v := range values {
 		l, msg, tooLarge := literalOf(v, lim)
 		if msg != "" {
 			return nil, invalid("value of column "+quote(columns[i]), msg, tooLarge)
+		}
+		if bytes += len(l.Text); bytes > lim.MaxBytes {
+			return nil, tooLongWrittenOut(lim)
 		}
 		row[i] = l
 	}

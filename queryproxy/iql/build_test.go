@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -225,5 +226,40 @@ func TestAndOf(t *testing.T) {
 	}
 	if got := AndOf(a, nil, b); !reflect.DeepEqual(got, and(a, b)) {
 		t.Fatalf("AndOf = %#v", got)
+	}
+}
+
+// TestWrittenOutBound: a structured statement's values, exponents written
+// out, are at most MaxBytes in all (413), however short the JSON that
+// gave them: 16 numbers "1e4095" are 65,536 digits, the bound.
+func TestWrittenOutBound(t *testing.T) {
+	lim := Limits{}.withDefaults()
+	nums := func(n int) []any {
+		var vs []any
+		for range n {
+			vs = append(vs, jsonNum("1e4095"))
+		}
+		return vs
+	}
+	if _, err := CriteriaExpr([]Criterion{{ColumnName: "Price", Operator: "IN", Value: nums(16)}}, lim); err != nil {
+		t.Fatalf("16 long numbers: %v", err)
+	}
+	for _, crit := range [][]Criterion{
+		{{ColumnName: "Price", Operator: "IN", Value: nums(17)}},
+		{{ColumnName: "Price", Operator: "IN", Value: nums(9)}, {ColumnName: "Price", Operator: "IN", Value: nums(8)}},
+	} {
+		if _, err := CriteriaExpr(crit, lim); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("criteria of %d bytes written out: %v, want ErrTooLarge", 17*4096, err)
+		}
+	}
+	cols := make([]string, 17)
+	for i := range cols {
+		cols[i] = "C" + strconv.Itoa(i)
+	}
+	if _, err := NewInsert("T", cols, nums(17), lim); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("an insert of %d bytes written out: %v, want ErrTooLarge", 17*4096, err)
+	}
+	if _, err := NewInsert("T", cols[:16], nums(16), lim); err != nil {
+		t.Errorf("an insert of 16 long numbers: %v", err)
 	}
 }

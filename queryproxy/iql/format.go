@@ -207,14 +207,21 @@ func (f *formatter) literals(open byte, vals []Literal, closing byte) {
 	f.b.WriteByte(closing)
 }
 
-// literal prints one value. The one quoting rule: a string goes in single quotes, each
-// single quote inside doubled; nothing else is escaped.
+// literal prints one value. A string goes in single quotes, or in double quotes when it
+// holds a single quote and no double one, so that nothing in it needs escaping; one that
+// holds both goes in single quotes, each single quote inside doubled (the service's
+// handler forwards no such string: the upstream's grammar does not say how it reads one).
+// Nothing else is escaped.
 func (f *formatter) literal(v Literal) {
 	switch v.Kind {
 	case KindString:
-		f.b.WriteByte('\'')
-		f.b.WriteString(strings.ReplaceAll(v.Text, "'", "''"))
-		f.b.WriteByte('\'')
+		q := byte('\'')
+		if strings.ContainsRune(v.Text, '\'') && !strings.ContainsRune(v.Text, '"') {
+			q = '"'
+		}
+		f.b.WriteByte(q)
+		f.b.WriteString(strings.ReplaceAll(v.Text, string(q), string(q)+string(q)))
+		f.b.WriteByte(q)
 	case KindNumber:
 		if validNumber(v.Text) {
 			f.b.WriteString(v.Text)

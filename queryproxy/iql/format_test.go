@@ -9,7 +9,7 @@ func TestFormat(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"select * from Security", "SELECT * FROM Security"},
 		{`select code,Price from security where Code = "BHP"`, "SELECT code, Price FROM security WHERE Code = 'BHP'"},
-		{`select * from T where a = "it's" or b = 'say "hi"'`, `SELECT * FROM T WHERE a = 'it''s' OR b = 'say "hi"'`},
+		{`select * from T where a = "it's" or b = 'say "hi"'`, `SELECT * FROM T WHERE a = "it's" OR b = 'say "hi"'`},
 		{"select * from T where a != -1.50", "SELECT * FROM T WHERE a <> -1.50"},
 		{"select * from T where a in (1, 'x', true)", "SELECT * FROM T WHERE a IN [1, 'x', TRUE]"},
 		{"select * from T where a between 1 and 2 and b is not null", "SELECT * FROM T WHERE a BETWEEN 1 AND 2 AND b IS NOT NULL"},
@@ -21,7 +21,7 @@ func TestFormat(t *testing.T) {
 		{"select a from T order by a asc, b desc limit 5;", "SELECT a FROM T ORDER BY a, b DESC LIMIT 5"},
 		{"insert into T (a,b) values (1,null),('x',false)", "INSERT INTO T (a, b) VALUES (1, NULL), ('x', FALSE)"},
 		{"update T set a=null where b begins 'x'", "UPDATE T SET a = NULL WHERE b BEGINS 'x'"},
-		{"delete from T where b contains ''''", "DELETE FROM T WHERE b CONTAINS ''''"},
+		{"delete from T where b contains ''''", `DELETE FROM T WHERE b CONTAINS "'"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestFormatInvalidNames(t *testing.T) {
 		Where:   cmp("x' OR 'a' = 'a", OpEq, str("v' OR 'a' = 'a")),
 	}
 	got := Format(stmt)
-	want := "SELECT <invalid identifier> FROM <invalid identifier> WHERE <invalid identifier> = 'v'' OR ''a'' = ''a'"
+	want := `SELECT <invalid identifier> FROM <invalid identifier> WHERE <invalid identifier> = "v' OR 'a' = 'a"`
 	if got != want {
 		t.Fatalf("Format = %s\n          want %s", got, want)
 	}
