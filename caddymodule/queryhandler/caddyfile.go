@@ -30,6 +30,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		engine iq <url> {                   # the platform's own query service
 //			timeout <duration>
 //			max_answer_size <bytes>
+//			max_conns <n>                   # connections to it at once (32)
 //			table <Name> <Column>:<Type>...
 //		}
 //		engine sqlite [<path>] {            # the default engine

@@ -32,7 +32,8 @@ type ForwarderModule interface {
 // and DELETE, are refused with 400) and POSTed to the upstream's /query
 // with the caller's token and Request-Id; per-user rows are the
 // upstream's to filter (it knows the user from the token). Its answer is
-// checked for the result shape and the asked columns, then passed back.
+// read as it arrives, checked for the result shape and the asked columns,
+// and the result rebuilt from it.
 type IQEngine struct {
 	// URL is the upstream's base URL (http or https); statements go to
 	// URL/query. Required.
@@ -48,6 +49,12 @@ type IQEngine struct {
 
 	// MaxAnswerSize bounds an upstream answer, in bytes. Default 64 MiB.
 	MaxAnswerSize int64 `json:"max_answer_size,omitempty"`
+
+	// MaxConns bounds the connections to the upstream, so the statements
+	// in flight to it at once, whoever sends them (each user has at most
+	// the handler's per-user bound): a request beyond it waits for a
+	// connection within its timeout. Default 32.
+	MaxConns int `json:"max_conns,omitempty"`
 
 	engine *iqengine.Engine
 }
@@ -76,7 +83,7 @@ func (IQEngine) CaddyModule() caddy.ModuleInfo {
 }
 
 func (e *IQEngine) config() (iqengine.Config, error) {
-	cfg := iqengine.Config{URL: e.URL, Timeout: time.Duration(e.Timeout), MaxAnswerBytes: e.MaxAnswerSize}
+	cfg := iqengine.Config{URL: e.URL, Timeout: time.Duration(e.Timeout), MaxAnswerBytes: e.MaxAnswerSize, MaxConns: e.MaxConns}
 	for _, t := range e.Tables {
 		st := sqlgen.Table{Name: t.Name}
 		for _, c := range t.Columns {
@@ -121,6 +128,7 @@ func (e *IQEngine) Forwarder() queryproxy.Forwarder { return e.engine }
 //	engine iq <url> {
 //		timeout <duration>
 //		max_answer_size <bytes>
+//		max_conns <n>
 //		table <Name> <Column>:<Type>...   # repeatable
 //	}
 func (e *IQEngine) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -132,6 +140,8 @@ func (e *IQEngine) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			var n int
 			n, err = cfutil.PositiveIntArg(d)
 			e.MaxAnswerSize = int64(n)
+		case "max_conns":
+			e.MaxConns, err = cfutil.PositiveIntArg(d)
 		case "table":
 			args := d.RemainingArgs()
 			if len(args) < 2 {

@@ -31,6 +31,7 @@ const (
 	DefaultTimeout        = 30 * time.Second
 	DefaultMaxAnswerBytes = 64 << 20
 	DefaultMaxIdleConns   = 16
+	DefaultMaxConns       = 32
 	maxRefusalBodyBytes   = 4 << 10
 )
 
@@ -47,6 +48,10 @@ type Config struct {
 	Timeout time.Duration
 	// MaxAnswerBytes bounds an answer. Default DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
+	// MaxConns bounds the connections to the upstream, so the requests
+	// in flight to it: a request beyond it waits for one, within its time
+	// limit. Default DefaultMaxConns. Ignored with Client.
+	MaxConns int
 	// Client is the HTTP client; nil builds one (no proxy from the
 	// environment, no redirects followed: a redirect is a failure).
 	Client *http.Client
@@ -74,8 +79,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("table %q: no column", t.Name))
 		}
 	}
-	if c.Timeout < 0 || c.MaxAnswerBytes < 0 {
-		errs = append(errs, errors.New("a negative timeout or answer bound"))
+	if c.Timeout < 0 || c.MaxAnswerBytes < 0 || c.MaxConns < 0 {
+		errs = append(errs, errors.New("a negative timeout, answer bound or connection bound"))
 	}
 	return errors.Join(errs...)
 }
@@ -99,10 +104,14 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxAnswerBytes == 0 {
 		cfg.MaxAnswerBytes = DefaultMaxAnswerBytes
 	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
 	client := cfg.Client
 	if client == nil {
 		client = &http.Client{
-			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: DefaultMaxIdleConns, IdleConnTimeout: 90 * time.Second,
+			Transport: &http.Transport{Proxy: nil, MaxConnsPerHost: cfg.MaxConns,
+				MaxIdleConnsPerHost: min(DefaultMaxIdleConns, cfg.MaxConns), IdleConnTimeout: 90 * time.Second,
 				DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, TLSHandshakeTimeout: 10 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}

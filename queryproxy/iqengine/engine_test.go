@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,5 +325,49 @@ func TestAnswerShapes(t *testing.T) {
 				t.Errorf("%d %s, want 502", status, body)
 			}
 		})
+	}
+}
+
+// TestMaxConns: the statements in flight to the upstream at once are at
+// most MaxConns, whoever sends them; the others wait for a connection and
+// are answered.
+func TestMaxConns(t *testing.T) {
+	var now, most atomic.Int32
+	up := hostile(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		n := now.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(50 * time.Millisecond)
+		now.Add(-1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"Rows":[],"Columns":{"Code":{"Index":0}}}`)
+	})
+	srv := atkService(t, up, func(c *iqengine.Config) { c.MaxConns = 2; c.Timeout = 5 * time.Second }, nil)
+	var wg sync.WaitGroup
+	statuses := make([]int, 12)
+	for i := range statuses {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", srv.URL+"/query", strings.NewReader("select Code from Security"))
+			req.Header.Set("Authorization", "Bearer user"+strconv.Itoa(i)) // a user each: the per-user bound is not the one tested
+			req.Header.Set("Content-Type", iqlType)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if st != http.StatusOK {
+			t.Errorf("request %d: %d", i, st)
+		}
+	}
+	if m := most.Load(); m != 2 {
+		t.Errorf("%d statements in flight to the upstream at once, want 2 (max_conns)", m)
 	}
 }
