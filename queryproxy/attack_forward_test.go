@@ -19,6 +19,31 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
+// iqWriteService is the query handler over the iq engine in front of the
+// upstream at url (time limit timeout), with one table, Order, that the
+// one caller may write, and an observer of its log.
+func iqWriteService(t *testing.T, url string, timeout time.Duration) (*httptest.Server, *observer.ObservedLogs) {
+	t.Helper()
+	fw, err := iqengine.New(iqengine.Config{URL: url, Timeout: timeout, Catalog: sqlgen.Catalog{Tables: []sqlgen.Table{
+		{Name: "Order", Columns: []sqlgen.Column{{Name: "Code", Type: sqlgen.String}, {Name: "Quantity", Type: sqlgen.Integer}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	h, err := queryproxy.New(queryproxy.Config{Forwarder: fw, Logger: zap.New(core),
+		Tables: []queryproxy.TablePolicy{{Table: "Order", Read: []string{"T"}, Write: []string{"T"}}},
+		Authenticate: func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
+			return &queryproxy.Caller{Subject: "u1", ClientID: "c", Scopes: []string{"T"}, Token: "tok"}, true
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, logs
+}
+
 // TestAttackForwardWriteFateAudited: when the gateway cannot know whether
 // a forwarded write was applied (its answer came after the time limit),
 // its audit entry says so (outcome "unknown", no rows_affected), and so
@@ -45,23 +70,7 @@ func TestAttackForwardWriteFateAudited(t *testing.T) {
 		_, _ = io.WriteString(w, `{"RowsAffected":1}`)
 	}))
 	defer up.Close()
-	fw, err := iqengine.New(iqengine.Config{URL: up.URL, Timeout: 300 * time.Millisecond, Catalog: sqlgen.Catalog{Tables: []sqlgen.Table{
-		{Name: "Order", Columns: []sqlgen.Column{{Name: "Code", Type: sqlgen.String}, {Name: "Quantity", Type: sqlgen.Integer}}},
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core, logs := observer.New(zapcore.DebugLevel)
-	h, err := queryproxy.New(queryproxy.Config{Forwarder: fw, Logger: zap.New(core),
-		Tables: []queryproxy.TablePolicy{{Table: "Order", Read: []string{"T"}, Write: []string{"T"}}},
-		Authenticate: func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
-			return &queryproxy.Caller{Subject: "u1", ClientID: "c", Scopes: []string{"T"}, Token: "tok"}, true
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, logs := iqWriteService(t, up.URL, 300*time.Millisecond)
 
 	// 1. the upstream's answer is late: 504.
 	st, body, _ := timedPost(t, srv.URL+"/query", "tok", "text/plain", "insert into Order (Code, Quantity) values ('BHP', 100)", 5*time.Second)

@@ -387,7 +387,7 @@ func (h *Handler) parseInsert(table string, body []byte) (iql.Statement, *Error)
 	// the same order; else the first row's columns decide, and a row
 	// naming others is refused (one statement, one column list).
 	cols := order[0]
-	ins := &iql.Insert{Table: table, Columns: cols}
+	all := make([][]any, 0, len(order))
 	for i, names := range order {
 		if len(names) != len(cols) {
 			return nil, errInvalid(fmt.Sprintf("row %d names other columns than row 0", i))
@@ -400,11 +400,11 @@ func (h *Handler) parseInsert(table string, body []byte) (iql.Statement, *Error)
 			}
 			vals[j] = v
 		}
-		one, err := iql.NewInsert(table, cols, vals, h.cfg.Limits)
-		if err != nil {
-			return nil, parseError(err)
-		}
-		ins.Rows = append(ins.Rows, one.Rows...)
+		all = append(all, vals)
+	}
+	ins, err := iql.NewInsertRows(table, cols, all, h.cfg.Limits)
+	if err != nil {
+		return nil, parseError(err)
 	}
 	if err := iql.Check(ins); err != nil {
 		return nil, parseError(err)

@@ -67,6 +67,22 @@ func atkService(t *testing.T, up *httptest.Server, ecfg func(*iqengine.Config), 
 	return srv
 }
 
+// selectWithTrailer POSTs stmt and returns the status, the trailer
+// queryproxy.ErrorTrailer and the body read whole.
+func selectWithTrailer(t *testing.T, srv *httptest.Server, stmt string) (int, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+"/query", strings.NewReader(stmt))
+	req.Header.Set("Authorization", "Bearer tok-123")
+	req.Header.Set("Content-Type", iqlType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Trailer.Get(queryproxy.ErrorTrailer), body
+}
+
 func answerWith(body string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -239,18 +255,9 @@ func TestAttackAnswerMemory(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	req, _ := http.NewRequest("POST", srv.URL+"/query", strings.NewReader("select Code from Security"))
-	req.Header.Set("Authorization", "Bearer tok-123")
-	req.Header.Set("Content-Type", iqlType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	status, trailer, body := selectWithTrailer(t, srv, "select Code from Security")
 	runtime.ReadMemStats(&after)
 	alloc := after.TotalAlloc - before.TotalAlloc
-	status, trailer := resp.StatusCode, resp.Trailer.Get(queryproxy.ErrorTrailer)
 	t.Logf("answer %d bytes, %d rows: status %d (trailer %q, %d bytes), allocated %d MB (%.1fx the answer)",
 		len(payload), rows, status, trailer, len(body), alloc>>20, float64(alloc)/float64(len(payload)))
 	if status != http.StatusUnprocessableEntity && (status != http.StatusOK || trailer != queryproxy.CodeResultTooLarge || json.Valid(body)) {

@@ -14,10 +14,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -124,43 +126,25 @@ func (e *Engine) Catalog(context.Context) (sqlgen.Catalog, error) { return e.cfg
 
 // Forward POSTs the statement to the upstream's /query (text/plain) with
 // the caller's bearer token and Request-Id, and checks its answer. An
-// insert's must be {"RowsAffected": n}. A select's, {"Rows": [...],
-// "Columns": {...}} in either order, is read as it arrives (answer): the
-// result has the rows it reads, each an array of one plain value per
-// asked column, and the asked columns with the catalog's types, never the
-// upstream's bytes; so a result's memory is a row's, whatever the answer's
-// size. Failures: ErrTimeout (the time limit), ErrCanceled (the caller
-// went away), ErrUnavailable (no connection, or the upstream's 502/503/504),
-// *queryproxy.UpstreamError (its 4xx), ErrBadGateway (anything else); a
-// select's answer may fail the same ways while its rows are read. An
-// insert runs to its end, within the time limit, even when the caller goes
-// away: once sent, it may be applied, and its audit entry says how it
-// ended.
+// insert's must be {"RowsAffected": n} (insert). A select's, {"Rows":
+// [...], "Columns": {...}} in either order, is read as it arrives
+// (answer): the result has the rows it reads, each an array of one plain
+// value per asked column, and the asked columns (names and types from
+// the catalog), never the upstream's bytes; so a result's memory is a
+// row's, whatever the answer's size. Failures: ErrTimeout (the time
+// limit), ErrCanceled (the caller went away), ErrUnavailable (no
+// connection, or the upstream's 502/503/504), *queryproxy.UpstreamError
+// (its 4xx), ErrBadGateway (anything else); a select's answer may fail
+// the same ways while its rows are read.
 func (e *Engine) Forward(ctx context.Context, req queryproxy.ForwardRequest) (*queryproxy.ForwardResult, error) {
 	if req.Write {
-		ctx = context.WithoutCancel(ctx)
+		return e.insert(ctx, req)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	resp, err := e.post(ctx, req)
 	if err != nil {
 		cancel()
-		if req.Write && mayHaveSent(err) {
-			err = fmt.Errorf("%w (%w)", err, queryproxy.ErrFateUnknown)
-		}
 		return nil, err
-	}
-	if req.Write {
-		defer cancel()
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBodyBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("%w (%w)", transportError(ctx, err), queryproxy.ErrFateUnknown)
-		}
-		var w struct{ RowsAffected *int64 }
-		if len(body) > maxRefusalBodyBytes || json.Unmarshal(body, &w) != nil || w.RowsAffected == nil || *w.RowsAffected < 0 {
-			return nil, fmt.Errorf("iq: an insert's answer is not {\"RowsAffected\": n}: %w", queryproxy.ErrBadGateway)
-		}
-		return &queryproxy.ForwardResult{RowsAffected: *w.RowsAffected}, nil
 	}
 	a := &answer{ctx: ctx, cancel: cancel, body: resp.Body, cols: req.Columns, vals: make([]any, len(req.Columns))}
 	a.dec.Reset(&limitedBody{r: resp.Body, left: e.cfg.MaxAnswerBytes}, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(false))
@@ -172,8 +156,57 @@ func (e *Engine) Forward(ctx context.Context, req queryproxy.ForwardRequest) (*q
 	return &queryproxy.ForwardResult{Rows: a}, nil
 }
 
+// insert forwards an insert. The caller going away cancels it only until
+// the request is written whole; from then it runs to its answer or the
+// time limit, since the upstream may apply it. An error that leaves open
+// whether it did wraps queryproxy.ErrFateUnknown: the request was written
+// whole (httptrace's WroteRequest), and then the connection or the time
+// limit failed, or the answer was a 502, a 504, another 5xx but 503 (a
+// proxy in front of the upstream says so while the upstream may still run
+// it), or a 200 that is not {"RowsAffected": n}. A request not written
+// whole (a refused dial, a failed TLS handshake), a 503 or a 4xx applied
+// nothing.
+func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (*queryproxy.ForwardResult, error) {
+	var sent atomic.Bool
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), e.cfg.Timeout)
+	defer cancel()
+	stop := context.AfterFunc(caller, func() {
+		if !sent.Load() {
+			cancel()
+		}
+	})
+	defer stop()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+		if w.Err == nil {
+			sent.Store(true)
+		}
+	}})
+	unknown := func(err error) error { return fmt.Errorf("%w (%w)", err, queryproxy.ErrFateUnknown) }
+	resp, err := e.post(ctx, req)
+	if err != nil {
+		var ue *queryproxy.UpstreamError
+		switch {
+		case errors.As(err, &ue), errors.Is(err, errUpstream503):
+		case sent.Load():
+			err = unknown(err)
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBodyBytes+1))
+	if err != nil {
+		return nil, unknown(transportError(ctx, err))
+	}
+	var w struct{ RowsAffected *int64 }
+	if len(body) > maxRefusalBodyBytes || json.Unmarshal(body, &w) != nil || w.RowsAffected == nil || *w.RowsAffected < 0 {
+		return nil, unknown(fmt.Errorf("iq: an insert's answer is not {\"RowsAffected\": n}: %w", queryproxy.ErrBadGateway))
+	}
+	return &queryproxy.ForwardResult{RowsAffected: *w.RowsAffected}, nil
+}
+
 // post sends the statement and returns the upstream's 200 answer, whose
-// Content-Type is JSON; any other status is the error Forward documents.
+// Content-Type is JSON; any other status is the error Forward documents,
+// a 503's wrapping errUpstream503.
 func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint, strings.NewReader(req.IQL))
 	if err != nil {
@@ -191,9 +224,12 @@ func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
+	case resp.StatusCode == http.StatusServiceUnavailable:
 		resp.Body.Close()
-		return nil, fmt.Errorf("iq: upstream %s: %w (%w)", resp.Status, queryproxy.ErrUnavailable, errUpstreamStatus)
+		return nil, fmt.Errorf("iq: upstream %s: %w (%w)", resp.Status, queryproxy.ErrUnavailable, errUpstream503)
+	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusGatewayTimeout:
+		resp.Body.Close()
+		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, queryproxy.ErrUnavailable)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
 		defer resp.Body.Close()
 		return nil, &queryproxy.UpstreamError{Status: resp.StatusCode, Code: refusalCode(resp.Body)}
@@ -208,22 +244,9 @@ func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http
 	return resp, nil
 }
 
-// mayHaveSent reports whether post's error leaves open whether the
-// upstream got the statement: a failure of the connection or of the time
-// limit, but not a refused dial (nothing was sent) nor an answer (the
-// upstream said what it did).
-func mayHaveSent(err error) bool {
-	if !errors.Is(err, queryproxy.ErrTimeout) && !errors.Is(err, queryproxy.ErrCanceled) && !errors.Is(err, queryproxy.ErrUnavailable) {
-		return false
-	}
-	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Op == "dial" {
-		return false
-	}
-	return !errors.Is(err, errUpstreamStatus)
-}
-
-// errUpstreamStatus marks the upstream's own 502, 503 or 504: an answer.
-var errUpstreamStatus = errors.New("the upstream answered")
+// errUpstream503 marks the upstream's 503, which says the statement did not
+// run.
+var errUpstream503 = errors.New("the upstream is unavailable")
 
 // answer is a select's answer, read as it arrives (queryproxy.Rows): one
 // JSON object of exactly two members, each once, spelled so, in either
@@ -308,7 +331,8 @@ func (a *answer) Next() bool {
 		case name == "Columns" && !a.seen[1]:
 			a.seen[1] = true
 			if err := a.columns(); err != nil {
-				return a.fail(err, "")
+				a.err = err // columns' failure, made already
+				return false
 			}
 		default:
 			return a.fail(nil, fmt.Sprintf("a member %q besides Rows and Columns, each once", name))
@@ -422,7 +446,7 @@ func (a *answer) failure(err error, what string) error {
 		if errors.Is(err, errAnswerTooLarge) {
 			return fmt.Errorf("iq: %w: %w", queryproxy.ErrBadGateway, err)
 		}
-		if _, syntax := errors.AsType[*jsontext.SyntacticError](err); !syntax && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, syntax := errors.AsType[*jsontext.SyntacticError](err); !syntax && err != io.EOF {
 			return transportError(a.ctx, err)
 		}
 		if a.ctx.Err() != nil {

@@ -307,34 +307,49 @@ func NewSelect(table string, columns []string, where Expr, lim Limits) (*Select,
 // a decoded JSON value as LiteralOf takes it (null included). A handler that decodes the
 // body object keeps its member order, or sorts the names, so that the SQL is deterministic.
 func NewInsert(table string, columns []string, values []any, lim Limits) (*Insert, error) {
+	return NewInsertRows(table, columns, [][]any{values}, lim)
+}
+
+// NewInsertRows builds a structured insert of several rows, each as NewInsert takes one;
+// the bounds on values (MaxValues, and MaxBytes written out) are the whole statement's.
+func NewInsertRows(table string, columns []string, rows [][]any, lim Limits) (*Insert, error) {
 	lim = lim.withDefaults()
 	if msg, tooLarge := identMsg("table", table, lim); msg != "" {
 		return nil, invalid("table", msg, tooLarge)
 	}
-	switch {
-	case len(columns) == 0:
+	if len(columns) == 0 {
 		return nil, invalid("row", "no columns", false)
-	case len(columns) != len(values):
-		return nil, invalid("row", fmt.Sprintf("%d values for %d columns", len(values), len(columns)), false)
-	case len(values) > lim.MaxValues:
-		return nil, invalid("row", fmt.Sprintf("more than %d values", lim.MaxValues), true)
 	}
 	if msg, tooLarge := namesMsg(columns, lim); msg != "" {
 		return nil, invalid("row", msg, tooLarge)
 	}
-	row := make([]Literal, len(values))
-	bytes := 0
-	for i, v := range values {
-		l, msg, tooLarge := literalOf(v, lim)
-		if msg != "" {
-			return nil, invalid("value of column "+quote(columns[i]), msg, tooLarge)
+	ins := &Insert{Table: table, Columns: columns, Rows: make([][]Literal, 0, len(rows))}
+	values, bytes := 0, 0
+	for r, vals := range rows {
+		where := "row"
+		if len(rows) > 1 {
+			where = fmt.Sprintf("row %d", r)
 		}
-		if bytes += len(l.Text); bytes > lim.MaxBytes {
-			return nil, tooLongWrittenOut(lim)
+		if len(vals) != len(columns) {
+			return nil, invalid(where, fmt.Sprintf("%d values for %d columns", len(vals), len(columns)), false)
 		}
-		row[i] = l
+		if values += len(vals); values > lim.MaxValues {
+			return nil, invalid(where, fmt.Sprintf("more than %d values", lim.MaxValues), true)
+		}
+		row := make([]Literal, len(vals))
+		for i, v := range vals {
+			l, msg, tooLarge := literalOf(v, lim)
+			if msg != "" {
+				return nil, invalid(where+": value of column "+quote(columns[i]), msg, tooLarge)
+			}
+			if bytes += len(l.Text); bytes > lim.MaxBytes {
+				return nil, tooLongWrittenOut(lim)
+			}
+			row[i] = l
+		}
+		ins.Rows = append(ins.Rows, row)
 	}
-	return &Insert{Table: table, Columns: columns, Rows: [][]Literal{row}}, nil
+	return ins, nil
 }
 
 // namesMsg checks a list of column names against the bounds and the identifier rules.
