@@ -364,6 +364,32 @@ func TestServerRefusesUserWithClientSubject(t *testing.T) {
 	}
 }
 
+// A server does not start with a client whose ID is a deleted user's
+// subject (in any ASCII case): its client_credentials tokens would carry
+// the deleted user's sub, and with it the user's rows wherever they are
+// keyed by it.
+func TestServerRefusesClientNamedByDeletedSubject(t *testing.T) {
+	for _, subject := range []string{"svc", "SVC"} {
+		f := newFixture(t)
+		dh, _ := passwordHashes(t)
+		if err := f.st.CreateUser(t.Context(), store.User{Username: "old", Subject: subject, PasswordHash: dh}); err != nil {
+			t.Fatal(err)
+		}
+		now := f.clock.Now()
+		if _, err := f.st.DeleteUser(t.Context(), "old", now, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := NewServer(t.Context(), f.cfg, f.st)
+		if err == nil {
+			srv.Close()
+		}
+		want := fmt.Sprintf(`client "svc" has for its ID the subject %q of a deleted user`, subject)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a server with a client named by the deleted subject %q: %v, want an error with %s", subject, err, want)
+		}
+	}
+}
+
 // A user stored while the server runs with a subject naming a client
 // (whatever its case) gets no token, by any grant, and no refresh family
 // is stored for it; the client, and other users, keep working.

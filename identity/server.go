@@ -361,7 +361,9 @@ func (s *Server) Close() error {
 // folds ASCII alone): such a user would be one principal with the client
 // to every resource. A user stored so while the server runs gets no token
 // (tokens.Config.IsClient, which folds all case) until the next start
-// refuses it.
+// refuses it. It refuses as well a client whose ID was a deleted user's
+// subject: a client_credentials token's sub is its client's ID, and a
+// subject is never given again (store.Users.DeleteUser).
 func (s *Server) checkSubjectsOfClients(ctx context.Context, ids []string) error {
 	// The store finds those equal but for ASCII case; ClientNamed folds
 	// the rest as the mint-time check does.
@@ -371,8 +373,18 @@ func (s *Server) checkSubjectsOfClients(ctx context.Context, ids []string) error
 	}
 	for _, u := range found {
 		if id, ok := users.ClientNamed(u.Subject, ids); ok {
-			return fmt.Errorf("user %q has the subject %q, which names client %q (%w): give the client another ID, or delete the user (gatehouse user delete)",
+			return fmt.Errorf("user %q has the subject %q, which names client %q (%w): give the client another ID",
 				u.Username, u.Subject, id, users.ErrSubjectNamesClient)
+		}
+	}
+	deleted, err := s.store.DeletedSubjects(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("reading the deleted subjects: %w", err)
+	}
+	for _, sub := range deleted {
+		if id, ok := users.ClientNamed(sub, ids); ok {
+			return fmt.Errorf("client %q has for its ID the subject %q of a deleted user, which is given to no one again (%w): give the client another ID",
+				id, sub, users.ErrSubjectNamesClient)
 		}
 	}
 	return nil

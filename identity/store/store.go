@@ -82,6 +82,10 @@ type Users interface {
 	// subjects without regard to ASCII case, in no order: a scan of the
 	// subjects alone, for a few subjects in a large table.
 	UsersWithSubjects(ctx context.Context, subjects []string) ([]User, error)
+	// DeletedSubjects returns those of subjects that were deleted users'
+	// (DeleteUser), compared as UsersWithSubjects compares, spelled as
+	// they were stored, in no order.
+	DeletedSubjects(ctx context.Context, subjects []string) ([]string, error)
 }
 
 // FamilyBound bounds a user's refresh families with a client

@@ -18,16 +18,28 @@ const userColumns = `username, subject, password_hash, display_name, email, emai
 // CreateUser stores a new user. ErrAlreadyExists if the username or the
 // subject is taken; ErrSubjectDeleted if the subject was a deleted user's.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO users (`+userColumns+`)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
-		WHERE NOT EXISTS (SELECT 1 FROM deleted_subjects WHERE subject = $2)`,
-		u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
-		textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated))
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO users (`+userColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+			textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated)); err != nil {
+			return err
+		}
+		// After the insert, in a statement of its own: an insert that waited
+		// on the unique index for a delete of the same subject to commit
+		// sees the subject retired here (a check in the insert itself would
+		// have read from before the delete).
+		var retired bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deleted_subjects WHERE subject = $1)`, u.Subject).Scan(&retired); err != nil {
+			return err
+		}
+		if retired {
+			return store.ErrSubjectDeleted
+		}
+		return nil
+	})
 	if isUnique(err) {
 		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
-	}
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrSubjectDeleted
 	}
 	if err != nil {
 		return fmt.Errorf("creating user %q: %w", u.Username, err)
@@ -154,6 +166,27 @@ func (s *Store) UsersWithSubjects(ctx context.Context, subjects []string) ([]sto
 		return nil, fmt.Errorf("finding users by subject: %w", err)
 	}
 	return users, nil
+}
+
+// DeletedSubjects returns those of subjects that were deleted users',
+// without regard to ASCII case, as they were stored.
+func (s *Store) DeletedSubjects(ctx context.Context, subjects []string) ([]string, error) {
+	if len(subjects) == 0 {
+		return nil, nil
+	}
+	lowered := make([]string, len(subjects))
+	for i, sub := range subjects {
+		lowered[i] = store.FoldASCII(sub)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT subject FROM deleted_subjects WHERE lower(subject) = ANY($1)`, lowered)
+	if err != nil {
+		return nil, fmt.Errorf("finding deleted subjects: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("finding deleted subjects: %w", err)
+	}
+	return found, nil
 }
 
 // collectUsers reads the users of rows, and closes them.

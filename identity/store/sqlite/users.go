@@ -146,6 +146,35 @@ func (s *Store) UsersWithSubjects(ctx context.Context, subjects []string) ([]sto
 	return users, nil
 }
 
+// DeletedSubjects returns those of subjects that were deleted users',
+// without regard to ASCII case, as they were stored.
+func (s *Store) DeletedSubjects(ctx context.Context, subjects []string) ([]string, error) {
+	if len(subjects) == 0 {
+		return nil, nil
+	}
+	lowered := make([]any, len(subjects))
+	for i, sub := range subjects {
+		lowered[i] = store.FoldASCII(sub)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT subject FROM deleted_subjects WHERE lower(subject) IN (?`+strings.Repeat(", ?", len(lowered)-1)+`)`, lowered...)
+	if err != nil {
+		return nil, fmt.Errorf("finding deleted subjects: %w", err)
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var sub string
+		if err := rows.Scan(&sub); err != nil {
+			return nil, fmt.Errorf("finding deleted subjects: %w", err)
+		}
+		found = append(found, sub)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("finding deleted subjects: %w", err)
+	}
+	return found, nil
+}
+
 // collectUsers reads the users of rows, and closes them.
 func collectUsers(rows *sql.Rows) ([]store.User, error) {
 	defer rows.Close()

@@ -16,6 +16,35 @@ var concurrencyCases = []testCase{
 	{"MixedWrites", testConcurrentMixedWrites},
 	{"RevokeRacesRotate", testConcurrentRevokeRacesRotate},
 	{"AdmitSameKey", func(t *testing.T, s store.Store) { AdmitConcurrently(t, s) }},
+	{"CreateRacesDelete", testConcurrentCreateRacesDelete},
+}
+
+// testConcurrentCreateRacesDelete: a user created with a subject while the
+// user who holds it is deleted never gets it: the create finds the subject
+// taken (ErrAlreadyExists) or retired (ErrSubjectDeleted), whichever
+// commits first, and no user is left with it.
+func testConcurrentCreateRacesDelete(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	for i := range 24 {
+		old := user(fmt.Sprintf("old-%d", i))
+		wantErr(t, "CreateUser", s.CreateUser(ctx, old), nil)
+		newer := user(fmt.Sprintf("new-%d", i))
+		newer.Subject = old.Subject
+		errs := make(chan error, 2)
+		go func() {
+			_, err := s.DeleteUser(ctx, old.Username, t0, t0.Add(time.Hour))
+			errs <- err
+		}()
+		go func() { errs <- s.CreateUser(ctx, newer) }()
+		for range 2 {
+			if err := <-errs; err != nil && !errors.Is(err, store.ErrAlreadyExists) && !errors.Is(err, store.ErrSubjectDeleted) {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		if u, err := s.UserBySubject(ctx, old.Subject); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("round %d: the retired subject belongs to %q (%v)", i, u.Username, err)
+		}
+	}
 }
 
 // Rotators is how many goroutines RotateConcurrently starts.

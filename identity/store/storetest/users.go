@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,9 @@ func testUsersDelete(t *testing.T, s store.Store) {
 
 	_, err = s.DeleteUser(ctx, "alice", now.Add(time.Minute), until)
 	wantErr(t, "DeleteUser again", err, store.ErrNotFound)
+	deleted, err := s.DeletedSubjects(ctx, []string{strings.ToUpper(alice.Subject), bob.Subject, "none"})
+	wantErr(t, "DeletedSubjects", err, nil)
+	equal(t, "the deleted subjects among those asked", deleted, []string{alice.Subject})
 	wantErr(t, "CreateUser with the deleted user's subject", s.CreateUser(ctx, alice), store.ErrSubjectDeleted)
 	carol := user("carol")
 	carol.Subject = alice.Subject
