@@ -75,7 +75,9 @@ func (e *UpstreamError) Error() string {
 func (e *UpstreamError) Unwrap() error { return ErrUpstreamRefused }
 
 // forwardable reports why stmt is outside the upstream's documented
-// grammar (zenith-protocol.md, "Query service"), or "" when it is not:
+// grammar (zenith-protocol.md, "Query service"), or "" when it is not
+// (a string literal the upstream might read otherwise, forwardableLiteral,
+// is outside it too):
 // SELECT with a WHERE of comparisons joined by AND alone or OR alone,
 // with =, IS NULL, >, >=, <, <=, BEGINS, CONTAINS, IN, LIKE, BETWEEN;
 // INSERT of one row. ORDER BY, LIMIT, NOT, <>, IS NOT NULL, a mix of AND
@@ -301,8 +303,8 @@ func (h *Handler) forwardedWrite(w http.ResponseWriter, req *request, res *Forwa
 		n = res.RowsAffected
 	case errors.Is(err, ErrFateUnknown):
 		outcome = "unknown"
-		e = forwardError(err)
-		e.Message += "; the insert was sent and may have been applied"
+		e = &Error{Status: http.StatusBadGateway, Code: CodeOutcomeUnknown,
+			Message: "the insert was sent to the upstream query service, which did not say whether it applied it: look before sending it again", cause: err}
 	default:
 		e = forwardError(err)
 		outcome = e.Code

@@ -338,6 +338,9 @@ func generateError(err error) *Error {
 		if errors.Is(s, iql.ErrTooLarge) {
 			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: s.Msg}
 		}
+		if errors.Is(s, sqlgen.ErrOwnerUnusable) {
+			return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: s.Msg}
+		}
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: s.Msg}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}

@@ -27,6 +27,7 @@ const (
 	CodeUnsupportedMedia    = "unsupported_media_type" // 415
 	CodeTooManyRequests     = "too_many_requests"      // 429: over the per-user concurrency bound
 	CodeBadGateway          = "bad_gateway"            // 502: the upstream query service failed (iq engine)
+	CodeOutcomeUnknown      = "outcome_unknown"        // 502: a write was sent and not answered (iq engine): it may have been applied
 	CodeServiceUnavailable  = CodeUnavailable          // 503
 	CodeGatewayTimeout      = CodeTimeout              // 504: the statement time limit
 	CodeClientClosedRequest = CodeCanceled             // the client went away (logged; nobody reads it)

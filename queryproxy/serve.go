@@ -218,7 +218,15 @@ func (t typedRows) Values() []any {
 func (h *Handler) fail(w http.ResponseWriter, req *request, e *Error) {
 	h.cfg.Metrics.Request(req.table, req.endpoint, e.Code, time.Since(req.start))
 	if e.Status >= 500 {
-		h.log.Error("query failed", zap.String("request_id", req.id), zap.String("endpoint", req.endpoint),
+		// Error for a fault of ours; the database's or the upstream's
+		// failures (unavailable, its time limit, a bad answer) are Warn:
+		// nothing here to mend, and a hostile upstream cannot flood the
+		// error log.
+		level := zap.WarnLevel
+		if e.Code == CodeInternal {
+			level = zap.ErrorLevel
+		}
+		h.log.Log(level, "query failed", zap.String("request_id", req.id), zap.String("endpoint", req.endpoint),
 			zap.String("table", req.table), zap.String("code", e.Code), zap.Error(e.cause))
 	} else if e.cause != nil {
 		h.log.Debug("query refused", zap.String("request_id", req.id), zap.String("endpoint", req.endpoint),

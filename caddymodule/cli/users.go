@@ -192,9 +192,9 @@ func runUserDelete(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reading the users file %s: %w", app.UsersFile, err)
 		}
-		if slices.ContainsFunc(listed, func(l store.User) bool { return l.Username == username }) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s: remove it from the file (a start warns of it, and does not add it again)\n",
-				app.UsersFile, username)
+		if i := slices.IndexFunc(listed, func(l store.User) bool { return l.Subject == u.Subject }); i >= 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s with the deleted subject: remove it from the file (a start warns of it, and does not add it again)\n",
+				app.UsersFile, listed[i].Username)
 		}
 	}
 	return nil

@@ -176,9 +176,9 @@ func TestUserCommandsConfig(t *testing.T) {
 	}
 }
 
-// TestUserDeleteListedInUsersFile: deleting a user that the config's users
-// file lists works, and warns that the file still lists it; deleting one
-// it does not list does not warn.
+// TestUserDeleteListedInUsersFile: deleting a user whose subject the
+// config's users file lists works, and warns that the file still lists it;
+// deleting one it does not list does not warn.
 func TestUserDeleteListedInUsersFile(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "store.db")
@@ -198,13 +198,13 @@ func TestUserDeleteListedInUsersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"frank", "gina"} {
-		if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", name, "--config", caddyfile); err != nil {
+		if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", name, "--subject", name+"-1", "--config", caddyfile); err != nil {
 			t.Fatalf("add %s: %v\n%s", name, err, out)
 		}
 	}
 	out, err := run(t, setUpUserCommand, "user", "", "delete", "frank", "--config", caddyfile)
 	if err != nil || !strings.Contains(out, "deleted user frank") ||
-		!strings.Contains(out, "warning: the users file "+usersFile+" lists frank: remove it from the file") {
+		!strings.Contains(out, "warning: the users file "+usersFile+" lists frank with the deleted subject: remove it from the file") {
 		t.Errorf("delete of a user the users file lists: %v\n%s", err, out)
 	}
 	out, err = run(t, setUpUserCommand, "user", "", "delete", "gina", "--config", caddyfile)

@@ -44,7 +44,9 @@ type IQEngine struct {
 	// Required: only these names can be asked for.
 	Tables []IQTable `json:"tables,omitempty"`
 
-	// Timeout bounds one upstream request, answer included. Default 30s.
+	// Timeout bounds one upstream request, answer included: a select's
+	// answer is read as the caller reads the result, so the caller's
+	// reading counts. Default 30s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
 	// MaxAnswerSize bounds an upstream answer, in bytes. Default 64 MiB.

@@ -190,9 +190,10 @@ func TestAttackHostileAnswerLeaks(t *testing.T) {
 	}
 }
 
-// TestAttackStatementAmplification: the statement the upstream receives is
-// no longer than the statement bound (iql.Limits.MaxBytes), however its
-// values are spelled in a structured request.
+// TestAttackStatementAmplification: a structured request's statement is not
+// many times its body: the numbers' growth written out is bounded
+// (iql.Limits.MaxBytes), so 1,000 numbers 1e4095 are refused and the
+// upstream receives nothing.
 //
 // Before its fix: a structured select's JSON number "1e4095" (6 bytes) was
 // written out as 4096 digits in the canonical IQL; IN lists of them made a

@@ -1,8 +1,8 @@
 // Package iqengine is the query service's iq engine: it hands each
 // statement, re-printed as canonical IQL by the handler, to the platform's
 // own query service (zenith-protocol.md, "Query service (IQ)") with the
-// caller's token and Request-Id, and checks the answer before it is passed
-// back. It imports no database driver and nothing of Caddy.
+// caller's token and Request-Id, and reads its answer as it arrives,
+// checking its shape, to rebuild the result from it. It imports no database driver and nothing of Caddy.
 package iqengine
 
 import (
@@ -45,8 +45,9 @@ type Config struct {
 	// Catalog is the upstream's tables and columns, configured (the
 	// upstream lists its tables but not their columns' types).
 	Catalog sqlgen.Catalog
-	// Timeout bounds one upstream request, answer included. Default
-	// DefaultTimeout.
+	// Timeout bounds one upstream request, answer included: a select's
+	// answer is read as the caller reads the result, so the caller's
+	// reading counts. Default DefaultTimeout.
 	Timeout time.Duration
 	// MaxAnswerBytes bounds an answer. Default DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
@@ -161,11 +162,10 @@ func (e *Engine) Forward(ctx context.Context, req queryproxy.ForwardRequest) (*q
 // time limit, since the upstream may apply it. An error that leaves open
 // whether it did wraps queryproxy.ErrFateUnknown: the request was written
 // whole (httptrace's WroteRequest), and then the connection or the time
-// limit failed, or the answer was a 502, a 504, another 5xx but 503 (a
-// proxy in front of the upstream says so while the upstream may still run
-// it), or a 200 that is not {"RowsAffected": n}. A request not written
-// whole (a refused dial, a failed TLS handshake), a 503 or a 4xx applied
-// nothing.
+// limit failed, or the answer was a 5xx (a proxy in front of the upstream
+// answers 502, 503 or 504 while the upstream may still run it) or a 200
+// that is not {"RowsAffected": n}. A request not written whole (a refused
+// dial, a failed TLS handshake) or refused (a 4xx) applied nothing.
 func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (*queryproxy.ForwardResult, error) {
 	var sent atomic.Bool
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), e.cfg.Timeout)
@@ -186,7 +186,7 @@ func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (
 	if err != nil {
 		var ue *queryproxy.UpstreamError
 		switch {
-		case errors.As(err, &ue), errors.Is(err, errUpstream503):
+		case errors.As(err, &ue):
 		case sent.Load():
 			err = unknown(err)
 		}
@@ -205,8 +205,7 @@ func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (
 }
 
 // post sends the statement and returns the upstream's 200 answer, whose
-// Content-Type is JSON; any other status is the error Forward documents,
-// a 503's wrapping errUpstream503.
+// Content-Type is JSON; any other status is the error Forward documents.
 func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint, strings.NewReader(req.IQL))
 	if err != nil {
@@ -224,10 +223,7 @@ func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusServiceUnavailable:
-		resp.Body.Close()
-		return nil, fmt.Errorf("iq: upstream %s: %w (%w)", resp.Status, queryproxy.ErrUnavailable, errUpstream503)
-	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusGatewayTimeout:
+	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
 		resp.Body.Close()
 		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, queryproxy.ErrUnavailable)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -244,10 +240,6 @@ func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http
 	return resp, nil
 }
 
-// errUpstream503 marks the upstream's 503, which says the statement did not
-// run.
-var errUpstream503 = errors.New("the upstream is unavailable")
-
 // answer is a select's answer, read as it arrives (queryproxy.Rows): one
 // JSON object of exactly two members, each once, spelled so, in either
 // order (the upstream sends Rows first):
@@ -255,11 +247,13 @@ var errUpstream503 = errors.New("the upstream is unavailable")
 //   - "Rows": an array of rows, each an array of one plain value (string,
 //     number, true, false, null) per asked column;
 //   - "Columns": an object naming exactly the asked columns, each an object
-//     whose "Index" is the column's place in the select list (other members,
-//     at most maxColumnMembers, are skipped: the upstream's types are not
-//     passed on, the catalog's are).
+//     whose "Index" is the column's place in the select list (its other
+//     members are skipped: the upstream's types are not passed on, the
+//     catalog's are).
 //
-// Nothing may follow the object. Anything else fails with ErrBadGateway, at
+// Other members are the upstream's own, skipped; one that is Rows or
+// Columns but for case is ambiguous, and refused. Nothing may follow the
+// object. Anything else fails with ErrBadGateway, at
 // the point where it is read: WriteResult then answers 502 if it has sent
 // nothing, else cuts the result short with the trailer. The answer's bytes
 // are bounded by MaxAnswerBytes (limitedBody), its rows by the handler's
@@ -277,9 +271,6 @@ type answer struct {
 	done   bool
 	err    error
 }
-
-// maxColumnMembers bounds the members of one column's descriptor.
-const maxColumnMembers = 8
 
 func (a *answer) Columns() []sqlgen.Column { return a.cols }
 func (a *answer) Values() []any            { return a.vals }
@@ -322,6 +313,12 @@ func (a *answer) Next() bool {
 			return false
 		}
 		switch name := tok.String(); {
+		case !strings.EqualFold(name, "Rows") && !strings.EqualFold(name, "Columns"):
+			// A member of the upstream's own: its contents are
+			// undocumented, and the result is rebuilt without it.
+			if err := a.dec.SkipValue(); err != nil {
+				return a.fail(err, "the object cut short")
+			}
 		case name == "Rows" && !a.seen[0]:
 			a.seen[0] = true
 			if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '[' {
@@ -335,7 +332,7 @@ func (a *answer) Next() bool {
 				return false
 			}
 		default:
-			return a.fail(nil, fmt.Sprintf("a member %q besides Rows and Columns, each once", name))
+			return a.fail(nil, fmt.Sprintf("%q: Rows and Columns must come once each, spelled so", name))
 		}
 	}
 	return false
@@ -394,7 +391,7 @@ func (a *answer) columns() error {
 			return bad(err, fmt.Sprintf("column %q is not an object", name))
 		}
 		index := false
-		for m := 0; ; m++ {
+		for {
 			tok, err := a.dec.ReadToken()
 			if err != nil {
 				return bad(err, "Columns cut short")
@@ -402,22 +399,21 @@ func (a *answer) columns() error {
 			if tok.Kind() == '}' {
 				break
 			}
-			if m == maxColumnMembers {
-				return bad(nil, fmt.Sprintf("column %q has more than %d members", name, maxColumnMembers))
-			}
-			member := tok.String()
-			v, err := a.dec.ReadToken()
-			switch {
-			case err != nil:
-				return bad(err, "Columns cut short")
-			case v.Kind() == '{' || v.Kind() == '[':
-				return bad(nil, fmt.Sprintf("column %q's %q is not a plain value", name, member))
-			case member == "Index":
-				if index || v.Kind() != '0' || v.String() != strconv.Itoa(at) {
-					return bad(nil, fmt.Sprintf("column %q is out of place", name))
+			if tok.String() != "Index" {
+				// The upstream's own (its Type among them): skipped.
+				if err := a.dec.SkipValue(); err != nil {
+					return bad(err, "Columns cut short")
 				}
-				index = true
+				continue
 			}
+			v, err := a.dec.ReadToken()
+			if err != nil {
+				return bad(err, "Columns cut short")
+			}
+			if index || v.Kind() != '0' || v.String() != strconv.Itoa(at) {
+				return bad(nil, fmt.Sprintf("column %q is out of place", name))
+			}
+			index = true
 		}
 		if !index {
 			return bad(nil, fmt.Sprintf("column %q has no Index", name))

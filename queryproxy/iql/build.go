@@ -236,7 +236,7 @@ func CriteriaExpr(criteria []Criterion, lim Limits) (Expr, error) {
 		return nil, invalid("criteria", fmt.Sprintf("more than %d criteria", lim.MaxPredicates), true)
 	}
 	terms := make([]Expr, 0, len(criteria))
-	values, bytes := 0, 0
+	values, grown := 0, 0
 	for i, cr := range criteria {
 		c, msg, tooLarge := newCompare(cr.ColumnName, cr.Operator, cr.Value, lim)
 		if msg != "" {
@@ -245,10 +245,14 @@ func CriteriaExpr(criteria []Criterion, lim Limits) (Expr, error) {
 		if values += len(c.Values); values > lim.MaxValues {
 			return nil, invalid("criteria", fmt.Sprintf("more than %d values", lim.MaxValues), true)
 		}
-		for _, l := range c.Values {
-			bytes += len(l.Text)
+		if list, ok := cr.Value.([]any); ok {
+			for j, v := range list {
+				grown += grownBy(v, c.Values[j])
+			}
+		} else if len(c.Values) == 1 {
+			grown += grownBy(cr.Value, c.Values[0])
 		}
-		if bytes > lim.MaxBytes {
+		if grown > lim.MaxBytes {
 			return nil, tooLongWrittenOut(lim)
 		}
 		terms = append(terms, c)
@@ -256,13 +260,24 @@ func CriteriaExpr(criteria []Criterion, lim Limits) (Expr, error) {
 	return AndOf(terms...), nil
 }
 
-// tooLongWrittenOut refuses a structured statement whose values, written
-// out, are longer than a statement may be (MaxBytes): a JSON number's
-// exponent is written out in full ("1e4095": 4,096 digits), so a small
-// body could otherwise make a statement hundreds of times its size, for
-// the upstream or as bind arguments.
+// tooLongWrittenOut refuses a structured statement whose numbers, written
+// out, are longer than in its JSON by more than a statement may be long
+// (MaxBytes): a JSON number's exponent is written out in full ("1e4095":
+// 4,096 digits), so a small body could otherwise make a statement hundreds
+// of times its size, for the upstream or as bind arguments. Values that
+// grow nothing (strings, most numbers) are bounded by the body's size.
 func tooLongWrittenOut(lim Limits) error {
-	return invalid("values", fmt.Sprintf("longer than %d bytes in all, written out", lim.MaxBytes), true)
+	return invalid("values", fmt.Sprintf("numbers that written out are %d bytes longer than in the JSON, in all", lim.MaxBytes), true)
+}
+
+// grownBy is how much longer l, the literal of the decoded JSON value v,
+// is than v's JSON text: a number's written out exponent; 0 for anything
+// else.
+func grownBy(v any, l Literal) int {
+	if n, ok := v.(json.Number); ok {
+		return max(0, len(l.Text)-len(n))
+	}
+	return 0
 }
 
 // AndOf combines conditions with AND, skipping nil ones: nil for none, the condition itself
@@ -311,7 +326,8 @@ func NewInsert(table string, columns []string, values []any, lim Limits) (*Inser
 }
 
 // NewInsertRows builds a structured insert of several rows, each as NewInsert takes one;
-// the bounds on values (MaxValues, and MaxBytes written out) are the whole statement's.
+// the bounds on values (MaxValues, and MaxBytes of growth from numbers written out) are
+// the whole statement's.
 func NewInsertRows(table string, columns []string, rows [][]any, lim Limits) (*Insert, error) {
 	lim = lim.withDefaults()
 	if msg, tooLarge := identMsg("table", table, lim); msg != "" {
@@ -324,7 +340,7 @@ func NewInsertRows(table string, columns []string, rows [][]any, lim Limits) (*I
 		return nil, invalid("row", msg, tooLarge)
 	}
 	ins := &Insert{Table: table, Columns: columns, Rows: make([][]Literal, 0, len(rows))}
-	values, bytes := 0, 0
+	values, grown := 0, 0
 	for r, vals := range rows {
 		where := "row"
 		if len(rows) > 1 {
@@ -342,7 +358,7 @@ func NewInsertRows(table string, columns []string, rows [][]any, lim Limits) (*I
 			if msg != "" {
 				return nil, invalid(where+": value of column "+quote(columns[i]), msg, tooLarge)
 			}
-			if bytes += len(l.Text); bytes > lim.MaxBytes {
+			if grown += grownBy(v, l); grown > lim.MaxBytes {
 				return nil, tooLongWrittenOut(lim)
 			}
 			row[i] = l

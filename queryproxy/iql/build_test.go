@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -229,9 +230,12 @@ func TestAndOf(t *testing.T) {
 	}
 }
 
-// TestWrittenOutBound: a structured statement's values, exponents written
-// out, are at most MaxBytes in all (413), however short the JSON that
-// gave them: 16 numbers "1e4095" are 65,536 digits, the bound.
+// TestWrittenOutBound: a structured statement's numbers, exponents written
+// out, grow it by at most MaxBytes in all (413), however short the JSON
+// that gave them: 16 numbers "1e4095" (4,096 digits each, 4,090 more than
+// their JSON) are 65,440 bytes of growth, 17 are over the bound. Strings,
+// which grow nothing, are bounded by the body alone: a bulk insert of
+// values longer than MaxBytes in all is no more refused.
 func TestWrittenOutBound(t *testing.T) {
 	lim := Limits{}.withDefaults()
 	nums := func(n int) []any {
@@ -247,9 +251,10 @@ func TestWrittenOutBound(t *testing.T) {
 	for _, crit := range [][]Criterion{
 		{{ColumnName: "Price", Operator: "IN", Value: nums(17)}},
 		{{ColumnName: "Price", Operator: "IN", Value: nums(9)}, {ColumnName: "Price", Operator: "IN", Value: nums(8)}},
+		slices.Repeat([]Criterion{{ColumnName: "Price", Operator: "=", Value: jsonNum("1e4095")}}, 17),
 	} {
 		if _, err := CriteriaExpr(crit, lim); !errors.Is(err, ErrTooLarge) {
-			t.Errorf("criteria of %d bytes written out: %v, want ErrTooLarge", 17*4096, err)
+			t.Errorf("criteria that grow by %d bytes written out: %v, want ErrTooLarge", 17*4090, err)
 		}
 	}
 	cols := make([]string, 17)
@@ -257,9 +262,24 @@ func TestWrittenOutBound(t *testing.T) {
 		cols[i] = "C" + strconv.Itoa(i)
 	}
 	if _, err := NewInsert("T", cols, nums(17), lim); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("an insert of %d bytes written out: %v, want ErrTooLarge", 17*4096, err)
+		t.Errorf("an insert that grows by %d bytes written out: %v, want ErrTooLarge", 17*4090, err)
+	}
+	var oneEach [][]any
+	for range 17 {
+		oneEach = append(oneEach, nums(1))
+	}
+	if _, err := NewInsertRows("T", cols[:1], oneEach, lim); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("17 rows of one long number: %v, want ErrTooLarge (the bound is the statement's)", err)
 	}
 	if _, err := NewInsert("T", cols[:16], nums(16), lim); err != nil {
 		t.Errorf("an insert of 16 long numbers: %v", err)
+	}
+	long := strings.Repeat("x", 4000)
+	var rows [][]any
+	for range 40 {
+		rows = append(rows, []any{long, jsonNum("37.48")})
+	}
+	if _, err := NewInsertRows("T", cols[:2], rows, lim); err != nil {
+		t.Errorf("40 rows of 4,000-byte strings (160 KB, no growth): %v", err)
 	}
 }

@@ -211,8 +211,8 @@ func TestPostgresNonTextColumns(t *testing.T) {
 }
 
 // TestPostgresOwnerOfNonTextType: a per-user table whose owner column is a uuid serves
-// an owner whose subject is a uuid as the column prints one, and refuses (400) any other
-// subject: PostgreSQL would read the upper-case spelling of a uuid as the uuid itself,
+// an owner whose subject is a uuid as the column prints one, and refuses (403: the
+// caller owns none of its rows) any other subject: PostgreSQL would read the upper-case spelling of a uuid as the uuid itself,
 // so that subject would read, and write rows as, the user whose subject is the lower-case
 // one. An owner column of another non-text type (citext's kind, here an enum) compares
 // as text, byte-wise. A name column is compared as text, never cut to 63 bytes.
@@ -241,10 +241,10 @@ func TestPostgresOwnerOfNonTextType(t *testing.T) {
 		body          string // a part of the body
 	}{
 		{lower, `select Note from Own`, 200, `"Rows":[["mine"]]`},
-		{strings.ToUpper(lower), `select Note from Own`, 400, `"Error"`},
-		{strings.ToUpper(lower), `insert into Own (Note) values ('theirs')`, 400, `"Error"`},
-		{"{" + lower + "}", `delete from Own`, 400, `"Error"`},
-		{"alice", `select Note from Own`, 400, `"Error"`},
+		{strings.ToUpper(lower), `select Note from Own`, 403, `"Code":"forbidden"`},
+		{strings.ToUpper(lower), `insert into Own (Note) values ('theirs')`, 403, `"Code":"forbidden"`},
+		{"{" + lower + "}", `delete from Own where Note = 'mine'`, 403, `"Code":"forbidden"`},
+		{"alice", `select Note from Own`, 403, `"Code":"forbidden"`},
 		{"alice", `select Note from Tag`, 200, `"Rows":[["alice-note"]]`},
 		{"ALICE", `select Note from Tag`, 200, `"Rows":[]`},
 		{"x", `select Note from Nm where N = '` + long + `xyz'`, 200, `"Rows":[]`},

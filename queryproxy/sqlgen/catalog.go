@@ -31,8 +31,9 @@ type Column struct {
 type Text uint8
 
 const (
-	// TextType is text, varchar, char(n) and name: the column itself, with COLLATE "C"
-	// where text is ordered or matched.
+	// TextType is text, varchar and char(n): the column itself, with COLLATE "C" where
+	// text is ordered or matched (char(n) compares as PostgreSQL compares it, trailing
+	// spaces aside).
 	TextType Text = iota
 	// TextUUID is uuid: the column itself where it is compared or ordered (a uuid's
 	// order is that of its text, byte-wise: lower-case hex digits in fixed places, so the

@@ -45,7 +45,9 @@
 //
 // # Comparison rules
 //
-// These are the query service's comparison rules, the same on every engine:
+// These are the query service's comparison rules, the same on every engine (on
+// PostgreSQL, for a String column whose type is not text, see Column.Text: "=" on a uuid
+// reads the value as a uuid, and char(n) ignores trailing spaces):
 //
 //   - "=", "<>" and IN are exact: byte-wise and case-sensitive ("BHP" <> "bhp").
 //   - "<", "<=", ">", ">=", BETWEEN and ORDER BY order text byte-wise (the order of

@@ -1,6 +1,9 @@
 package sqlgen
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // UnknownError is a table or column that the catalog does not have. A handler answers it
 // with 404.
@@ -23,8 +26,14 @@ func (e *UnknownError) Error() string {
 // 413 when Err is iql.ErrTooLarge).
 type StatementError struct {
 	Msg string
-	Err error // iql.ErrTooLarge for too many bind arguments, else nil
+	Err error // iql.ErrTooLarge for too many bind arguments, ErrOwnerUnusable, else nil
 }
+
+// ErrOwnerUnusable is the Err of a StatementError for an owner the owner
+// column cannot hold as it is spelled (a uuid column, a subject that is not
+// a uuid as PostgreSQL prints one): the caller can read or write none of the
+// table's rows, whatever the statement.
+var ErrOwnerUnusable = errors.New("sqlgen: the caller cannot own rows of the table")
 
 func (e *StatementError) Error() string { return e.Msg }
 

@@ -84,7 +84,8 @@ func Generate(d Dialect, cat Catalog, stmt iql.Statement, opts Options) (Stateme
 		if v, ok := opts.Owner.Value.(string); ok && d == PostgreSQL && c.Type == String && c.Text == TextUUID && !canonicalUUID(v) {
 			// PostgreSQL would read another spelling of a uuid as the one it spells,
 			// whose rows are another owner's.
-			return Statement{}, &StatementError{Msg: fmt.Sprintf("the owner column %q is a uuid, and the caller's subject is not a uuid spelled as the column shows one", c.Name)}
+			return Statement{}, &StatementError{Err: ErrOwnerUnusable,
+				Msg: fmt.Sprintf("the owner column %q is a uuid, and the caller's subject is not a uuid spelled as the column shows one (lower-case, hyphenated): the caller owns none of the table's rows", c.Name)}
 		}
 		g.owner, g.ownerValue = &c, opts.Owner.Value
 	}

@@ -73,8 +73,8 @@ func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 // transaction; a second (deletedLate) then ends what a login that read the
 // user before the first committed stored meanwhile. It returns the user
 // deleted; ErrNotFound if there is none. Should the second fail, the user
-// is gone all the same: the error says so and names the subject, so that
-// gatehouse user delete can say what to do.
+// is gone all the same: the error says so and names the subject (every
+// grant reads the user, so nothing that login stored gets a token).
 func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (store.User, error) {
 	var u store.User
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
