@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,10 +97,12 @@ func postForm(t *testing.T, u, basic string, form url.Values) (int, []byte) {
 		req.SetBasicAuth(user, pass)
 	}
 	resp, err := testClient.Do(req)
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 		// Right after a reload, a connection the old server accepted as it
-		// stopped can close before any request is read: nothing reached a
-		// handler, so sending it again is safe.
+		// stopped can close before any request is read (EOF), or be reset
+		// with its listener while still in its backlog (Caddy listens with
+		// SO_REUSEPORT, so the kernel may queue it at either server):
+		// nothing reached a handler, so sending it again is safe.
 		req.Body, _ = req.GetBody()
 		resp, err = testClient.Do(req)
 	}

@@ -325,8 +325,9 @@ func dropOwnColumn(ins *iql.Insert, column, owner string) *Error {
 	return nil
 }
 
-// statusOf maps a generation error to its status: 404 unknown names, 400
-// (413 too large) a statement the client cannot have, else 500.
+// generateError maps a generation error to its status: 404 unknown names,
+// 400 a statement the client cannot have (413 too large, 403 an owner the
+// caller cannot be), else 500.
 func generateError(err error) *Error {
 	if u, ok := errors.AsType[*sqlgen.UnknownError](err); ok {
 		if u.Kind == "column" {

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -165,8 +164,9 @@ func setUserDisabled(cmd *cobra.Command, username string, disabled bool) error {
 
 // runUserDelete deletes a user: its sessions end as when it is disabled,
 // its consents go, its username is free again and its subject retired (no
-// user gets it again). A users file of --config that still lists the user
-// is told of at the next start; the command says so now.
+// user gets it again). A users file of --config that lists the subject is
+// told of at each start, and one that lists the username with another
+// subject adds that user again: the command warns of both.
 func runUserDelete(cmd *cobra.Command, args []string) error {
 	username := args[0]
 	app, err := loadApp(cmd)
@@ -192,9 +192,15 @@ func runUserDelete(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reading the users file %s: %w", app.UsersFile, err)
 		}
-		if i := slices.IndexFunc(listed, func(l store.User) bool { return l.Subject == u.Subject }); i >= 0 {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s with the deleted subject: remove it from the file (a start warns of it, and does not add it again)\n",
-				app.UsersFile, listed[i].Username)
+		for _, l := range listed {
+			switch {
+			case l.Subject == u.Subject:
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s with the deleted subject: remove it from the file (a start warns of it, and does not add it again)\n",
+					app.UsersFile, l.Username)
+			case l.Username == u.Username:
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s lists %s with another subject: the next start adds it again, as a new user; remove it from the file\n",
+					app.UsersFile, l.Username)
+			}
 		}
 	}
 	return nil

@@ -58,7 +58,9 @@ type Handler struct {
 	// next gets 429. Default 4.
 	MaxConcurrentPerUser int `json:"max_concurrent_per_user,omitempty"`
 
-	// MaxStatementSize bounds an IQL statement, in bytes. Default 64 KiB.
+	// MaxStatementSize bounds an IQL statement, in bytes, and how much a
+	// structured request's numbers may grow written out (its statement is
+	// otherwise bounded by the body's size). Default 64 KiB.
 	MaxStatementSize int `json:"max_statement_size,omitempty"`
 
 	// MaxInList bounds the values of one IN list. Default 1000.

@@ -241,7 +241,7 @@ func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http
 }
 
 // answer is a select's answer, read as it arrives (queryproxy.Rows): one
-// JSON object of exactly two members, each once, spelled so, in either
+// JSON object with these two members, each once, spelled so, in either
 // order (the upstream sends Rows first):
 //
 //   - "Rows": an array of rows, each an array of one plain value (string,

@@ -271,11 +271,15 @@ func tooLongWrittenOut(lim Limits) error {
 }
 
 // grownBy is how much longer l, the literal of the decoded JSON value v,
-// is than v's JSON text: a number's written out exponent; 0 for anything
-// else.
+// is than v's shortest JSON text: a number's written out exponent (a
+// float64 from a decoder without UseNumber: its shortest text, 1e+308, as
+// JSON's); 0 for anything else.
 func grownBy(v any, l Literal) int {
-	if n, ok := v.(json.Number); ok {
+	switch n := v.(type) {
+	case json.Number:
 		return max(0, len(l.Text)-len(n))
+	case float64:
+		return max(0, len(l.Text)-len(strconv.FormatFloat(n, 'g', -1, 64)))
 	}
 	return 0
 }

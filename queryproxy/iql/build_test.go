@@ -274,6 +274,11 @@ func TestWrittenOutBound(t *testing.T) {
 	if _, err := NewInsert("T", cols[:16], nums(16), lim); err != nil {
 		t.Errorf("an insert of 16 long numbers: %v", err)
 	}
+	// A decoder without UseNumber gives float64s: their growth counts too.
+	floats := slices.Repeat([]any{1e308}, 220)
+	if _, err := CriteriaExpr([]Criterion{{ColumnName: "Price", Operator: "IN", Value: floats}}, lim); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("220 floats 1e308 (309 digits each) written out: %v, want ErrTooLarge", err)
+	}
 	long := strings.Repeat("x", 4000)
 	var rows [][]any
 	for range 40 {
