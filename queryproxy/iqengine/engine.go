@@ -368,15 +368,14 @@ func (a *answer) row() bool {
 // columns reads Columns, its name read: exactly the asked columns, each
 // once, at its place.
 func (a *answer) columns() error {
-	bad := func(err error, what string) error { return a.failure(err, what) }
 	if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return bad(err, "Columns is not an object")
+		return a.failure(err, "Columns is not an object")
 	}
 	seen := make([]bool, len(a.cols))
 	for {
 		tok, err := a.dec.ReadToken()
 		if err != nil {
-			return bad(err, "Columns cut short")
+			return a.failure(err, "Columns cut short")
 		}
 		if tok.Kind() == '}' {
 			break
@@ -384,45 +383,52 @@ func (a *answer) columns() error {
 		name := tok.String()
 		at := slices.IndexFunc(a.cols, func(c sqlgen.Column) bool { return c.Name == name })
 		if at < 0 || seen[at] {
-			return bad(nil, fmt.Sprintf("Columns names %q, which was not asked, or twice", name))
+			return a.failure(nil, fmt.Sprintf("Columns names %q, which was not asked, or twice", name))
 		}
 		seen[at] = true
-		if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '{' {
-			return bad(err, fmt.Sprintf("column %q is not an object", name))
-		}
-		index := false
-		for {
-			tok, err := a.dec.ReadToken()
-			if err != nil {
-				return bad(err, "Columns cut short")
-			}
-			if tok.Kind() == '}' {
-				break
-			}
-			if tok.String() != "Index" {
-				// The upstream's own (its Type among them): skipped.
-				if err := a.dec.SkipValue(); err != nil {
-					return bad(err, "Columns cut short")
-				}
-				continue
-			}
-			v, err := a.dec.ReadToken()
-			if err != nil {
-				return bad(err, "Columns cut short")
-			}
-			if index || v.Kind() != '0' || v.String() != strconv.Itoa(at) {
-				return bad(nil, fmt.Sprintf("column %q is out of place", name))
-			}
-			index = true
-		}
-		if !index {
-			return bad(nil, fmt.Sprintf("column %q has no Index", name))
+		if err := a.column(name, at); err != nil {
+			return err
 		}
 	}
 	if slices.Contains(seen, false) {
-		return bad(nil, "Columns lacks an asked column")
+		return a.failure(nil, "Columns lacks an asked column")
 	}
 	return nil
+}
+
+// column reads the object of the asked column name, its name read: its
+// Index, once, must be at; its other members, the upstream's own (its Type
+// among them), are skipped.
+func (a *answer) column(name string, at int) error {
+	if tok, err := a.dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return a.failure(err, fmt.Sprintf("column %q is not an object", name))
+	}
+	index := false
+	for {
+		tok, err := a.dec.ReadToken()
+		switch {
+		case err != nil:
+			return a.failure(err, "Columns cut short")
+		case tok.Kind() == '}':
+			if !index {
+				return a.failure(nil, fmt.Sprintf("column %q has no Index", name))
+			}
+			return nil
+		case tok.String() != "Index":
+			if err := a.dec.SkipValue(); err != nil {
+				return a.failure(err, "Columns cut short")
+			}
+			continue
+		}
+		v, err := a.dec.ReadToken()
+		if err != nil {
+			return a.failure(err, "Columns cut short")
+		}
+		if index || v.Kind() != '0' || v.String() != strconv.Itoa(at) {
+			return a.failure(nil, fmt.Sprintf("column %q is out of place", name))
+		}
+		index = true
+	}
 }
 
 // fail ends the answer with failure's error; false, for Next.

@@ -153,10 +153,7 @@ func (s *Store) UsersWithSubjects(ctx context.Context, subjects []string) ([]sto
 	if len(subjects) == 0 {
 		return nil, nil
 	}
-	lowered := make([]string, len(subjects))
-	for i, sub := range subjects {
-		lowered[i] = store.FoldASCII(sub)
-	}
+	lowered := folded(subjects)
 	rows, err := s.pool.Query(ctx, `SELECT `+userColumns+` FROM users WHERE lower(subject) = ANY($1)`, lowered)
 	if err != nil {
 		return nil, fmt.Errorf("finding users by subject: %w", err)
@@ -174,10 +171,7 @@ func (s *Store) DeletedSubjects(ctx context.Context, subjects []string) ([]strin
 	if len(subjects) == 0 {
 		return nil, nil
 	}
-	lowered := make([]string, len(subjects))
-	for i, sub := range subjects {
-		lowered[i] = store.FoldASCII(sub)
-	}
+	lowered := folded(subjects)
 	rows, err := s.pool.Query(ctx, `SELECT subject FROM deleted_subjects WHERE lower(subject) = ANY($1)`, lowered)
 	if err != nil {
 		return nil, fmt.Errorf("finding deleted subjects: %w", err)
@@ -187,6 +181,16 @@ func (s *Store) DeletedSubjects(ctx context.Context, subjects []string) ([]strin
 		return nil, fmt.Errorf("finding deleted subjects: %w", err)
 	}
 	return found, nil
+}
+
+// folded are subjects folded as lower() folds them under COLLATE "C"
+// (ASCII alone).
+func folded(subjects []string) []string {
+	lowered := make([]string, len(subjects))
+	for i, sub := range subjects {
+		lowered[i] = store.FoldASCII(sub)
+	}
+	return lowered
 }
 
 // collectUsers reads the users of rows, and closes them.

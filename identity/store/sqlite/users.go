@@ -131,10 +131,7 @@ func (s *Store) UsersWithSubjects(ctx context.Context, subjects []string) ([]sto
 	if len(subjects) == 0 {
 		return nil, nil
 	}
-	lowered := make([]any, len(subjects))
-	for i, sub := range subjects {
-		lowered[i] = store.FoldASCII(sub)
-	}
+	lowered := foldedArgs(subjects)
 	rows, err := s.r.QueryContext(ctx, `SELECT `+userColumns+` FROM users WHERE lower(subject) IN (?`+strings.Repeat(", ?", len(lowered)-1)+`)`, lowered...)
 	if err != nil {
 		return nil, fmt.Errorf("finding users by subject: %w", err)
@@ -152,10 +149,7 @@ func (s *Store) DeletedSubjects(ctx context.Context, subjects []string) ([]strin
 	if len(subjects) == 0 {
 		return nil, nil
 	}
-	lowered := make([]any, len(subjects))
-	for i, sub := range subjects {
-		lowered[i] = store.FoldASCII(sub)
-	}
+	lowered := foldedArgs(subjects)
 	rows, err := s.r.QueryContext(ctx, `SELECT subject FROM deleted_subjects WHERE lower(subject) IN (?`+strings.Repeat(", ?", len(lowered)-1)+`)`, lowered...)
 	if err != nil {
 		return nil, fmt.Errorf("finding deleted subjects: %w", err)
@@ -173,6 +167,16 @@ func (s *Store) DeletedSubjects(ctx context.Context, subjects []string) ([]strin
 		return nil, fmt.Errorf("finding deleted subjects: %w", err)
 	}
 	return found, nil
+}
+
+// foldedArgs are subjects folded as the SQL lower() folds them (ASCII
+// alone), as bind arguments.
+func foldedArgs(subjects []string) []any {
+	lowered := make([]any, len(subjects))
+	for i, sub := range subjects {
+		lowered[i] = store.FoldASCII(sub)
+	}
+	return lowered
 }
 
 // collectUsers reads the users of rows, and closes them.
