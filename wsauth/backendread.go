@@ -264,18 +264,6 @@ func backendControl(bc *websocket.Conn, op byte, payload string) error {
 	return nil // a pong
 }
 
-// validReceivedCloseCode is gorilla's test of a received close code.
-func validReceivedCloseCode(code int) bool {
-	switch code {
-	case websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseProtocolError,
-		websocket.CloseUnsupportedData, websocket.CloseInvalidFramePayloadData, websocket.ClosePolicyViolation,
-		websocket.CloseMessageTooBig, websocket.CloseMandatoryExtension, websocket.CloseInternalServerErr,
-		websocket.CloseServiceRestart, websocket.CloseTryAgainLater:
-		return true
-	}
-	return code >= 3000 && code <= 4999
-}
-
 // backendProtocolError closes the leg with 1002 and msg, as gorilla does.
 func backendProtocolError(bc *websocket.Conn, msg string) error {
 	data := websocket.FormatCloseMessage(websocket.CloseProtocolError, msg)

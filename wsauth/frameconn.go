@@ -98,17 +98,43 @@ func newFrameConn(c net.Conn, client bool, timeout time.Duration) *frameConn {
 	fc := &frameConn{Conn: c, client: client, timeout: timeout}
 	if tc, ok := c.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
-			fc.rc, fc.rfn = rc, fc.tryRead
-			fc.rctl = func(fd uintptr) { fc.tryRead(fd) }
+			fc.setRawConn(rc)
 		}
 	}
 	return fc
+}
+
+// setRawConn has the connection's reads go through rc: the socket's
+// descriptor read with read(2) into readBufs buffers.
+func (c *frameConn) setRawConn(rc syscall.RawConn) {
+	c.rc, c.rfn = rc, c.tryRead
+	c.rctl = func(fd uintptr) { c.tryRead(fd) }
 }
 
 // readChunk is the most a frameConn reads from a TCP socket at once.
 const readChunk = 32 << 10
 
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+// strictPools makes putReadBuf panic on a buffer that is not one of
+// readBufs' (nil, or of another size); tests set it. A nil *[]byte put
+// into the pool would be handed, later, to any connection's read.
+var strictPools bool
+
+// getReadBuf takes a readBufs buffer.
+func getReadBuf() *[]byte { return readBufs.Get().(*[]byte) }
+
+// putReadBuf gives b back to readBufs; a nil b, or one of another size, is
+// dropped, never pooled.
+func putReadBuf(b *[]byte) {
+	if b == nil || len(*b) != readChunk {
+		if strictPools {
+			panic("wsauth: a buffer that is not a read buffer given back to readBufs")
+		}
+		return
+	}
+	readBufs.Put(b)
+}
 
 // Read gives what an earlier read of the socket left, or else reads the
 // socket (fill; without rc, after beforeRead and idle), and notes when
@@ -162,19 +188,28 @@ func (c *frameConn) buffered() []byte {
 	return (*c.rbuf)[c.rpos:c.rend]
 }
 
-// consume takes n buffered bytes; the buffer goes back to the pool once
-// all are taken.
+// consume takes n buffered bytes (at most as many as are buffered); the
+// buffer goes back to the pool once all are taken. consume(0) changes
+// nothing, with or without a buffer.
 func (c *frameConn) consume(n int) {
+	if n <= 0 {
+		return
+	}
 	c.rpos += n
-	if c.rpos == c.rend {
-		readBufs.Put(c.rbuf)
+	if c.rpos >= c.rend {
+		putReadBuf(c.rbuf)
 		c.rbuf, c.rpos, c.rend = nil, 0, 0
 	}
 }
 
 // need gives the next n buffered bytes (n at most a few hundred), reading
 // the socket for more as needed; they stay buffered until consumed.
+// need(0) reads nothing and gives an empty slice, with or without a
+// buffer (an empty control frame's payload).
 func (c *frameConn) need(n int) ([]byte, error) {
+	if n <= 0 {
+		return nil, nil
+	}
 	for c.rend-c.rpos < n {
 		if err := c.fill(); err != nil {
 			return nil, err
@@ -245,7 +280,7 @@ func (c *frameConn) fill() error {
 	}
 	if err != nil {
 		if c.rbuf != nil && c.rend == 0 {
-			readBufs.Put(c.rbuf)
+			putReadBuf(c.rbuf)
 			c.rbuf = nil
 		}
 		if err == io.EOF {
@@ -264,7 +299,7 @@ func (c *frameConn) fill() error {
 func (c *frameConn) tryRead(fd uintptr) bool {
 	took := c.rbuf == nil
 	if took {
-		c.rbuf = readBufs.Get().(*[]byte)
+		c.rbuf = getReadBuf()
 	}
 	for {
 		c.rn, c.rerr = syscall.Read(int(fd), (*c.rbuf)[c.rend:])
@@ -274,7 +309,7 @@ func (c *frameConn) tryRead(fd uintptr) bool {
 	}
 	if c.rerr == syscall.EAGAIN {
 		if took {
-			readBufs.Put(c.rbuf)
+			putReadBuf(c.rbuf)
 			c.rbuf = nil
 		}
 		if c.idle != nil && !c.idled {

@@ -251,12 +251,7 @@ func (s *session) backendEnded(err error) {
 	}
 	code := websocket.CloseInternalServerErr
 	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
-		switch c := ce.Code; {
-		case c == websocket.CloseNoStatusReceived:
-			code = websocket.CloseNormalClosure
-		case sendableCloseCode(c):
-			code = c
-		}
+		code = clientCloseCode(ce.Code)
 		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.user))
 	} else {
 		s.g.log.Warn("ws backend leg failed", zap.String("user", s.user), zap.Error(err))
@@ -265,18 +260,6 @@ func (s *session) backendEnded(err error) {
 	if !s.put(outMsg{close: code}, fromOther) {
 		s.closeClient(code)
 	}
-}
-
-// sendableCloseCode reports whether code may be sent in a close frame
-// (RFC 6455 §7.4).
-func sendableCloseCode(code int) bool {
-	switch {
-	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
-		return true
-	case code >= 3000 && code <= 4999:
-		return true
-	}
-	return false
 }
 
 // The client's send queue: a ring of outMsg under omu, bounded by
