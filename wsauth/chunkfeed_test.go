@@ -28,10 +28,10 @@ type chunkFeed struct {
 	mu      sync.Mutex
 	chunks  [][]byte
 	first   func() []byte // when set, the first chunk, made when the reader first finds the pipe empty
-	pending []byte // the rest of a chunk the pipe had no room for
-	eof     bool   // the write end is closed
-	closed  bool   // the connection was closed
-	reads   int    // chunks delivered
+	pending []byte        // the rest of a chunk the pipe had no room for
+	eof     bool          // the write end is closed
+	closed  bool          // the connection was closed
+	reads   int           // chunks delivered
 }
 
 func newChunkFeed(chunks [][]byte) (*chunkFeed, error) {
