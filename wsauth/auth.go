@@ -198,8 +198,9 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.checkedAt = at
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
+	s.bnc = bc.NetConn()
 	if bw != nil {
-		bw.idle, bw.eager = s.backendIdle, true
+		bw.idle, bw.eager, bw.beforeRead = s.backendIdle, true, s.extendBackend
 	}
 	s.wg.Add(1)
 	if bw != nil && bw.rc != nil && !bw.handshake {

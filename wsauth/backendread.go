@@ -52,6 +52,10 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 		if n := int(f.n); batch && f.fin && n <= len(c.buffered()) && maxFrameHeader+n <= batchBytes {
 			// The common message: whole in the buffer.
 			msg := c.buffered()[:n]
+			if f.op == websocket.TextMessage && !utf8.Valid(msg) {
+				s.backendEnded(backendInvalidText(bc))
+				return
+			}
 			switch {
 			case s.dead.Load() || s.closing.Load():
 			case s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
@@ -71,8 +75,13 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			s.scratch = msgBufs.Get().(*[]byte)
 		}
 		s.reading = true // the hook must leave scratch alone
+		s.setBackendMessageAt(time.Now())
 		*s.scratch, err = s.backendMessage(bc, c, f, (*s.scratch)[:0], limit)
+		s.setBackendMessageAt(time.Time{})
 		s.reading = false
+		if err == nil && f.op == websocket.TextMessage && !utf8.Valid(*s.scratch) {
+			err = backendInvalidText(bc)
+		}
 		if err != nil {
 			s.backendEnded(err)
 			return
@@ -91,7 +100,8 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 // it), the run at most room bytes, and, when own is not nil (the gateway
 // has sent the backend messages of its own, whose TransactionIDs are
 // written with own), none the backend's answer to one of them
-// (answersGateway: the frame-by-frame path drops it). It returns the
+// (answersGateway: the frame-by-frame path drops it), and none a text
+// message that is not valid UTF-8 (the frame-by-frame path refuses it). It returns the
 // run's length and its number of frames; 0, 0 when the first frame is not
 // such a frame.
 func verbatimRun(b []byte, limit int64, room int, own []byte) (n, frames int) {
@@ -116,6 +126,9 @@ func verbatimRun(b []byte, limit int64, room int, own []byte) (n, frames int) {
 		}
 		if own != nil && answersGateway(r[hdr:hdr+size], own) {
 			return n, frames
+		}
+		if r[0] == finalBit|websocket.TextMessage && !utf8.Valid(r[hdr:hdr+size]) {
+			return n, frames // the frame-by-frame path refuses it
 		}
 		n += hdr + size
 		frames++
@@ -273,6 +286,18 @@ func backendProtocolError(bc *websocket.Conn, msg string) error {
 	_ = bc.WriteControl(websocket.CloseMessage, data, time.Now().Add(time.Second))
 	return errors.New("websocket: " + msg)
 }
+
+// backendInvalidText closes the leg with 1007: a text message that is not
+// valid UTF-8 (RFC 6455 §8.1) is never passed to the client, whose
+// conforming reader would drop the connection without a reason.
+func backendInvalidText(bc *websocket.Conn) error {
+	_ = bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "invalid UTF-8"), time.Now().Add(time.Second))
+	return errBackendInvalidText
+}
+
+// errBackendInvalidText ends a backend leg that sent a text message that
+// is not valid UTF-8.
+var errBackendInvalidText = errors.New("the backend sent a text message that is not valid UTF-8")
 
 // backendOverLimit closes the leg with 1009, as gorilla does.
 func backendOverLimit(bc *websocket.Conn) error {

@@ -17,12 +17,14 @@ import "github.com/gorilla/websocket"
 //	1009 message too big          1009 the client's message was too large for it
 //	1012 service restart          1012 reconnect, the backend restarts
 //	1013 try again later          1013 reconnect later
-//	1014 bad gateway              1014 the backend's own upstream failed
 //	3000–4999 (applications')     as sent
 //	1002 protocol error           1011 the gateway and the backend disagreed on the
 //	                                   protocol: the client made no error, so it is not
 //	                                   told it did
 //	1010 mandatory extension      1011 a code only clients send: the backend is broken
+//	1014 bad gateway              1011 the backend's own upstream failed (1014 is
+//	                                   accepted from the backend, but many clients,
+//	                                   gorilla's among them, refuse to receive it)
 //	1011 internal error, 1006     1011 the backend failed or the leg was lost
 //	anything else                 1011
 func clientCloseCode(backend int) int {
@@ -31,7 +33,7 @@ func clientCloseCode(backend int) int {
 		return websocket.CloseNormalClosure
 	case websocket.CloseGoingAway, websocket.CloseUnsupportedData, websocket.CloseInvalidFramePayloadData,
 		websocket.ClosePolicyViolation, websocket.CloseMessageTooBig, websocket.CloseServiceRestart,
-		websocket.CloseTryAgainLater, closeBadGateway:
+		websocket.CloseTryAgainLater:
 		return backend
 	}
 	if backend >= 3000 && backend <= 4999 {

@@ -38,6 +38,9 @@ const (
 	// DefaultIdleTimeout: a client silent (no message, no pong) this long
 	// is closed with 1008.
 	DefaultIdleTimeout = 60 * time.Second
+	// DefaultBackendMessageTimeout bounds the arrival of one backend
+	// message, first frame to last.
+	DefaultBackendMessageTimeout = 30 * time.Second
 	// DefaultWriteTimeout bounds one write to the client or the backend.
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultSendQueue bounds the messages waiting for a client.
@@ -111,13 +114,21 @@ type Config struct {
 	// IPv6 /64, as ClientIP gives it) holds at most a sixteenth of the
 	// first (at least one). Default DefaultMaxUnauthenticated.
 	MaxUnauthenticated int
-	// PingInterval is the keep-alive ping period. Default
+	// PingInterval is the keep-alive ping period, on both legs: the
+	// gateway pings the client and the backend this often. Default
 	// DefaultPingInterval.
 	PingInterval time.Duration
 	// IdleTimeout closes (1008) a client that sent nothing, pongs
-	// included, for this long. Default DefaultIdleTimeout; it must exceed
-	// PingInterval.
+	// included, for this long; a backend leg silent this long (its pongs
+	// included) is lost, and its client closed with 1011. Default
+	// DefaultIdleTimeout; it must exceed PingInterval.
 	IdleTimeout time.Duration
+	// BackendMessageTimeout bounds the time one backend message may take
+	// to arrive, from its first frame to its last: a backend that stalls
+	// mid-message (its pongs still coming) holds the message's buffer, up
+	// to MaxBackendMessageBytes, no longer; its client is closed with
+	// 1011. Default DefaultBackendMessageTimeout.
+	BackendMessageTimeout time.Duration
 	// WriteTimeout bounds one write to either leg; a client write that
 	// times out closes the client (1008, counted as a slow client).
 	// Default DefaultWriteTimeout.
@@ -310,6 +321,7 @@ func (c *Config) Validate() error {
 		{"auth_timeout", c.AuthTimeout},
 		{"ping_interval", c.PingInterval},
 		{"idle_timeout", c.IdleTimeout},
+		{"backend_message_timeout", c.BackendMessageTimeout},
 		{"write_timeout", c.WriteTimeout},
 		{"dial_timeout", c.DialTimeout},
 		{"close_grace", c.CloseGrace},
@@ -371,6 +383,7 @@ func (c Config) withDefaults() Config {
 	c.AuthMaxMessages = or(c.AuthMaxMessages, DefaultAuthMaxMessages)
 	c.MaxUnauthenticated = or(c.MaxUnauthenticated, DefaultMaxUnauthenticated)
 	c.PingInterval = or(c.PingInterval, DefaultPingInterval)
+	c.BackendMessageTimeout = or(c.BackendMessageTimeout, DefaultBackendMessageTimeout)
 	c.IdleTimeout = or(c.IdleTimeout, DefaultIdleTimeout)
 	c.WriteTimeout = or(c.WriteTimeout, DefaultWriteTimeout)
 	c.SendQueue = or(c.SendQueue, DefaultSendQueue)

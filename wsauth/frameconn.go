@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -64,8 +65,9 @@ type frameConn struct {
 	short      bool                  // the last read did not fill the buffer: the socket is likely dry
 	stamp      bool                  // readAt is kept (the client leg: its rate limits read it)
 	readAt     time.Time             // when the last read from the socket returned (when stamp)
-	handshake  bool                  // the backend's 101 is being read: Read gives a line at a time
+	handshake  bool                  // the backend's answer to the upgrade is being read (readHandshake)
 	hsTail     uint32                // the last four bytes Read gave during it
+	hsRead     int                   // the bytes of the answer read so far
 
 	mu        sync.Mutex
 	pending   []byte    // whole frames not yet written: *pbuf, or nil
@@ -138,11 +140,11 @@ func putReadBuf(b *[]byte) {
 
 // Read gives what an earlier read of the socket left, or else reads the
 // socket (fill; without rc, after beforeRead and idle), and notes when
-// (readAt). During the backend
-// leg's handshake (handshake), it gives at most a line at a time, so
-// gorilla's buffer holds nothing past the 101's header once Dial returns:
-// what follows is the frame reader's (backendFrames).
+// (readAt). During the backend leg's handshake, readHandshake reads.
 func (c *frameConn) Read(p []byte) (int, error) {
+	if c.handshake && len(p) > 0 {
+		return c.readHandshake(p)
+	}
 	if c.rend == c.rpos {
 		if c.rc == nil || len(p) >= readChunk {
 			if c.idle != nil {
@@ -161,23 +163,61 @@ func (c *frameConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	b := (*c.rbuf)[c.rpos:c.rend]
-	if c.handshake {
+	n := copy(p, (*c.rbuf)[c.rpos:c.rend])
+	c.consume(n)
+	return n, nil
+}
+
+// maxUpgradeAnswer bounds the backend's answer to the upgrade, its status
+// line and header: a backend whose header never ends fails the dial once
+// it has sent this much, rather than filling gorilla's buffer.
+const maxUpgradeAnswer = 8 << 10
+
+// errUpgradeAnswer fails a dial whose answer exceeds maxUpgradeAnswer.
+var errUpgradeAnswer = errors.New("the backend's answer to the upgrade exceeds 8 KiB")
+
+// readHandshake is Read while the backend's answer to the upgrade is read
+// (handshake): it counts the answer's bytes, failing past
+// maxUpgradeAnswer, until the header's end (an empty line) is seen. On a
+// TCP socket it gives at most a line at a time, so that gorilla's buffer
+// holds nothing past the header once Dial returns: what follows is the
+// frame reader's (backendFrames). Over TLS it reads at most what the bound
+// leaves; what follows the header goes to gorilla's reader.
+func (c *frameConn) readHandshake(p []byte) (int, error) {
+	left := maxUpgradeAnswer - c.hsRead
+	if left <= 0 {
+		return 0, errUpgradeAnswer
+	}
+	var b []byte
+	if c.rc == nil {
+		n, err := c.Conn.Read(p[:min(len(p), left)])
+		if n == 0 {
+			return 0, err
+		}
+		b = p[:n]
+	} else {
+		if c.rend == c.rpos {
+			if err := c.fill(); err != nil {
+				return 0, err
+			}
+		}
+		b = (*c.rbuf)[c.rpos:c.rend]
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
 			b = b[:i+1]
 		}
+		b = p[:copy(p, b[:min(len(b), left)])]
+		c.consume(len(b))
 	}
-	n := copy(p, b)
-	if c.handshake {
-		for _, x := range b[:n] {
-			c.hsTail = c.hsTail<<8 | uint32(x)
-		}
+	for i, x := range b {
+		c.hsTail = c.hsTail<<8 | uint32(x)
 		if c.hsTail == 0x0d0a0d0a || c.hsTail&0xffff == 0x0a0a {
 			c.handshake = false // the header's end
+			c.hsRead += i + 1
+			return len(b), nil
 		}
 	}
-	c.consume(n)
-	return n, nil
+	c.hsRead += len(b)
+	return len(b), nil
 }
 
 // buffered is what was read from the TCP socket and not yet taken.
@@ -659,9 +699,33 @@ func dialFrameConn(timeout time.Duration) func(ctx context.Context, network, add
 			return nil, err
 		}
 		fc := newFrameConn(c, true, timeout)
-		fc.handshake = fc.rc != nil
+		fc.handshake = true
+		noteDialed(ctx, fc)
 		return fc, nil
 	}
+}
+
+// dialedKey is the context key of a dial's *dialed.
+type dialedKey struct{}
+
+// dialed is where a dial's frameConn is noted, so that a dial that failed
+// can tell why: its answer exceeded maxUpgradeAnswer (gorilla's error then
+// names whatever the header's parser made of the answer cut short).
+type dialed struct{ fc *frameConn }
+
+func noteDialed(ctx context.Context, fc *frameConn) {
+	if d, ok := ctx.Value(dialedKey{}).(*dialed); ok {
+		d.fc = fc
+	}
+}
+
+// dialError is err, the error of a dial that noted d, or errUpgradeAnswer
+// when the answer read reached its bound.
+func (d *dialed) dialError(err error) error {
+	if d.fc != nil && d.fc.hsRead >= maxUpgradeAnswer {
+		return fmt.Errorf("%w (%v)", errUpgradeAnswer, err)
+	}
+	return err
 }
 
 // dialTLSFrameConn is dialFrameConn for wss:// (NetDialTLSContext): the
@@ -682,7 +746,10 @@ func dialTLSFrameConn(timeout time.Duration) func(ctx context.Context, network, 
 			_ = c.Close()
 			return nil, err
 		}
-		return newFrameConn(tc, true, timeout), nil
+		fc := newFrameConn(tc, true, timeout)
+		fc.handshake = true
+		noteDialed(ctx, fc)
+		return fc, nil
 	}
 }
 

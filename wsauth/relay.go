@@ -3,12 +3,15 @@ package wsauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
@@ -39,10 +42,19 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
-		bc, resp, err := d.DialContext(ctx, target, h)
+		var dd dialed
+		bc, resp, err := d.DialContext(context.WithValue(ctx, dialedKey{}, &dd), target, h)
 		cancel()
+		if err != nil {
+			err = dd.dialError(err)
+		}
 		if err == nil {
-			return bc, 0
+			if err = checkUpgradeAnswer(resp, d.Subprotocols); err == nil {
+				return bc, 0
+			}
+			_ = bc.Close()
+			s.g.log.Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", resp.StatusCode), zap.Error(err))
+			continue // a backend that answers so is broken: 1011, not "try again"
 		}
 		status := 0
 		if resp != nil {
@@ -55,6 +67,25 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 		s.g.log.Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", status), zap.Error(err))
 	}
 	return nil, code
+}
+
+// checkUpgradeAnswer fails a backend's 101 that names an extension (the
+// gateway offers none) or a sub-protocol the gateway did not ask for: RFC
+// 6455 §4.1 has the client fail the connection. Gorilla's Dialer accepts
+// both, and permessage-deflate accepted so fails later, with a vaguer
+// error, at the first compressed frame.
+func checkUpgradeAnswer(resp *http.Response, asked []string) error {
+	if ext := resp.Header.Values("Sec-WebSocket-Extensions"); len(ext) > 0 {
+		return fmt.Errorf("the backend answered the upgrade with an extension the gateway did not offer (%.64q)", strings.Join(ext, ", "))
+	}
+	protos := resp.Header.Values("Sec-WebSocket-Protocol")
+	switch {
+	case len(protos) == 0:
+		return nil
+	case len(protos) == 1 && slices.Contains(asked, protos[0]):
+		return nil
+	}
+	return fmt.Errorf("the backend answered the upgrade with a sub-protocol the gateway did not ask for (%.64q)", strings.Join(protos, ", "))
 }
 
 // backendLoop is the backend reader: it reads each backend message whole
@@ -86,8 +117,13 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			s.scratch = msgBufs.Get().(*[]byte)
 		}
 		s.reading = true // the hook must leave scratch alone
+		s.setBackendMessageAt(time.Now())
 		*s.scratch, err = readAll((*s.scratch)[:0], r)
+		s.setBackendMessageAt(time.Time{})
 		s.reading = false
+		if err == nil && typ == websocket.TextMessage && !utf8.Valid(*s.scratch) {
+			err = backendInvalidText(bc)
+		}
 		if err != nil {
 			s.backendEnded(err)
 			return
@@ -528,8 +564,26 @@ func (s *session) writeLoop() {
 				continue
 			}
 			_ = s.cc.WriteControl(websocket.PingMessage, nil, deadline(s.cfg.WriteTimeout))
+			s.pingBackend()
 		}
 	}
+}
+
+// pingBackend pings the backend leg, if open, so that a live backend that
+// has nothing to send still sends something (its pong) within
+// IdleTimeout, and a lost one is found (extendBackend). The ping goes
+// after what the client reader batched for the backend (frameConn.Write),
+// and waits for a write to the leg under way, WriteTimeout at most (a
+// backend that does not read fails that write anyway). Client writer
+// only.
+func (s *session) pingBackend() {
+	s.mu.Lock()
+	bc := s.bc
+	s.mu.Unlock()
+	if bc == nil || s.ending.Load() {
+		return
+	}
+	_ = bc.WriteControl(websocket.PingMessage, nil, deadline(s.cfg.WriteTimeout))
 }
 
 // flushBackend writes the client's messages batched for the backend leg

@@ -137,6 +137,9 @@ type session struct {
 	slowSeen  atomic.Bool  // a slow client was counted
 	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
 	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
+	bnc       net.Conn     // the backend reader's: the backend leg's connection, for its read deadline
+	bmsgAt    time.Time    // the backend reader's: when the message it reads began; zero between messages
+	breadBy   time.Time    // the backend reader's: the read deadline extendBackend set last
 	reading   bool         // the backend reader's: reading a message into scratch
 	lb        []byte       // the backend reader's: messages framed for the client, not yet queued
 	lbp       *[]byte      // lb's batchBufs buffer
@@ -320,6 +323,37 @@ func (s *session) extend() {
 	if s.closing.Load() { // closeClient ran meanwhile: its deadline wins
 		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.closeBy.Load()))
 	}
+}
+
+// extendBackend sets the backend leg's read deadline: IdleTimeout from now
+// (it runs before each read from the backend's socket, and again after
+// the idle hook; the gateway's pings keep a live backend talking), and no
+// later than BackendMessageTimeout after the message being read began. As
+// extend, it skips a deadline later than the one set by less than
+// IdleTimeout/64. Backend reader only.
+func (s *session) extendBackend() {
+	if s.bnc == nil {
+		return
+	}
+	d := time.Now().Add(s.cfg.IdleTimeout)
+	if !s.bmsgAt.IsZero() {
+		if m := s.bmsgAt.Add(s.cfg.BackendMessageTimeout); m.Before(d) {
+			d = m
+		}
+	}
+	if ahead := d.Sub(s.breadBy); ahead >= 0 && ahead < s.cfg.IdleTimeout/64 {
+		return
+	}
+	s.breadBy = d
+	_ = s.bnc.SetReadDeadline(d)
+}
+
+// setBackendMessageAt notes when the backend message being read began
+// (zero: it has been read) and sets the read deadline accordingly.
+// Backend reader only.
+func (s *session) setBackendMessageAt(t time.Time) {
+	s.bmsgAt = t
+	s.extendBackend()
 }
 
 // readFailed handles the error that ends the read loop.

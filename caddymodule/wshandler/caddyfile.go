@@ -37,6 +37,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		max_unauthenticated <n>
 //		ping_interval <duration>
 //		idle_timeout <duration>
+//		backend_message_timeout <duration>
 //		return_access_token <client_id>...  # "*" for every client
 //		vendor <name>
 //		motif                             # the original web client's replies
@@ -94,6 +95,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.PingInterval, err = cfutil.DurationArg(d)
 		case "idle_timeout":
 			h.IdleTimeout, err = cfutil.DurationArg(d)
+		case "backend_message_timeout":
+			h.BackendMessageTimeout, err = cfutil.DurationArg(d)
 		case "return_access_token":
 			err = cfutil.AppendArgs(d, &h.ReturnAccessToken)
 		case "vendor":

@@ -102,11 +102,20 @@ type Handler struct {
 	// the first. Default 1024.
 	MaxUnauthenticated int `json:"max_unauthenticated,omitempty"`
 
-	// PingInterval is the keep-alive ping period. Default 30s.
+	// PingInterval is the keep-alive ping period on both legs: the
+	// gateway pings the client and the backend this often. Default 30s.
 	PingInterval caddy.Duration `json:"ping_interval,omitempty"`
 
-	// IdleTimeout closes (1008) a client silent this long. Default 60s.
+	// IdleTimeout closes (1008) a client silent this long, pongs
+	// included; a backend leg silent this long is lost, and its client
+	// closed with 1011. Default 60s; it must exceed ping_interval.
 	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
+
+	// BackendMessageTimeout bounds how long one backend message may take
+	// to arrive, first frame to last: a backend that stalls mid-message
+	// holds its buffer (up to 16 MiB) no longer; the client is closed with
+	// 1011. Default 30s.
+	BackendMessageTimeout caddy.Duration `json:"backend_message_timeout,omitempty"`
 
 	// ReturnAccessToken lists the OAuth client ids whose sessions get
 	// their access token back (Base-64) in Identify replies, so the
@@ -224,8 +233,9 @@ func (h *Handler) config() (wsauth.Config, error) {
 		AuthTimeout: time.Duration(h.AuthTimeout), AuthMaxMessages: h.AuthMaxMessages,
 		MaxUnauthenticated: h.MaxUnauthenticated, PingInterval: time.Duration(h.PingInterval),
 		IdleTimeout: time.Duration(h.IdleTimeout), ReturnAccessToken: h.ReturnAccessToken,
-		Profile:         wsauth.Profile{Vendor: h.Vendor, Motif: h.Motif},
-		RecheckInterval: time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
+		BackendMessageTimeout: time.Duration(h.BackendMessageTimeout),
+		Profile:               wsauth.Profile{Vendor: h.Vendor, Motif: h.Motif},
+		RecheckInterval:       time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
 		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
 		TransactionIDs: h.TransactionIDs,
 		Secure:         secureConnection,
