@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // handleAuth answers an Auth message; none is ever forwarded. Auth
@@ -204,9 +206,9 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	}
 	s.wg.Add(1)
 	if bw != nil && bw.rc != nil && !bw.handshake {
-		go s.backendFrames(bc, bw)
+		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendFrames(bc, bw) }, s.crashed)
 	} else {
-		go s.backendLoop(bc)
+		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendLoop(bc) }, s.crashed)
 	}
 	return true
 }

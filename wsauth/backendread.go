@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // backendFrames is the backend reader on a TCP backend leg (the leg's
@@ -28,6 +30,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 	batch := s.cw != nil && !s.cw.deflate
 	limit := s.cfg.MaxBackendMessageBytes
 	for {
+		contain.Point("ws.backend_reader")
 		if batch {
 			// The commonest case of all: a run of such messages, whole in
 			// the buffer, goes to the batch as it came, in one copy.

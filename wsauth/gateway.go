@@ -17,6 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Gateway is the message service's http.Handler: it upgrades the client's
@@ -190,11 +192,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// session has its own.) A stream of an extended CONNECT lives only
 		// as long as this handler, which then runs the session itself.
 		g.wg.Add(1) // while ServeHTTP's count is held: Shutdown waits for it
-		go func() {
+		contain.Go(g.log, "ws.session", func() {
 			defer g.wg.Done()
 			defer g.untrack(s)
 			s.run(id, at)
-		}()
+		}, nil)
 		return
 	}
 	defer g.untrack(s)
@@ -380,8 +382,12 @@ func (g *Gateway) track(s *session) (bool, int) {
 	if g.stopSup == nil {
 		var ctx context.Context
 		ctx, g.stopSup = context.WithCancel(context.Background())
-		g.supDone = make(chan struct{})
-		go g.supervise(ctx, g.supDone)
+		done := make(chan struct{})
+		g.supDone = done
+		contain.Go(g.log, "ws.supervisor", func() {
+			defer close(done)
+			contain.Loop(ctx, g.log, "ws.supervisor", g.supervise)
+		}, nil)
 	}
 	return true, 0
 }
@@ -412,7 +418,7 @@ func (g *Gateway) Shutdown(code int) {
 		<-supDone
 	}
 	for _, s := range live {
-		go s.closeClient(code) // each returns within CloseGrace
+		contain.Go(g.log, "ws.close", func() { s.closeClient(code) }, nil) // each returns within CloseGrace
 	}
 	g.wg.Wait()
 }

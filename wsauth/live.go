@@ -5,6 +5,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // authority is what an authenticated session's identity allows now.
@@ -71,7 +73,7 @@ func (s *session) lapseLocked(a authority, now time.Time) {
 		// Added under s.mu before teardown sets ended, so before its
 		// Wait; the writer is still counted.
 		s.wg.Add(1)
-		go s.unsubscribe()
+		contain.Go(s.g.log, "ws.unsubscribe", s.unsubscribe, s.crashed)
 	}
 	if a == authRevoked {
 		s.push(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, &Identify{}, s.cfg.Profile, now))
@@ -266,6 +268,6 @@ func (s *session) push(msg []byte) bool {
 // stuck on a slow client). Safe from any goroutine.
 func (s *session) closeSoon(code int) {
 	if !s.tryPut(outMsg{close: code}) {
-		go s.closeClient(code)
+		contain.Go(s.g.log, "ws.close", func() { s.closeClient(code) }, nil)
 	}
 }

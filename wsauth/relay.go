@@ -15,6 +15,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // dialBackend opens the backend leg, trying each upstream in turn, each
@@ -128,6 +130,7 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 			s.backendEnded(err)
 			return
 		}
+		contain.Point("ws.backend_reader")
 		if !s.relayBackend(typ, batch) {
 			return
 		}
@@ -553,6 +556,7 @@ func (s *session) writeLoop() {
 		case <-s.done:
 			return
 		case <-s.wake:
+			contain.Point("ws.writer")
 			s.drain()
 		case <-ping.C:
 			s.omu.Lock()

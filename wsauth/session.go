@@ -14,6 +14,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // CodeUnknown answers an Auth message the gateway does not serve.
@@ -199,8 +201,10 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 // run is the session, on the client reader's goroutine: id is the
 // identity verified on the upgrade (the verifier asked at at), or nil.
 func (s *session) run(id *Identity, at time.Time) {
+	defer s.teardown()
+	defer contain.Recover(s.g.log, "ws.client_reader", s.crashed)
 	s.wg.Add(1)
-	go s.writeLoop()
+	contain.Go(s.g.log, "ws.writer", s.writeLoop, s.crashed)
 	s.authDeadline = time.Now().Add(s.cfg.AuthTimeout)
 	s.cfg.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
@@ -212,7 +216,15 @@ func (s *session) run(id *Identity, at time.Time) {
 		}
 	}
 	s.readLoop()
-	s.teardown()
+}
+
+// crashed ends the session after a panic in one of its goroutines was
+// recovered: the client is sent 1011 at once, not behind the queue, and
+// its reader then reads only the answer, CloseGrace at most, after which
+// teardown closes the backend leg and releases the subscriptions. Safe
+// from any goroutine; it takes no lock of the session's.
+func (s *session) crashed() {
+	s.closeClient(websocket.CloseInternalServerErr)
 }
 
 // readLoop reads client messages until the socket fails or closes. After
@@ -265,6 +277,7 @@ func (s *session) readLoop() {
 			s.closeAfterQueued(websocket.CloseMessageTooBig)
 			continue
 		}
+		contain.Point("ws.client_reader")
 		s.handle(s.buf.Bytes())
 		if s.buf.Cap() > 64<<10 {
 			s.buf = bytes.Buffer{}

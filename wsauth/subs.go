@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // CodeSession answers a client message the session refuses whatever its
@@ -109,30 +111,14 @@ type subKey struct{ controller, topic string }
 // not re-sent. A Sub for a new subscription past Limits.Subscriptions or
 // MaxSubscriptionBytes is answered Error/Limited. Client reader only.
 func (s *session) forward(msg []byte, env *Envelope) {
-	k := subKey{env.Controller, env.Topic}
-	s.mu.Lock()
-	if s.authority != authLive {
-		if env.Action == ActionUnsub {
-			s.untrackLocked(k)
-		}
-		s.mu.Unlock()
-		s.deny(env, "authority lapsed")
+	switch refused, err := s.forwardLocked(msg, env); {
+	case refused == "authority lapsed":
+		s.deny(env, refused)
 		return
-	}
-	switch env.Action {
-	case ActionSub:
-		if !s.trackLocked(k, msg) {
-			s.mu.Unlock()
-			s.limited(env, LimitSubscriptions)
-			return
-		}
-	case ActionUnsub:
-		s.untrackLocked(k)
-		msg = AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, env.Confirm)
-	}
-	err := s.writeBackendLocked(msg)
-	s.mu.Unlock()
-	if err != nil {
+	case refused == LimitSubscriptions:
+		s.limited(env, LimitSubscriptions)
+		return
+	case err != nil:
 		s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 		return
@@ -142,6 +128,33 @@ func (s *session) forward(msg []byte, env *Envelope) {
 		s.relLabel = label
 	}
 	s.relN++ // reported with the batch (flushBackend)
+}
+
+// forwardLocked is forward's work under mu, released by a deferred call
+// so that a panic in it leaves the lock free: refused is "authority
+// lapsed" or LimitSubscriptions when the message is not forwarded, err a
+// failed write to the backend.
+func (s *session) forwardLocked(msg []byte, env *Envelope) (refused string, err error) {
+	k := subKey{env.Controller, env.Topic}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.authority != authLive {
+		if env.Action == ActionUnsub {
+			s.untrackLocked(k)
+		}
+		return "authority lapsed", nil
+	}
+	switch env.Action {
+	case ActionSub:
+		contain.Point("ws.session_locked")
+		if !s.trackLocked(k, msg) {
+			return LimitSubscriptions, nil
+		}
+	case ActionUnsub:
+		s.untrackLocked(k)
+		msg = AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, env.Confirm)
+	}
+	return "", s.writeBackendLocked(msg)
 }
 
 // reportRelayed counts the forwards not yet counted (Metrics.Relayed): a

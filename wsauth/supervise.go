@@ -7,6 +7,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // maxRecheckTimeout bounds one re-verification of a session's token.
@@ -41,8 +43,7 @@ const maxRecheckTimeout = 2 * time.Second
 // waits for the lock (whenFree), so that an expired or revoked identity
 // loses its authority as soon as the write in progress ends, not when a
 // walk happens to find the lock free.
-func (g *Gateway) supervise(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
+func (g *Gateway) supervise(ctx context.Context) {
 	tick := time.NewTicker(g.cfg.SuperviseInterval)
 	defer tick.Stop()
 	var live []*session
@@ -61,11 +62,7 @@ func (g *Gateway) supervise(ctx context.Context, done chan<- struct{}) {
 			changed = g.cfg.RevocationsChanged()
 			changedAt = time.Now()
 		}
-		g.mu.Lock()
-		for s := range g.sessions {
-			live = append(live, s)
-		}
-		g.mu.Unlock()
+		live = g.liveSessions(live)
 		now, wall := g.cfg.Now(), time.Now()
 		for _, s := range live {
 			if r, ok := s.inspect(ctx, now, wall, changedAt); ok {
@@ -107,6 +104,17 @@ func (s *session) inspect(ctx context.Context, now, wall, changedAt time.Time) (
 	return s.inspectLocked(now, wall, changedAt)
 }
 
+// liveSessions appends the live sessions to live.
+func (g *Gateway) liveSessions(live []*session) []*session {
+	g.mu.Lock()
+	defer g.mu.Unlock() // a panic here (a test's) leaves the lock free
+	for s := range g.sessions {
+		contain.Point("ws.gateway_locked")
+		live = append(live, s)
+	}
+	return live
+}
+
 // whenFree runs f, which waits for s.mu, on a goroutine of its own: the
 // supervisor's work on a session whose lock is busy. Supervisor only. One at a time: while
 // one is under way, f is dropped (the work is due again at the next walk:
@@ -119,11 +127,11 @@ func (s *session) whenFree(f func()) {
 	// Counted by the gateway, which Shutdown waits for: only the
 	// supervisor calls whenFree, and Shutdown waits for it to end first.
 	s.g.wg.Add(1)
-	go func() {
+	contain.Go(s.g.log, "ws.supervisor", func() {
 		defer s.g.wg.Done()
 		defer s.looking.Store(false)
 		f()
-	}()
+	}, nil)
 }
 
 // inspectLocked is inspect with s.mu held; it releases it.
