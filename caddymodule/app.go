@@ -19,6 +19,8 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 	identityusers "github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/verify"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 func init() {
@@ -183,6 +185,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 	}
 	reg := ctx.GetMetricsRegistry()
+	if err := RegisterPanics(reg); err != nil {
+		return err
+	}
 	if err := registerTokenMetrics(reg); err != nil {
 		return err
 	}
@@ -291,7 +296,11 @@ func (a *App) buildVerifier(ctx context.Context) error {
 			return fmt.Errorf("verifier: %w", err)
 		}
 		a.remote, cfg.Keys = remote, remote
-		a.loops.Go(func() { remote.Run(ctx) })
+		a.loops.Add(1)
+		contain.Go(a.logger, "verifier.jwks", func() {
+			defer a.loops.Done()
+			contain.Loop(ctx, a.logger, "verifier.jwks", remote.Run)
+		}, nil)
 	} else {
 		cfg.Keys = a.srv.Keys()
 	}
@@ -303,7 +312,11 @@ func (a *App) buildVerifier(ctx context.Context) error {
 		return fmt.Errorf("building the access-token verifier: %w", err)
 	}
 	a.verifier = verifier
-	a.loops.Go(func() { verifier.Run(ctx) })
+	a.loops.Add(1)
+	contain.Go(a.logger, "verifier.revocations", func() {
+		defer a.loops.Done()
+		contain.Loop(ctx, a.logger, "verifier.revocations", verifier.Run)
+	}, nil)
 	return nil
 }
 

@@ -10,6 +10,10 @@ import (
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/verify"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // The token counters live as long as the process: every configuration
@@ -38,6 +42,23 @@ var (
 		Help: "Expired records (refresh families, access-token records, revocations) removed from the store.",
 	})
 )
+
+// panics counts the panics contained (internal/contain) by component: a
+// socket's goroutine, a background loop, a request. Any is a bug; the
+// log holds its stack.
+var panics = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "gatehouse_panics_total",
+	Help: "Panics recovered, by component; each ended only its own unit of work (a socket, a request, a loop's pass).",
+}, []string{"component"})
+
+// RegisterPanics registers gatehouse_panics_total in reg and has every
+// contained panic counted in it and logged through Caddy's logger (when
+// the goroutine has no logger of its own).
+func RegisterPanics(reg *prometheus.Registry) error {
+	contain.SetCounter(func(component string) { panics.WithLabelValues(component).Inc() })
+	contain.SetLogger(caddy.Log().Named("gatehouse"))
+	return RegisterOnce(reg, panics)
+}
 
 // The metrics the verifier collector reads from the verifiers at scrape
 // time.

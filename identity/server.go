@@ -22,6 +22,8 @@ import (
 	"github.com/gatehouse/gatehouse/identity/tokens"
 	"github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/verify"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // AuditLoggerName is the logger name of audit events, so operators can
@@ -140,16 +142,27 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
-	go func() {
+	// The background loops (key rotation, the purge, the revocation
+	// list): a panic in one is reported and that loop runs again after a
+	// pause; the others go on.
+	log := cfg.Logger
+	loop := func(wg *sync.WaitGroup, component string, fn func(context.Context)) {
+		wg.Add(1)
+		contain.Go(log, component, func() {
+			defer wg.Done()
+			contain.Loop(runCtx, log, component, fn)
+		}, nil)
+	}
+	contain.Go(log, "identity.loops", func() {
 		defer close(s.done)
 		var wg sync.WaitGroup
-		wg.Go(func() { s.keys.Run(runCtx, cfg.Now) })
+		loop(&wg, "identity.keys", func(ctx context.Context) { s.keys.Run(ctx, cfg.Now) })
 		if cfg.PurgeInterval > 0 {
-			wg.Go(func() { s.runPurge(runCtx) })
+			loop(&wg, "identity.purge", s.runPurge)
 		}
-		s.verifier.Run(runCtx)
+		loop(&wg, "identity.revocations", s.verifier.Run)
 		wg.Wait()
-	}()
+	}, nil)
 	return s, nil
 }
 
@@ -245,6 +258,7 @@ func (s *Server) runPurge(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			contain.Point("identity.purge")
 			s.purge(ctx)
 		}
 	}
@@ -284,9 +298,26 @@ func (s *Server) purge(parent context.Context) {
 // is not one of the server's endpoints (so a caller can pass the request on).
 func (s *Server) Endpoint(path string) http.Handler {
 	if h, ok := s.endpoints[path]; ok {
-		return h
+		return contained{h, s.log}
 	}
 	return nil
+}
+
+// contained serves an endpoint with a panic contained: it is logged with
+// its stack and counted, and the request answered 500 server_error (RFC
+// 6749 §5.2) when nothing was written yet; the process goes on.
+type contained struct {
+	h   http.Handler
+	log *zap.Logger
+}
+
+func (c contained) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	contain.Serve(c.log, "identity.http", w, r, c.h, func(w http.ResponseWriter, started bool) {
+		if !started {
+			w.Header().Set("Cache-Control", "no-store")
+			oauth.WriteError(w, oauth.ServerError(nil), false)
+		}
+	})
 }
 
 // ServeHTTP serves the server's endpoints and answers 404 for other paths.

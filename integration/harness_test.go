@@ -93,6 +93,35 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
+// faultBinary builds, once, a gatehouse binary with the gatehouse_faults
+// tag, whose contain.Point hooks panic where GATEHOUSE_FAULTS says; the
+// default binary has none. Only the hook's package and what imports it
+// are compiled again.
+func faultBinary(t testing.TB) string {
+	t.Helper()
+	faultOnce.Do(func() {
+		path := binary + "-faults"
+		build := exec.Command("go", "build", "-tags", "gatehouse_faults", "-o", path, "./cmd/gatehouse")
+		build.Dir = repoRoot
+		out, err := build.CombinedOutput()
+		if err != nil {
+			faultErr = fmt.Errorf("go build -tags gatehouse_faults: %v\n%s", err, out)
+			return
+		}
+		faultPath = path
+	})
+	if faultErr != nil {
+		t.Fatal(faultErr)
+	}
+	return faultPath
+}
+
+var (
+	faultOnce sync.Once
+	faultPath string
+	faultErr  error
+)
+
 // Options says what StartGatehouseWith runs. The zero value is the demo.
 type Options struct {
 	// Config is the Caddyfile to run, absolute or relative to the module
@@ -113,6 +142,9 @@ type Options struct {
 	// Env adds variables (NAME=value) to the process's environment and
 	// its CLI's, e.g. a store's DSN.
 	Env []string
+	// Binary is the gatehouse binary to run. Default the one TestMain
+	// built; faultBinary gives one that can inject panics.
+	Binary string
 }
 
 // Gatehouse is one gatehouse process (and its restarts) serving a
@@ -284,7 +316,7 @@ func (g *Gatehouse) start() error {
 		return err
 	}
 	fmt.Fprintf(logFile, "=== integration: starting gatehouse at %s\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(binary, "run", "--config", g.opts.Config)
+	cmd := exec.Command(cmp.Or(g.opts.Binary, binary), "run", "--config", g.opts.Config)
 	cmd.Dir = repoRoot
 	cmd.Env = g.Env()
 	cmd.Stdout = logFile
@@ -347,6 +379,22 @@ func (g *Gatehouse) start() error {
 		return err
 	}
 	return nil
+}
+
+// Running reports whether the process is running.
+func (g *Gatehouse) Running() bool {
+	g.mu.Lock()
+	exited := g.exited
+	g.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // Stop ends the process gracefully: SIGTERM, a bounded wait, then SIGKILL.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Defaults of Config.
@@ -186,8 +188,27 @@ type request struct {
 
 // ServeHTTP routes, answers CORS preflights before authentication, then
 // authenticates and serves one endpoint. Every failure goes through fail.
+//
+// A panic while serving is contained: the request is answered 500
+// internal_error when nothing was sent yet, else the result ends with
+// internal_error in the ErrorTrailer; the process goes on.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &request{start: time.Now(), table: "unknown"}
+	contain.Serve(h.log, "query.http", w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveHTTP(w, r, req) }),
+		func(w http.ResponseWriter, started bool) {
+			if started {
+				w.Header().Set(http.TrailerPrefix+ErrorTrailer, CodeInternal)
+				return
+			}
+			h.fail(w, req, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error",
+				cause: errPanicked})
+		})
+}
+
+// errPanicked is the cause, for the log, of a request that panicked.
+var errPanicked = errors.New("the request panicked (contained)")
+
+func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, req *request) {
 	endpoint, table, ok := h.route(r.URL.Path)
 	req.endpoint = endpoint
 	h.cors(w, r)
@@ -227,6 +248,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.users.release(user)
 
+	contain.Point("query.request")
 	stmt, e := h.parse(r, endpoint, table)
 	if e != nil {
 		h.fail(w, req, e)

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // The shape of a result (DESIGN.md, "Query result"):
@@ -143,6 +145,9 @@ func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultS
 	for rows.Next() {
 		if opts.MaxRows > 0 && s.sum.Rows == opts.MaxRows {
 			return s, s.fail(fmt.Errorf("%w: more than %d rows", ErrTooManyRows, opts.MaxRows))
+		}
+		if s.sum.Sent {
+			contain.Point("query.stream")
 		}
 		mark := len(s.buf)
 		if s.sum.Rows > 0 {

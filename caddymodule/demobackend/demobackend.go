@@ -17,8 +17,11 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"go.uber.org/zap"
+
 	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
 	"github.com/gatehouse/gatehouse/examples/marketdata"
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 func init() {
@@ -33,7 +36,17 @@ func init() {
 
 // Handler serves the demo market-data backend (DEMO-ONLY). No options.
 type Handler struct {
-	srv *marketdata.Server
+	// TickInterval is how often the simulated prices move. Default 1s.
+	TickInterval caddy.Duration `json:"tick_interval,omitempty"`
+	// PingInterval is how often the backend pings each connection (the
+	// gateway's backend leg). Default 30s.
+	PingInterval caddy.Duration `json:"ping_interval,omitempty"`
+	// IdleTimeout closes (1008) a connection silent this long, pongs
+	// included. Default 60s; it must exceed ping_interval.
+	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
+
+	srv    *marketdata.Server
+	logger *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -46,7 +59,9 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 
 // Provision starts the backend.
 func (h *Handler) Provision(ctx caddy.Context) error {
-	srv, err := marketdata.New(marketdata.Config{Logger: ctx.Logger()})
+	h.logger = ctx.Logger()
+	srv, err := marketdata.New(marketdata.Config{Logger: h.logger, TickInterval: time.Duration(h.TickInterval),
+		PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout)})
 	if err != nil {
 		return fmt.Errorf("gatehouse_demo_backend: %w", err)
 	}
@@ -75,19 +90,36 @@ func (h *Handler) Cleanup() error {
 		return h.srv.Close()
 	}
 	srv := h.srv
-	time.AfterFunc(reloadGrace, func() { _ = srv.Close() })
+	contain.AfterFunc(h.logger, "demo.close", reloadGrace, func() { _ = srv.Close() })
 	return nil
 }
 
 // UnmarshalCaddyfile sets up the handler. Syntax:
 //
-//	gatehouse_demo_backend
+//	gatehouse_demo_backend {
+//		tick_interval <duration>
+//		ping_interval <duration>
+//		idle_timeout <duration>
+//	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
 	if err := cfutil.NoArgs(d); err != nil {
 		return err
 	}
-	return cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_demo_backend: "), func(string) error { return cfutil.Unrecognized(d) })
+	return cfutil.ParseBlock(d, cfutil.NewOnceSet("gatehouse_demo_backend: "), func(name string) error {
+		var err error
+		switch name {
+		case "tick_interval":
+			h.TickInterval, err = cfutil.DurationArg(d)
+		case "ping_interval":
+			h.PingInterval, err = cfutil.DurationArg(d)
+		case "idle_timeout":
+			h.IdleTimeout, err = cfutil.DurationArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
 }
 
 // Interface guards

@@ -26,6 +26,9 @@ var (
 )
 
 func registerMetrics(ctx caddy.Context) error {
+	if err := caddymodule.RegisterPanics(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
 	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), requests, durations)
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/verify"
 	"github.com/gatehouse/gatehouse/wsauth"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 func init() {
@@ -381,7 +383,7 @@ func (h *Handler) Cleanup() error {
 		delay = DefaultReloadDelay
 	}
 	gw := h.gw
-	time.AfterFunc(delay, func() { gw.Shutdown(1012) })
+	contain.AfterFunc(h.logger, "ws.reload", delay, func() { gw.Shutdown(1012) })
 	return nil
 }
 

@@ -63,6 +63,9 @@ var (
 var controllers = [...]string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
 
 func registerMetrics(ctx caddy.Context) error {
+	if err := caddymodule.RegisterPanics(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
 	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), sessions, authResults, relayed, denied, delivered, slowClients,
 		reauthentications, lapses, limited, subscriptions)
 }

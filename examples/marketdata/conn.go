@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // conn is one client connection.
@@ -80,7 +82,10 @@ func (c *conn) kill(code int, reason string) {
 // serve runs the connection: it starts the writer, reads until the
 // connection fails or closes, and returns once the writer has returned.
 func (c *conn) serve() {
-	go c.writeLoop()
+	// A panic in either loop drops this connection only.
+	drop := func() { _ = c.ws.NetConn().Close() }
+	defer contain.Recover(c.logger, "demo.reader", drop)
+	contain.Go(c.logger, "demo.writer", c.writeLoop, drop)
 	c.readLoop()
 	close(c.readerDone)
 	c.kill(0, "")

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // The demo market: one exchange, a few of its best-known symbols, prices
@@ -93,13 +95,13 @@ const (
 
 // run steps the market every interval until stop is closed, then closes
 // done.
-func (m *market) run(interval time.Duration, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
+func (m *market) run(interval time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+			contain.Point("demo.market")
 			m.step()
 		case <-stop:
 			return

@@ -12,6 +12,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"context"
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Server is the demo market-data backend: an http.Handler that upgrades
@@ -60,7 +63,13 @@ func New(cfg Config) (*Server, error) {
 		// connection.
 		WriteBufferPool: &sync.Pool{},
 	}
-	go s.market.run(cfg.TickInterval, s.stopMarket, s.marketDone)
+	// A panic in a tick is contained: the market runs again after a pause.
+	ctx, stop := context.WithCancel(context.Background())
+	contain.Go(s.logger, "demo.market", func() { <-s.stopMarket; stop() }, nil)
+	contain.Go(s.logger, "demo.market", func() {
+		defer close(s.marketDone)
+		contain.Loop(ctx, s.logger, "demo.market", func(ctx context.Context) { s.market.run(cfg.TickInterval, ctx.Done()) })
+	}, nil)
 	return s, nil
 }
 
@@ -204,10 +213,10 @@ func (s *Server) Close() error {
 		c.kill(websocket.CloseGoingAway, "server closing")
 	}
 	done := make(chan struct{})
-	go func() {
+	contain.Go(s.logger, "demo.close", func() {
 		s.wg.Wait()
 		close(done)
-	}()
+	}, nil)
 	// A writer blocked on a client that does not read would hold Close
 	// for up to WriteTimeout; after the grace, drop the connections.
 	grace := time.NewTimer(2 * s.cfg.CloseGrace)

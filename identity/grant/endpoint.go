@@ -14,6 +14,8 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/tokens"
 	"github.com/gatehouse/gatehouse/identity/users"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // EndpointName names the token endpoint in logs and metrics.
@@ -98,6 +100,7 @@ type Request struct {
 
 // ServeHTTP is POST /connect/token.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	contain.Point("identity.token")
 	oauth.SecurityHeaders(w.Header(), e.cfg.HSTS)
 	if r.Method == http.MethodOptions {
 		oauth.Preflight(w, r, "POST", e.cfg.Clients.AnyAllowsOrigin)

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/store"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Defaults of Policy.
@@ -331,6 +333,7 @@ func (m *Manager) Run(ctx context.Context, now func() time.Time) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			contain.Point("identity.keys")
 			if err := m.Sync(ctx, now()); err != nil && ctx.Err() == nil {
 				m.log.Error("applying the signing-key schedule", zap.Error(err))
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Defaults of NotifierConfig.
@@ -90,7 +92,12 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 	n := &Notifier{cfg: cfg, queue: make(chan delivery, cfg.Queue)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	for range cfg.Workers {
-		n.wg.Go(n.work)
+		// A panic in a delivery drops that delivery; the worker goes on.
+		n.wg.Add(1)
+		contain.Go(cfg.Logger, "identity.backchannel", func() {
+			defer n.wg.Done()
+			contain.Loop(n.ctx, cfg.Logger, "identity.backchannel", func(context.Context) { n.work() })
+		}, nil)
 	}
 	return n
 }

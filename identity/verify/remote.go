@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Defaults of RemoteConfig.
@@ -215,7 +217,11 @@ func (r *RemoteKeySet) refresh(ctx context.Context, scheduled bool) error {
 		wait = make(chan struct{})
 		r.inflight = wait
 		r.attempted = r.cfg.Now()
-		r.wg.Go(func() { r.fetchAndKeep(r.life, wait) })
+		r.wg.Add(1)
+		contain.Go(r.cfg.Logger, "verifier.jwks", func() {
+			defer r.wg.Done()
+			r.fetchAndKeep(r.life, wait)
+		}, func() { r.fetchPanicked(wait) })
 	}
 	r.mu.Unlock()
 	select {
@@ -259,6 +265,22 @@ func (r *RemoteKeySet) fetchAndKeep(ctx context.Context, done chan struct{}) {
 	r.keys = keys
 	r.fetched = r.cfg.Now()
 }
+
+// fetchPanicked ends a fetch that panicked (contained): its waiters are
+// released with an error, and the last good set keeps serving.
+func (r *RemoteKeySet) fetchPanicked(done chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.inflight != done {
+		return // it had ended
+	}
+	r.inflight = nil
+	r.lastErr = errFetchPanicked
+	close(done)
+}
+
+// errFetchPanicked is the error of a key-set fetch that panicked.
+var errFetchPanicked = errors.New("fetching the remote key set panicked")
 
 func (r *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)

@@ -31,6 +31,13 @@ import (
 	"go.uber.org/zap"
 )
 
+// fallback logs the panics of goroutines started without a logger.
+var fallback atomic.Pointer[zap.Logger]
+
+// SetLogger sets the logger of the panics of goroutines started without
+// one (the Caddy glue sets Caddy's); nil: zap.L().
+func SetLogger(log *zap.Logger) { fallback.Store(log) }
+
 // counter receives each recovered panic's component; nil counts nothing.
 var counter atomic.Pointer[func(component string)]
 
@@ -93,6 +100,9 @@ func ContextAfterFunc(ctx context.Context, log *zap.Logger, component string, f 
 // report logs a recovered panic at Error with its stack and counts it.
 // The value is formatted with %v: a panic's value is ours, never a token.
 func report(log *zap.Logger, component string, v any, stack []byte) {
+	if log == nil {
+		log = fallback.Load()
+	}
 	if log == nil {
 		log = zap.L()
 	}

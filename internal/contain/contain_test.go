@@ -3,6 +3,8 @@ package contain
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,5 +166,39 @@ func TestDefaultBuildHasNoFaultHook(t *testing.T) {
 	}
 	if Faults {
 		t.Log("this test binary was built with gatehouse_faults")
+	}
+}
+
+// TestServe: a panic in a handler is answered by fail, told whether the
+// response had begun, and reported; the process goes on.
+func TestServe(t *testing.T) {
+	log, logs := observed()
+	for _, tt := range []struct {
+		name    string
+		h       http.HandlerFunc
+		started bool
+	}{
+		{"before", func(http.ResponseWriter, *http.Request) { panic("before") }, false},
+		{"after", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("[1,")); panic("after") }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			var got *bool
+			Serve(log, "query.http", rec, httptest.NewRequest("POST", "/", nil), tt.h, func(w http.ResponseWriter, started bool) {
+				got = &started
+				if !started {
+					w.WriteHeader(http.StatusInternalServerError)
+				}
+			})
+			if got == nil || *got != tt.started {
+				t.Fatalf("fail told started=%v, want %v", got, tt.started)
+			}
+			if !tt.started && rec.Code != http.StatusInternalServerError {
+				t.Errorf("status %d", rec.Code)
+			}
+		})
+	}
+	if logs.FilterMessage("panic recovered").Len() != 2 {
+		t.Errorf("%d panics logged", logs.FilterMessage("panic recovered").Len())
 	}
 }

@@ -26,6 +26,8 @@ import (
 
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Defaults of Config.
@@ -170,7 +172,7 @@ func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (
 	var sent atomic.Bool
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), e.cfg.Timeout)
 	defer cancel()
-	stop := context.AfterFunc(caller, func() {
+	stop := contain.ContextAfterFunc(caller, nil, "query.iq", func() {
 		if !sent.Load() {
 			cancel()
 		}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // rows is the queryproxy.Rows of a Query: the statement's result in the pipeline of a
@@ -44,7 +46,7 @@ func newRows(parent, limited context.Context, cancel context.CancelFunc, m *pgty
 		rs.cols[i] = sqlgen.Column{Name: fd.Name, Type: columnType(fd.DataTypeOID)}
 		rs.dec[i] = newDecoder(m, fd)
 	}
-	rs.stop = context.AfterFunc(limited, rs.expire)
+	rs.stop = contain.ContextAfterFunc(limited, nil, "query.postgres", rs.expire)
 	return rs
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // maxCachedStatements bounds the prepared statements each reader connection keeps. The
@@ -104,7 +106,7 @@ func (p *readers) put(r *reader, broken bool) {
 		r.idleSince = p.now()
 		p.idle <- r // never blocks: one place per slot
 		if p.expiry == nil {
-			p.expiry = time.AfterFunc(p.maxIdle, p.expire)
+			p.expiry = contain.AfterFunc(nil, "query.sqlite", p.maxIdle, p.expire)
 		}
 	}
 	p.mu.Unlock()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // rows is the queryproxy.Rows of a Query: the driver's rows, with the columns typed by
@@ -65,7 +67,7 @@ func newRows(parent, limited context.Context, cancel context.CancelFunc, r drive
 		return nil, err
 	}
 	rs.cols, rs.dest, rs.vals = cols, make([]driver.Value, len(cols)), make([]any, len(cols))
-	rs.stop = context.AfterFunc(limited, rs.expire)
+	rs.stop = contain.ContextAfterFunc(limited, nil, "query.sqlite", rs.expire)
 	return rs, nil
 }
 

@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Revocation notices (store.RevocationNotifier): every revocation NOTIFYs
@@ -102,9 +105,9 @@ func (n *notifier) subscribe(ctx context.Context) <-chan struct{} {
 		var lctx context.Context
 		lctx, n.cancel = context.WithCancel(context.Background())
 		n.done = make(chan struct{})
-		go n.listen(lctx)
+		contain.Go(n.log, "store.postgres.listener", func() { n.listen(lctx) }, nil)
 	}
-	context.AfterFunc(ctx, func() {
+	contain.ContextAfterFunc(ctx, n.log, "store.postgres.listener", func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if _, ok := n.subs[ch]; ok {
@@ -154,7 +157,7 @@ func (n *notifier) listen(ctx context.Context) {
 	backoff := listenMinBackoff
 	for {
 		began := time.Now()
-		err := n.listenOnce(ctx)
+		err := n.listenContained(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -177,6 +180,18 @@ func (n *notifier) listen(ctx context.Context) {
 		backoff = min(2*backoff, listenMaxBackoff)
 	}
 }
+
+// listenContained is listenOnce with a panic contained: it is reported,
+// and the listener connects again after its backoff, as after a lost
+// connection.
+func (n *notifier) listenContained(ctx context.Context) (err error) {
+	defer contain.Recover(n.log, "store.postgres.listener", func() { err = errListenerPanicked })
+	contain.Point("store.postgres.listener")
+	return n.listenOnce(ctx)
+}
+
+// errListenerPanicked is the error of a listener connection that panicked.
+var errListenerPanicked = errors.New("the revocation listener panicked")
 
 // listenOnce connects, LISTENs, tells the subscribers to read (notices
 // sent while no connection listened are lost), then passes on every

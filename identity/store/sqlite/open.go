@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Defaults of the options.
@@ -154,7 +156,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	s.writes = make(chan *writeReq)
 	s.stopWriter, s.writerDone = make(chan struct{}), make(chan struct{})
-	go s.runWriter()
+	contain.Go(nil, "store.sqlite.writer", s.runWriter, nil)
 	return s, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // maxBatch bounds how many writes share one transaction.
@@ -115,12 +117,28 @@ func (s *Store) runWriter() {
 // commit runs the writes of batch that their callers have not abandoned in
 // one transaction, and answers each of them.
 func (s *Store) commit(batch []*writeReq) {
+	var tx *sql.Tx
+	var started []*writeReq
+	answered := false
+	// A panic in a write is contained: the transaction is rolled back, each
+	// of its writes fails, and the writer goes on with the next batch.
+	defer contain.Recover(nil, "store.sqlite.writer", func() {
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+		if !answered {
+			for _, req := range started {
+				req.err <- errWritePanicked
+			}
+		}
+	})
+	contain.Point("store.sqlite.writer")
 	// The transaction is bound to no caller's context: one caller going
 	// away must not roll back the others' writes.
 	tx, txErr := s.w.BeginTx(context.Background(), nil)
 	// Writes are started once the write lock is held: until then (BEGIN
 	// IMMEDIATE may wait for another process) their callers may give up.
-	started := batch[:0]
+	started = batch[:0]
 	for _, req := range batch {
 		if req.state.CompareAndSwap(reqQueued, reqStarted) {
 			started = append(started, req)
@@ -145,6 +163,7 @@ func (s *Store) commit(batch []*writeReq) {
 	} else if tx != nil {
 		_ = tx.Rollback()
 	}
+	answered = true
 	for i, req := range started {
 		err := errs[i]
 		if err == nil {
@@ -153,6 +172,10 @@ func (s *Store) commit(batch []*writeReq) {
 		req.err <- err
 	}
 }
+
+// errWritePanicked fails the writes of a transaction in which a write
+// panicked: it was rolled back.
+var errWritePanicked = errors.New("sqlite store: a write panicked; its transaction was rolled back")
 
 // runSavepoint runs fn inside a savepoint of tx. fnErr is fn's error; fn's
 // changes are then rolled back. txErr is an error that leaves tx unusable:
