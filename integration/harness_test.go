@@ -381,6 +381,23 @@ func (g *Gatehouse) start() error {
 	return nil
 }
 
+// Kill ends the process at once (SIGKILL), as a crash would, and waits
+// for it.
+func (g *Gatehouse) Kill() {
+	g.t.Helper()
+	g.mu.Lock()
+	cmd, exited := g.cmd, g.exited
+	g.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	g.mu.Lock()
+	g.cmd = nil
+	g.mu.Unlock()
+}
+
 // Running reports whether the process is running.
 func (g *Gatehouse) Running() bool {
 	g.mu.Lock()

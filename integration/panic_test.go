@@ -121,13 +121,14 @@ func waitTicks(t *testing.T, c *websocket.Conn, n int) {
 func TestPanicsEndOneSession(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		point string
-		send  string // what session 1 sends after it authenticated
+		point     string
+		component string // the goroutine the panic ends
+		send      string // what session 1 sends after it authenticated
 	}{
-		{"ws.client_reader", `{"Controller":"Zenith","Topic":"ServerInfo","TransactionID":1}`},
-		{"ws.session_locked", `{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Sub","TransactionID":1}`},
-		{"ws.writer", `{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":1}`},
-		{"ws.backend_reader", ""},
+		{"ws.client_reader", "ws.client_reader", `{"Controller":"Zenith","Topic":"ServerInfo","TransactionID":1}`},
+		{"ws.session_locked", "ws.client_reader", `{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Sub","TransactionID":1}`},
+		{"ws.writer", "ws.writer", `{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":1}`},
+		{"ws.backend_reader", "ws.backend_reader", ""},
 	} {
 		t.Run(tt.point, func(t *testing.T) {
 			g := startFaulty(t, demoConfig, tt.point+"=1")
@@ -150,7 +151,7 @@ func TestPanicsEndOneSession(t *testing.T) {
 			if code := closedWith(t, c); code != websocket.CloseInternalServerErr {
 				t.Errorf("the session that panicked closed with %d, want 1011", code)
 			}
-			checkPanicked(t, g, tt.point, 1)
+			checkPanicked(t, g, tt.component, 1)
 			// The bystander authenticates and gets quotes; a new session
 			// opens and gets them too.
 			z := exchange(t, other, `{"Controller":"Auth","Topic":"AuthToken","TransactionID":5,"Data":{"Provider":"Bearer","AccessToken":"`+tok+`"}}`, 5)
