@@ -201,6 +201,46 @@ func TestRevocation(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an earlier refresh token revokes the family", func(t *testing.T) {
+		// It failed when: the revocation endpoint looked up the current
+		// generation only, answered 200 and did nothing, while the newest
+		// token went on refreshing.
+		f := newFixture(t)
+		login := f.login("demo", "demo-pw")
+		next := f.refresh("app", login.str("refresh_token"))
+		third := f.refresh("app", next.str("refresh_token"))
+		f.clock.Add(time.Minute) // past the grace window of each rotation
+		if res := f.revoke(form("token", login.str("refresh_token"), "client_id", "app")); res.status != 200 {
+			t.Fatal(res.raw)
+		}
+		if res := f.refresh("app", third.str("refresh_token")); res.str("error") != "invalid_grant" {
+			t.Fatalf("the newest token of a family revoked by an earlier one: %s", res.raw)
+		}
+		for _, at := range []string{login.str("access_token"), third.str("access_token")} {
+			if res := f.userinfo("GET", at); res.status != 401 {
+				t.Fatalf("access token of a revoked family: %d", res.status)
+			}
+		}
+	})
+	t.Run("a forged or another client's earlier token changes nothing", func(t *testing.T) {
+		f := newFixture(t)
+		login := f.login("demo", "demo-pw")
+		next := f.refresh("app", login.str("refresh_token"))
+		f.clock.Add(time.Minute)
+		old := login.str("refresh_token")
+		forged := old[:len(old)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(old, "AA")]
+		for _, fm := range []url.Values{
+			form("token", forged, "client_id", "app"),
+			form("token", old, "client_id", "app2"),
+		} {
+			if res := f.revoke(fm); res.status != 200 {
+				t.Fatal(res.raw)
+			}
+		}
+		if res := f.refresh("app", next.str("refresh_token")); res.status != 200 {
+			t.Fatalf("a refused revocation revoked the family: %s", res.raw)
+		}
+	})
 	t.Run("access token by jti", func(t *testing.T) {
 		f := newFixture(t)
 		login := f.login("demo", "demo-pw")

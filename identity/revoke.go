@@ -64,13 +64,22 @@ func (s *Server) serveRevocation(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// revokeRefresh revokes the family of a refresh token this server minted
+// for c, whatever the token's generation: an earlier one, rotated since,
+// ends the family as the current one does (the token endpoint, shown the
+// same token, would revoke it as a replay). A token not minted here,
+// unknown, of another client, or of a family already revoked or expired
+// changes nothing (RFC 7009 §2.2).
 func (s *Server) revokeRefresh(r *http.Request, c *clients.Client, token string) error {
-	fam, _, ok, err := s.tokens.Lookup(r.Context(), token)
+	fam, ok, err := s.tokens.FamilyOf(r.Context(), token)
 	if err != nil || !ok {
-		return err // unknown, expired or revoked: nothing to do (RFC 7009 §2.2)
+		return err
 	}
 	if fam.ClientID != c.ID {
 		s.log.Debug("revocation of another client's token ignored", zap.String("client_id", c.ID))
+		return nil
+	}
+	if now := s.tokens.Now(); !fam.RevokedAt.IsZero() || !now.Before(fam.ExpiresAt) {
 		return nil
 	}
 	since := s.tokens.Now() // before the revocation's stamp

@@ -379,6 +379,37 @@ func (s *Service) Lookup(ctx context.Context, token string) (fam store.RefreshFa
 	return fam, expiresAt, true, nil
 }
 
+// FamilyOf is the family of a refresh token this server minted (its tag
+// valid), whatever its generation: the current one or an earlier one,
+// rotated since. The revocation endpoint revokes that family (RFC 7009
+// §2.1, RFC 9700 §4.14), as the token endpoint does when an earlier
+// generation is presented. ok is false for a token not ours (a forged
+// tag, a made-up family), a family no longer stored, or a legacy token
+// not stored.
+func (s *Service) FamilyOf(ctx context.Context, token string) (fam store.RefreshFamily, ok bool, err error) {
+	if len(token) > MaxRefreshTokenLen {
+		return store.RefreshFamily{}, false, nil
+	}
+	if p, parsedOK := parse(token); parsedOK {
+		if !s.minted(p) {
+			return store.RefreshFamily{}, false, nil
+		}
+		fam, err = s.cfg.Store.RefreshFamily(ctx, p.family)
+		if err == nil && p.generation > fam.Generation {
+			return store.RefreshFamily{}, false, nil // a generation never minted: not this family's
+		}
+	} else {
+		_, fam, err = s.cfg.Store.LegacyRefreshToken(ctx, HashToken(token))
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.RefreshFamily{}, false, nil
+	case err != nil:
+		return store.RefreshFamily{}, false, err
+	}
+	return fam, true, nil
+}
+
 // Revoke revokes a family, and every access token issued from it, as
 // the revocation endpoint does (RFC 7009).
 // Now is the service's clock: what its revocations are stamped with.
