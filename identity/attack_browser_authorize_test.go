@@ -49,12 +49,16 @@ func TestPromptNoneHonoursIDTokenHint(t *testing.T) {
 	if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", otherID)).result(t, false); v.Get("code") == "" {
 		t.Errorf("prompt=none with the session's own user's id_token_hint: %v", v)
 	}
-	// A hint signed by a key retired since says nothing of now: ignored.
+	// A hint that cannot be verified is refused, whatever its key id: one
+	// forged with a made-up kid and another user's sub, sent with
+	// prompt=none, must not get a code for the user signed in.
+	// It failed when: a hint of an unknown key id was ignored (taken for a
+	// key retired since), and the forged hint got demo's session a code.
 	enc := base64.RawURLEncoding.EncodeToString
-	retired := enc([]byte(`{"alg":"RS256","kid":"retired","typ":"JWT"}`)) + "." +
-		enc([]byte(`{"iss":"`+testIssuer+`","sub":"sub-demo","aud":"spa"}`)) + "." + enc([]byte("signature"))
-	if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", retired)).result(t, false); v.Get("code") == "" {
-		t.Errorf("prompt=none with a hint of a retired key: %v, want a code (the hint ignored)", v)
+	forged := enc([]byte(`{"alg":"RS256","kid":"made-up","typ":"JWT"}`)) + "." +
+		enc([]byte(`{"iss":"`+testIssuer+`","sub":"sub-other","aud":"spa"}`)) + "." + enc([]byte("signature"))
+	if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", forged)).result(t, false); v.Get("code") != "" || v.Get("error") != "invalid_request" {
+		t.Errorf("prompt=none with a hint of an unknown key: %v, want invalid_request and no code", v)
 	}
 	for name, hint := range map[string]string{"not a token": "x.y.z", "another client's": webIDToken(t, f)} {
 		if v := b.authorize(codeRequest("prompt", "none", "id_token_hint", hint)).result(t, false); v.Get("error") != "invalid_request" {

@@ -1,6 +1,9 @@
 package authorize
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"slices"
@@ -113,15 +116,26 @@ func (e *Endpoint) ServeConsent(w http.ResponseWriter, r *http.Request) {
 		e.fail(w, r, ConsentName, q, c, perr)
 		return
 	}
-	switch form.Get("decision") {
-	case "allow":
-	case "deny":
-		e.cfg.Audit.Info("consent denied", zap.String("client_id", c.ID), zap.String("sub", user.Subject))
-		e.fail(w, r, ConsentName, q, c, oauth.NewError(oauth.ErrAccessDenied, "the user denied the request"))
-		return
-	default:
+	decision := form.Get("decision")
+	if decision != "allow" && decision != "deny" {
 		e.showError(w, r, ConsentName, c.ID, &pageError{status: http.StatusBadRequest, message: msgStartAgain,
 			cause: errors.New("no decision")})
+		return
+	}
+	// The first answer uses the form up, on every instance: Allow after
+	// Deny, or Allow twice, is no second answer.
+	switch first, err := e.useForm(ctx, form.Get("request")); {
+	case err != nil:
+		e.fail(w, r, ConsentName, q, c, oauth.ServerError(err))
+		return
+	case !first:
+		e.showError(w, r, ConsentName, c.ID, &pageError{status: http.StatusBadRequest, message: msgStartAgain,
+			cause: errors.New("the consent form was answered already")})
+		return
+	}
+	if decision == "deny" {
+		e.cfg.Audit.Info("consent denied", zap.String("client_id", c.ID), zap.String("sub", user.Subject))
+		e.fail(w, r, ConsentName, q, c, oauth.NewError(oauth.ErrAccessDenied, "the user denied the request"))
 		return
 	}
 	if err := e.remember(r, user.Subject, c.ID, granted); err != nil {
@@ -130,6 +144,18 @@ func (e *Endpoint) ServeConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	e.cfg.Audit.Info("consent given", zap.String("client_id", c.ID), zap.String("sub", user.Subject), zap.Strings("scopes", granted))
 	e.respond(w, r, ConsentName, q, c, sess, user, granted)
+}
+
+// useForm marks the sealed form text as answered; first is false when it
+// was answered before. The mark is a counter of the store's (Admit, a
+// limit of one, for the form's lifetime), so concurrent answers on any
+// instance get one first between them.
+func (e *Endpoint) useForm(ctx context.Context, text string) (first bool, err error) {
+	sum := sha256.Sum256([]byte(text))
+	key := "consent-form:" + base64.RawURLEncoding.EncodeToString(sum[:18])
+	life := e.cfg.PendingLifetime
+	_, admitted, err := e.cfg.Store.Admit(ctx, key, e.cfg.Now(), life, 1, life)
+	return admitted, err
 }
 
 // remember adds granted to the user's consent to the client.

@@ -31,10 +31,12 @@ const (
 const DefaultPendingLifetime = 30 * time.Minute
 
 // Store is what the endpoint reads and writes itself: users (a session's
-// user must still exist and be enabled) and consents.
+// user must still exist and be enabled), consents, and counters (a consent
+// form is answered once).
 type Store interface {
 	store.Users
 	store.Consents
+	store.Counters
 }
 
 // Config configures the endpoint.

@@ -170,7 +170,7 @@ func (e *Endpoint) parse(w http.ResponseWriter, r *http.Request) (*request, *cli
 	switch {
 	case perr != nil:
 	case len(repeated) > 0:
-		perr = oauth.InvalidRequest("parameter " + safeName(repeated[0]) + " is repeated")
+		perr = oauth.InvalidRequest("parameter " + oauth.SafeParamName(repeated[0]) + " is repeated")
 	case objErr != nil:
 		perr = objErr
 	case p.Has("request_uri"):
@@ -194,12 +194,11 @@ func (e *Endpoint) idTokenHint(ctx context.Context, q *request, c *clients.Clien
 	}
 	h, err := verify.ParseIDTokenHint(ctx, raw, e.cfg.Issuer, e.cfg.Keys)
 	switch {
-	case errors.Is(err, verify.ErrUnknownKey):
-		// Signed by a key retired since: older than any token still in
-		// use, it says nothing of who is signed in now (a relying party
-		// that kept it renews as if it had sent none).
-		return nil
 	case err != nil:
+		// A hint that cannot be verified is refused, an unknown key id's
+		// too: ignored, a hint forged with a made-up key id would pass
+		// where a real one naming another user would not. A relying party
+		// whose hint's key was removed since starts again without it.
 		return &oauth.Error{Code: oauth.ErrInvalidRequest, Description: "id_token_hint is not an ID token of this server", Cause: err}
 	case len(h.Audience) != 1 || h.Audience[0] != c.ID:
 		return oauth.InvalidRequest("id_token_hint was not issued to this client")
@@ -357,12 +356,4 @@ func (q *request) prompt(v string) *oauth.Error {
 		return oauth.InvalidRequest("prompt none cannot be combined with other values")
 	}
 	return nil
-}
-
-// safeName keeps a client-chosen parameter name fit for a description.
-func safeName(k string) string {
-	if len(k) > 40 || strings.ContainsFunc(k, func(r rune) bool { return !oauth.DescriptionChar(r) }) {
-		return "(unnamed)"
-	}
-	return k
 }

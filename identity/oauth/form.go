@@ -38,7 +38,7 @@ func ReadForm(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
 	form := url.Values{}
 	for k, vs := range r.PostForm {
 		if len(vs) > 1 {
-			return nil, InvalidRequest("parameter " + safeParamName(k) + " is repeated")
+			return nil, InvalidRequest("parameter " + SafeParamName(k) + " is repeated")
 		}
 		if vs[0] != "" {
 			form[k] = vs
@@ -47,9 +47,15 @@ func ReadForm(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
 	return form, nil
 }
 
-// safeParamName keeps a client-chosen parameter name fit to echo back.
-func safeParamName(k string) string {
-	if len(k) > 40 || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r > 0x7e || r == '"' || r == '\\' }) {
+// SafeParamName is a request parameter's name as an error_description
+// may name it: at most 40 letters, digits, "_", "-" and "." (every name
+// OAuth and OpenID Connect define), else "(unnamed)". Nothing else a
+// request sends reaches a description, so no client that shows one as
+// HTML can be injected from a link an attacker chose.
+func SafeParamName(k string) string {
+	if k == "" || len(k) > 40 || strings.ContainsFunc(k, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) {
 		return "(unnamed)"
 	}
 	return k
