@@ -183,6 +183,11 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 	if err != nil {
 		return store.User{}, err
 	}
+	// The failure floor counts from the throttle's end: a throttled
+	// failure takes the throttle and the floor, so the throttle shows from
+	// the first failure past ThrottleAfter, not only once it outgrows the
+	// floor.
+	start = start.Add(a.throttled)
 	// Every path takes a hash slot, released at once when there is nothing
 	// to hash, so that a busy server answers alike whatever the name.
 	hashed, err := c.verify(ctx, slots, src, &user, password, !a.locked && known && !user.Disabled)
@@ -283,6 +288,8 @@ type attempt struct {
 	limits  []int
 	pair    store.Counter
 	done    func() // ends the pair's flight; nil when none was started
+	// throttled is the throttle delay the attempt waited.
+	throttled time.Duration
 }
 
 // decided ends the attempt's flight, once: from then on attempts waiting
@@ -327,6 +334,7 @@ func (c *Checker) admit(ctx context.Context, username string, known bool, src st
 		if err := c.cfg.Sleep(ctx, delay); err != nil {
 			return a, err
 		}
+		a.throttled = delay
 	}
 	if !known {
 		return a, nil

@@ -3,6 +3,7 @@ package users
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -131,17 +132,17 @@ func TestSourceThrottle(t *testing.T) {
 	for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
 		throttled = append(throttled, throttle(u, "guess"))
 	}
-	want := []time.Duration{0, 0, 0, 0, 250 * time.Millisecond, 500 * time.Millisecond}
+	want := []time.Duration{0, 0, 0, 250 * time.Millisecond, 500 * time.Millisecond, time.Second}
 	for i := range want {
 		if throttled[i] != want[i] {
 			t.Fatalf("throttle delays %v, want %v", throttled, want)
 		}
 	}
-	if d := throttle("demo", "demo-pw"); d != time.Second {
-		t.Fatalf("the success was throttled %v, want 1s", d)
+	if d := throttle("demo", "demo-pw"); d != 2*time.Second {
+		t.Fatalf("the success was throttled %v, want 2s", d)
 	}
-	if d := throttle("g", "guess"); d != time.Second {
-		t.Fatalf("after a success, the next guess was throttled %v, want 1s (the success refunded more than itself)", d)
+	if d := throttle("g", "guess"); d != 2*time.Second {
+		t.Fatalf("after a success, the next guess was throttled %v, want 2s (the success refunded more than itself)", d)
 	}
 }
 
@@ -293,5 +294,30 @@ func TestParallelRightLoginsSucceed(t *testing.T) {
 	}
 	if cnt, err := st.Counter(t.Context(), "pair:demo\x00"+src); err != nil || cnt.Count != 0 || cnt.Locked(t0) {
 		t.Fatalf("pair after %d successes: %+v, %v", n, cnt, err)
+	}
+}
+
+// The throttle is seen from the first failure past ThrottleAfter: with
+// the defaults, failures 1 to 3 take the floor (500ms), the 4th the floor
+// and 250ms, doubling to the 3s maximum, the same for a known user (whose
+// pair locks at the 5th) as for a name that is no user.
+// It failed when: every failure waited for the floor from its start, the
+// throttle's delay inside it, so the throttle showed only from the 6th.
+func TestThrottleAfterTheFloor(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	want := []time.Duration{ms(500), ms(500), ms(500), ms(750), ms(1000), ms(1500), ms(2500), ms(3500), ms(3500), ms(3500)}
+	for _, user := range []string{"demo", "ghost"} {
+		c, ft, _ := newChecker(t)
+		var took []time.Duration
+		for range 10 {
+			start := ft.Now()
+			if _, err := c.Check(t.Context(), user, "guess", "198.51.100.6"); !errors.Is(err, ErrBadCredentials) {
+				t.Fatal(err)
+			}
+			took = append(took, ft.Now().Sub(start))
+		}
+		if !slices.Equal(took, want) {
+			t.Errorf("%s: failures 1 to 10 took %v, want %v", user, took, want)
+		}
 	}
 }

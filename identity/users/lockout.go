@@ -90,10 +90,13 @@ func (p LockoutPolicy) WithDefaults() LockoutPolicy {
 // enabled reports whether the policy locks and throttles at all.
 func (p LockoutPolicy) enabled() bool { return p.MaxFailures > 0 }
 
-// throttleDelay is BaseDelay doubled for each failure past ThrottleAfter,
-// capped at MaxDelay.
+// throttleDelay is the delay of an attempt made after failures failures:
+// none for the first ThrottleAfter, then BaseDelay, doubled for each
+// further failure, capped at MaxDelay. With the defaults the 4th attempt
+// waits 250ms, the 5th 500ms, the 6th 1s. It comes before the attempt and
+// before the failure floor, which a failure then waits as well.
 func (p LockoutPolicy) throttleDelay(failures int) time.Duration {
-	over := failures - p.ThrottleAfter
+	over := failures - p.ThrottleAfter + 1
 	if over <= 0 {
 		return 0
 	}

@@ -11,8 +11,10 @@ func TestThrottleDelay(t *testing.T) {
 		failures int
 		want     time.Duration
 	}{
-		{0, 0}, {3, 0}, {4, 250 * time.Millisecond}, {5, 500 * time.Millisecond},
-		{6, time.Second}, {7, 2 * time.Second}, {8, 3 * time.Second}, {1000, 3 * time.Second},
+		// failures before the attempt: the 4th attempt, after 3, is the
+		// first delayed
+		{0, 0}, {2, 0}, {3, 250 * time.Millisecond}, {4, 500 * time.Millisecond},
+		{5, time.Second}, {6, 2 * time.Second}, {7, 3 * time.Second}, {1000, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		if got := p.throttleDelay(tt.failures); got != tt.want {
