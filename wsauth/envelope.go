@@ -176,9 +176,15 @@ func scanDecoder(msg []byte) (Envelope, error) {
 		env.Action = DefaultAction
 	}
 	if err != nil {
-		err.Echo = env
-		err.Echo.Data = nil
-		err.Echo.Present &^= HasData
+		if err.Reason == "syntax error" || err.Reason == "truncated" || err.Reason == "nested deeper than 64" {
+			// What was read is all there is (or, too deep, the whole
+			// envelope, read without a fault).
+			err.Echo = env
+			err.Echo.Data = nil
+			err.Echo.Present &^= HasData
+		} else {
+			err.Echo = echoFields(msg)
+		}
 		return Envelope{}, err
 	}
 	return env, nil

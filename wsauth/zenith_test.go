@@ -30,8 +30,8 @@ func TestAppendError(t *testing.T) {
 			`{"Controller":"Trading","Topic":"\"quoted\"\\é` + "\u2028" + `<>&\u0001","Action":"Error","Data":"Authority"}`,
 		},
 		{
-			"malformed echoes what came before the fault", `{"Controller":"Market","Topic":"Depth","TransactionID":9,"controller":"x"}`, CodeDeserialise,
-			`{"Controller":"Market","Topic":"Depth","Action":"Error","TransactionID":9,"Data":"Data.Deserialise"}`,
+			"malformed echoes what is unambiguous", `{"Controller":"Market","Topic":"Depth","TransactionID":9,"controller":"x"}`, CodeDeserialise,
+			`{"Controller":"Zenith","Topic":"Depth","Action":"Error","TransactionID":9,"Data":"Data.Deserialise"}`,
 		},
 		{
 			"malformed with nothing read", `[1]`, CodeDeserialise,
