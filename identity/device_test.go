@@ -264,16 +264,17 @@ func TestDevicePollHostile(t *testing.T) {
 	if p := f.poll("tv", dc); p.str("error") != oauth.ErrAuthorizationPending {
 		t.Fatalf("first poll: %s", p.raw)
 	}
-	f.clock.Add(4 * time.Second)
+	// (A poll within a second of the interval is on time: jitter.)
+	f.clock.Add(3 * time.Second)
 	if p := f.poll("tv", dc); p.str("error") != oauth.ErrSlowDown || p.status != http.StatusBadRequest {
-		t.Fatalf("poll after 4s: %d %s", p.status, p.raw)
+		t.Fatalf("poll after 3s: %d %s", p.status, p.raw)
 	}
 	if d := f.deviceRecord(dc); d.Interval != 10*time.Second || d.State != store.DevicePending {
 		t.Fatalf("after slow_down: interval %v state %s", d.Interval, d.State)
 	}
-	f.clock.Add(9 * time.Second)
+	f.clock.Add(8 * time.Second)
 	if p := f.poll("tv", dc); p.str("error") != oauth.ErrSlowDown {
-		t.Fatalf("poll 9s after a slow_down (interval now 10s): %s", p.raw)
+		t.Fatalf("poll 8s after a slow_down (interval now 10s): %s", p.raw)
 	}
 	f.clock.Add(15 * time.Second)
 	if p := f.poll("tv", dc); p.str("error") != oauth.ErrAuthorizationPending {

@@ -1,11 +1,14 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,4 +130,91 @@ func TestDeviceFlowDeniedGo(t *testing.T) {
 		t.Fatalf("DeviceAccessToken after a denial: %v", err)
 	}
 	g.CheckLogs(t)
+}
+
+// slowDownCounter counts the token endpoint's slow_down answers.
+type slowDownCounter struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	slow int
+	all  int
+}
+
+func (c *slowDownCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err != nil || !strings.HasSuffix(req.URL.Path, "/connect/token") {
+		return resp, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	c.mu.Lock()
+	c.all++
+	if strings.Contains(string(body), `"slow_down"`) {
+		c.slow++
+	}
+	c.mu.Unlock()
+	return resp, nil
+}
+
+// TestDevicePollingCompliantClient: golang.org/x/oauth2's real poller,
+// which waits the interval between polls and so arrives some milliseconds
+// early by the server's clock, is never told slow_down, and gets its
+// token within an interval of the approval; a poller at half the
+// interval is.
+// It failed when: x/oauth2's polls got slow_down three times, growing the
+// interval from 5 to 20 s, and the token came 30 s after the approval.
+func TestDevicePollingCompliantClient(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	cfg := deviceConfig(t, g)
+	counter := &slowDownCounter{base: g.Client.Transport}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: counter, Timeout: requestTimeout})
+	da, err := cfg.DeviceAuth(ctx)
+	if err != nil {
+		t.Fatalf("DeviceAuth: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := cfg.DeviceAccessToken(ctx, da)
+		got <- err
+	}()
+	time.Sleep(16 * time.Second) // three polls or so
+	answerDevice(t, g, da.VerificationURIComplete, "demo", "demo", "allow")
+	approved := time.Now()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("DeviceAccessToken: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("DeviceAccessToken did not return")
+	}
+	counter.mu.Lock()
+	slow, all := counter.slow, counter.all
+	counter.mu.Unlock()
+	if slow != 0 {
+		t.Errorf("x/oauth2's poller got slow_down %d times in %d polls", slow, all)
+	}
+	if d := time.Since(approved); d > 7*time.Second {
+		t.Errorf("the token came %v after the approval, the interval is 5 s", d)
+	}
+
+	// Half the interval is too fast.
+	da, err = cfg.DeviceAuth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := func() string {
+		resp, body := g.PostToken(t, url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"},
+			"client_id": {publicClient}, "device_code": {da.DeviceCode}}, "", "")
+		return decodeError(t, resp, body).Error
+	}
+	if e := poll(); e != "authorization_pending" {
+		t.Fatalf("first poll: %s", e)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if e := poll(); e != "slow_down" {
+		t.Errorf("a poll at half the interval: %s, want slow_down", e)
+	}
 }

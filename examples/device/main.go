@@ -4,9 +4,12 @@
 // response's scope and lifetime (never the tokens themselves).
 //
 //	go run ./examples/device [-issuer http://localhost:8080] [-client demo-app] [-scope "openid Service/Market"]
+//
+// The issuer's default follows GATEHOUSE_HTTP_PORT, as the demo's does.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -19,7 +22,8 @@ import (
 )
 
 func main() {
-	issuer := flag.String("issuer", "http://localhost:8080", "the identity server")
+	port := cmp.Or(os.Getenv("GATEHOUSE_HTTP_PORT"), "8080")
+	issuer := flag.String("issuer", "http://localhost:"+port, "the identity server (default: the demo's, on GATEHOUSE_HTTP_PORT)")
 	client := flag.String("client", "demo-app", "a client allowed the device_code grant")
 	scope := flag.String("scope", "openid profile Service/Market", "the scopes to ask for")
 	flag.Parse()

@@ -37,7 +37,8 @@ type DeviceCodes interface {
 	DeviceCodeByUserCode(ctx context.Context, userCodeHash []byte) (DeviceCode, error)
 	// PollDeviceCode records a poll of the token endpoint at now, as one
 	// compare-and-swap: if the authorization was never polled, or its
-	// last poll was Interval or longer before now, LastPolledAt becomes
+	// last poll was Interval less PollTolerance or longer before now,
+	// LastPolledAt becomes
 	// now and the error is nil. Otherwise (polled too fast, RFC 8628
 	// §3.5) the error is ErrSlowDown, and LastPolledAt becomes now and
 	// Interval grows by SlowDownStep, to MaxPollInterval at most; at
@@ -65,6 +66,16 @@ type DeviceCodes interface {
 	// RetainUntil has passed at now (a time equal to now has passed) and
 	// returns how many.
 	DeleteExpiredDeviceCodes(ctx context.Context, now time.Time) (int64, error)
+}
+
+// PollTolerance is how much sooner than its interval a poll may come and
+// still be on time: a fifth of the interval, a second at most. RFC 8628
+// §3.5 asks the client to wait the interval between polls; network jitter
+// is no abuse (golang.org/x/oauth2's poller, waiting exactly the interval,
+// arrives some milliseconds early), and slow_down would lengthen a
+// compliant client's wait by 5 s each time.
+func PollTolerance(interval time.Duration) time.Duration {
+	return min(interval/5, time.Second)
 }
 
 // SlowDownStep is how much a device authorization's polling interval grows

@@ -64,7 +64,8 @@ func (s *Service) ExchangeDeviceCode(ctx context.Context, c *clients.Client, cod
 	case !now.Before(rec.ExpiresAt):
 		return nil, oauth.NewError(oauth.ErrExpiredToken, "the device code has expired")
 	}
-	if rec.Interval >= store.MaxPollInterval && !rec.LastPolledAt.IsZero() && now.Before(rec.LastPolledAt.Add(rec.Interval)) {
+	if rec.Interval >= store.MaxPollInterval && !rec.LastPolledAt.IsZero() &&
+		now.Before(rec.LastPolledAt.Add(rec.Interval-store.PollTolerance(rec.Interval))) {
 		// Too soon, and the interval has grown all it may: nothing to
 		// record, so no write (store.MaxPollInterval).
 		return nil, errSlowDown(false)

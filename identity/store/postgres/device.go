@@ -94,7 +94,8 @@ func (s *Store) PollDeviceCode(ctx context.Context, hash []byte, now time.Time) 
 		slow = false
 		var err error
 		d, err = scanDevice(tx.QueryRow(ctx, `UPDATE device_codes SET last_polled_at = $1
-			WHERE hash = $2 AND (last_polled_at IS NULL OR last_polled_at + interval_ms * interval '1 millisecond' <= $1)
+			WHERE hash = $2 AND (last_polled_at IS NULL OR
+				last_polled_at + (interval_ms - LEAST(interval_ms / 5, 1000)) * interval '1 millisecond' <= $1)
 			RETURNING `+deviceColumns, ms(now), hash))
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err

@@ -88,7 +88,7 @@ func (s *Store) PollDeviceCode(ctx context.Context, hash []byte, now time.Time) 
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		d, err = scanDevice(tx.QueryRowContext(ctx, `UPDATE device_codes SET last_polled_at = ?
-			WHERE hash = ? AND (last_polled_at IS NULL OR last_polled_at + interval_ms <= ?)
+			WHERE hash = ? AND (last_polled_at IS NULL OR last_polled_at + interval_ms - MIN(interval_ms / 5, 1000) <= ?)
 			RETURNING `+deviceColumns, n, hash, n))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err

@@ -129,18 +129,23 @@ func testDevicePoll(t *testing.T, s store.DeviceStore) {
 	got, err := s.PollDeviceCode(ctx, d.Hash, t0.Add(time.Second))
 	wantErr(t, "first poll", err, nil)
 	equal(t, "first poll LastPolledAt", utc(t, "", got.LastPolledAt), t0.Add(time.Second))
-	// 4.999 s later: too fast; the interval grows by 5 s.
-	got, err = s.PollDeviceCode(ctx, d.Hash, t0.Add(5999*time.Millisecond))
+	// 4 s later, the interval (5 s) less its tolerance (a second): on
+	// time. It failed when: a poll some milliseconds early was slowed down.
+	got, err = s.PollDeviceCode(ctx, d.Hash, t0.Add(5*time.Second))
+	wantErr(t, "poll within the tolerance", err, nil)
+	equal(t, "Interval after a poll within the tolerance", got.Interval, 5*time.Second)
+	// 3.999 s later: too fast; the interval grows by 5 s.
+	got, err = s.PollDeviceCode(ctx, d.Hash, t0.Add(8999*time.Millisecond))
 	wantErr(t, "fast poll", err, store.ErrSlowDown)
 	equal(t, "slowed Interval", got.Interval, 10*time.Second)
 	read, _ := s.DeviceCode(ctx, d.Hash)
 	equal(t, "slowed Interval read back", read.Interval, 10*time.Second)
 	equal(t, "slowed State", read.State, store.DevicePending)
-	// 9.999 s after that poll: still too fast at the new interval.
-	_, err = s.PollDeviceCode(ctx, d.Hash, t0.Add(15998*time.Millisecond))
+	// 8.999 s after that poll: still too fast at the new interval.
+	_, err = s.PollDeviceCode(ctx, d.Hash, t0.Add(17998*time.Millisecond))
 	wantErr(t, "poll before the grown interval", err, store.ErrSlowDown)
-	// Exactly the (grown) interval after the last poll: allowed.
-	got, err = s.PollDeviceCode(ctx, d.Hash, t0.Add(30998*time.Millisecond))
+	// The (grown) interval less its tolerance after the last poll: allowed.
+	got, err = s.PollDeviceCode(ctx, d.Hash, t0.Add(31998*time.Millisecond))
 	wantErr(t, "poll after the interval", err, nil)
 	equal(t, "Interval after two slow downs", got.Interval, 15*time.Second)
 	_, err = s.PollDeviceCode(ctx, hash("none"), t0)
