@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -90,7 +91,8 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	if err := users.ValidateUsername(u.Username); err != nil {
 		return err
 	}
-	if u.Subject == "" {
+	subjectGiven := u.Subject != ""
+	if !subjectGiven {
 		var err error
 		if u.Subject, err = users.NewSubject(); err != nil {
 			return err
@@ -122,7 +124,7 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	defer st.Close()
 	if err := st.CreateUser(cmd.Context(), u); err != nil {
 		if errors.Is(err, store.ErrAlreadyExists) {
-			return fmt.Errorf("adding user %q: the username or subject %q is taken", u.Username, u.Subject)
+			return takenError(cmd.Context(), st, u, subjectGiven)
 		}
 		if errors.Is(err, store.ErrSubjectDeleted) {
 			return fmt.Errorf("adding user %q: the subject %q was a deleted user's, and is given to no one again: choose another", u.Username, u.Subject)
@@ -134,6 +136,22 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 }
 
 // runUserScopes sets a user's scopes. It ends the user's sessions: their
+// takenError says, in the user's terms, what clashed when adding u: its
+// username, or the subject the user chose; a subject made up here that
+// clashed (a 122-bit random one) is not the user's doing.
+func takenError(ctx context.Context, st store.Store, u store.User, subjectGiven bool) error {
+	if _, err := st.User(ctx, u.Username); err == nil {
+		return fmt.Errorf("adding user %q: a user called %q exists already (gatehouse user show %s)", u.Username, u.Username, u.Username)
+	}
+	if subjectGiven {
+		if other, err := st.UserBySubject(ctx, u.Subject); err == nil {
+			return fmt.Errorf("adding user %q: the subject %q is user %q's: choose another, or leave --subject out for a new one", u.Username, u.Subject, other.Username)
+		}
+		return fmt.Errorf("adding user %q: the subject %q is taken: choose another, or leave --subject out for a new one", u.Username, u.Subject)
+	}
+	return fmt.Errorf("adding user %q: the subject made up for it clashed with another: run the command again", u.Username)
+}
+
 // tokens would keep a scope taken away until they expire, refreshed ones
 // included.
 func runUserScopes(cmd *cobra.Command, args []string) error {

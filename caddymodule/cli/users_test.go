@@ -30,8 +30,15 @@ func TestUserCommands(t *testing.T) {
 		t.Errorf("add printed %q", out)
 	}
 	user("pw\n", "add", "bob", "--subject", "bob-1")
-	if _, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bob", "--db", db); err == nil {
-		t.Error("adding bob twice succeeded")
+	// A clash is named in the user's terms: the name, or the subject the
+	// user chose, never a subject made up that the user never typed.
+	// It failed when: adding bob again said the username or subject
+	// "976b…" (a new random subject) was taken.
+	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bob", "--db", db); err == nil || !strings.Contains(err.Error(), `a user called "bob" exists already`) {
+		t.Errorf("adding bob twice: %v\n%s", err, out)
+	}
+	if _, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bobby", "--subject", "bob-1", "--db", db); err == nil || !strings.Contains(err.Error(), `the subject "bob-1" is user "bob"'s`) {
+		t.Errorf("adding a user with bob's subject: %v", err)
 	}
 	if _, err := run(t, setUpUserCommand, "user", "", "add", "carol", "--db", db); err == nil {
 		t.Error("adding a user with an empty password succeeded")
