@@ -111,6 +111,13 @@ type App struct {
 	// hashes: keep it readable by the server only.
 	UsersFile string `json:"users_file,omitempty"`
 
+	// MinPasswordLength is the fewest characters a password set with
+	// `gatehouse user add`, `passwd` or `hash` may have (Unicode code
+	// points; any character, no composition rule; up to 256 accepted).
+	// Default 15, as NIST SP 800-63B-4 asks where the password is the only
+	// factor. A lower value weakens every account it lets through.
+	MinPasswordLength int `json:"min_password_length,omitempty"`
+
 	// Store is where signing keys, server secrets, users and refresh tokens
 	// are kept: a module of the gatehouse.stores namespace, named by its
 	// "backend" key. Default: {"backend": "sqlite"} at the default path.

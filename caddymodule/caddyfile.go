@@ -25,6 +25,7 @@ func init() {
 //			store sqlite [<path>]          # or a block: store sqlite { path <p> }
 //			store postgres <dsn>           # or a block: store postgres { dsn_env <variable>; max_conns <n>; revocation_notify on|off }
 //			users_file <path>
+//			min_password_length <n>
 //			access_token_lifetime <duration>
 //			id_token_lifetime <duration>
 //			code_lifetime <duration>
@@ -122,6 +123,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			app.StoreRaw, err = parseStore(d)
 		case "users_file":
 			app.UsersFile, err = cfutil.OneArg(d)
+		case "min_password_length":
+			app.MinPasswordLength, err = cfutil.PositiveIntArg(d)
 		case "access_token_lifetime":
 			app.AccessTokenLifetime, err = cfutil.DurationArg(d)
 		case "id_token_lifetime":

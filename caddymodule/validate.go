@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gatehouse/gatehouse/identity"
+	identityusers "github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
@@ -36,6 +37,9 @@ func (a *App) check() (identity.Config, error) {
 	}
 	if err := a.checkDurations(); err != nil {
 		return identity.Config{}, err
+	}
+	if a.MinPasswordLength < 0 || a.MinPasswordLength > identityusers.MaxPasswordLength {
+		return identity.Config{}, fmt.Errorf("min_password_length %d: between 1 and %d", a.MinPasswordLength, identityusers.MaxPasswordLength)
 	}
 	cfg, err := a.IdentityConfig()
 	if err != nil {

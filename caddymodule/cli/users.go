@@ -311,10 +311,19 @@ func runUserHash(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// hashPasswordFrom reads a password from cmd's standard input and hashes it.
+// hashPasswordFrom reads a password from cmd's standard input, checks its
+// length against the min_password_length of --config's app (default 15),
+// and hashes it.
 func hashPasswordFrom(cmd *cobra.Command) (string, error) {
+	app, err := loadApp(cmd)
+	if err != nil {
+		return "", err
+	}
 	pw, err := readPassword(cmd.InOrStdin(), cmd.ErrOrStderr(), true)
 	if err != nil {
+		return "", err
+	}
+	if err := users.CheckNewPassword(pw, app.MinPasswordLength); err != nil {
 		return "", err
 	}
 	return users.HashPassword(pw)

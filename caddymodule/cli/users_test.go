@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 	"github.com/gatehouse/gatehouse/identity/users"
@@ -24,20 +26,20 @@ func TestUserCommands(t *testing.T) {
 		return out
 	}
 
-	out := user("s3cret\n", "add", "alice", "--name", "Alice A", "--email", "alice@example.com",
+	out := user("s3cret s3cret s3cret\n", "add", "alice", "--name", "Alice A", "--email", "alice@example.com",
 		"--scope", "Service/Market", "--scope", "openid", "--role", "analyst")
 	if !regexp.MustCompile(`added user alice with subject [0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n`).MatchString(out) {
 		t.Errorf("add printed %q", out)
 	}
-	user("pw\n", "add", "bob", "--subject", "bob-1")
+	user("a long pass phrase\n", "add", "bob", "--subject", "bob-1")
 	// A clash is named in the user's terms: the name, or the subject the
 	// user chose, never a subject made up that the user never typed.
 	// It failed when: adding bob again said the username or subject
 	// "976b…" (a new random subject) was taken.
-	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bob", "--db", db); err == nil || !strings.Contains(err.Error(), `a user called "bob" exists already`) {
+	if out, err := run(t, setUpUserCommand, "user", "a long pass phrase\n", "add", "bob", "--db", db); err == nil || !strings.Contains(err.Error(), `a user called "bob" exists already`) {
 		t.Errorf("adding bob twice: %v\n%s", err, out)
 	}
-	if _, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bobby", "--subject", "bob-1", "--db", db); err == nil || !strings.Contains(err.Error(), `the subject "bob-1" is user "bob"'s`) {
+	if _, err := run(t, setUpUserCommand, "user", "a long pass phrase\n", "add", "bobby", "--subject", "bob-1", "--db", db); err == nil || !strings.Contains(err.Error(), `the subject "bob-1" is user "bob"'s`) {
 		t.Errorf("adding a user with bob's subject: %v", err)
 	}
 	if _, err := run(t, setUpUserCommand, "user", "", "add", "carol", "--db", db); err == nil {
@@ -46,7 +48,7 @@ func TestUserCommands(t *testing.T) {
 	if _, err := run(t, setUpUserCommand, "user", "", "disable", "nobody", "--db", db); err == nil {
 		t.Error("disabling an unknown user succeeded")
 	}
-	user("n3w\r\n", "passwd", "alice")
+	user("n3w pass phrase here\r\n", "passwd", "alice")
 	user("", "disable", "bob")
 
 	list := user("", "list")
@@ -73,7 +75,7 @@ func TestUserCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := users.VerifyPassword(alice.PasswordHash, "n3w"); !ok {
+	if ok, _ := users.VerifyPassword(alice.PasswordHash, "n3w pass phrase here"); !ok {
 		t.Error("passwd did not set the new password")
 	}
 	if alice.DisplayName != "Alice A" || alice.Email != "alice@example.com" || len(alice.Roles) != 1 {
@@ -146,11 +148,11 @@ func TestUserCommands(t *testing.T) {
 	if out, err := run(t, setUpUserCommand, "user", "", "delete", "bob", "--db", db); err == nil || !strings.Contains(err.Error(), `no user "bob"`) {
 		t.Errorf("deleting bob twice: %v\n%s", err, out)
 	}
-	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "bob", "--subject", "bob-1", "--db", db); err == nil ||
+	if out, err := run(t, setUpUserCommand, "user", "a long pass phrase\n", "add", "bob", "--subject", "bob-1", "--db", db); err == nil ||
 		!strings.Contains(err.Error(), `the subject "bob-1" was a deleted user's`) {
 		t.Errorf("adding a user with a deleted user's subject: %v\n%s", err, out)
 	}
-	user("pw\n", "add", "bob", "--subject", "bob-2")
+	user("a long pass phrase\n", "add", "bob", "--subject", "bob-2")
 }
 
 func TestUserCommandsConfig(t *testing.T) {
@@ -164,11 +166,11 @@ func TestUserCommandsConfig(t *testing.T) {
 	}
 	// A client's ID is no user's subject: a client_credentials token's sub
 	// is its client's ID.
-	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "eve", "--subject", "Svc", "--config", caddyfile); err == nil ||
+	if out, err := run(t, setUpUserCommand, "user", "a long pass phrase\n", "add", "eve", "--subject", "Svc", "--config", caddyfile); err == nil ||
 		!strings.Contains(err.Error(), `the subject "Svc" names client "svc"`) {
 		t.Errorf("add with a client's ID for subject: %v\n%s", err, out)
 	}
-	if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", "dora", "--config", caddyfile); err != nil {
+	if out, err := run(t, setUpUserCommand, "user", "a long pass phrase\n", "add", "dora", "--config", caddyfile); err != nil {
 		t.Fatalf("add: %v\n%s", err, out)
 	}
 	out, err := run(t, setUpUserCommand, "user", "", "list", "--db", db)
@@ -207,7 +209,7 @@ func TestUserDeleteListedInUsersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"frank", "gina", "hugo"} {
-		if out, err := run(t, setUpUserCommand, "user", "pw\n", "add", name, "--subject", name+"-1", "--config", caddyfile); err != nil {
+		if out, err := run(t, setUpUserCommand, "user", "a long pass phrase\n", "add", name, "--subject", name+"-1", "--config", caddyfile); err != nil {
 			t.Fatalf("add %s: %v\n%s", name, err, out)
 		}
 	}
@@ -225,12 +227,49 @@ func TestUserDeleteListedInUsersFile(t *testing.T) {
 }
 
 func TestUserHash(t *testing.T) {
-	out, err := run(t, setUpUserCommand, "user", "correct horse\n", "hash")
+	out, err := run(t, setUpUserCommand, "user", "correct horse battery\n", "hash")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hash := strings.TrimSpace(out)
-	if ok, err := users.VerifyPassword(hash, "correct horse"); !ok || err != nil {
+	if ok, err := users.VerifyPassword(hash, "correct horse battery"); !ok || err != nil {
 		t.Errorf("hash %q does not verify (%v)", hash, err)
+	}
+}
+
+// TestPasswordLength: a password set by add, passwd or hash has at least
+// min_password_length characters (15 by default; Unicode code points, so
+// 15 accented letters are 15) and at most 256, whatever they are; a config
+// may lower the minimum. 64 characters are accepted.
+// It failed when: a one-character password was accepted.
+func TestPasswordLength(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "store.db")
+	for i, tt := range []struct {
+		pw string
+		ok bool
+	}{
+		{"x", false}, {strings.Repeat("a", 14), false}, {strings.Repeat("a", 15), true},
+		{strings.Repeat("é", 15), true}, {strings.Repeat("é", 14), false},
+		{strings.Repeat("Z", 64), true}, {strings.Repeat("q", 256), true}, {strings.Repeat("q", 257), false},
+		{"               ", true}, // no composition rule
+	} {
+		for _, args := range [][]string{{"hash"}, {"add", "u" + strconv.Itoa(i), "--db", db}} {
+			out, err := run(t, setUpUserCommand, "user", tt.pw+"\n", args...)
+			if (err == nil) != tt.ok {
+				t.Errorf("%s with %d characters: %v, want accepted %v\n%s", args[0], utf8.RuneCountInString(tt.pw), err, tt.ok, out)
+			}
+		}
+	}
+	caddyfile := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(caddyfile, []byte("{\n\tgatehouse {\n\t\tissuer http://localhost\n\t\tstore sqlite "+db+
+		"\n\t\tmin_password_length 4\n\t}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, setUpUserCommand, "user", "abcd\n", "hash", "--config", caddyfile); err != nil {
+		t.Errorf("a 4-character password with min_password_length 4: %v\n%s", err, out)
+	}
+	if _, err := run(t, setUpUserCommand, "user", "abc\n", "hash", "--config", caddyfile); err == nil {
+		t.Error("a 3-character password with min_password_length 4 was accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package users
 
 import (
+	"unicode/utf8"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -33,6 +34,36 @@ const (
 )
 
 var errBadHash = errors.New("unrecognized password hash format")
+
+// Password lengths, in characters (Unicode code points), for a password
+// being set: NIST SP 800-63B-4 §3.1.1.2 asks for at least 15 where the
+// password is the only factor, and that at least 64 be accepted; no
+// composition rules.
+const (
+	DefaultMinPasswordLength = 15
+	MaxPasswordLength        = 256
+)
+
+// ErrPasswordLength is the error of a password being set that is shorter
+// than the minimum or longer than MaxPasswordLength.
+var ErrPasswordLength = errors.New("password length")
+
+// CheckNewPassword checks a password being set: at least minLength
+// characters (DefaultMinPasswordLength when 0), at most
+// MaxPasswordLength. Nothing else: any character, no composition rule.
+func CheckNewPassword(password string, minLength int) error {
+	if minLength <= 0 {
+		minLength = DefaultMinPasswordLength
+	}
+	n := utf8.RuneCountInString(password)
+	switch {
+	case n < minLength:
+		return fmt.Errorf("%w: a password needs at least %d characters, this one has %d", ErrPasswordLength, minLength, n)
+	case n > MaxPasswordLength || len(password) > maxPasswordLen:
+		return fmt.Errorf("%w: a password may have at most %d characters", ErrPasswordLength, MaxPasswordLength)
+	}
+	return nil
+}
 
 // HashPassword returns a PHC-encoded argon2id hash of password.
 func HashPassword(password string) (string, error) {
