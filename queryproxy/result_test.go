@@ -34,7 +34,8 @@ func wholeResult(n int) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `["C%03d",%s]`, i, string(appendFloat(nil, 37.48+float64(i), 64)))
+		f, _ := appendFloat(nil, 37.48+float64(i), 64)
+		fmt.Fprintf(&b, `["C%03d",%s]`, i, f)
 	}
 	b.WriteString(`]}`)
 	return b.String()

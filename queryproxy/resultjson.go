@@ -2,6 +2,7 @@ package queryproxy
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -57,7 +58,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 	case int64:
 		return strconv.AppendInt(dst, x, 10), nil
 	case float64:
-		return appendFloat(dst, x, 64), nil
+		return appendFloat(dst, x, 64)
 	case string:
 		return appendString(dst, x), nil
 	case bool:
@@ -90,7 +91,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 	case uint32:
 		return strconv.AppendUint(dst, uint64(x), 10), nil
 	case float32:
-		return appendFloat(dst, float64(x), 32), nil
+		return appendFloat(dst, float64(x), 32)
 	}
 	return dst, fmt.Errorf("value of unsupported type %T", v)
 }
@@ -98,10 +99,12 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 // appendFloat appends f as encoding/json does: the shortest decimal that reads back as the
 // same float (so 37.48 prints 37.48, and a price never gains digits it did not have),
 // without an exponent between 1e-6 and 1e21, with one outside it (1e+21, 1e-7). NaN and
-// the infinities are not JSON numbers; they print null.
-func appendFloat(dst []byte, f float64, bits int) []byte {
+// the infinities are not JSON numbers, and not NULL either: they are an error
+// (ErrNotJSON), which ends the result as a failure does, never a null that would say
+// the value was NULL.
+func appendFloat(dst []byte, f float64, bits int) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(dst, "null"...)
+		return dst, ErrNotJSON
 	}
 	abs := math.Abs(f)
 	format := byte('f')
@@ -119,8 +122,13 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 			dst = dst[:n-1]
 		}
 	}
-	return dst
+	return dst, nil
 }
+
+// ErrNotJSON is the error of a value that has no JSON form (a float that is NaN or
+// infinite): the result is cut short with internal_error, as for any failure of its
+// rows, rather than show a null for a value that is not NULL.
+var ErrNotJSON = errors.New("a value with no JSON form (NaN or an infinity)")
 
 const hexDigits = "0123456789abcdef"
 

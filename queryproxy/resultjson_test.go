@@ -3,6 +3,7 @@ package queryproxy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -23,9 +24,6 @@ func TestAppendValue(t *testing.T) {
 		{"float huge", 1e21, `1e+21`},
 		{"float just below 1e21", 1e20, `100000000000000000000`},
 		{"float negative zero", math.Copysign(0, -1), `-0`},
-		{"NaN", math.NaN(), `null`},
-		{"+Inf", math.Inf(1), `null`},
-		{"-Inf", math.Inf(-1), `null`},
 		{"float32", float32(0.1), `0.1`},
 		{"string", "BHP", `"BHP"`},
 		{"string html left alone", "<a&b>", `"<a&b>"`},
@@ -46,6 +44,14 @@ func TestAppendValue(t *testing.T) {
 		{"decimal injection quoted", Decimal(`1,"x":2`), `"1,\"x\":2"`},
 		{"int", 42, `42`},
 		{"uint64", uint64(math.MaxUint64), `18446744073709551615`},
+	}
+	// NaN and the infinities have no JSON form; they are not NULL either, so they are
+	// an error, never null. It failed when: they printed null, and a NOT NULL column
+	// holding infinity read as NULL.
+	for _, v := range []any{math.NaN(), math.Inf(1), math.Inf(-1), float32(math.Inf(1))} {
+		if got, err := appendValue(nil, v); !errors.Is(err, ErrNotJSON) {
+			t.Errorf("appendValue(%v) = %s, %v, want ErrNotJSON", v, got, err)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,12 +119,17 @@ func FuzzAppendFloat(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v float64) {
-		got := string(appendFloat(nil, v, 64))
+		b, err := appendFloat(nil, v, 64)
+		got := string(b)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			if got != "null" {
-				t.Fatalf("appendFloat(%v) = %s, want null", v, got)
+			// Not null: a value that is not NULL must not read as one.
+			if !errors.Is(err, ErrNotJSON) || got != "" {
+				t.Fatalf("appendFloat(%v) = %s, %v, want ErrNotJSON and nothing written", v, got, err)
 			}
 			return
+		}
+		if err != nil {
+			t.Fatalf("appendFloat(%v): %v", v, err)
 		}
 		if want := encodingJSON(t, v); got != want {
 			t.Fatalf("appendFloat(%v) = %s, want %s", v, got, want)

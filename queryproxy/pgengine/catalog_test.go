@@ -80,12 +80,13 @@ func TestCatalog(t *testing.T) {
 	}
 	order, _ := cat.Table("order")
 	// OrderId is an identity always assigned and Total a generated column: never written.
-	want := []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer, Generated: true}, {Name: "Price", Type: sqlgen.Decimal},
-		{Name: "Total", Type: sqlgen.Decimal, Generated: true}}
+	want := []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer, Num: sqlgen.NumInt64, Generated: true},
+		{Name: "Price", Type: sqlgen.Decimal, Num: sqlgen.NumDecimalOf(0, 0)},
+		{Name: "Total", Type: sqlgen.Decimal, Num: sqlgen.NumDecimalOf(0, 0), Generated: true}}
 	if !equal(order.Columns, want) {
 		t.Fatalf("Order columns %v, want %v", order.Columns, want)
 	}
-	if dear, _ := cat.Table("Dear"); !equal(dear.Columns, []sqlgen.Column{{Name: "Code", Type: sqlgen.String}, {Name: "LastPrice", Type: sqlgen.Decimal}}) {
+	if dear, _ := cat.Table("Dear"); !equal(dear.Columns, []sqlgen.Column{{Name: "Code", Type: sqlgen.String}, {Name: "LastPrice", Type: sqlgen.Decimal, Num: sqlgen.NumDecimalOf(12, 4)}}) {
 		t.Fatalf("Dear columns %v", dear.Columns)
 	}
 }

@@ -106,6 +106,12 @@ func testQueryValues(t *testing.T, mode string) {
 	cat, _ := e.Catalog(context.Background())
 	wantCat := slices.Clone(want)
 	wantCat[16].Text = sqlgen.TextUUID
+	// What numbers each holds: the type's, a domain's its base type's with its
+	// modifier (Bid is price, numeric(12,4); Ask dearprice, a domain of price).
+	for i, num := range map[int]sqlgen.Numeric{3: sqlgen.NumDecimalOf(12, 4), 4: sqlgen.NumInt64, 8: sqlgen.NumInt32,
+		9: sqlgen.NumInt16, 10: sqlgen.NumFloat64, 11: sqlgen.NumFloat32, 20: sqlgen.NumDecimalOf(12, 4), 21: sqlgen.NumDecimalOf(12, 4)} {
+		wantCat[i].Num = num
+	}
 	for i := 17; i <= 19; i++ {
 		wantCat[i].Text = sqlgen.TextCast
 	}

@@ -28,6 +28,36 @@ func columnType(oid uint32) sqlgen.Type {
 	return sqlgen.String
 }
 
+// columnNumeric is what numbers a column of the PostgreSQL type oid holds, with its type
+// modifier mod (numeric's precision and scale; -1 for none).
+func columnNumeric(oid uint32, mod int32) sqlgen.Numeric {
+	switch oid {
+	case pgtype.Int2OID:
+		return sqlgen.NumInt16
+	case pgtype.Int4OID:
+		return sqlgen.NumInt32
+	case pgtype.Int8OID:
+		return sqlgen.NumInt64
+	case pgtype.Float4OID:
+		return sqlgen.NumFloat32
+	case pgtype.Float8OID:
+		return sqlgen.NumFloat64
+	case pgtype.NumericOID:
+		if mod < 4 {
+			return sqlgen.NumDecimalOf(0, 0)
+		}
+		// ((precision << 16) | (scale & 0x7ff)) + 4, the scale an 11-bit signed
+		// number (PostgreSQL 15 allows one below 0 or above the precision).
+		m := mod - 4
+		precision, scale := int(m>>16&0xffff), int(m&0x7ff)
+		if scale&0x400 != 0 {
+			scale -= 0x800
+		}
+		return sqlgen.NumDecimalOf(precision, scale)
+	}
+	return sqlgen.Numeric{}
+}
+
 // textKind is how sqlgen compares a column of the PostgreSQL type oid that columnType
 // reports as String: a text type as itself, uuid as itself but for patterns, inet as
 // abbrev's text, any other type as its text (sqlgen.Text).

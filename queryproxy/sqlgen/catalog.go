@@ -23,6 +23,9 @@ type Column struct {
 	// Text is how PostgreSQL compares the column's values when Type is String (see the
 	// package doc); SQLite ignores it. The zero value is a text type's.
 	Text Text
+	// Num is what numbers an Integer or Decimal column holds: a number value the column
+	// cannot hold is refused (*StatementError). The zero value checks nothing.
+	Num Numeric
 }
 
 // Text is how sqlgen compares the values of a String column on PostgreSQL, where the

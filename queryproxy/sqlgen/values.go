@@ -40,6 +40,13 @@ func (g *gen) value(c Column, l iql.Literal) error {
 		return nil
 	case (c.Type == DateTime || c.Type == Binary) && l.Kind == iql.KindNumber:
 		return &StatementError{Msg: fmt.Sprintf("column %q is %s; it cannot take a number", c.Name, c.Type)}
+	case l.Kind == iql.KindNumber && c.Num.Kind != NumUnchecked && (c.Type == Integer || c.Type == Decimal):
+		v, cast, why := c.Num.bindNumber(g.d, l.Text)
+		if why != "" {
+			return &StatementError{Msg: fmt.Sprintf("column %q (%s) cannot hold %s: %s", c.Name, c.Num.Name, shortNumber(l.Text), why)}
+		}
+		g.bind(v, cast)
+		return nil
 	}
 	g.literal(l)
 	return nil
@@ -105,4 +112,12 @@ func canonicalDecimal(text string) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// shortNumber is a number's text for a message, cut to 40 characters.
+func shortNumber(text string) string {
+	if len(text) > 40 {
+		return text[:37] + "..."
+	}
+	return text
 }

@@ -147,7 +147,7 @@ func readColumns(ctx context.Context, tx *sql.Tx, table string) ([]sqlgen.Column
 		if err := rows.Scan(&name, &decl, &generated); err != nil {
 			return nil, err
 		}
-		cols = append(cols, sqlgen.Column{Name: name, Type: columnType(decl), Generated: generated})
+		cols = append(cols, sqlgen.Column{Name: name, Type: columnType(decl), Num: columnNumeric(decl), Generated: generated})
 	}
 	return cols, rows.Err()
 }

@@ -53,8 +53,8 @@ func TestCatalog(t *testing.T) {
 	}
 	order, _ := cat.Table("order")
 	// Total is a generated column: never written.
-	want := []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer}, {Name: "Price", Type: sqlgen.Decimal},
-		{Name: "Total", Type: sqlgen.Decimal, Generated: true}}
+	want := []sqlgen.Column{{Name: "OrderId", Type: sqlgen.Integer, Num: sqlgen.NumInt64}, {Name: "Price", Type: sqlgen.Decimal, Num: sqlgen.NumFloat64},
+		{Name: "Total", Type: sqlgen.Decimal, Num: sqlgen.NumFloat64, Generated: true}}
 	if !equal(order.Columns, want) {
 		t.Fatalf("Order columns %v, want %v", order.Columns, want)
 	}

@@ -30,6 +30,20 @@ func columnType(decl string) sqlgen.Type {
 	return t
 }
 
+// columnNumeric is what numbers a column declared with the type decl holds, by SQLite's
+// affinity rules: an INTEGER-affinity column a 64-bit integer (SQLite would store a
+// fraction, or one too large, as a REAL in it), a REAL- or NUMERIC-affinity one a finite
+// double (SQLite turns a number beyond a double into infinity).
+func columnNumeric(decl string) sqlgen.Numeric {
+	switch columnType(decl) {
+	case sqlgen.Integer:
+		return sqlgen.NumInt64
+	case sqlgen.Decimal:
+		return sqlgen.NumFloat64
+	}
+	return sqlgen.Numeric{}
+}
+
 func declaredType(decl string) sqlgen.Type {
 	d := strings.ToUpper(decl)
 	has := func(s ...string) bool {
