@@ -33,7 +33,8 @@ type catalogSnapshot struct {
 // a statement naming them would read PostgreSQL's own.
 const catalogColumns = `WITH RECURSIVE col AS (
 	SELECT c.relname AS tbl, a.attnum AS num, a.attname AS name, a.atttypid AS typ, a.atttypmod AS mod,
-		a.attgenerated <> '' OR a.attidentity = 'a' AS gen
+		a.attgenerated <> '' OR a.attidentity = 'a' AS gen,
+		NOT coalesce((SELECT co.collisdeterministic FROM pg_catalog.pg_collation co WHERE co.oid = a.attcollation), true) AS nd
 	FROM pg_catalog.pg_class c
 	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 	JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
@@ -42,23 +43,23 @@ const catalogColumns = `WITH RECURSIVE col AS (
 		AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class s
 			WHERE s.relnamespace = 'pg_catalog'::pg_catalog.regnamespace AND s.relname = c.relname)
 ), base AS (
-	SELECT tbl, num, name, typ, mod, gen FROM col
+	SELECT tbl, num, name, typ, mod, gen, nd FROM col
 	UNION ALL
-	SELECT b.tbl, b.num, b.name, t.typbasetype, CASE WHEN b.mod <> -1 THEN b.mod ELSE t.typtypmod END, b.gen FROM base b
+	SELECT b.tbl, b.num, b.name, t.typbasetype, CASE WHEN b.mod <> -1 THEN b.mod ELSE t.typtypmod END, b.gen, b.nd FROM base b
 	JOIN pg_catalog.pg_type t ON t.oid = b.typ WHERE t.typtype = 'd'
 ), cat AS (
-	SELECT b.tbl, b.num, b.name, b.typ, b.mod, b.gen FROM base b
+	SELECT b.tbl, b.num, b.name, b.typ, b.mod, b.gen, b.nd FROM base b
 	JOIN pg_catalog.pg_type t ON t.oid = b.typ WHERE t.typtype <> 'd'
 ) `
 
 // catalogQuery reads the catalog, ordered by table name (byte-wise) and column position.
-const catalogQuery = catalogColumns + `SELECT tbl, name, typ, mod, gen FROM cat ORDER BY tbl COLLATE "C", num`
+const catalogQuery = catalogColumns + `SELECT tbl, name, typ, mod, gen, nd FROM cat ORDER BY tbl COLLATE "C", num`
 
 // catalogDigest is a digest of what catalogQuery would read: one row, to check cheaply
 // whether the catalog changed.
 const catalogDigest = catalogColumns +
 	`SELECT count(*) || ':' || coalesce(encode(sha256(convert_to(
-		string_agg(format('%I.%I:%s:%s:%s', tbl, name, typ, mod, gen), ',' ORDER BY tbl COLLATE "C", num), 'UTF8')), 'hex'), '') FROM cat`
+		string_agg(format('%I.%I:%s:%s:%s:%s', tbl, name, typ, mod, gen, nd), ',' ORDER BY tbl COLLATE "C", num), 'UTF8')), 'hex'), '') FROM cat`
 
 // Catalog reports the tables and columns of the schema. It is served from a cache, which
 // is checked against the server's catalog digest at most once per
@@ -130,8 +131,8 @@ func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (*catal
 		var table, column string
 		var typ uint32
 		var mod int32
-		var gen bool
-		if err := rows.Scan(&table, &column, &typ, &mod, &gen); err != nil {
+		var gen, nd bool
+		if err := rows.Scan(&table, &column, &typ, &mod, &gen, &nd); err != nil {
 			return nil, err
 		}
 		if n := len(cat.Tables); n == 0 || cat.Tables[n-1].Name != table {
@@ -141,6 +142,7 @@ func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (*catal
 		col := sqlgen.Column{Name: column, Type: columnType(typ), Num: columnNumeric(typ, mod), Generated: gen}
 		if col.Type == sqlgen.String {
 			col.Text = textKind(typ)
+			col.Nondeterministic = nd
 		}
 		t.Columns = append(t.Columns, col)
 	}

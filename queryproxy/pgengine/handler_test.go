@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gatehouse/gatehouse/examples/querydb"
 	"net/http"
 	"regexp"
 	"slices"
@@ -493,5 +494,36 @@ func TestNumericTypesOnPostgreSQL(t *testing.T) {
 	r := s.query(t, "demo", `select N from Nums where N > 1`)
 	if len(r.result.Rows) != 1 || !strings.HasPrefix(fmt.Sprint(r.result.Rows[0][0]), "1000000000") {
 		t.Errorf("numeric 1e400 read back: %.200s", r.body)
+	}
+}
+
+// TestNondeterministicCollation: on a column whose collation is nondeterministic (ICU,
+// ignoring case), "=", "<>", IN and the owner filter still compare byte for byte: the
+// trader does not see the rows of the upper-case spelling of his subject, and a value
+// finds only its own spelling.
+// It failed when: the comparisons followed the column's collation: the trader read the
+// rows of "TRADER…", and Body = 'TRADER NOTE' found 'trader note'.
+func TestNondeterministicCollation(t *testing.T) {
+	upper := strings.ToUpper(querydb.TraderSubject)
+	dsn, name := newDatabase(t, `CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+		CREATE TABLE "Notes" ("Id" serial PRIMARY KEY, "Owner" text COLLATE ci NOT NULL, "Body" text COLLATE ci);
+		INSERT INTO "Notes" ("Owner", "Body") VALUES ('`+querydb.TraderSubject+`', 'trader note'),
+			('`+upper+`', 'TRADER NOTE'), ('`+upper+`', 'someone else''s');`)
+	s := &testService{db: name}
+	s.eng = openEngine(t, Config{DSN: dsn})
+	s.serve(t, func(c *queryproxy.Config) {
+		c.Tables = []queryproxy.TablePolicy{{Table: "Notes", Read: []string{"Service/Trading"}, Owner: "Owner"}}
+	})
+	for stmt, want := range map[string]int{
+		`select Body from Notes`:                                    1,
+		`select Body from Notes where Body = 'trader note'`:         1,
+		`select Body from Notes where Body = 'TRADER NOTE'`:         0,
+		`select Body from Notes where Body <> 'TRADER NOTE'`:        1,
+		`select Body from Notes where Body in ['TRADER NOTE', 'x']`: 0,
+	} {
+		r := s.query(t, "trader", stmt)
+		if r.status != 200 || len(r.result.Rows) != want {
+			t.Errorf("%s: %d rows, want %d: %s", stmt, len(r.result.Rows), want, r.body)
+		}
 	}
 }

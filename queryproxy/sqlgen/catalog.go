@@ -23,6 +23,11 @@ type Column struct {
 	// Text is how PostgreSQL compares the column's values when Type is String (see the
 	// package doc); SQLite ignores it. The zero value is a text type's.
 	Text Text
+	// Nondeterministic is true for a PostgreSQL String column whose collation is
+	// nondeterministic (an ICU collation that ignores case, say), under which "="
+	// finds strings that differ: its comparisons, the owner filter's included, are
+	// then made under COLLATE "C", so "=" is exact as on every engine.
+	Nondeterministic bool
 	// Num is what numbers an Integer or Decimal column holds: a number value the column
 	// cannot hold is refused (*StatementError). The zero value checks nothing.
 	Num Numeric

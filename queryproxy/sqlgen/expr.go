@@ -148,7 +148,10 @@ func (g *gen) operand(c Column, u use) {
 	default:
 		g.ident(c.Name)
 	}
-	if u != useEqual {
+	if u != useEqual || c.Nondeterministic {
+		// An equality of a deterministic collation is byte-wise already, and
+		// without COLLATE the column's index serves it; a nondeterministic one's
+		// is not.
 		g.b.WriteString(` COLLATE "C"`)
 	}
 }
