@@ -16,7 +16,8 @@ import (
 // catalogCache holds the last catalog read and the digest it was read at.
 type catalogCache struct {
 	cur     atomic.Pointer[catalogSnapshot]
-	refresh sync.Mutex // held by the one goroutine that checks the digest
+	refresh sync.Mutex  // held by the one goroutine that checks the digest
+	stale   atomic.Bool // the schema changed under a statement: check the digest at the next call
 }
 
 type catalogSnapshot struct {
@@ -67,7 +68,7 @@ const catalogDigest = catalogColumns +
 // returned is shared: callers must not modify it. If a check fails, the catalog read last
 // is served, and the next call checks again.
 func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) {
-	if s := e.catalog.cur.Load(); s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval {
+	if s := e.catalog.cur.Load(); s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval && !e.catalog.stale.Load() {
 		return s.catalog, nil
 	}
 	if e.closed.Load() {
@@ -85,11 +86,12 @@ func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) {
 	defer e.catalog.refresh.Unlock()
 	// Another goroutine may have checked since s was loaded.
 	s = e.catalog.cur.Load()
-	if s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval {
+	if s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval && !e.catalog.stale.Load() {
 		return s.catalog, nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
 	defer cancel()
+	e.catalog.stale.Store(false)
 	next, err := e.readCatalog(qctx, s)
 	if err != nil {
 		err = classify(ctx, qctx, err)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
@@ -110,6 +112,15 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 	}
 	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
 	rd, err := e.startRead(qctx, st)
+	if err != nil && staleStatement(err) {
+		// The schema changed since the statement was prepared on this connection
+		// (its failure forgot it): the next call reads the catalog again, and this
+		// read prepares the statement afresh, once, so a migration under a running
+		// gateway costs no error.
+		e.catalog.stale.Store(true)
+		e.cfg.Logger.Debug("query statement prepared again after a schema change")
+		rd, err = e.startRead(qctx, st)
+	}
 	if err != nil {
 		err = classify(ctx, qctx, err)
 		cancel()
@@ -192,3 +203,11 @@ func (e *Engine) Close() error {
 }
 
 var _ queryproxy.Engine = (*Engine)(nil)
+
+// staleStatement reports whether err is PostgreSQL's refusal to run a prepared statement
+// whose result's type the schema changed since ("cached plan must not change result
+// type", SQLSTATE 0A000).
+func staleStatement(err error) bool {
+	pe, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan must not change result type")
+}

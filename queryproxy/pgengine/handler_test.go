@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gatehouse/gatehouse/examples/querydb"
+	"github.com/jackc/pgx/v5"
 	"net/http"
 	"regexp"
 	"slices"
@@ -524,6 +525,42 @@ func TestNondeterministicCollation(t *testing.T) {
 		r := s.query(t, "trader", stmt)
 		if r.status != 200 || len(r.result.Rows) != want {
 			t.Errorf("%s: %d rows, want %d: %s", stmt, len(r.result.Rows), want, r.body)
+		}
+	}
+}
+
+// TestSchemaChangeUnderTheGateway: a migration that changes a column's type while the
+// engine runs costs no error: a statement prepared before it is prepared again, and the
+// catalog read again (the new type shows in the result's Columns).
+// It failed when: each pooled connection answered one 500 per statement it had
+// prepared ("cached plan must not change result type") until a restart.
+func TestSchemaChangeUnderTheGateway(t *testing.T) {
+	dsn, name := newDatabase(t, `CREATE TABLE "T" ("A" integer, "B" text); INSERT INTO "T" VALUES (1, 'x');`)
+	s := &testService{db: name}
+	s.eng = openEngine(t, Config{DSN: dsn, MaxConns: 2})
+	s.serve(t, func(c *queryproxy.Config) {
+		c.Tables = []queryproxy.TablePolicy{{Table: "T", Read: []string{"Service/Market"}}}
+	})
+	for range 4 { // each connection prepares it
+		if r := s.query(t, "demo", `select * from T`); r.status != 200 {
+			t.Fatalf("before: %d %s", r.status, r.body)
+		}
+	}
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(context.Background(), `ALTER TABLE "T" ALTER COLUMN "B" TYPE integer USING 7`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		r := s.query(t, "demo", `select * from T`)
+		if r.status != 200 {
+			t.Fatalf("query %d after the migration: %d %s", i, r.status, r.body)
+		}
+		if i == 3 && (r.result.Columns["B"].Type != "Integer" || fmt.Sprint(r.result.Rows[0][1]) != "7") {
+			t.Errorf("after the migration: %s", r.body)
 		}
 	}
 }
