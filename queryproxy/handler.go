@@ -27,6 +27,9 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	// DefaultMaxRows bounds the rows of one result.
 	DefaultMaxRows = 10_000
+	// DefaultMaxUserShare is the most of the engine's connections one user
+	// holds, in percent.
+	DefaultMaxUserShare = 50
 	// DefaultMaxConcurrentPerUser bounds the queries one user runs at
 	// once; the next gets 429.
 	DefaultMaxConcurrentPerUser = 4
@@ -63,6 +66,12 @@ type Config struct {
 	// MaxConcurrentPerUser bounds the requests one user (token subject,
 	// else client) runs at once. Default DefaultMaxConcurrentPerUser.
 	MaxConcurrentPerUser int
+	// MaxUserShare is the most of the engine's connections (Pooled) one user
+	// may hold at once, in percent: the per-user bound is the lower of
+	// MaxConcurrentPerUser and this share of the pool (one at least), so
+	// one user's unread or slow results never hold the whole pool. Default
+	// DefaultMaxUserShare (half: the other half is always free for others).
+	MaxUserShare int
 	// Limits bound the language: statement length, nesting, IN-list
 	// length, predicates (criteria), insert rows. Default iql's.
 	Limits iql.Limits
@@ -98,6 +107,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/")) {
 		errs = append(errs, fmt.Errorf("prefix %q must start with / and not end with one", cfg.Prefix))
+	}
+	if cfg.MaxUserShare < 0 || cfg.MaxUserShare > 100 {
+		errs = append(errs, fmt.Errorf("max_user_share %d: a percentage, 1 to 100", cfg.MaxUserShare))
 	}
 	if cfg.MaxBodyBytes < 0 || cfg.MaxRows < 0 || cfg.MaxConcurrentPerUser < 0 || cfg.ResultBufferSize < 0 {
 		errs = append(errs, errors.New("a negative limit"))
@@ -149,6 +161,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxConcurrentPerUser == 0 {
 		cfg.MaxConcurrentPerUser = DefaultMaxConcurrentPerUser
 	}
+	if cfg.MaxUserShare == 0 {
+		cfg.MaxUserShare = DefaultMaxUserShare
+	}
+	cfg.MaxConcurrentPerUser = perUserBound(cfg)
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
 	}
@@ -276,6 +292,29 @@ func (h *Handler) route(path string) (endpoint, table string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// Pooled is an Engine or a Forwarder that runs at most MaxConns statements at once
+// (its connection pool): the handler keeps any one user to a share of it.
+type Pooled interface {
+	MaxConns() int
+}
+
+// perUserBound is the most requests one user runs at once: MaxConcurrentPerUser, and
+// no more than MaxUserShare percent of the engine's pool (one at least).
+func perUserBound(cfg Config) int {
+	n := cfg.MaxConcurrentPerUser
+	var p Pooled
+	switch {
+	case cfg.Forwarder != nil:
+		p, _ = cfg.Forwarder.(Pooled)
+	case cfg.Engine != nil:
+		p, _ = cfg.Engine.(Pooled)
+	}
+	if p != nil && p.MaxConns() > 0 {
+		n = min(n, max(1, p.MaxConns()*cfg.MaxUserShare/100))
+	}
+	return n
 }
 
 // userLimiter bounds the requests each user runs at once. acquire checks

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 
@@ -95,7 +96,17 @@ type ResultOptions struct {
 	// clients that want rows as they come. Default 0: only full buffers are sent. A
 	// small FlushRows makes failures after the first flush (trailer, not status) likelier.
 	FlushRows int
+
+	// WriteTimeout bounds each write of the result to the client: a client that does
+	// not take a part of its result within it ends the result (the trailer says
+	// canceled), so an unread result holds the engine's connection no longer than
+	// this, whatever the statement's time limit (a read blocked on the client reads
+	// no rows, so no row check can end it). Default DefaultResultWriteTimeout.
+	WriteTimeout time.Duration
 }
+
+// DefaultResultWriteTimeout bounds each write of a result to the client.
+const DefaultResultWriteTimeout = 10 * time.Second
 
 // ResultSummary says what WriteResult did, for the log and metrics.
 type ResultSummary struct {
@@ -128,8 +139,12 @@ func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultS
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = DefaultResultBufferSize
 	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultResultWriteTimeout
+	}
 	bp := bufPool.Get().(*[]byte)
-	s := &resultStream{w: w, buf: (*bp)[:0]}
+	s := &resultStream{w: w, buf: (*bp)[:0], wt: opts.WriteTimeout}
+	defer s.clearDeadline()
 	defer func() {
 		if cap(s.buf) <= maxPooledBuffer {
 			*bp = s.buf[:0]
@@ -181,10 +196,14 @@ func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultS
 
 // resultStream is the state of one WriteResult.
 type resultStream struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController // made at the first flush
-	buf []byte
-	sum ResultSummary
+	w    http.ResponseWriter
+	rc   *http.ResponseController // made at the first flush
+	wt   time.Duration            // each write's time limit
+	dl   bool                     // a write deadline was set: cleared at the end
+	dlAt time.Time                // when it was set
+	noDl bool                     // the writer has no deadlines
+	buf  []byte
+	sum  ResultSummary
 	// last: the buffer is the whole response, written without a flush.
 	last bool
 }
@@ -204,6 +223,21 @@ func (s *resultStream) send() error {
 		}
 		s.sum.Sent = true
 	}
+	if !s.last {
+		if s.rc == nil {
+			s.rc = http.NewResponseController(s.w)
+		}
+		// A deadline costs a timer update: it is moved only once a quarter of it has
+		// passed, so each write has between 3/4 and all of WriteTimeout.
+		if now := time.Now(); !s.noDl && now.Sub(s.dlAt) > s.wt/4 {
+			switch err := s.rc.SetWriteDeadline(now.Add(s.wt)); {
+			case err == nil:
+				s.dl, s.dlAt = true, now
+			case errors.Is(err, http.ErrNotSupported):
+				s.noDl = true
+			}
+		}
+	}
 	n, err := s.w.Write(s.buf)
 	s.sum.Bytes += int64(n)
 	s.buf = s.buf[:0]
@@ -220,6 +254,14 @@ func (s *resultStream) send() error {
 		return &StreamError{Code: CodeCanceled, Err: fmt.Errorf("writing query result: %w", err)}
 	}
 	return nil
+}
+
+// clearDeadline lifts the write deadline send set, so that it does not bound the next
+// response on the same connection.
+func (s *resultStream) clearDeadline() {
+	if s.dl {
+		_ = s.rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 // fail ends the result with err. If nothing was sent, it discards the buffer and returns

@@ -57,6 +57,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		max_body_size <bytes>
 //		max_rows <n>
 //		max_concurrent_per_user <n>
+//		max_user_share <percent>
 //		max_statement_size <bytes>
 //		max_in_list <n>
 //		max_criteria <n>
@@ -88,6 +89,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxRows, err = cfutil.PositiveIntArg(d)
 		case "max_concurrent_per_user":
 			h.MaxConcurrentPerUser, err = cfutil.PositiveIntArg(d)
+		case "max_user_share":
+			h.MaxUserShare, err = cfutil.PositiveIntArg(d)
 		case "max_statement_size":
 			h.MaxStatementSize, err = cfutil.PositiveIntArg(d)
 		case "max_in_list":

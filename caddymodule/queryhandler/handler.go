@@ -58,6 +58,14 @@ type Handler struct {
 	// next gets 429. Default 4.
 	MaxConcurrentPerUser int `json:"max_concurrent_per_user,omitempty"`
 
+	// MaxUserShare is the most of the engine's connections (max_conns, or
+	// the SQLite engine's max_read_conns) one user may hold at once, in
+	// percent: the per-user bound is the lower of max_concurrent_per_user
+	// and this share (one at least), so one user's slow or unread results
+	// never hold the whole pool. Default 50: the other half is always free
+	// for other users.
+	MaxUserShare int `json:"max_user_share,omitempty"`
+
 	// MaxStatementSize bounds an IQL statement, in bytes, and how much a
 	// structured request's numbers may grow written out (its statement is
 	// otherwise bounded by the body's size). Default 64 KiB.
@@ -96,6 +104,7 @@ func (h *Handler) config() queryproxy.Config {
 	return queryproxy.Config{
 		Tables: h.Tables, Prefix: h.Prefix, AllowedOrigins: h.AllowedOrigins,
 		MaxBodyBytes: h.MaxBodySize, MaxRows: h.MaxRows, MaxConcurrentPerUser: h.MaxConcurrentPerUser,
+		MaxUserShare: h.MaxUserShare,
 		Limits: iql.Limits{MaxBytes: h.MaxStatementSize, MaxInList: h.MaxInList, MaxPredicates: h.MaxCriteria,
 			MaxRows: h.MaxInsertRows, MaxDepth: h.MaxNesting},
 	}

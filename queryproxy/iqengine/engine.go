@@ -124,6 +124,16 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{cfg: cfg, endpoint: strings.TrimSuffix(cfg.URL, "/") + "/query", client: client}, nil
 }
 
+// MaxConns is the connections to the upstream at once (0 with Config.Client, whose
+// bound is its own): the query handler keeps any one user to a share of them
+// (queryproxy.Pooled).
+func (e *Engine) MaxConns() int {
+	if e.cfg.Client != nil {
+		return 0
+	}
+	return e.cfg.MaxConns
+}
+
 // Catalog is the configured catalog.
 func (e *Engine) Catalog(context.Context) (sqlgen.Catalog, error) { return e.cfg.Catalog, nil }
 

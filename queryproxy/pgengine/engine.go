@@ -100,6 +100,10 @@ var errEndedTx = errors.New("the statement ended the read-only transaction")
 // Dialect is sqlgen.PostgreSQL.
 func (e *Engine) Dialect() sqlgen.Dialect { return sqlgen.PostgreSQL }
 
+// MaxConns is the connections the engine holds open: the query handler keeps any one
+// user to a share of them (queryproxy.Pooled).
+func (e *Engine) MaxConns() int { return e.cfg.MaxConns }
+
 // Query runs one read statement in a read-only transaction, under the statement time
 // limit, which ends when the Rows are closed. Writes fail. When ctx ends first, the
 // statement is canceled on the server.

@@ -87,6 +87,10 @@ var errClosed = errors.New("sqlite engine is closed")
 // Dialect is sqlgen.SQLite.
 func (e *Engine) Dialect() sqlgen.Dialect { return sqlgen.SQLite }
 
+// MaxConns is how many reads run at once (MaxReadConns): the query handler keeps any
+// one user to a share of them (queryproxy.Pooled).
+func (e *Engine) MaxConns() int { return e.cfg.MaxReadConns }
+
 // Query runs one read statement on a read-only connection, under the statement time
 // limit, which ends when the Rows are closed. Writes fail.
 func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Rows, error) {
