@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,5 +233,63 @@ func TestChromiumHybridFormPostAndImplicit(t *testing.T) {
 	}
 	if !strings.Contains(frag, "error=login_required") {
 		t.Fatalf("prompt=none after Sign out: %q", frag)
+	}
+}
+
+// TestChromiumReadmeCodeFlow: the README's code-flow example, as a newcomer follows
+// it: its URL opened in a browser, a login as demo, the callback page showing the
+// code without calling the response forged, and the exchange with the README's
+// verifier giving tokens.
+// It failed when: the callback page said "state does NOT match: refuse this response"
+// for the README's own URL, and showed no way to exchange the code.
+func TestChromiumReadmeCodeFlow(t *testing.T) {
+	t.Parallel()
+	ctx := chromium(t)
+	g := StartGatehouse(t)
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var link, verifier string
+	for line := range strings.Lines(string(readme)) {
+		if strings.HasPrefix(line, "http://localhost:8080/connect/authorize?client_id=demo-app&response_type=code") {
+			link = strings.TrimSpace(line)
+		}
+		if _, v, ok := strings.Cut(line, "code_verifier="); ok && verifier == "" {
+			verifier, _, _ = strings.Cut(strings.TrimSpace(v), " ")
+		}
+	}
+	if link == "" || verifier == "" {
+		t.Fatalf("the README's code-flow URL (%q) or verifier (%q) not found", link, verifier)
+	}
+	port := strconv.Itoa(g.Port)
+	link = strings.NewReplacer("localhost:8080", "localhost:"+port, "localhost%3A8080", "localhost%3A"+port).Replace(link)
+	err = chromedp.Do(ctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), "demo"),
+		chromedp.SendKeys(chromedp.ID("password"), "demo"),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("exchange")))
+	if err != nil {
+		where, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " " + document.body.innerText`))
+		t.Fatalf("Chromium, the README's URL: %v (at %.600s)", err, where)
+	}
+	page, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	query, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := url.ParseQuery(strings.TrimPrefix(query, "?"))
+	code := v.Get("code")
+	g.AddSecret(code)
+	if code == "" || strings.Contains(page, "does NOT match") || !strings.Contains(page, "code="+code) || !strings.Contains(page, "xyz") {
+		t.Fatalf("callback page for the README's URL: %.800s", page)
+	}
+	resp, body := g.PostToken(t, url.Values{"grant_type": {"authorization_code"}, "client_id": {"demo-app"}, "code": {code},
+		"redirect_uri": {g.Issuer + "/demo/callback"}, "code_verifier": {verifier}}, "", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"access_token"`) {
+		t.Fatalf("the README's exchange: %d %.300s", resp.StatusCode, body)
 	}
 }

@@ -75,7 +75,12 @@
     if (location.hash) table("Fragment", new URLSearchParams(location.hash.slice(1)));
     const out = document.getElementById("out");
     const expected = sessionStorage.getItem("demo.state");
-    if (got.has("state")) {
+    if (got.has("state") && expected === null) {
+      // The request did not start on this page (the README's URL, say): there is no
+      // state here to compare with.
+      out.append(el("p", "This page did not start the request, so it has no state to compare: state came back as \u201c" +
+        got.get("state") + "\u201d; check it is the one you sent.", "note"));
+    } else if (got.has("state")) {
       const ok = got.get("state") === expected;
       out.append(el("p", ok ? "state matches the one this page sent." : "state does NOT match: refuse this response.", ok ? "good" : "bad"));
     }
@@ -85,6 +90,14 @@
     }
     if (got.has("access_token")) claims(got.get("access_token"), "Access token claims");
     const verifier = sessionStorage.getItem("demo.verifier");
+    if (got.has("code") && !verifier && !got.has("id_token")) {
+      // Not this page's request: the code is for whoever holds the PKCE verifier.
+      const pre = el("pre", "curl -s -d grant_type=authorization_code -d client_id=demo-app \\\n" +
+        "  -d code=" + got.get("code") + " \\\n  -d redirect_uri=" + callback + " \\\n" +
+        "  -d code_verifier=YOUR_VERIFIER " + issuer + "/connect/token");
+      pre.id = "exchange";
+      out.append(el("h2", "Exchange the code (within a minute, once)"), pre);
+    }
     if (got.has("code") && verifier && !got.has("id_token")) {
       sessionStorage.removeItem("demo.verifier");
       const body = new URLSearchParams({ grant_type: "authorization_code", client_id: "demo-app", code: got.get("code"),
