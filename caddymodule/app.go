@@ -158,6 +158,7 @@ type App struct {
 	collector prometheus.Collector
 	cancel    context.CancelFunc // ends the background loops
 	loops     *sync.WaitGroup    // the background loops
+	readiness *readiness         // the readiness probe's checks (gatehouse_health ready); nil until Provision
 }
 
 // CaddyModule returns the Caddy module information.
@@ -175,6 +176,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // loops and registers the metrics.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.readiness = new(readiness)
 	cfg, err := a.check()
 	if err != nil {
 		return err
@@ -218,6 +220,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("registering gatehouse metrics: %w", err)
 	}
 	a.registry = reg
+	a.addOwnReadinessChecks()
 	return nil
 }
 

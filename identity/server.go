@@ -335,6 +335,18 @@ func (s *Server) RotateKeys(ctx context.Context, immediately bool) (string, erro
 	return s.keys.Rotate(ctx, s.cfg.Now(), immediately)
 }
 
+// CheckStore reads the store (one counter, absent), for a readiness probe.
+func (s *Server) CheckStore(ctx context.Context) error {
+	_, err := s.store.Counter(ctx, "readiness-probe")
+	return err
+}
+
+// CheckSigningKey reports whether a key signs now, for a readiness probe.
+func (s *Server) CheckSigningKey() error {
+	_, _, err := s.keys.SigningKey(s.cfg.Now())
+	return err
+}
+
 // Keys is the server's key source for verifiers in this process.
 func (s *Server) Keys() verify.KeySource { return s.keys.Source(s.cfg.Now) }
 

@@ -79,3 +79,9 @@ type Rows interface {
 // its values as Decimal, so that no digit is lost or gained on the way to JSON; the result
 // writer prints it as a JSON number (quoted, if it is not one, such as "NaN").
 type Decimal string
+
+// Pinger is an Engine or a Forwarder that can tell whether its database or upstream
+// answers, for a readiness probe. Ping returns nil when it does, within ctx.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

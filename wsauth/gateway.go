@@ -442,3 +442,40 @@ func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (h hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// CheckBackend reports whether a backend answers: a TCP connection to one of the
+// upstreams (tried in order) within ctx, closed at once. For a readiness probe: it
+// says nothing of the backend's WebSocket service, only that something listens.
+func (g *Gateway) CheckBackend(ctx context.Context) error {
+	var errs []error
+	for _, u := range g.cfg.Upstreams {
+		addr, err := upstreamAddr(u)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.Close()
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// upstreamAddr is the host:port of an upstream's URL (ws:// on 80, wss:// on 443 by
+// default).
+func upstreamAddr(u string) (string, error) {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return "", err
+	}
+	port := pu.Port()
+	if port == "" {
+		port = "80"
+		if pu.Scheme == "wss" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(pu.Hostname(), port), nil
+}

@@ -58,6 +58,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		max_rows <n>
 //		max_concurrent_per_user <n>
 //		max_user_share <percent>
+//		readiness <name> [optional]       # this engine's check in gatehouse_health ready
 //		max_statement_size <bytes>
 //		max_in_list <n>
 //		max_criteria <n>
@@ -91,6 +92,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxConcurrentPerUser, err = cfutil.PositiveIntArg(d)
 		case "max_user_share":
 			h.MaxUserShare, err = cfutil.PositiveIntArg(d)
+		case "readiness":
+			h.Readiness, h.ReadinessOptional, err = cfutil.ReadinessArgs(d)
 		case "max_statement_size":
 			h.MaxStatementSize, err = cfutil.PositiveIntArg(d)
 		case "max_in_list":

@@ -1,6 +1,7 @@
 package queryhandler
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +66,16 @@ type Handler struct {
 	// never hold the whole pool. Default 50: the other half is always free
 	// for other users.
 	MaxUserShare int `json:"max_user_share,omitempty"`
+
+	// Readiness names this handler's check in the readiness probe
+	// (gatehouse_health ready): a round trip to the engine's database (or
+	// the iq engine's upstream). Default "query_engine" (query_engine_2 for
+	// a second handler, and so on).
+	Readiness string `json:"readiness,omitempty"`
+
+	// ReadinessOptional reports the engine's check without making the
+	// instance not ready when it fails.
+	ReadinessOptional bool `json:"readiness_optional,omitempty"`
 
 	// MaxStatementSize bounds an IQL statement, in bytes, and how much a
 	// structured request's numbers may grow written out (its statement is
@@ -181,6 +192,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if err := h.handler.CheckCatalog(ctx); err != nil {
 		return fmt.Errorf("gatehouse_query: the table policy does not fit the database: %w", err)
+	}
+	var pinger queryproxy.Pinger
+	if cfg.Engine != nil {
+		pinger, _ = cfg.Engine.(queryproxy.Pinger)
+	} else {
+		pinger, _ = cfg.Forwarder.(queryproxy.Pinger)
+	}
+	if pinger != nil {
+		appIface.(*caddymodule.App).AddReadinessCheck(cmp.Or(h.Readiness, "query_engine"), !h.ReadinessOptional, pinger.Ping)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		ping_interval <duration>
 //		idle_timeout <duration>
 //		backend_message_timeout <duration>
+//		readiness <name> [optional]       # this backend's check in gatehouse_health ready
 //		return_access_token <client_id>...  # "*" for every client
 //		vendor <name>
 //		motif                             # the original web client's replies
@@ -97,6 +98,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.IdleTimeout, err = cfutil.DurationArg(d)
 		case "backend_message_timeout":
 			h.BackendMessageTimeout, err = cfutil.DurationArg(d)
+		case "readiness":
+			h.Readiness, h.ReadinessOptional, err = cfutil.ReadinessArgs(d)
 		case "return_access_token":
 			err = cfutil.AppendArgs(d, &h.ReturnAccessToken)
 		case "vendor":

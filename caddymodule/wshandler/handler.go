@@ -119,6 +119,17 @@ type Handler struct {
 	// 1011. Default 30s.
 	BackendMessageTimeout caddy.Duration `json:"backend_message_timeout,omitempty"`
 
+	// Readiness names this handler's check in the readiness probe
+	// (gatehouse_health ready): a TCP connection to one of its upstreams.
+	// Default "message_backend" (message_backend_2 for a second handler, and
+	// so on).
+	Readiness string `json:"readiness,omitempty"`
+
+	// ReadinessOptional reports the backend's check without making the
+	// instance not ready when it fails: an outage of a shared market-data
+	// backend need not take the identity server out of a balancer.
+	ReadinessOptional bool `json:"readiness_optional,omitempty"`
+
 	// ReturnAccessToken lists the OAuth client ids whose sessions get
 	// their access token back (Base-64) in Identify replies, so the
 	// client can save it (the original web client needs it); "*" means
@@ -356,6 +367,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.gw, err = wsauth.New(cfg); err != nil {
 		return fmt.Errorf("gatehouse_ws: %w", err)
 	}
+	app.AddReadinessCheck(cmp.Or(h.Readiness, "message_backend"), !h.ReadinessOptional, h.gw.CheckBackend)
 	return nil
 }
 

@@ -266,6 +266,20 @@ func (r *RemoteKeySet) fetchAndKeep(ctx context.Context, done chan struct{}) {
 	r.fetched = r.cfg.Now()
 }
 
+// Ready reports whether the key set holds keys (a fetch succeeded once), for a
+// readiness probe: the error of the last fetch when it holds none.
+func (r *RemoteKeySet) Ready() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.keys) > 0 {
+		return nil
+	}
+	if r.lastErr != nil {
+		return r.lastErr
+	}
+	return errors.New("the remote key set was not fetched yet")
+}
+
 // fetchPanicked ends a fetch that panicked (contained): its waiters are
 // released with an error, and the last good set keeps serving.
 func (r *RemoteKeySet) fetchPanicked(done chan struct{}) {

@@ -531,3 +531,18 @@ func shownURL(u *url.URL) string {
 	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
 	return c.String()
 }
+
+// Ping checks that the upstream answers HTTP at all (any status), for a readiness
+// probe: a GET of its base URL.
+func (e *Engine) Ping(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cfg.URL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	return resp.Body.Close()
+}

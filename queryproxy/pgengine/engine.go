@@ -215,3 +215,12 @@ func staleStatement(err error) bool {
 	pe, ok := errors.AsType[*pgconn.PgError](err)
 	return ok && pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan must not change result type")
 }
+
+// Ping checks that the server answers (a connection of the pool, a round trip), for a
+// readiness probe.
+func (e *Engine) Ping(ctx context.Context) error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	return e.pool.Ping(ctx)
+}

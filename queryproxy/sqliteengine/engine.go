@@ -214,3 +214,23 @@ func (e *Engine) Close() error {
 }
 
 var _ queryproxy.Engine = (*Engine)(nil)
+
+// Ping checks that the database answers a read (a reader, SELECT 1), for a readiness
+// probe.
+func (e *Engine) Ping(ctx context.Context) error {
+	r, err := e.readers.get(ctx)
+	if err != nil {
+		return err
+	}
+	q, ok := r.conn.(driver.QueryerContext)
+	if !ok {
+		e.readers.put(r, false)
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, "SELECT 1", nil)
+	if err == nil {
+		err = rows.Close()
+	}
+	e.readers.put(r, err != nil && isBroken(err))
+	return err
+}

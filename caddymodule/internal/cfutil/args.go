@@ -162,3 +162,16 @@ func HeaderTemplates(d *caddyfile.Dispenser, once *OnceSet, headers *map[string]
 	(*headers)[name] = list[1:]
 	return nil
 }
+
+// ReadinessArgs reads "readiness <name> [optional]": a handler's check in the
+// readiness probe.
+func ReadinessArgs(d *caddyfile.Dispenser) (name string, optional bool, err error) {
+	args := d.RemainingArgs()
+	switch {
+	case len(args) == 1:
+		return args[0], false, nil
+	case len(args) == 2 && args[1] == "optional":
+		return args[0], true, nil
+	}
+	return "", false, d.Err("readiness takes a name and, optionally, the word optional")
+}

@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// probe GETs path on g and decodes a probe's answer.
+func probe(t *testing.T, g *Gatehouse, path string) (int, map[string]any, string) {
+	t.Helper()
+	resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.URL+path, nil))
+	var v map[string]any
+	_ = json.Unmarshal(body, &v)
+	return resp.StatusCode, v, string(body)
+}
+
+// TestDemoProbesAndPages: the demo serves /healthz and /readyz (every check named,
+// none failed), / with links to what it offers, and 404 for a path it does not serve.
+// It failed when: every unknown path answered 200 with an empty body, so a probe
+// passed on a typo.
+func TestDemoProbesAndPages(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	if status, v, body := probe(t, g, "/healthz"); status != 200 || v["status"] != "live" {
+		t.Errorf("/healthz: %d %s", status, body)
+	}
+	status, v, body := probe(t, g, "/readyz")
+	checks, _ := v["checks"].(map[string]any)
+	if status != 200 || v["status"] != "ready" || len(checks) != 5 {
+		t.Errorf("/readyz: %d %s", status, body)
+	}
+	for _, name := range []string{"store", "signing_keys", "query_engine", "message_backend", "message_backend_2"} {
+		if checks[name] != "ok" {
+			t.Errorf("/readyz: check %s is %v: %s", name, checks[name], body)
+		}
+	}
+	for _, path := range []string{"/nope", "/healthz2", "/connectx", "/callback"} {
+		if resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.URL+path, nil)); resp.StatusCode != 404 {
+			t.Errorf("%s: %d %.100s, want 404", path, resp.StatusCode, body)
+		}
+	}
+	resp, page := g.Do(t, mustRequest(t, http.MethodGet, g.URL+"/", nil))
+	if resp.StatusCode != 200 || !strings.Contains(string(page), `href="/demo/"`) || !strings.Contains(string(page), `href="/readyz"`) {
+		t.Errorf("/: %d %.300s", resp.StatusCode, page)
+	}
+}
+
+// TestReadinessNamesTheFailedCheck: with the message backend down, readiness is 503
+// naming the check, not its address or error, and 200 when the config marks that
+// check optional (an outage of the shared backend need not take the identity server
+// out of a balancer); liveness stays 200.
+func TestReadinessNamesTheFailedCheck(t *testing.T) {
+	t.Parallel()
+	dead := strconv.Itoa(reservePort(t))
+	for _, optional := range []bool{false, true} {
+		extra := ""
+		if optional {
+			extra = " optional"
+		}
+		config := demoVariant(t, "dead-backend"+extra, configEdit{
+			anchor:  "\tgatehouse_ws /ws {\n\t\tupstream ws://127.0.0.1:{$GATEHOUSE_BACKEND_PORT:9090}/\n",
+			insert:  "\tgatehouse_ws /ws {\n\t\tupstream ws://127.0.0.1:" + dead + "/\n\t\treadiness market_feed" + extra + "\n",
+			replace: true,
+		})
+		g := StartGatehouseWith(t, Options{Config: config})
+		status, v, body := probe(t, g, "/readyz")
+		checks, _ := v["checks"].(map[string]any)
+		want, wantStatus := "failed", 503
+		if optional {
+			want, wantStatus = "failed (optional)", 200
+		}
+		if status != wantStatus || checks["market_feed"] != want || checks["store"] != "ok" {
+			t.Errorf("/readyz with the backend down (optional %v): %d %s", optional, status, body)
+		}
+		if !optional && !strings.Contains(body, `"failed":["market_feed"]`) {
+			t.Errorf("/readyz does not name the failed check: %s", body)
+		}
+		if strings.Contains(body, dead) || strings.Contains(body, "127.0.0.1") || strings.Contains(body, "refused") {
+			t.Errorf("/readyz tells an address or an error: %s", body)
+		}
+		if status, _, body := probe(t, g, "/healthz"); status != 200 {
+			t.Errorf("/healthz with the backend down: %d %s", status, body)
+		}
+	}
+}
