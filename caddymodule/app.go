@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -148,17 +149,18 @@ type App struct {
 	// tokens, checked in-process against its own keys, with revocations.
 	VerifierConfig *VerifierConfig `json:"verifier,omitempty"`
 
-	logger    *zap.Logger
-	storeKey  string // the pool key of the acquired store; "" when none is held
-	store     store.Store
-	srv       *identity.Server
-	verifier  *verify.Verifier
-	remote    *verify.RemoteKeySet // the remote key set of the verifier, if any
-	registry  *prometheus.Registry // where collector is registered
-	collector prometheus.Collector
-	cancel    context.CancelFunc // ends the background loops
-	loops     *sync.WaitGroup    // the background loops
-	readiness *readiness         // the readiness probe's checks (gatehouse_health ready); nil until Provision
+	logger      *zap.Logger
+	storeKey    string // the pool key of the acquired store; "" when none is held
+	store       store.Store
+	srv         *identity.Server
+	verifier    *verify.Verifier
+	remote      *verify.RemoteKeySet // the remote key set of the verifier, if any
+	registry    *prometheus.Registry // where collector is registered
+	collector   prometheus.Collector
+	cancel      context.CancelFunc // ends the background loops
+	loops       *sync.WaitGroup    // the background loops
+	validateDir string             // validating: the throwaway store's directory
+	readiness   *readiness         // the readiness probe's checks (gatehouse_health ready); nil until Provision
 }
 
 // CaddyModule returns the Caddy module information.
@@ -201,7 +203,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if a.Issuer != "" || a.VerifierConfig.checksRevocations() {
-		if err := a.acquireConfiguredStore(ctx); err != nil {
+		if validating {
+			if err := a.openValidationStore(ctx); err != nil {
+				return err
+			}
+		} else if err := a.acquireConfiguredStore(ctx); err != nil {
 			return err
 		}
 	}
@@ -363,6 +369,13 @@ func (a *App) Cleanup() error {
 			errs = append(errs, err)
 		}
 		a.storeKey, a.store = "", nil
+	}
+	if a.validateDir != "" {
+		if a.store != nil {
+			errs = append(errs, a.store.Close())
+		}
+		errs = append(errs, os.RemoveAll(a.validateDir))
+		a.validateDir, a.store = "", nil
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,21 @@ type StoreOpener interface {
 	OpenStore(ctx context.Context) (store.Store, error)
 }
 
+// StoreStatus is what `validate` reads of a store without changing it.
+type StoreStatus struct {
+	// Absent: no database, or no schema in it yet (a start creates it).
+	Absent bool
+	// Current is the schema version the database is at; Latest the one a
+	// start brings it to (the migrations between are pending).
+	Current, Latest int
+}
+
+// StoreStatuser is a StoreOpener that can read its store's StoreStatus without
+// changing anything: no file, no migration, no row.
+type StoreStatuser interface {
+	StoreStatus(ctx context.Context) (StoreStatus, error)
+}
+
 // defaultStore is the store of an app that names none: the sqlite module
 // (package caddymodule/sqlitestore) at its default path. It is raw JSON so
 // that this package does not import the module's.

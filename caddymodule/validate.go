@@ -1,16 +1,21 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 	identityusers "github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/verify"
+	"go.uber.org/zap"
 )
 
 // Validate checks the configuration: the glue's own shape (remote-only
@@ -157,5 +162,59 @@ func (a *App) checkVerifier() error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("verifier: %w", err)
 	}
+	return nil
+}
+
+// validating is true in a `validate` command (caddy validate, gatehouse validate):
+// Caddy provisions every module to validate a config, and this process then writes
+// nothing anywhere. The store is only read (openValidationStore), the identity server
+// runs on a throwaway store, and the SQLite query engine on a copy of its database.
+var validating = len(os.Args) > 1 && os.Args[1] == "validate"
+
+// Validating reports whether this process only validates a config: modules that
+// would write (create a database, seed it) must not.
+func Validating() bool { return validating }
+
+// openValidationStore reads the configured store's state without changing it, says
+// what a start would do to it, and gives the app a throwaway SQLite store in a
+// temporary directory (removed at Cleanup), so that everything else (the users file,
+// the signing keys, the clients) is checked as a start would.
+func (a *App) openValidationStore(ctx caddy.Context) error {
+	opener, err := a.loadStoreModule(ctx)
+	if err != nil {
+		return err
+	}
+	if st, ok := opener.(StoreStatuser); ok {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		status, err := st.StoreStatus(sctx)
+		cancel()
+		switch {
+		case err != nil:
+			return fmt.Errorf("validate: reading the store: %w", err)
+		case status.Current > status.Latest:
+			return fmt.Errorf("validate: the store's schema is at version %d, newer than this program's %d", status.Current, status.Latest)
+		case status.Absent:
+			a.logger.Warn("validate: the store holds no schema yet: everything but the store was checked; a start creates it")
+		case status.Current < status.Latest:
+			pending := make([]int, 0, status.Latest-status.Current)
+			for v := status.Current + 1; v <= status.Latest; v++ {
+				pending = append(pending, v)
+			}
+			a.logger.Info("validate: the store's schema is older than this program's: a start applies the pending migrations",
+				zap.Int("schema_version", status.Current), zap.Ints("pending_migrations", pending))
+		default:
+			a.logger.Info("validate: the store's schema is current", zap.Int("schema_version", status.Current))
+		}
+	}
+	dir, err := os.MkdirTemp("", "gatehouse-validate-")
+	if err != nil {
+		return err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "validate.db"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return fmt.Errorf("validate: opening a throwaway store: %w", err)
+	}
+	a.store, a.validateDir = st, dir
 	return nil
 }

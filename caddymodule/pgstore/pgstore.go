@@ -155,6 +155,13 @@ func (s *PostgresStore) OpenStore(ctx context.Context) (store.Store, error) {
 	return postgres.Open(ctx, postgres.Config{DSN: s.dsn, MaxConns: s.MaxConns, DisableNotify: !s.notify(), Logger: s.logger})
 }
 
+// StoreStatus reads the database's schema version in a READ ONLY transaction, for
+// `validate`.
+func (s *PostgresStore) StoreStatus(ctx context.Context) (caddymodule.StoreStatus, error) {
+	absent, current, latest, err := postgres.Status(ctx, s.dsn)
+	return caddymodule.StoreStatus{Absent: absent, Current: current, Latest: latest}, err
+}
+
 // UnmarshalCaddyfile sets up the store from Caddyfile tokens: the
 // arguments of the gatehouse option's `store postgres` line. Syntax:
 //

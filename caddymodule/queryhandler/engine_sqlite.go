@@ -1,7 +1,9 @@
 package queryhandler
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/sqliteengine"
 )
@@ -54,6 +57,7 @@ type SQLiteEngine struct {
 	TraceStatements bool `json:"trace_statements,omitempty"`
 
 	engine *sqliteengine.Engine
+	tmp    string // validating: the throwaway directory the database was opened in
 }
 
 // CaddyModule returns the Caddy module information.
@@ -82,6 +86,22 @@ func (e *SQLiteEngine) Provision(ctx caddy.Context) error {
 	if e.TraceStatements {
 		cfg.Trace = func(sql string, _ []any) { log.Info("query statement", zap.String("sql", sql)) }
 	}
+	if caddymodule.Validating() {
+		// `validate` writes nothing: the database is opened as a copy (or, absent,
+		// created from init_file) in a throwaway directory, so that init_file and the
+		// table policy are checked against it.
+		tmp, err := os.MkdirTemp("", "gatehouse-validate-")
+		if err != nil {
+			return err
+		}
+		e.tmp = tmp
+		copyPath := filepath.Join(tmp, "query.db")
+		if err := copyFile(path, copyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("gatehouse.query_engines.sqlite: validating %s: %w", path, err)
+		}
+		log.Info("validate: the query database is checked on a copy, not changed", zap.String("path", path))
+		cfg.Path = copyPath
+	}
 	eng, err := sqliteengine.Open(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("gatehouse.query_engines.sqlite: opening %s: %w", path, err)
@@ -101,12 +121,40 @@ func (e *SQLiteEngine) Validate() error {
 // Engine is the opened engine.
 func (e *SQLiteEngine) Engine() queryproxy.Engine { return e.engine }
 
-// Cleanup closes the database.
+// Cleanup closes the database (and, after `validate`, removes its copy).
 func (e *SQLiteEngine) Cleanup() error {
-	if e.engine == nil {
-		return nil
+	var err error
+	if e.engine != nil {
+		err = e.engine.Close()
 	}
-	return e.engine.Close()
+	if e.tmp != "" {
+		err = errors.Join(err, os.RemoveAll(e.tmp))
+	}
+	return err
+}
+
+// copyFile copies the file src to dst (a new file), and the write-ahead log beside
+// it, if any.
+func copyFile(src, dst string) error {
+	for _, suffix := range []string{"", "-wal"} {
+		in, err := os.Open(src + suffix)
+		if err != nil {
+			if suffix != "" && errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		out, err := os.OpenFile(dst+suffix, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			_, err = io.Copy(out, in)
+			err = errors.Join(err, out.Close())
+		}
+		in.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Interface guards

@@ -67,6 +67,13 @@ func (s *SQLiteStore) OpenStore(ctx context.Context) (store.Store, error) {
 	return sqlite.Open(ctx, s.abs)
 }
 
+// StoreStatus reads the database's schema version without changing anything (no file
+// is created), for `validate`.
+func (s *SQLiteStore) StoreStatus(ctx context.Context) (caddymodule.StoreStatus, error) {
+	absent, current, latest, err := sqlite.Status(ctx, s.abs)
+	return caddymodule.StoreStatus{Absent: absent, Current: current, Latest: latest}, err
+}
+
 // UnmarshalCaddyfile sets up the store from Caddyfile tokens: the
 // arguments of the gatehouse option's `store sqlite` line. Syntax:
 //

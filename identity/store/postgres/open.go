@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
@@ -158,3 +159,37 @@ var (
 	_ store.RevocationNotifier = (*Store)(nil)
 	_ store.Outages            = (*Store)(nil)
 )
+
+// Status reads, without changing anything, the schema version of the PostgreSQL store
+// dsn names: one connection, a READ ONLY transaction, rolled back. absent is true when
+// the database holds no schema yet; current is the version it is at, latest the
+// version Open would bring it to.
+func Status(ctx context.Context, dsn string) (absent bool, current, latest int, err error) {
+	latest = len(migrations)
+	pcfg, err := parseDSN(dsn)
+	if err != nil {
+		return false, 0, latest, err
+	}
+	password := pcfg.ConnConfig.Password
+	conn, err := pgx.ConnectConfig(ctx, pcfg.ConnConfig)
+	if err != nil {
+		return false, 0, latest, fmt.Errorf("connecting to postgres store %s: %w", targetOf(pcfg), scrub(err, password))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return false, 0, latest, scrub(err, password)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return false, 0, latest, scrub(err, password)
+	}
+	if !exists {
+		return true, 0, latest, nil
+	}
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return false, 0, latest, scrub(err, password)
+	}
+	return current == 0, current, latest, nil
+}

@@ -240,3 +240,43 @@ func dsn(abs string, o options, readOnly bool) string {
 }
 
 var _ store.Store = (*Store)(nil)
+
+// Status reads, without changing anything, the schema version of the SQLite store at
+// path: no file is created (a missing one is absent) and the connection is read-only.
+// absent is true when there is no file, or no schema in it yet; current is the
+// version it is at, latest the version Open would bring it to.
+func Status(ctx context.Context, path string) (absent bool, current, latest int, err error) {
+	latest = len(migrations)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false, 0, latest, err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+		return true, 0, latest, nil
+	} else if err != nil {
+		return false, 0, latest, err
+	}
+	// immutable: no lock, no -wal or -shm file is created beside a WAL database (a
+	// read-only connection would create both); a version read while a server
+	// writes may be a moment old, which is all validate needs.
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("immutable", "1")
+	q.Set("_query_only", "1")
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String())
+	if err != nil {
+		return false, 0, latest, err
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&tables); err != nil {
+		return false, 0, latest, fmt.Errorf("reading sqlite store %q: %w", path, err)
+	}
+	if tables == 0 {
+		return true, 0, latest, nil
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current); err != nil {
+		return false, 0, latest, fmt.Errorf("reading sqlite store %q: %w", path, err)
+	}
+	return current == 0, current, latest, nil
+}
