@@ -464,7 +464,7 @@ func (g *Gatehouse) Reload(config string) {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "reload", "--config", config, "--address", g.Admin)
+	cmd := exec.CommandContext(ctx, cmp.Or(g.opts.Binary, binary), "reload", "--config", config, "--address", g.Admin, "--force")
 	cmd.Dir = repoRoot
 	cmd.Env = g.Env()
 	out, err := cmd.CombinedOutput()

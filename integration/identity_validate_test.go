@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 // TestValidateWritesNothing: `gatehouse validate` on a config the core
@@ -168,4 +171,37 @@ func TestValidateOnPostgreSQLWritesNothing(t *testing.T) {
 	if err != nil || !strings.Contains(out, "the store's schema is current") {
 		t.Fatalf("validate on a started PostgreSQL store: %v\n%s", err, out)
 	}
+}
+
+// TestReloadSeedsNewUsers: with the store's writes at start (not at validation), a
+// reload still creates the users the users file gained since.
+func TestReloadSeedsNewUsers(t *testing.T) {
+	t.Parallel()
+	orig, err := os.ReadFile(filepath.Join(repoRoot, "examples/users.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	usersFile := filepath.Join(t.TempDir(), "users.json")
+	if err := os.WriteFile(usersFile, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := demoVariant(t, "reload-users", configEdit{anchor: "\t\tusers_file examples/users.json\n",
+		insert: "\t\tusers_file " + usersFile + "\n", replace: true})
+	g := StartGatehouseWith(t, Options{Config: config})
+	hash, err := users.HashPassword("a pass phrase for newbie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string][]map[string]any
+	if err := json.Unmarshal(orig, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["users"] = append(doc["users"], map[string]any{"username": "newbie", "subject": "newbie-1", "password_hash": hash,
+		"scopes": []string{"Service/Market"}})
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(usersFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.Reload(config)
+	g.PasswordGrant(t, "newbie", "a pass phrase for newbie")
 }
