@@ -18,6 +18,7 @@ const (
 	DefaultSeed           = 1
 	DefaultMaxConnections = 1024
 	DefaultSendQueue      = 256
+	DefaultSendQueueBytes = 1 << 20
 	DefaultWriteTimeout   = 10 * time.Second
 	DefaultReadLimit      = 1 << 20 // 1 MiB
 	DefaultPingInterval   = 30 * time.Second
@@ -81,6 +82,12 @@ type Config struct {
 	// connection's writer. A client that falls that far behind is closed
 	// (1008), never buffered without bound. Default 256.
 	SendQueue int
+	// SendQueueBytes bounds the bytes of the messages waiting for one
+	// connection's writer, whatever their number: a client that does not
+	// read while it sends messages the server answers at length (an Error
+	// echoing a long topic) is closed (1008) once this much waits. Default
+	// 1 MiB.
+	SendQueueBytes int64
 	// WriteTimeout bounds each write to a client. Default 10s.
 	WriteTimeout time.Duration
 	// ReadLimit is the largest message accepted, in bytes; a larger one
@@ -186,6 +193,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.SendQueueBytes < 0 {
+		return c, errors.New("marketdata: negative send queue bytes")
+	}
+	if c.SendQueueBytes == 0 {
+		c.SendQueueBytes = DefaultSendQueueBytes
 	}
 	if c.SendQueue == 0 {
 		c.SendQueue = DefaultSendQueue

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -28,7 +29,8 @@ type conn struct {
 	user    string // from the gateway's header; "" when none
 	version string // the ?version= of the upgrade
 
-	send chan []byte // queued messages; never closed
+	send   chan []byte  // queued messages; never closed
+	queued atomic.Int64 // the bytes of the messages in send
 
 	killOnce    sync.Once
 	done        chan struct{} // closed by kill: the connection is ending
@@ -59,10 +61,17 @@ func (c *conn) enqueue(msg []byte) bool {
 		return false
 	default:
 	}
+	if c.queued.Add(int64(len(msg))) > c.s.cfg.SendQueueBytes {
+		c.queued.Add(-int64(len(msg)))
+		c.logger.Info("closing a slow client", zap.String("user", c.user), zap.Int64("send_queue_bytes", c.s.cfg.SendQueueBytes))
+		c.kill(websocket.ClosePolicyViolation, "too slow")
+		return false
+	}
 	select {
 	case c.send <- msg:
 		return true
 	default:
+		c.queued.Add(-int64(len(msg)))
 		c.logger.Info("closing a slow client", zap.String("user", c.user), zap.Int("send_queue", cap(c.send)))
 		c.kill(websocket.ClosePolicyViolation, "too slow")
 		return false
@@ -160,6 +169,7 @@ func (c *conn) writeLoop() {
 		}
 		select {
 		case msg := <-c.send:
+			c.queued.Add(-int64(len(msg)))
 			_ = c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
 			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
 				c.logger.Debug("write failed", zap.String("user", c.user), zap.Error(err))

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -296,5 +298,40 @@ func TestWrappedResponseWriter(t *testing.T) {
 	c.send(`{"Topic":"ServerInfo","TransactionID":1}`)
 	if m := c.next(); m.Topic != "ServerInfo" || m.Action != actionPublish {
 		t.Fatalf("got %s", m.raw)
+	}
+}
+
+// TestSlowClientBytes: a client that never reads while it sends messages the server
+// answers at length (a Sub of an unknown topic, echoed in the Error) is closed once
+// the bytes waiting for it pass SendQueueBytes, however few the messages; the bytes
+// queued never pass the bound.
+// It failed when: only the count of messages was bounded (256 of any size), and one
+// such client held 171 MB of the process.
+func TestSlowClientBytes(t *testing.T) {
+	cfg := testConfig()
+	cfg.SendQueueBytes = 256 << 10
+	cfg.WriteTimeout = 2 * time.Second // the writer blocked on the client gives up, then the connection ends
+	cfg.ReadLimit = 1 << 20
+	s, srv, d := startSmall(t, cfg)
+	slow := dialWith(t, wsURL(srv, ""), nil, d)
+	topic := strings.Repeat("x", 64<<10)
+	var most int64
+	for i := range 200 {
+		if err := slow.ws.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"`+topic+`","Action":"Sub","TransactionID":`+strconv.Itoa(i)+`}`)); err != nil {
+			break // closed
+		}
+		s.mu.Lock()
+		for c := range s.conns {
+			most = max(most, c.queued.Load())
+		}
+		n := len(s.conns)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+	}
+	eventually(t, "the client that does not read is closed", func() bool { return s.Connections() == 0 })
+	if most > cfg.SendQueueBytes {
+		t.Errorf("%d bytes were queued for one client, the bound is %d", most, cfg.SendQueueBytes)
 	}
 }
