@@ -230,6 +230,11 @@ func referenceRead(t testing.TB, stream []byte) ([]wireMsg, error) {
 		t.Fatalf("reference dial: %v", err)
 	}
 	c.SetReadLimit(DefaultMaxBackendMessageBytes)
+	return readAllMessages(c)
+}
+
+// readAllMessages reads c's messages until it fails: the messages and the error.
+func readAllMessages(c *websocket.Conn) ([]wireMsg, error) {
 	var got []wireMsg
 	for {
 		typ, data, err := c.ReadMessage()
@@ -515,14 +520,7 @@ func serverRead(t testing.TB, conn net.Conn) ([]wireMsg, error) {
 	}
 	defer c.Close()
 	c.SetReadLimit(DefaultMaxMessageBytes)
-	var got []wireMsg
-	for {
-		typ, data, err := c.ReadMessage()
-		if err != nil {
-			return got, err
-		}
-		got = append(got, wireMsg{typ, string(data)})
-	}
+	return readAllMessages(c)
 }
 
 // hijackRecorder hands gorilla's Upgrader conn.

@@ -2,12 +2,9 @@ package wsauth
 
 import (
 	"bufio"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/binary"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,31 +17,12 @@ import (
 // then run has the connection. Its URL is returned.
 func rawBackend(t *testing.T, first []byte, run func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		br := bufio.NewReader(c)
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		h := sha1.Sum([]byte(req.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-		resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
-			base64.StdEncoding.EncodeToString(h[:]) + "\r\n\r\n"
-		if _, err := c.Write(append([]byte(resp), first...)); err != nil {
+	return hostileBackend(t, func(c net.Conn, br *bufio.Reader, accept string) {
+		if _, err := c.Write(append([]byte(switching(accept, "")), first...)); err != nil {
 			return
 		}
 		run(c, br)
-	}()
-	return "ws://" + l.Addr().String() + "/zenith"
+	})
 }
 
 // rawFrame is a server frame: FIN (or not), opcode op, payload p; b0
