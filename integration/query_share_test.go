@@ -26,7 +26,7 @@ func bigNewsConfig(t *testing.T) string {
 	}
 	return demoVariant(t, "big-news-share",
 		configEdit{anchor: "init_file examples/querydb/demo.sql", insert: "init_file " + initFile, replace: true},
-		configEdit{anchor: "\t\tallowed_origins http://localhost:{$GATEHOUSE_HTTP_PORT:8080}\n\t}\n}", insert: "\t\tmax_rows 1000000\n", before: true})
+		configEdit{anchor: "\t\tallowed_origins http://localhost:{$GATEHOUSE_HTTP_PORT:8080}\n\t}\n\n\t# Nothing else", insert: "\t\tmax_rows 1000000\n", before: true})
 }
 
 // TestQueryUserShareOfThePool: one user holds at most half of the engine's connections

@@ -14,7 +14,7 @@ import (
 
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("gatehouse_query", parseHandler)
-	httpcaddyfile.RegisterDirectiveOrder("gatehouse_query", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_query", httpcaddyfile.Before, "respond")
 }
 
 func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {

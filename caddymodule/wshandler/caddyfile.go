@@ -15,7 +15,7 @@ func init() {
 	httpcaddyfile.RegisterHandlerDirective("gatehouse_ws", parseHandler)
 	// The gateway answers its path itself: after route protection, before
 	// any proxying.
-	httpcaddyfile.RegisterDirectiveOrder("gatehouse_ws", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterDirectiveOrder("gatehouse_ws", httpcaddyfile.Before, "respond")
 }
 
 func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
