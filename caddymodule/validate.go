@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,7 +170,7 @@ func (a *App) checkVerifier() error {
 // Caddy provisions every module to validate a config, and this process then writes
 // nothing anywhere. The store is only read (openValidationStore), the identity server
 // runs on a throwaway store, and the SQLite query engine on a copy of its database.
-var validating = len(os.Args) > 1 && os.Args[1] == "validate"
+var validating = len(os.Args) > 1 && (os.Args[1] == "validate" || os.Args[1] == "adapt" && slices.Contains(os.Args, "--validate"))
 
 // Validating reports whether this process only validates a config: modules that
 // would write (create a database, seed it) must not.

@@ -25,6 +25,15 @@ func TestConsentFormAnsweredOnce(t *testing.T) {
 		if again.status != http.StatusBadRequest || again.location != nil {
 			t.Fatalf("allow after deny: %d %v, want 400 and no redirect", again.status, again.location)
 		}
+		// The same form spelled otherwise (base64 skips a line break) is the same
+		// form. It failed when: the counter was keyed on the form's text.
+		form := p.fields()
+		req := form.Get("request")
+		form.Set("request", req[:10]+"\n"+req[10:])
+		form.Set("decision", "allow")
+		if r := b.post(PathConsent, form); r.location != nil && r.location.Query().Get("code") != "" {
+			t.Fatalf("allow after deny, the form's text respelled: a code")
+		}
 		if _, err := browserStore(f.st).Consent(t.Context(), "sub-other", "web"); err == nil {
 			t.Error("allow after deny stored a consent")
 		}

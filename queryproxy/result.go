@@ -199,8 +199,7 @@ type resultStream struct {
 	w    http.ResponseWriter
 	rc   *http.ResponseController // made at the first flush
 	wt   time.Duration            // each write's time limit
-	dl   bool                     // a write deadline was set: cleared at the end
-	dlAt time.Time                // when it was set
+	dl   bool                     // a write deadline is set: lifted after the write
 	noDl bool                     // the writer has no deadlines
 	buf  []byte
 	sum  ResultSummary
@@ -227,12 +226,13 @@ func (s *resultStream) send() error {
 		if s.rc == nil {
 			s.rc = http.NewResponseController(s.w)
 		}
-		// A deadline costs a timer update: it is moved only once a quarter of it has
-		// passed, so each write has between 3/4 and all of WriteTimeout.
-		if now := time.Now(); !s.noDl && now.Sub(s.dlAt) > s.wt/4 {
-			switch err := s.rc.SetWriteDeadline(now.Add(s.wt)); {
+		// The deadline bounds this write and its flush only, and is lifted after
+		// them: on HTTP/2 a deadline that passes resets the stream even while no
+		// write is under way (rows may take their time to come from the engine).
+		if !s.noDl {
+			switch err := s.rc.SetWriteDeadline(time.Now().Add(s.wt)); {
 			case err == nil:
-				s.dl, s.dlAt = true, now
+				s.dl = true
 			case errors.Is(err, http.ErrNotSupported):
 				s.noDl = true
 			}
@@ -250,6 +250,7 @@ func (s *resultStream) send() error {
 			err = nil
 		}
 	}
+	s.clearDeadline()
 	if err != nil {
 		return &StreamError{Code: CodeCanceled, Err: fmt.Errorf("writing query result: %w", err)}
 	}
@@ -261,6 +262,7 @@ func (s *resultStream) send() error {
 func (s *resultStream) clearDeadline() {
 	if s.dl {
 		_ = s.rc.SetWriteDeadline(time.Time{})
+		s.dl = false
 	}
 }
 

@@ -318,9 +318,9 @@ func pongingBackend(t *testing.T, send <-chan []byte, pings *atomic.Int64) strin
 // client left).
 func TestBackendKeepAlive(t *testing.T) {
 	timing := func(c *Config) {
-		c.PingInterval = 100 * time.Millisecond
-		c.IdleTimeout = 400 * time.Millisecond
-		c.BackendMessageTimeout = 700 * time.Millisecond
+		c.PingInterval = 200 * time.Millisecond
+		c.IdleTimeout = time.Second
+		c.BackendMessageTimeout = 1500 * time.Millisecond
 	}
 	t.Run("answers", func(t *testing.T) {
 		var pings atomic.Int64
@@ -336,9 +336,9 @@ func TestBackendKeepAlive(t *testing.T) {
 				}
 			}
 		}()
-		time.Sleep(1500 * time.Millisecond)
-		if n := pings.Load(); n < 5 {
-			t.Errorf("the backend got %d pings in 1.5 s at a 100 ms interval", n)
+		time.Sleep(2500 * time.Millisecond) // past idle_timeout twice
+		if n := pings.Load(); n < 4 {
+			t.Errorf("the backend got %d pings in 2.5 s at a 200 ms interval", n)
 		}
 		if e.logs.FilterMessage("ws backend leg failed").Len() != 0 {
 			t.Errorf("a backend that answers its pings was lost")
@@ -346,7 +346,7 @@ func TestBackendKeepAlive(t *testing.T) {
 	})
 	t.Run("stops answering", func(t *testing.T) {
 		url := rawBackend(t, nil, func(c net.Conn, br *bufio.Reader) {
-			time.Sleep(3 * time.Second) // reads nothing, sends nothing
+			time.Sleep(7 * time.Second) // reads nothing, sends nothing
 		})
 		e := newTestEnv(t, func(c *Config) { timing(c); c.Upstreams = []string{url} })
 		c := e.dial(bearer(tokDemo))
@@ -354,8 +354,8 @@ func TestBackendKeepAlive(t *testing.T) {
 		if code := closeCode(t, c); code != websocket.CloseInternalServerErr {
 			t.Errorf("client close %d, want 1011", code)
 		}
-		if d := time.Since(start); d < 300*time.Millisecond || d > 2*time.Second {
-			t.Errorf("a silent backend was lost after %v, idle_timeout is 400ms", d)
+		if d := time.Since(start); d < 700*time.Millisecond || d > 5*time.Second {
+			t.Errorf("a silent backend was lost after %v, idle_timeout is 1s", d)
 		}
 	})
 	t.Run("stalls mid-message", func(t *testing.T) {
@@ -371,8 +371,8 @@ func TestBackendKeepAlive(t *testing.T) {
 		if code := closeCode(t, c); code != websocket.CloseInternalServerErr {
 			t.Errorf("client close %d, want 1011", code)
 		}
-		if d := time.Since(start); d < 500*time.Millisecond || d > 3*time.Second {
-			t.Errorf("a stalled message ended the leg after %v, backend_message_timeout is 700ms", d)
+		if d := time.Since(start); d < time.Second || d > 6*time.Second {
+			t.Errorf("a stalled message ended the leg after %v, backend_message_timeout is 1.5s", d)
 		}
 		if pings.Load() == 0 {
 			t.Errorf("the backend was never pinged")

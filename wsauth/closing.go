@@ -63,11 +63,7 @@ func (s *session) teardown() {
 	s.ending.Store(true)
 	s.reportRelayed()
 	s.cancel()
-	s.mu.Lock()
-	s.ended = true // the supervisor leaves the session alone
-	gauge := s.authority.state()
-	s.dropSubsLocked()
-	s.mu.Unlock()
+	gauge := s.endUnder()
 	if s.bc != nil {
 		code := websocket.CloseGoingAway
 		if s.clientCode == websocket.CloseNormalClosure {
@@ -96,6 +92,18 @@ func (s *session) teardown() {
 	if s.counted {
 		s.g.leaveUser(s.slot)
 	}
+}
+
+// endUnder marks the session ended, so the supervisor leaves it alone, and
+// forgets its subscriptions, under s.mu (released in a deferred call): it
+// returns the session's state for the gauge.
+func (s *session) endUnder() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = true
+	gauge := s.authority.state()
+	s.dropSubsLocked()
+	return gauge
 }
 
 // giveUp drops the client (its writes are failing): the reader's read

@@ -49,13 +49,14 @@ type Gateway struct {
 	srcUnauth map[string]int // unauthenticated sockets by source (sourceKey)
 	users     map[string]int // authenticated sessions by subject (srcMu too)
 
-	mu       sync.Mutex
-	closed   bool                  // Shutdown was called: no new sockets
-	closeAs  int                   // the close code Shutdown was given
-	sessions map[*session]struct{} // live sessions
-	wg       sync.WaitGroup        // one per live session
-	stopSup  context.CancelFunc    // ends the supervisor; nil until it runs
-	supDone  chan struct{}         // closed when the supervisor has ended
+	mu        sync.Mutex
+	closed    bool                  // Shutdown was called: no new sockets
+	closeAs   int                   // the close code Shutdown was given
+	sessions  map[*session]struct{} // live sessions
+	wg        sync.WaitGroup        // one per live session
+	stopSup   context.CancelFunc    // ends the supervisor; nil until it runs
+	supStarts atomic.Int32          // the supervisor's (re)starts
+	supDone   chan struct{}         // closed when the supervisor has ended
 }
 
 // New builds the Gateway cfg configures.

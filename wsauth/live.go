@@ -87,10 +87,11 @@ func (s *session) lapseLocked(a authority, now time.Time) {
 // as the supervisor may: the supervisor skips the session meanwhile.
 func (s *session) unsubscribe() {
 	defer s.wg.Done()
-	s.mu.Lock()
-	err := s.writeOwedLocked()
-	bw, user := s.bw, s.id.Subject
-	s.mu.Unlock()
+	bw, user, err := func() (*frameConn, string, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.bw, s.id.Subject, s.writeOwedLocked()
+	}()
 	if err == nil && bw != nil && !s.ending.Load() {
 		err = bw.flush()
 	}
@@ -144,37 +145,43 @@ func (s *session) lapsed(a authority, id *Identity, refusal string) {
 func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, topic string, env *Envelope) {
 	s.adopt(&id)
 	var out [][]byte // for the client, after the reply
-	s.mu.Lock()
-	wasLive := s.authority == authLive
-	s.id = id
-	s.polValid = false
-	s.gen++
-	gen := s.gen
-	s.checkedAt = at
-	s.setAuthorityLocked(authLive)
-	s.limits = s.cfg.limitsFor(&s.id)
-	var err error
-	if !wasLive {
-		err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
-	}
-	var resend []subKey
-	for _, k := range s.subKeysLocked() {
-		if ok, _ := s.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
-			if !wasLive {
-				resend = append(resend, k)
+	var (
+		wasLive, push bool
+		gen           uint32
+		err           error
+		resend        []subKey
+	)
+	func() { // under s.mu, released in a deferred call so that a panic leaves it free
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		wasLive = s.authority == authLive
+		s.id = id
+		s.polValid = false
+		s.gen++
+		gen = s.gen
+		s.checkedAt = at
+		s.setAuthorityLocked(authLive)
+		s.limits = s.cfg.limitsFor(&s.id)
+		if !wasLive {
+			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
+		}
+		for _, k := range s.subKeysLocked() {
+			if ok, _ := s.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
+				if !wasLive {
+					resend = append(resend, k)
+				}
+				continue
 			}
-			continue
+			sub, _ := Scan(s.subs[k]) // scanned once already: it reads
+			out = append(out, AppendError(nil, &sub, CodeAuthority),
+				AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true))
+			if wasLive && err == nil {
+				err = s.unsubBackendLocked(k)
+			}
+			s.untrackLocked(k)
 		}
-		sub, _ := Scan(s.subs[k]) // scanned once already: it reads
-		out = append(out, AppendError(nil, &sub, CodeAuthority),
-			AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true))
-		if wasLive && err == nil {
-			err = s.unsubBackendLocked(k)
-		}
-		s.untrackLocked(k)
-	}
-	push := s.identifySub
-	s.mu.Unlock()
+		push = s.identifySub
+	}()
 
 	s.cfg.Metrics.Reauthenticated()
 	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),

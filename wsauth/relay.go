@@ -56,7 +56,8 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 			}
 			_ = bc.Close()
 			s.g.log.Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", resp.StatusCode), zap.Error(err))
-			continue // a backend that answers so is broken: 1011, not "try again"
+			code = websocket.CloseInternalServerErr // a backend that answers so is broken: 1011, not "try again"
+			continue
 		}
 		status := 0
 		if resp != nil {
@@ -581,13 +582,18 @@ func (s *session) writeLoop() {
 // backend that does not read fails that write anyway). Client writer
 // only.
 func (s *session) pingBackend() {
-	s.mu.Lock()
-	bc := s.bc
-	s.mu.Unlock()
-	if bc == nil || s.ending.Load() {
+	// Never waiting on the backend leg: a lock held elsewhere, or a write to the
+	// leg under way, means the leg is busy, and this interval's ping is skipped
+	// (the next comes a PingInterval later, within IdleTimeout).
+	if !s.mu.TryLock() {
 		return
 	}
-	_ = bc.WriteControl(websocket.PingMessage, nil, deadline(s.cfg.WriteTimeout))
+	bc, bw := s.bc, s.bw
+	s.mu.Unlock()
+	if bc == nil || s.ending.Load() || bw != nil && bw.writing.Load() {
+		return
+	}
+	_ = bc.WriteControl(websocket.PingMessage, nil, deadline(time.Second))
 }
 
 // flushBackend writes the client's messages batched for the backend leg

@@ -53,6 +53,11 @@ func (g *Gateway) supervise(ctx context.Context) {
 		changed = g.cfg.RevocationsChanged()
 	}
 	var changedAt time.Time // sessions checked before it are due
+	if g.supStarts.Add(1) > 1 {
+		// Restarted after a panic: a revocation signalled before it may not
+		// have been applied yet, so every session is checked again.
+		changedAt = time.Now()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,12 +139,25 @@ func (s *session) whenFree(f func()) {
 	}, nil)
 }
 
-// inspectLocked is inspect with s.mu held; it releases it.
+// inspectLocked is inspect with s.mu held; it releases it (in a deferred
+// call for the part under it, so that a panic leaves the lock free).
 func (s *session) inspectLocked(now, wall, changedAt time.Time) (recheck, bool) {
-	var r recheck
-	var due, closeIt bool
-	var id Identity // for the log, copied only when needed
-	lapsed := authNone
+	r, due, closeIt, lapsed, id := s.inspectUnder(now, wall, changedAt)
+	if lapsed != authNone {
+		s.lapsed(lapsed, &id, "")
+	}
+	if closeIt {
+		s.g.log.Info("ws session closed", zap.String("reason", "authority lapsed past the grace period"),
+			zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
+		s.closeSoon(websocket.ClosePolicyViolation)
+	}
+	return r, due
+}
+
+// inspectUnder is the part of inspectLocked under s.mu, which it releases.
+func (s *session) inspectUnder(now, wall, changedAt time.Time) (r recheck, due, closeIt bool, lapsed authority, id Identity) {
+	defer s.mu.Unlock()
+	lapsed = authNone
 	switch {
 	case s.ended || s.authority == authNone:
 	case s.authority == authLive && !s.id.Expiry.IsZero() && !s.id.Expiry.After(now):
@@ -152,16 +170,7 @@ func (s *session) inspectLocked(now, wall, changedAt time.Time) (recheck, bool) 
 	case !s.graceClosed && now.Sub(s.lapsedAt) > s.cfg.ExpiryGrace:
 		s.graceClosed, closeIt, id = true, true, s.id
 	}
-	s.mu.Unlock()
-	if lapsed != authNone {
-		s.lapsed(lapsed, &id, "")
-	}
-	if closeIt {
-		s.g.log.Info("ws session closed", zap.String("reason", "authority lapsed past the grace period"),
-			zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
-		s.closeSoon(websocket.ClosePolicyViolation)
-	}
-	return r, due
+	return r, due, closeIt, lapsed, id
 }
 
 // recheck verifies each token in due, one at a time (verify); a fault
@@ -221,10 +230,10 @@ func (s *session) checked(gen uint32, wall time.Time, wait bool) {
 	if !s.lockFor(wait, func() { s.checked(gen, wall, true) }) {
 		return
 	}
+	defer s.mu.Unlock()
 	if s.gen == gen {
 		s.checkedAt = wall
 	}
-	s.mu.Unlock()
 }
 
 // revoke lapses the session's authority after the verifier refused the
@@ -234,17 +243,25 @@ func (s *session) revoke(gen uint32, why string, wait bool) {
 	if !s.lockFor(wait, func() { s.revoke(gen, why, true) }) {
 		return
 	}
+	a, id, ok := s.revokeUnder(gen)
+	if ok {
+		s.lapsed(a, &id, why)
+	}
+}
+
+// revokeUnder is revoke's part under s.mu, which it releases: false when the
+// session re-authenticated, lapsed or ended meanwhile.
+func (s *session) revokeUnder(gen uint32) (a authority, id Identity, ok bool) {
+	defer s.mu.Unlock()
 	now := s.cfg.Now()
 	if s.ended || s.authority != authLive || s.gen != gen {
-		s.mu.Unlock()
-		return
+		return authNone, Identity{}, false
 	}
-	a := authRevoked
+	a = authRevoked
 	if !s.id.Expiry.IsZero() && !s.id.Expiry.After(now) {
 		a = authExpired // the verifier's refusal is the expiry
 	}
-	id := s.id
+	id = s.id
 	s.lapseLocked(a, now)
-	s.mu.Unlock()
-	s.lapsed(a, &id, why)
+	return a, id, true
 }

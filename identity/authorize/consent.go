@@ -151,7 +151,13 @@ func (e *Endpoint) ServeConsent(w http.ResponseWriter, r *http.Request) {
 // limit of one, for the form's lifetime), so concurrent answers on any
 // instance get one first between them.
 func (e *Endpoint) useForm(ctx context.Context, text string) (first bool, err error) {
-	sum := sha256.Sum256([]byte(text))
+	// Keyed on the sealed form's nonce, not its text: base64 decoding skips line
+	// breaks and ignores unused bits, so several texts open as one form.
+	raw, err := base64.RawURLEncoding.DecodeString(text)
+	if err != nil || len(raw) < e.aead.NonceSize() {
+		return false, nil // open has refused it already
+	}
+	sum := sha256.Sum256(raw[:e.aead.NonceSize()])
 	key := "consent-form:" + base64.RawURLEncoding.EncodeToString(sum[:18])
 	life := e.cfg.PendingLifetime
 	_, admitted, err := e.cfg.Store.Admit(ctx, key, e.cfg.Now(), life, 1, life)

@@ -61,7 +61,10 @@ func TestGoContainsAPanic(t *testing.T) {
 	done := make(chan struct{})
 	Go(log, "ws.test", func() { panic("first") }, func() { defer close(done); panic("second") })
 	<-done
-	time.Sleep(10 * time.Millisecond) // the cleanup's recovery runs after its deferred close
+	// The cleanup's recovery runs after its deferred close.
+	for deadline := time.Now().Add(5 * time.Second); len(got()) < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if c := got(); len(c) != 3 || c[2] != "ws.test.cleanup" {
 		t.Errorf("counted %v, want the cleanup's panic too", c)
 	}

@@ -93,9 +93,10 @@ func (c *Config) Validate() error {
 // Engine is the iq engine: a queryproxy.Forwarder. Safe for concurrent
 // use.
 type Engine struct {
-	cfg      Config
-	endpoint string
-	client   *http.Client
+	cfg        Config
+	endpoint   string
+	client     *http.Client
+	pingClient *http.Client // the readiness probe's: one connection, apart from the statements'
 }
 
 // New builds the engine cfg configures.
@@ -121,7 +122,15 @@ func New(cfg Config) (*Engine, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Engine{cfg: cfg, endpoint: strings.TrimSuffix(cfg.URL, "/") + "/query", client: client}, nil
+	pingClient := cfg.Client
+	if pingClient == nil {
+		pingClient = &http.Client{
+			Transport: &http.Transport{Proxy: nil, MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, IdleConnTimeout: 90 * time.Second,
+				DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, TLSHandshakeTimeout: 10 * time.Second},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &Engine{cfg: cfg, endpoint: strings.TrimSuffix(cfg.URL, "/") + "/query", client: client, pingClient: pingClient}, nil
 }
 
 // MaxConns is the connections to the upstream at once (0 with Config.Client, whose
@@ -539,7 +548,9 @@ func (e *Engine) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := e.client.Do(req)
+	// A client of its own: the statements' connections (MaxConns) may all be in
+	// use, and a probe must not wait for one.
+	resp, err := e.pingClient.Do(req)
 	if err != nil {
 		return err
 	}

@@ -116,11 +116,11 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 	}
 	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
 	rd, err := e.startRead(qctx, st)
-	if err != nil && staleStatement(err) {
-		// The schema changed since the statement was prepared on this connection
-		// (its failure forgot it): the next call reads the catalog again, and this
-		// read prepares the statement afresh, once, so a migration under a running
-		// gateway costs no error.
+	// The schema changed since the statement was prepared on the connection (its
+	// failure forgot it there): the next call reads the catalog again, and the read
+	// runs again, on whichever connection comes, each of which may hold the old
+	// statement too, so a migration under a running gateway costs no error.
+	for i := 0; err != nil && staleStatement(err) && i <= e.cfg.MaxConns; i++ {
 		e.catalog.stale.Store(true)
 		e.cfg.Logger.Debug("query statement prepared again after a schema change")
 		rd, err = e.startRead(qctx, st)
@@ -217,10 +217,14 @@ func staleStatement(err error) bool {
 }
 
 // Ping checks that the server answers (a connection of the pool, a round trip), for a
-// readiness probe.
+// readiness probe. With every connection open and in use it waits for none: the
+// engine is serving.
 func (e *Engine) Ping(ctx context.Context) error {
 	if e.closed.Load() {
 		return errClosed
+	}
+	if st := e.pool.Stat(); st.IdleConns() == 0 && st.TotalConns() >= st.MaxConns() {
+		return nil
 	}
 	return e.pool.Ping(ctx)
 }

@@ -122,6 +122,18 @@ func parseDecimal(text string) (n decimalNumber, ok bool) {
 	return n, true
 }
 
+// integerText is an integral n (e >= 0, few digits) written out.
+func (n decimalNumber) integerText() string {
+	s := n.d + strings.Repeat("0", n.e)
+	if n.d == "" {
+		s = "0"
+	}
+	if n.neg {
+		s = "-" + s
+	}
+	return s
+}
+
 // intDigits is how many digits the number has before the point (0 for |n| < 1).
 func (n decimalNumber) intDigits() int { return max(0, len(n.d)+n.e) }
 
@@ -141,19 +153,20 @@ func (num Numeric) bindNumber(d Dialect, text string) (v any, cast, why string) 
 		if n.intDigits() > 19 {
 			return nil, "", "it is out of the type's range"
 		}
-		s := n.d + strings.Repeat("0", n.e)
-		if n.d == "" {
-			s = "0"
-		}
-		if n.neg {
-			s = "-" + s
-		}
-		i, err := strconv.ParseInt(s, 10, num.Bits)
+		i, err := strconv.ParseInt(n.integerText(), 10, num.Bits)
 		if err != nil {
 			return nil, "", "it is out of the type's range"
 		}
 		return i, "", ""
 	case NumFloat:
+		if d == SQLite && n.e >= 0 && n.intDigits() <= 19 {
+			// SQLite keeps an integer as one in a NUMERIC column and compares it
+			// exactly with an INTEGER: an integral value that fits is bound as the
+			// integer, not rounded to a double.
+			if i, err := strconv.ParseInt(n.integerText(), 10, 64); err == nil {
+				return i, "", ""
+			}
+		}
 		if n.intDigits() > 400 {
 			return nil, "", "it is out of the type's range"
 		}
@@ -173,7 +186,10 @@ func (num Numeric) bindNumber(d Dialect, text string) (v any, cast, why string) 
 			if n.intDigits() > pgNumericIntDigits || -n.e > pgNumericFracDigits {
 				return nil, "", "it is out of the type's range"
 			}
-		} else if n.roundedIntDigits(num.Scale) > num.Precision-num.Scale {
+		} else if n.roundedMagnitude(num.Scale) > num.Precision-num.Scale {
+			if num.Scale > num.Precision {
+				return nil, "", fmt.Sprintf("it is not below 1e%d", num.Precision-num.Scale)
+			}
 			return nil, "", fmt.Sprintf("it has more than %d digits before the point", num.Precision-num.Scale)
 		}
 		if d == PostgreSQL {
@@ -186,17 +202,24 @@ func (num Numeric) bindNumber(d Dialect, text string) (v any, cast, why string) 
 	return v, cast, ""
 }
 
-// roundedIntDigits is how many digits n has before the point once rounded to scale
-// digits after it (half away from zero, as PostgreSQL rounds numeric): 9.995 at scale 2
-// has 2 (10.00).
-func (n decimalNumber) roundedIntDigits(scale int) int {
-	digits := n.intDigits()
-	keep := len(n.d) + n.e + scale // the significant digits kept
-	if keep < 0 || keep >= len(n.d) {
-		return digits
+// roundedMagnitude is m such that |n| < 10^m, with m the least, once n is rounded to
+// scale digits after the point (half away from zero, as PostgreSQL rounds numeric):
+// the count of digits before the point when |n| >= 1 (9.995 at scale 2 is 10.00: 2),
+// minus the zeros right after the point below 1 (0.00012: -3); a value that rounds to
+// zero has the least magnitude there is.
+func (n decimalNumber) roundedMagnitude(scale int) int {
+	m := len(n.d) + n.e
+	keep := m + scale // the significant digits kept
+	switch {
+	case n.d == "" || keep < 0:
+		return math.MinInt32 // rounds to zero
+	case keep == 0:
+		if n.d[0] >= '5' {
+			return 1 - scale // rounds up to 10^-scale
+		}
+		return math.MinInt32
+	case keep < len(n.d) && n.d[keep] >= '5' && strings.Trim(n.d[:keep], "9") == "":
+		return m + 1 // a carry through the nines
 	}
-	if n.d[keep] >= '5' && strings.Trim(n.d[:keep], "9") == "" {
-		return len(n.d) + n.e + 1 // a carry through the nines
-	}
-	return digits
+	return m
 }

@@ -64,6 +64,10 @@ func newReaders(max int, connect func(context.Context) (driver.Conn, error)) *re
 		idle: make(chan *reader, max), done: make(chan struct{}), maxIdle: maxReaderIdle, now: time.Now}
 }
 
+// busy reports whether every connection is open and in use: a readiness probe then
+// counts the engine as serving rather than wait for one.
+func (p *readers) busy() bool { return len(p.idle) == 0 && len(p.slots) == cap(p.slots) }
+
 // get takes an idle connection, or opens one if fewer than the bound are open, or waits
 // for one to be given back, until ctx ends.
 func (p *readers) get(ctx context.Context) (*reader, error) {

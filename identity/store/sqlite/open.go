@@ -259,9 +259,14 @@ func Status(ctx context.Context, path string) (absent bool, current, latest int,
 	// immutable: no lock, no -wal or -shm file is created beside a WAL database (a
 	// read-only connection would create both); a version read while a server
 	// writes may be a moment old, which is all validate needs.
+	// With a -wal file beside it (a server has the store open, or did not close
+	// it), the file alone is not the database: it is read through the WAL, whose
+	// -shm file is then there already.
 	q := url.Values{}
 	q.Set("mode", "ro")
-	q.Set("immutable", "1")
+	if _, err := os.Stat(abs + "-wal"); errors.Is(err, os.ErrNotExist) {
+		q.Set("immutable", "1")
+	}
 	q.Set("_query_only", "1")
 	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String())
 	if err != nil {
