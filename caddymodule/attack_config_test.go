@@ -277,7 +277,7 @@ func TestAttackConfigErrorsHideSecrets(t *testing.T) {
 // TestAttackConfigWSAuthOwnerTrustedProxies: behind a TLS-ending proxy
 // the operator sets the server's trusted_proxies, and the brute-force
 // defence keys its lockout on (user, Caddy's client IP), "without letting
-// a stranger lock anyone out" (DESIGN.md). The message gateway's
+// a stranger lock anyone out" (docs/design.md). The message gateway's
 // AuthOwner must honour trusted_proxies as the token endpoint does: a
 // stranger's wrong passwords, sent through the proxy, must not lock out
 // the same user logging in through the same proxy from another address.

@@ -7,7 +7,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/users"
 )
 
-// TestExampleUsersFile checks the demo users against DESIGN.md ("The
+// TestExampleUsersFile checks the demo users against docs/design.md ("The
 // demo"): their passwords, fixed subjects and scopes.
 func TestExampleUsersFile(t *testing.T) {
 	demoUsers, err := users.LoadFile("../examples/users.json")

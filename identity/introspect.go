@@ -12,7 +12,7 @@ import (
 )
 
 // maxTokenParam bounds the token parameter of introspection and revocation
-// (DESIGN.md: a token 8 KiB).
+// (docs/design.md: a token 8 KiB).
 const maxTokenParam = 8 << 10
 
 // serveIntrospect is POST /connect/introspect (RFC 7662). Expired,

@@ -27,7 +27,7 @@ import (
 // guarding gatehouse in client_guard_test.go.
 
 // The demo clients and users of Caddyfile.example and examples/users.json
-// (DESIGN.md, "The demo"). DEMO-ONLY credentials.
+// (docs/design.md, "The demo"). DEMO-ONLY credentials.
 const (
 	publicClient  = "demo-app"
 	serviceClient = "demo-service"
@@ -40,7 +40,7 @@ const (
 // every scope the client may ask for that the user holds.
 var demoScopes = []string{"openid", "profile", "email", "offline_access", "Service/Market", "Service/News"}
 
-// tokenResponse is the token endpoint's success body (interface.md §2.2),
+// tokenResponse is the token endpoint's success body (docs/interface.md §2.2),
 // plus the id_token OpenID Connect adds.
 type tokenResponse struct {
 	AccessToken  string      `json:"access_token"`
@@ -217,7 +217,7 @@ func (g *Gatehouse) PostToken(t testing.TB, form url.Values, basicUser, basicSec
 	return g.Do(t, req)
 }
 
-// specRequest builds a token request as interface.md §4.2 shows it: the
+// specRequest builds a token request as docs/interface.md §4.2 shows it: the
 // form fields in the order shown, Accept, Content-Type and Content-Length.
 func specRequest(t testing.TB, g *Gatehouse, body string) *http.Request {
 	t.Helper()

@@ -11,7 +11,7 @@
 // rotation made with the CLI.
 //
 // It imports no package of this module: what it knows of Gatehouse is the
-// interface document, DESIGN.md's demo contract and the demo files. Its
+// interface document, docs/design.md's demo contract and the demo files. Its
 // tests are the reference copy of the contracts with the specifications
 // (the discovery document's lists, the token endpoint's error table): keep
 // them complete.

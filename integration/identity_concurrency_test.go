@@ -13,7 +13,7 @@ import (
 
 // TestConcurrentRefresh sends the same refresh token eight times at once:
 // inside the grace window every caller gets the same successor, and the
-// family stays usable (DESIGN.md, "Token rules").
+// family stays usable (docs/design.md, "Token rules").
 func TestConcurrentRefresh(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouse(t)

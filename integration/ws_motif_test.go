@@ -11,7 +11,7 @@ import (
 )
 
 // A replay of the original web client (motif-core) against the demo's
-// /Zenith, written from spec/zenith-protocol.md ("The real client",
+// /Zenith, written from docs/protocol.md ("The real client",
 // "Transport", "Auth controller"): what that client sends, and what it
 // checks of each answer before it goes on.
 

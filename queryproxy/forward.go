@@ -75,7 +75,7 @@ func (e *UpstreamError) Error() string {
 func (e *UpstreamError) Unwrap() error { return ErrUpstreamRefused }
 
 // forwardable reports why stmt is outside the upstream's documented
-// grammar (zenith-protocol.md, "Query service"), or "" when it is not
+// grammar (docs/protocol.md, "Query service"), or "" when it is not
 // (a string literal the upstream might read otherwise, forwardableLiteral,
 // is outside it too):
 // SELECT with a WHERE of comparisons joined by AND alone or OR alone,

@@ -12,7 +12,7 @@ import (
 )
 
 // CatalogueTable is the table that lists the tables a caller may read
-// (zenith-protocol.md, "Query service"): columns Name (String) and
+// (docs/protocol.md, "Query service"): columns Name (String) and
 // IsSystem (Boolean). The gateway serves it from the engine's catalog and
 // the policy; it is never a table of the engine.
 const CatalogueTable = "CatalogueTable"

@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
-// The shape of a result (DESIGN.md, "Query result"):
+// The shape of a result (docs/design.md, "Query result"):
 //
 //	{"Columns":{"Code":{"Index":0,"Type":"String"},"LastPrice":{"Index":1,"Type":"Decimal"}},
 //	 "Rows":[["BHP",37.48],["CBA",118.2]]}

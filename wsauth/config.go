@@ -12,11 +12,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// Defaults of the gateway's limits (issue 8, "Limits"; zenith-protocol.md,
+// Defaults of the gateway's limits (issue 8, "Limits"; docs/protocol.md,
 // "Transport"). A zero Config field means its default.
 const (
 	// DefaultSubprotocol is the sub-protocol negotiated when Config names
-	// none (interface.md §9).
+	// none (docs/interface.md §9).
 	DefaultSubprotocol = "ServiceJson"
 	// DefaultMaxMessageBytes bounds one client message, counted after
 	// permessage-deflate decompression.
@@ -65,7 +65,7 @@ const (
 
 // DefaultWithheldScopes are the scopes RequireTLS withholds on a
 // connection without TLS: the original platform's Trading and OrderPad
-// rights (zenith-protocol.md, "Auth controller").
+// rights (docs/protocol.md, "Auth controller").
 var DefaultWithheldScopes = []string{ScopeTrading, ScopeOrderPad}
 
 // Config configures a Gateway. Zero fields take their Default*; Validate
@@ -147,7 +147,7 @@ type Config struct {
 	CloseGrace time.Duration
 	// ReturnAccessToken lists the OAuth clients whose sessions get their
 	// access token back (Base-64) in Identify replies, so the client can
-	// save it and restore the connection later (interface.md §2.5: "if
+	// save it and restore the connection later (docs/interface.md §2.5: "if
 	// permitted"); the original web client needs it. "*" permits every
 	// client. Default none: a token is a credential, and a client that
 	// did not ask for it should not be handed one more copy.

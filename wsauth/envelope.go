@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Actions of the Zenith envelope (zenith-protocol.md, "Message container").
+// Actions of the Zenith envelope (docs/protocol.md, "Message container").
 const (
 	ActionPublish = "Publish"
 	ActionSub     = "Sub"

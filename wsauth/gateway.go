@@ -23,7 +23,7 @@ import (
 
 // Gateway is the message service's http.Handler: it upgrades the client's
 // request, authenticates the socket, opens the backend leg and relays
-// between the two (DESIGN.md, "How data flows": Message service). Build it
+// between the two (docs/design.md, "How data flows": Message service). Build it
 // with New; it is safe for concurrent use.
 //
 // Goroutines: after the upgrade ServeHTTP starts the session's client
@@ -427,7 +427,7 @@ func (g *Gateway) Shutdown(code int) {
 // hijacker gives gorilla's Upgrader the http.Hijacker it asserts. Caddy's
 // ResponseWriter does not implement it itself (it wraps the server's), so
 // Hijack goes through http.NewResponseController, which follows Unwrap
-// (DESIGN.md, "Caddy mechanics"). The connection it hands gorilla is a
+// (docs/design.md, "Caddy mechanics"). The connection it hands gorilla is a
 // frameConn, through which the session batches its writes.
 type hijacker struct {
 	http.ResponseWriter

@@ -9,7 +9,7 @@ import (
 )
 
 // CodeLimited answers a client message over an entitlement limit
-// (zenith-protocol.md, "Message container").
+// (docs/protocol.md, "Message container").
 const CodeLimited = "Limited"
 
 // Defaults of the entitlement limits (issue 10, "Entitlement limits").

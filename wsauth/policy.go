@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// The OAuth scopes of the message service's areas. zenith-protocol.md
+// The OAuth scopes of the message service's areas. docs/protocol.md
 // ("Permission needed per Controller/Topic") names the areas Market, News,
 // Trading, OrderPad and Authorise; Gatehouse grants each as the OAuth scope
-// Service/<Area> (interface.md's rename of Zenith/<Area>), and the Identify
+// Service/<Area> (docs/interface.md's rename of Zenith/<Area>), and the Identify
 // reply lists it as <vendor>.Service.<Area>.
 const (
 	ScopeMarket    = "Service/Market"
@@ -236,7 +236,7 @@ func (p *Policy) lookup(controller, base string) *rule {
 	return nil
 }
 
-// DefaultRules is the default table, zenith-protocol.md "Permission needed
+// DefaultRules is the default table, docs/protocol.md "Permission needed
 // per Controller/Topic", as rules (a fresh copy each call). The table names
 // no controller for the OrderPad and Authorise topics; they are the Trading
 // controller's, as in the original's Trading API.

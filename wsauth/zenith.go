@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Error codes: the Data of an Error message (zenith-protocol.md, "Message
+// Error codes: the Data of an Error message (docs/protocol.md, "Message
 // container").
 const (
 	// CodeAuthority: the session may not send this message (a policy
@@ -43,7 +43,7 @@ func AppendError(dst []byte, env *Envelope, code string) []byte {
 }
 
 // Results of an Identify reply. Reject is the documented failure
-// (interface.md §2.5); the motif-core client spells it Rejected.
+// (docs/interface.md §2.5); the motif-core client spells it Rejected.
 const (
 	ResultSuccess  = "Success"
 	ResultReject   = "Reject"
@@ -59,7 +59,7 @@ type Profile struct {
 	// "<Vendor>.Service.<Area>". Default DefaultVendor.
 	Vendor string `json:"vendor,omitempty"`
 	// Motif spells the replies as the motif-core client expects
-	// (zenith-protocol.md, "The real client"): the AuthToken reply has
+	// (docs/protocol.md, "The real client"): the AuthToken reply has
 	// Topic AuthToken instead of Identify, a failure is Result
 	// "Rejected", and a success carries ExpiresIn, a TimeSpan, next to
 	// ExpiryDate. Default false: the documented form. motif-core also
@@ -69,7 +69,7 @@ type Profile struct {
 }
 
 // AuthTokenReplyTopic is the Topic of the reply to an AuthToken message:
-// Identify (interface.md §4.4), or AuthToken for motif-core.
+// Identify (docs/interface.md §4.4), or AuthToken for motif-core.
 func (p Profile) AuthTokenReplyTopic() string {
 	if p.Motif {
 		return "AuthToken"
@@ -77,7 +77,7 @@ func (p Profile) AuthTokenReplyTopic() string {
 	return "Identify"
 }
 
-// Identify is what an Identify reply tells the client (interface.md §2.5).
+// Identify is what an Identify reply tells the client (docs/interface.md §2.5).
 type Identify struct {
 	// Success: the authentication was accepted. Without it the reply's
 	// Data is the failure Result alone, whatever the other fields hold.
@@ -98,7 +98,7 @@ type Identify struct {
 }
 
 // AppendIdentifyData appends the Data of an Identify, QueryIdentify or
-// AuthToken reply, written by hand in the order of interface.md §2.5:
+// AuthToken reply, written by hand in the order of docs/interface.md §2.5:
 //
 //	{"Result":"Success","AccessToken":…,"DisplayName":…,"UserID":…,
 //	 "ExpiryDate":"20261121T103000Z","ExpiresIn":"00:59:59.0000000",
@@ -195,7 +195,7 @@ func AppendAuthMessage(dst []byte, topic, action string, transactionID []byte, c
 //
 // with the TransactionID text left out when nil and Confirm only when
 // confirm: a server-initiated Unsub, to the client, carries Confirm true
-// (zenith-protocol.md, "Message container"); the gateway's own Unsub to
+// (docs/protocol.md, "Message container"); the gateway's own Unsub to
 // the backend carries none.
 func AppendUnsub(dst []byte, controller, topic string, transactionID []byte, confirm bool) []byte {
 	dst = append(dst, `{"Controller":`...)
@@ -232,7 +232,7 @@ func AppendDateTime(dst []byte, t time.Time) []byte {
 }
 
 // AppendTimeSpan appends d as a Zenith TimeSpan in its documented form
-// (zenith-protocol.md, "Data types"), [-][days.]hh:mm:ss.fff
+// (docs/protocol.md, "Data types"), [-][days.]hh:mm:ss.fff
 // (00:59:59.000, 1.02:03:04.005), truncated to the millisecond.
 func AppendTimeSpan(dst []byte, d time.Duration) []byte {
 	return appendSpan(dst, d, time.Millisecond, 3)
@@ -286,7 +286,7 @@ func append2(dst []byte, n uint64) []byte {
 // DefaultMaxTokenBytes bounds an AuthToken request's access token.
 const DefaultMaxTokenBytes = 8 << 10
 
-// AuthTokenRequest is the Data of an AuthToken message (interface.md §2.4).
+// AuthTokenRequest is the Data of an AuthToken message (docs/interface.md §2.4).
 type AuthTokenRequest struct {
 	// Provider is the provider as sent; the caller accepts only Bearer.
 	Provider string
@@ -298,7 +298,7 @@ type AuthTokenRequest struct {
 // {"Provider":…,"AccessToken":…}: one object with both members once, as
 // strings, names exact (an escaped spelling is another member), other
 // members ignored. The
-// AccessToken is decoded by the Base-64 rule of interface.md §2.4: when it
+// AccessToken is decoded by the Base-64 rule of docs/interface.md §2.4: when it
 // is valid standard Base-64 (padded) the decoded bytes are the token,
 // otherwise the text itself is (a JWT, with its dots, never decodes).
 //

@@ -169,7 +169,7 @@ func runUserPasswd(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	// A new password ends the user's sessions (DESIGN.md: a changed
+	// A new password ends the user's sessions (docs/design.md: a changed
 	// password must not leave a stolen session alive).
 	return updateUser(cmd, args[0], true, func(u *store.User) { u.PasswordHash = hash })
 }

@@ -27,7 +27,7 @@ const (
 )
 
 // Sub-protocols of the message service: ServiceJson is the interface's
-// name (spec/interface.md §9), ZenithJson the original platform's.
+// name (docs/interface.md §9), ZenithJson the original platform's.
 const (
 	SubprotocolService = "ServiceJson"
 	SubprotocolZenith  = "ZenithJson"
@@ -113,7 +113,7 @@ type Account struct {
 	Currency string
 }
 
-// Subjects of the demo users of examples/users.json (DESIGN.md, "The
+// Subjects of the demo users of examples/users.json (docs/design.md, "The
 // demo").
 const (
 	DemoUserSubject   = "5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10" // "demo"

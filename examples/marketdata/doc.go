@@ -1,5 +1,5 @@
 // Package marketdata is the demo's example market-data backend: the
-// service behind the gateway's message service (DESIGN.md, "The demo").
+// service behind the gateway's message service (docs/design.md, "The demo").
 //
 // # DEMO-ONLY: never expose it directly
 //
@@ -17,7 +17,7 @@
 // Server is an http.Handler: New(Config) builds it and starts its market
 // simulation, ServeHTTP upgrades each request to a WebSocket (sub-protocol
 // ServiceJson or ZenithJson, text frames) and Close ends everything.
-// Every message is one message container (spec/zenith-protocol.md,
+// Every message is one message container (docs/protocol.md,
 // "Message service"):
 //
 //	Zenith/ServerInfo              Publish: the server's name, class, version and protocol

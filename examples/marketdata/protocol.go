@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Actions of the message container (spec/zenith-protocol.md, "Message
+// Actions of the message container (docs/protocol.md, "Message
 // container").
 const (
 	actionPublish = "Publish"

@@ -1,8 +1,8 @@
--- The demo's query database (DESIGN.md, "The demo"). DEMO-ONLY: made-up, public data.
+-- The demo's query database (docs/design.md, "The demo"). DEMO-ONLY: made-up, public data.
 --
 -- The query service creates its SQLite database from this script on first start
 -- (sqliteengine.Config.Init, with querydb.SQL). Tables and the scope each needs follow
--- spec/zenith-protocol.md, "Query service (IQ)":
+-- docs/protocol.md, "Query service (IQ)":
 --   Service/Market   Market, Security
 --   Service/News     News, NewsSources
 --   Service/Trading  Account, "Order" (rows per user: Owner is the user's subject id)

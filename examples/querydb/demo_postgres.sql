@@ -1,4 +1,4 @@
--- The demo's query database for PostgreSQL (DESIGN.md, "The demo"). DEMO-ONLY: made-up,
+-- The demo's query database for PostgreSQL (docs/design.md, "The demo"). DEMO-ONLY: made-up,
 -- public data.
 --
 -- The same tables and rows as demo.sql (the SQLite script), for the PostgreSQL engine

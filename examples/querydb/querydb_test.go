@@ -119,7 +119,7 @@ func TestQueries(t *testing.T) {
 	}
 }
 
-// TestResultJSON runs a query through the result writer: the shape DESIGN.md shows.
+// TestResultJSON runs a query through the result writer: the shape docs/design.md shows.
 func TestResultJSON(t *testing.T) {
 	e := open(t)
 	rows, err := e.Query(context.Background(), sqlgen.Statement{

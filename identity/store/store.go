@@ -101,7 +101,7 @@ type FamilyBound struct {
 	TokensLife time.Duration
 }
 
-// Refresh are the refresh-token families (DESIGN.md, "Token rules"). A
+// Refresh are the refresh-token families (docs/design.md, "Token rules"). A
 // family costs the store the same after one rotation as after ten
 // thousand: its row holds the hash of the current generation's token and
 // of the previous one (for the grace window). Families made before that

@@ -21,7 +21,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
-// Refresh tokens (DESIGN.md, "Token rules"). A token names its family and
+// Refresh tokens (docs/design.md, "Token rules"). A token names its family and
 // generation besides its secret, and carries a tag:
 // "<family id>~<generation>~<secret>~<tag>". Only the SHA-256 of the whole
 // token is stored, in the family row (current and previous generation), so
@@ -163,7 +163,7 @@ func slidingExpiry(now time.Time, pol clients.RefreshPolicy, absolute time.Time)
 	return exp
 }
 
-// Refresh is the refresh grant for client c (RFC 6749 §6, interface.md
+// Refresh is the refresh grant for client c (RFC 6749 §6, docs/interface.md
 // §4.3). Every refresh rotates: a new access token and a new refresh token.
 // A replayed token revokes its family (RFC 9700 §4.14), except the same
 // parent sent again by the same client inside the grace window before its

@@ -87,7 +87,7 @@ type CheckerConfig struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Checker checks passwords under the brute-force defence (DESIGN.md,
+// Checker checks passwords under the brute-force defence (docs/design.md,
 // "Token rules"): each attempt is counted atomically before its hash, so
 // parallel guesses get no more than sequential ones; a locked pair, an
 // unknown user and a disabled user cost no hash; every failure takes the

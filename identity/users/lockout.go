@@ -17,7 +17,7 @@ const (
 	DefaultMaxDelay      = 3 * time.Second
 )
 
-// LockoutPolicy is the brute-force defence (DESIGN.md, "Token rules"): a
+// LockoutPolicy is the brute-force defence (docs/design.md, "Token rules"): a
 // (user, source) pair is locked after MaxFailures failures inside Window,
 // for Duration; failures per source and per user beyond ThrottleAfter
 // slow every later attempt for that source or user (up to MaxDelay), but

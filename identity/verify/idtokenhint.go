@@ -8,7 +8,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// MaxIDTokenHint bounds an id_token_hint (DESIGN.md: a token 8 KiB).
+// MaxIDTokenHint bounds an id_token_hint (docs/design.md: a token 8 KiB).
 const MaxIDTokenHint = 8 << 10
 
 // IDTokenHint is what an id_token_hint says: for whom, in which login

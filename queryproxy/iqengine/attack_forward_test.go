@@ -612,7 +612,7 @@ func backslashIdents(text string) (words []string, closed bool) {
 
 // TestAttackBackslashReading: the text sent upstream names only the columns
 // the policy let through under any common reading of quotes: the
-// upstream's string escapes are not documented (zenith-protocol.md says
+// upstream's string escapes are not documented (docs/protocol.md says
 // only "single quotes per the grammar, double quotes in the examples"), so
 // a value holding a backslash, a control character or both quotes is
 // refused (400) and any other is quoted with the quote it does not hold.

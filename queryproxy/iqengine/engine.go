@@ -1,6 +1,6 @@
 // Package iqengine is the query service's iq engine: it hands each
 // statement, re-printed as canonical IQL by the handler, to the platform's
-// own query service (zenith-protocol.md, "Query service (IQ)") with the
+// own query service (docs/protocol.md, "Query service (IQ)") with the
 // caller's token and Request-Id, and reads its answer as it arrives,
 // checking its shape, to rebuild the result from it. It imports no database driver and nothing of Caddy.
 package iqengine
