@@ -1,0 +1,574 @@
+//go:build linux
+
+// Command soak holds many message-gateway sessions for a long time and reports what
+// time does to the gateway process: the gatehouse binary in a process of its own,
+// relaying to the demo market-data backend in another (the same binary, a config with
+// only the backend), and the sessions in this one. Run it on demand, never in CI:
+//
+//	go run ./bench/soak                      # 2,000 sessions for 10 minutes
+//	go run ./bench/soak -n 500 -d 60m
+//
+// Each session authenticates with a client_credentials access token of 60 s on the
+// upgrade, renews it with AuthToken before it expires, subscribes to two or three
+// securities and churns them (an Unsub and a Sub every half minute or so); a tenth of
+// the sessions read slowly (a pause between reads). The backend pings the gateway
+// every 5 s, and is restarted once, halfway (the sessions then reconnect). A few
+// sessions have their token revoked, and a few stop renewing theirs: both lapse, and
+// are closed after the expiry grace (20 s). Each minute it prints the gateway's RSS,
+// heap in use and goroutines, the open sessions, the messages relayed, and the
+// sessions ended by cause; at the end, after every session closed, whether the
+// gateway restarted, its goroutines and heap against the baseline before the
+// sessions, every healthy session's minutes without a tick, and any session that
+// ended by a cause the run did not cause on purpose.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+var securities = []string{"BHP", "CBA", "CSL", "NAB", "WBC", "WES"}
+
+const secret = "soak-secret-not-for-production"
+
+type options struct {
+	n       int
+	d       time.Duration
+	slow    float64
+	idle    time.Duration
+	settle  time.Duration
+	keepDir bool
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "n", 2000, "sessions")
+	flag.DurationVar(&o.d, "d", 10*time.Minute, "how long the sessions are held")
+	flag.Float64Var(&o.slow, "slow", 0.1, "the share of sessions that read slowly")
+	flag.DurationVar(&o.settle, "settle", 135*time.Second, "after the sessions closed, how long to wait before comparing with the baseline")
+	flag.DurationVar(&o.idle, "idle", 5*time.Minute, "then how much longer to wait before the last RSS")
+	flag.BoolVar(&o.keepDir, "keep", false, "keep the temporary directory (binary, configs, logs)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+}
+
+// proc is a gatehouse process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func start(bin, dir, name, config string, env []string) (*proc, error) {
+	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "run", "--config", config)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dir, name+"-data")), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitHTTP(url string, want int) error {
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if want == 0 || resp.StatusCode == want {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer %d", url, want)
+}
+
+func run(o options) error {
+	dir, err := os.MkdirTemp("", "soak-")
+	if err != nil {
+		return err
+	}
+	if !o.keepDir {
+		defer os.RemoveAll(dir)
+	} else {
+		fmt.Fprintln(os.Stderr, "soak: keeping", dir)
+	}
+	bin := filepath.Join(dir, "gatehouse")
+	fmt.Fprintln(os.Stderr, "soak: building cmd/gatehouse")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/gatehouse").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	backendPort, backendAdmin := freePort(), freePort()
+	port, admin := freePort(), freePort()
+	backendCfg := filepath.Join(dir, "Caddyfile.backend")
+	if err := os.WriteFile(backendCfg, []byte(fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	persist_config off
+}
+http://127.0.0.1:%d {
+	bind 127.0.0.1
+	gatehouse_demo_backend {
+		ping_interval 5s
+		idle_timeout 60s
+	}
+}
+`, backendAdmin, backendPort)), 0o600); err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(secret))
+	gwCfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(gwCfg, []byte(fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	persist_config off
+	gatehouse {
+		issuer http://127.0.0.1:%d
+		access_token_lifetime 60s
+		client soak {
+			secret_sha256 %s
+			grant_types client_credentials
+			scopes Service/Market
+		}
+	}
+}
+http://127.0.0.1:%d {
+	bind 127.0.0.1
+	gatehouse_identity
+	gatehouse_ws /ws {
+		upstream ws://127.0.0.1:%d/
+		expiry_grace 20s
+		max_unauthenticated 100000
+		limits {
+			sessions 100000
+		}
+	}
+}
+`, admin, port, hex.EncodeToString(sum[:]), port, backendPort)), 0o600); err != nil {
+		return err
+	}
+	backend, err := start(bin, dir, "backend", backendCfg, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { backend.stop() }()
+	if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/", backendPort), 0); err != nil {
+		return err
+	}
+	gw, err := start(bin, dir, "gatehouse", gwCfg, nil)
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitHTTP(base+"/.well-known/openid-configuration", 200); err != nil {
+		return err
+	}
+	m := &monitor{pid: gw.cmd.Process.Pid, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", admin)}
+	time.Sleep(2 * time.Second)
+	baseline := m.sample()
+	fmt.Printf("soak: %d sessions for %v, %.0f%% slow readers; gatehouse pid %d\n", o.n, o.d, o.slow*100, m.pid)
+	fmt.Printf("baseline: RSS %s, heap in use %s, goroutines %d\n", mib(baseline.rss), mib(baseline.heap), baseline.goroutines)
+
+	ctx, cancel := context.WithTimeout(context.Background(), o.d)
+	defer cancel()
+	r := &runState{base: base, ws: fmt.Sprintf("ws://127.0.0.1:%d/ws?version=1.1", port), ends: map[string]int{}}
+	var wg sync.WaitGroup
+	for i := range o.n {
+		kind := kindHealthy
+		switch {
+		case i < 3:
+			kind = kindRevoked
+		case i < 6:
+			kind = kindUnrenewed
+		case float64(i%100) < o.slow*100:
+			kind = kindSlow
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.session(ctx, i, kind)
+		}()
+		if i%50 == 49 {
+			time.Sleep(100 * time.Millisecond) // a ramp, not a stampede
+		}
+	}
+	started := time.Now()
+	restarted := false
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	minute := 0
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			minute++
+			s := m.sample()
+			fmt.Printf("min %3d  RSS %s  heap %s  goroutines %6d  sessions %5.0f  relayed %9.0f  delivered %11.0f  ended %s\n",
+				minute, mib(s.rss), mib(s.heap), s.goroutines, s.sessions, s.relayed, s.delivered, r.endsText())
+			if !restarted && time.Since(started) >= o.d/2 {
+				restarted = true
+				r.backendRestart.Store(true)
+				fmt.Println("restarting the backend")
+				backend.stop()
+				if backend, err = start(bin, dir, "backend", backendCfg, nil); err != nil {
+					return err
+				}
+				if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/", backendPort), 0); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	wg.Wait()
+	// The runtime collects garbage at least every 2 minutes: the heap is compared
+	// after one such collection.
+	time.Sleep(o.settle)
+	end := m.sample()
+	fmt.Printf("\n%v after every session closed: RSS %s, heap in use %s, goroutines %d, sessions %.0f\n",
+		o.settle, mib(end.rss), mib(end.heap), end.goroutines, end.sessions)
+	fmt.Printf("gatehouse restarts: %d\n", map[bool]int{true: 0, false: 1}[gw.alive()])
+	fmt.Printf("goroutines: %d against %d before the sessions (%+d)\n", end.goroutines, baseline.goroutines, end.goroutines-baseline.goroutines)
+	fmt.Printf("heap in use: %s against %s (%.1f%%)\n", mib(end.heap), mib(baseline.heap), 100*(end.heap-baseline.heap)/baseline.heap)
+	fmt.Printf("sessions ended by cause: %s\n", r.endsText())
+	fmt.Printf("healthy session-minutes subscribed without a tick: %d of %d\n", r.starved.Load(), r.minutes.Load())
+	if u := r.unexpected.Load(); u > 0 {
+		fmt.Printf("sessions ended by a cause the run did not cause: %d\n", u)
+	} else {
+		fmt.Println("every session ended by a cause the run caused on purpose")
+	}
+	if o.idle > 0 {
+		time.Sleep(o.idle)
+		fmt.Printf("RSS after %v idle: %s\n", o.idle, mib(m.sample().rss))
+	}
+	return nil
+}
+
+type sessionKind int
+
+const (
+	kindHealthy sessionKind = iota
+	kindSlow
+	kindRevoked
+	kindUnrenewed
+)
+
+type runState struct {
+	base, ws       string
+	mu             sync.Mutex
+	ends           map[string]int
+	starved        atomic.Int64 // healthy session-minutes without a tick
+	minutes        atomic.Int64 // healthy session-minutes counted
+	unexpected     atomic.Int64
+	backendRestart atomic.Bool
+}
+
+func (r *runState) ended(cause string, expected bool) {
+	r.mu.Lock()
+	r.ends[cause]++
+	r.mu.Unlock()
+	if !expected {
+		r.unexpected.Add(1)
+	}
+}
+
+func (r *runState) endsText() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for k, v := range r.ends {
+		fmt.Fprintf(&b, "%s=%d ", k, v)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// token is a client_credentials access token of client soak.
+func (r *runState) token() (string, error) {
+	resp, err := http.PostForm(r.base+"/connect/token", url.Values{"grant_type": {"client_credentials"},
+		"client_id": {"soak"}, "client_secret": {secret}})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var t struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil || t.AccessToken == "" {
+		return "", fmt.Errorf("token: %s %v", resp.Status, err)
+	}
+	return t.AccessToken, nil
+}
+
+func (r *runState) revoke(tok string) {
+	resp, err := http.PostForm(r.base+"/connect/revocation", url.Values{"token": {tok}, "client_id": {"soak"}, "client_secret": {secret}})
+	if err == nil {
+		resp.Body.Close()
+	}
+}
+
+// session holds one session until ctx ends, connecting again after the backend's
+// restart.
+func (r *runState) session(ctx context.Context, i int, kind sessionKind) {
+	rng := rand.New(rand.NewPCG(uint64(i), 7))
+	for ctx.Err() == nil {
+		cause, expected := r.once(ctx, rng, kind)
+		r.ended(cause, expected)
+		if cause != "backend restart" {
+			return
+		}
+		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond) // reconnect, spread
+	}
+}
+
+// once runs one connection of a session: its end's cause, and whether the run caused
+// it on purpose.
+func (r *runState) once(ctx context.Context, rng *rand.Rand, kind sessionKind) (string, bool) {
+	tok, err := r.token()
+	if err != nil {
+		return "token request failed", false
+	}
+	d := websocket.Dialer{Subprotocols: []string{"ServiceJson"}, HandshakeTimeout: 30 * time.Second}
+	c, _, err := d.DialContext(ctx, r.ws, http.Header{"Authorization": {"Bearer " + tok}})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "run over", true
+		}
+		return "dial failed", false
+	}
+	defer c.Close()
+	var wmu sync.Mutex
+	send := func(msg string) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		return c.WriteMessage(websocket.TextMessage, []byte(msg))
+	}
+	txid := 0
+	subs := map[string]bool{}
+	sub := func(code, action string) error {
+		txid++
+		return send(`{"Controller":"Market","Topic":"Security!` + code + `.ASX","Action":"` + action + `","TransactionID":` + strconv.Itoa(txid) + `}`)
+	}
+	for len(subs) < 2+rng.IntN(2) {
+		code := securities[rng.IntN(len(securities))]
+		if !subs[code] {
+			subs[code] = true
+			_ = sub(code, "Sub")
+		}
+	}
+	var ticks atomic.Int64
+	readDone := make(chan error, 1)
+	go func() {
+		for {
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+			_, msg, err := c.ReadMessage()
+			if err != nil {
+				readDone <- err
+				return
+			}
+			if bytes.Contains(msg, []byte(`"Topic":"Security!`)) && !bytes.Contains(msg, []byte(`"Action":"Error"`)) {
+				ticks.Add(1)
+			}
+			if kind == kindSlow {
+				time.Sleep(time.Duration(200+rng.IntN(300)) * time.Millisecond)
+			}
+		}
+	}()
+	renew := time.NewTicker(45 * time.Second)
+	defer renew.Stop()
+	churn := time.NewTicker(time.Duration(20+rng.IntN(20)) * time.Second)
+	defer churn.Stop()
+	minute := time.NewTicker(time.Minute)
+	defer minute.Stop()
+	lastTicks := int64(0)
+	revokeAt := time.After(time.Duration(90+rng.IntN(60)) * time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			wmu.Lock()
+			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(5*time.Second))
+			wmu.Unlock()
+			select {
+			case <-readDone:
+			case <-time.After(10 * time.Second):
+			}
+			return "run over", true
+		case err := <-readDone:
+			return r.cause(err, kind)
+		case <-revokeAt:
+			if kind == kindRevoked {
+				r.revoke(tok)
+			}
+		case <-renew.C:
+			if kind == kindUnrenewed {
+				continue
+			}
+			if t, err := r.token(); err == nil {
+				tok = t
+				txid++
+				_ = send(`{"Controller":"Auth","Topic":"AuthToken","TransactionID":` + strconv.Itoa(txid) +
+					`,"Data":{"Provider":"Bearer","AccessToken":"` + tok + `"}}`)
+			}
+		case <-churn.C:
+			for code := range subs {
+				delete(subs, code)
+				_ = sub(code, "Unsub")
+				break
+			}
+			for {
+				code := securities[rng.IntN(len(securities))]
+				if !subs[code] {
+					subs[code] = true
+					_ = sub(code, "Sub")
+					break
+				}
+			}
+		case <-minute.C:
+			if kind == kindHealthy {
+				n := ticks.Load()
+				r.minutes.Add(1)
+				if n == lastTicks && !r.backendRestart.Load() {
+					r.starved.Add(1)
+				}
+				lastTicks = n
+			}
+		}
+	}
+}
+
+// cause names why a connection ended, and whether the run caused it on purpose.
+func (r *runState) cause(err error, kind sessionKind) (string, bool) {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		switch {
+		case ce.Code == websocket.CloseGoingAway && r.backendRestart.Load():
+			return "backend restart", true
+		case (ce.Code == websocket.CloseInternalServerErr || ce.Code == websocket.CloseTryAgainLater) && r.backendRestart.Load():
+			return "backend restart", true // 1013: a dial while the backend was down
+		case ce.Code == websocket.ClosePolicyViolation && (kind == kindRevoked || kind == kindUnrenewed):
+			return "lapsed past grace", true
+		case ce.Code == websocket.ClosePolicyViolation && kind == kindSlow:
+			return "slow reader closed", true
+		}
+		return "close " + strconv.Itoa(ce.Code), false
+	}
+	return "read error", false
+}
+
+// monitor samples the gatehouse process.
+type monitor struct {
+	pid     int
+	metrics string
+}
+
+type sample struct {
+	rss, heap                    float64
+	goroutines                   int
+	sessions, relayed, delivered float64
+}
+
+func (m *monitor) sample() sample {
+	var s sample
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(m.pid) + "/status"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				s.rss = kb * 1024
+			}
+		}
+	}
+	resp, err := http.Get(m.metrics)
+	if err != nil {
+		return s
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, _ := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		switch {
+		case name == "go_memstats_heap_inuse_bytes":
+			s.heap = v
+		case name == "go_goroutines":
+			s.goroutines = int(v)
+		case strings.HasPrefix(name, "gatehouse_ws_sessions{"):
+			s.sessions += v
+		case strings.HasPrefix(name, "gatehouse_ws_messages_relayed_total{"):
+			s.relayed += v
+		case name == "gatehouse_ws_messages_delivered_total":
+			s.delivered = v
+		}
+	}
+	return s
+}
+
+func mib(b float64) string { return fmt.Sprintf("%7.1f MiB", b/(1<<20)) }
