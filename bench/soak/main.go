@@ -172,6 +172,7 @@ http://127.0.0.1:%d {
 	gatehouse_demo_backend {
 		ping_interval 5s
 		idle_timeout 60s
+		max_connections 100000
 	}
 }
 `, backendAdmin, backendPort)), 0o600); err != nil {

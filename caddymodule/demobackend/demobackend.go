@@ -44,6 +44,9 @@ type Handler struct {
 	// IdleTimeout closes (1008) a connection silent this long, pongs
 	// included. Default 60s; it must exceed ping_interval.
 	IdleTimeout caddy.Duration `json:"idle_timeout,omitempty"`
+	// MaxConnections bounds the live connections; an upgrade beyond it gets
+	// 503. Default 1024.
+	MaxConnections int `json:"max_connections,omitempty"`
 
 	srv    *marketdata.Server
 	logger *zap.Logger
@@ -61,7 +64,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	srv, err := marketdata.New(marketdata.Config{Logger: h.logger, TickInterval: time.Duration(h.TickInterval),
-		PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout)})
+		PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout), MaxConnections: h.MaxConnections})
 	if err != nil {
 		return fmt.Errorf("gatehouse_demo_backend: %w", err)
 	}
@@ -100,6 +103,7 @@ func (h *Handler) Cleanup() error {
 //		tick_interval <duration>
 //		ping_interval <duration>
 //		idle_timeout <duration>
+//		max_connections <n>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
@@ -115,6 +119,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.PingInterval, err = cfutil.DurationArg(d)
 		case "idle_timeout":
 			h.IdleTimeout, err = cfutil.DurationArg(d)
+		case "max_connections":
+			h.MaxConnections, err = cfutil.PositiveIntArg(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}
