@@ -43,7 +43,7 @@ func AppendError(dst []byte, env *Envelope, code string) []byte {
 }
 
 // Results of an Identify reply. Reject is the documented failure
-// (docs/interface.md §2.5); the motif-core client spells it Rejected.
+// (docs/service-interface.md §2.5); the motif-core client spells it Rejected.
 const (
 	ResultSuccess  = "Success"
 	ResultReject   = "Reject"
@@ -69,7 +69,7 @@ type Profile struct {
 }
 
 // AuthTokenReplyTopic is the Topic of the reply to an AuthToken message:
-// Identify (docs/interface.md §4.4), or AuthToken for motif-core.
+// Identify (docs/service-interface.md §4.4), or AuthToken for motif-core.
 func (p Profile) AuthTokenReplyTopic() string {
 	if p.Motif {
 		return "AuthToken"
@@ -77,7 +77,7 @@ func (p Profile) AuthTokenReplyTopic() string {
 	return "Identify"
 }
 
-// Identify is what an Identify reply tells the client (docs/interface.md §2.5).
+// Identify is what an Identify reply tells the client (docs/service-interface.md §2.5).
 type Identify struct {
 	// Success: the authentication was accepted. Without it the reply's
 	// Data is the failure Result alone, whatever the other fields hold.
@@ -98,7 +98,7 @@ type Identify struct {
 }
 
 // AppendIdentifyData appends the Data of an Identify, QueryIdentify or
-// AuthToken reply, written by hand in the order of docs/interface.md §2.5:
+// AuthToken reply, written by hand in the order of docs/service-interface.md §2.5:
 //
 //	{"Result":"Success","AccessToken":…,"DisplayName":…,"UserID":…,
 //	 "ExpiryDate":"20261121T103000Z","ExpiresIn":"00:59:59.0000000",
@@ -286,7 +286,7 @@ func append2(dst []byte, n uint64) []byte {
 // DefaultMaxTokenBytes bounds an AuthToken request's access token.
 const DefaultMaxTokenBytes = 8 << 10
 
-// AuthTokenRequest is the Data of an AuthToken message (docs/interface.md §2.4).
+// AuthTokenRequest is the Data of an AuthToken message (docs/service-interface.md §2.4).
 type AuthTokenRequest struct {
 	// Provider is the provider as sent; the caller accepts only Bearer.
 	Provider string
@@ -298,7 +298,7 @@ type AuthTokenRequest struct {
 // {"Provider":…,"AccessToken":…}: one object with both members once, as
 // strings, names exact (an escaped spelling is another member), other
 // members ignored. The
-// AccessToken is decoded by the Base-64 rule of docs/interface.md §2.4: when it
+// AccessToken is decoded by the Base-64 rule of docs/service-interface.md §2.4: when it
 // is valid standard Base-64 (padded) the decoded bytes are the token,
 // otherwise the text itself is (a JWT, with its dots, never decodes).
 //
