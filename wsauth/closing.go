@@ -1,8 +1,10 @@
 package wsauth
 
 import (
-	"io"
+	"net"
 	"time"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 
 	"github.com/gorilla/websocket"
 )
@@ -33,22 +35,70 @@ func (s *session) closeClient(code int) {
 	})
 }
 
-// linger ends a connection whose close frame the client has not answered
-// (it stopped reading, or its read failed after the frame was sent): the
-// write side is shut, so the client reads the frame then EOF, and what
-// the client still sends is discarded until closeBy, instead of a reset
-// that could destroy the frame unread. Client reader only.
-func (s *session) linger() {
-	nc := s.cc.NetConn()
-	by := time.Unix(0, s.closeBy.Load())
-	if time.Until(by) <= 0 {
+// maxLingering bounds the client sockets lingering at once (lingerClose),
+// each a goroutine and a small buffer: beyond it a socket is closed at once.
+const maxLingering = 1024
+
+// lingerClose ends a client connection whose close frame the client has not
+// answered (it stopped reading, or is still reading a backlog with the frame
+// behind it, or its read failed after the frame was sent), once the session
+// has released everything else: the write side is shut, so that the client
+// reads the frame and then EOF, and what it still sends (pongs, messages) is
+// read and discarded, CloseLinger and MaxMessageBytes at most, until it
+// closes. Closing at once would answer the client's next segment with a
+// reset: its writes fail (gorilla's reader returns a pong's failed write
+// before it reaches the close frame) and some systems drop what it has not
+// read. It is nginx's lingering close. Shutdown ends every lingering socket,
+// and starts none.
+func (g *Gateway) lingerClose(nc net.Conn) {
+	g.mu.Lock()
+	if g.closed || g.cfg.CloseLinger <= 0 || len(g.lingering) >= maxLingering {
+		g.mu.Unlock()
+		_ = nc.Close()
 		return
 	}
-	_ = nc.SetReadDeadline(by)
+	g.lingering[nc] = struct{}{}
+	g.lwg.Add(1)
+	g.mu.Unlock()
+	_ = nc.SetReadDeadline(time.Now().Add(g.cfg.CloseLinger))
 	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(nc, s.cfg.MaxMessageBytes))
+	contain.Go(g.log, "ws.linger", func() {
+		defer g.lwg.Done()
+		defer func() {
+			g.mu.Lock()
+			delete(g.lingering, nc)
+			g.mu.Unlock()
+			_ = nc.Close()
+		}()
+		var buf [512]byte
+		for left := g.cfg.MaxMessageBytes; left > 0; {
+			n, err := nc.Read(buf[:min(int64(len(buf)), left)])
+			left -= int64(n)
+			if err != nil {
+				return
+			}
+		}
+	}, nil)
+}
+
+// lingeringSockets is how many client sockets linger (lingerClose).
+func (g *Gateway) lingeringSockets() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.lingering)
+}
+
+// endLingering ends every lingering socket and waits for their goroutines.
+// After g.closed is set, so that no new one starts.
+func (g *Gateway) endLingering() {
+	g.mu.Lock()
+	for nc := range g.lingering {
+		_ = nc.SetReadDeadline(aLongTimeAgo)
+	}
+	g.mu.Unlock()
+	g.lwg.Wait()
 }
 
 // teardown releases the session, on the client reader's goroutine once the
@@ -79,12 +129,21 @@ func (s *session) teardown() {
 		}
 		_ = s.bc.Close()
 	}
-	if s.closing.Load() && s.clientCode == 0 && !s.gaveUp.Load() {
-		s.linger()
+	// A close frame the client has not answered: the socket lingers
+	// (lingerClose) once the writer has ended, and nothing more is
+	// written to it.
+	linger := s.cw != nil && s.closing.Load() && s.clientCode == 0 && !s.gaveUp.Load()
+	if linger {
+		s.closeOnce.Do(func() {}) // the close frame is written (WriteTimeout at most)
+		s.cw.abort()
+	} else {
+		_ = s.cc.Close()
 	}
-	_ = s.cc.Close()
 	close(s.done)
 	s.wg.Wait()
+	if linger {
+		s.g.lingerClose(s.cw.Conn)
+	}
 	s.cfg.Metrics.Sessions(gauge, -1)
 	if s.state != StateAuthenticated {
 		s.g.giveUnauth(s.src)

@@ -1,6 +1,7 @@
 package wsauth
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -177,6 +178,84 @@ func TestCloseFrameSurvivesUnreadInput(t *testing.T) {
 		t.Fatalf("close code %d, want %d (1009)", got, websocket.CloseMessageTooBig)
 	}
 	<-written
+}
+
+// TestSlowReaderReachesTheCloseFrame: a client still reading a backlog
+// when the gateway closes (the backend went away) is behind its close
+// frame for longer than CloseGrace. The session ends, but the socket
+// lingers: half-closed, its input discarded, so the pongs the client
+// writes as it reads the pings in its backlog do not meet a reset, and it
+// reads every message, then the close frame with 1001. Then the client
+// closes and the lingering ends. (With the socket closed at once, the
+// client's second pong fails with EPIPE, which gorilla's reader returns:
+// the soak's slow readers saw exactly that at a backend restart.)
+func TestSlowReaderReachesTheCloseFrame(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) {
+		c.CloseGrace = 200 * time.Millisecond
+		c.PingInterval = 50 * time.Millisecond
+		c.IdleTimeout = time.Minute
+	})
+	c := e.dial(bearer(tokDemo))
+	time.Sleep(300 * time.Millisecond) // pings wait in the client's backlog
+	for _, m := range []string{`{"Controller":"Market","Topic":"Blast","Data":200}`, `{"Controller":"Market","Topic":"Close","Data":1001}`} {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the session to end", func() bool { return e.sessions() == 0 })
+	time.Sleep(300 * time.Millisecond) // well past CloseGrace
+	if n := e.gw.lingeringSockets(); n != 1 {
+		t.Fatalf("%d sockets lingering, want 1", n)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	blasts := 0
+	for {
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			if ce, ok := errors.AsType[*websocket.CloseError](err); !ok || ce.Code != websocket.CloseGoingAway {
+				t.Fatalf("after %d of 200 messages: %v, want the close frame with 1001", blasts, err)
+			}
+			break
+		}
+		if strings.Contains(string(msg), "Security!BHP.ASX") {
+			blasts++
+		}
+		time.Sleep(time.Millisecond) // a slow reader: its pongs go out one by one
+	}
+	if blasts != 200 {
+		t.Fatalf("%d of 200 messages before the close frame", blasts)
+	}
+	c.Close()
+	eventually(t, "the lingering socket to close", func() bool { return e.gw.lingeringSockets() == 0 })
+}
+
+// TestShutdownEndsLingeringSockets: a socket lingering after an unanswered
+// close (a client that reads nothing) is closed by Shutdown at once, and
+// its goroutine ends.
+func TestShutdownEndsLingeringSockets(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) {
+		c.CloseGrace = 100 * time.Millisecond
+		c.CloseLinger = time.Hour
+	})
+	before := goroutines()
+	c := e.dial(bearer(tokDemo))
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Close","Data":1001}`)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the socket to linger", func() bool { return e.sessions() == 0 && e.gw.lingeringSockets() == 1 })
+	start := time.Now()
+	e.gw.Shutdown(websocket.CloseGoingAway)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Shutdown took %v", d)
+	}
+	if n := e.gw.lingeringSockets(); n != 0 {
+		t.Fatalf("%d sockets lingering after Shutdown", n)
+	}
+	if got := closeCode(t, c); got != websocket.CloseGoingAway {
+		t.Fatalf("close code %d, want 1001", got)
+	}
+	c.Close()
+	eventually(t, "the goroutines to end", func() bool { return goroutines() <= before })
 }
 
 // TestTeardownClosesAStubbornBackend: when the client leaves, the gateway

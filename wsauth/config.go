@@ -52,6 +52,10 @@ const (
 	// DefaultCloseGrace is how long the gateway waits for the client's
 	// answer to its close frame before dropping the connection.
 	DefaultCloseGrace = 2 * time.Second
+	// DefaultCloseLinger is how long a client socket whose close frame went
+	// unanswered stays half-closed, its input discarded, before it is closed
+	// (nginx's lingering_time).
+	DefaultCloseLinger = 30 * time.Second
 	// DefaultSuperviseInterval is how often the gateway's supervisor
 	// walks the live sessions.
 	DefaultSuperviseInterval = time.Second
@@ -145,6 +149,13 @@ type Config struct {
 	// CloseGrace is how long the gateway waits for the client to answer
 	// its close frame. Default DefaultCloseGrace.
 	CloseGrace time.Duration
+	// CloseLinger is how long, after CloseGrace, the socket of a client that
+	// has not answered stays open with its write side shut and its input
+	// read and discarded (MaxMessageBytes at most), so that a client still
+	// reading a backlog reaches the close frame instead of a reset; the
+	// session's resources are released already. Negative: closed at once.
+	// Default DefaultCloseLinger.
+	CloseLinger time.Duration
 	// ReturnAccessToken lists the OAuth clients whose sessions get their
 	// access token back (Base-64) in Identify replies, so the client can
 	// save it and restore the connection later (docs/service-interface.md §2.5: "if
@@ -390,6 +401,7 @@ func (c Config) withDefaults() Config {
 	c.SendQueueBytes = or(c.SendQueueBytes, DefaultSendQueueBytes)
 	c.DialTimeout = or(c.DialTimeout, DefaultDialTimeout)
 	c.CloseGrace = or(c.CloseGrace, DefaultCloseGrace)
+	c.CloseLinger = or(c.CloseLinger, DefaultCloseLinger)
 	c.SuperviseInterval = or(c.SuperviseInterval, DefaultSuperviseInterval)
 	c.RecheckInterval = or(c.RecheckInterval, DefaultRecheckInterval)
 	c.ExpiryGrace = or(c.ExpiryGrace, DefaultExpiryGrace)

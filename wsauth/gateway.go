@@ -57,6 +57,8 @@ type Gateway struct {
 	stopSup   context.CancelFunc    // ends the supervisor; nil until it runs
 	supStarts atomic.Int32          // the supervisor's (re)starts
 	supDone   chan struct{}         // closed when the supervisor has ended
+	lingering map[net.Conn]struct{} // client sockets lingering after an unanswered close (lingerClose)
+	lwg       sync.WaitGroup        // one per lingering socket
 }
 
 // New builds the Gateway cfg configures.
@@ -65,7 +67,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, srcUnauth: map[string]int{}, users: map[string]int{}}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{}, srcUnauth: map[string]int{}, users: map[string]int{}}
 	g.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  cfg.WriteTimeout,
 		Subprotocols:      slices.Clone(cfg.Subprotocols),
@@ -404,7 +406,8 @@ func (g *Gateway) untrack(s *session) {
 // the process exits, 1012 (websocket.CloseServiceRestart) on a config
 // reload; the Caddy glue decides, and when. It returns once every session
 // and the supervisor have ended, which the close handshake bounds
-// (WriteTimeout and CloseGrace).
+// (WriteTimeout and CloseGrace), and sockets lingering after an unanswered
+// close are closed.
 func (g *Gateway) Shutdown(code int) {
 	g.mu.Lock()
 	g.closed, g.closeAs = true, code
@@ -422,6 +425,7 @@ func (g *Gateway) Shutdown(code int) {
 		contain.Go(g.log, "ws.close", func() { s.closeClient(code) }, nil) // each returns within CloseGrace
 	}
 	g.wg.Wait()
+	g.endLingering()
 }
 
 // hijacker gives gorilla's Upgrader the http.Hijacker it asserts. Caddy's

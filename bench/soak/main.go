@@ -68,7 +68,7 @@ func main() {
 	flag.IntVar(&o.n, "n", 2000, "sessions")
 	flag.DurationVar(&o.d, "d", 10*time.Minute, "how long the sessions are held")
 	flag.Float64Var(&o.slow, "slow", 0.1, "the share of sessions that read slowly")
-	flag.DurationVar(&o.settle, "settle", 135*time.Second, "after the sessions closed, how long to wait before comparing with the baseline")
+	flag.DurationVar(&o.settle, "settle", 40*time.Second, "after the sessions closed, how long to wait before comparing with the baseline (past the lingering of closed sockets)")
 	flag.DurationVar(&o.idle, "idle", 5*time.Minute, "then how much longer to wait before the last RSS")
 	flag.BoolVar(&o.keepDir, "keep", false, "keep the temporary directory (binary, configs, logs)")
 	flag.Parse()
@@ -225,8 +225,10 @@ http://127.0.0.1:%d {
 	if err := waitHTTP(base+"/.well-known/openid-configuration", 200); err != nil {
 		return err
 	}
-	m := &monitor{pid: gw.cmd.Process.Pid, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", admin)}
+	m := &monitor{pid: gw.cmd.Process.Pid, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", admin),
+		pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", admin)}
 	time.Sleep(2 * time.Second)
+	m.collect()
 	baseline := m.sample()
 	fmt.Printf("soak: %d sessions for %v, %.0f%% slow readers; gatehouse pid %d\n", o.n, o.d, o.slow*100, m.pid)
 	fmt.Printf("baseline: RSS %s, heap in use %s, goroutines %d\n", mib(baseline.rss), mib(baseline.heap), baseline.goroutines)
@@ -284,10 +286,15 @@ loop:
 		}
 	}
 	wg.Wait()
-	// The runtime collects garbage at least every 2 minutes: the heap is compared
-	// after one such collection.
+	// Heap in use is compared after the gateway's timers and lingering sockets
+	// have run out (settle), each time after two forced collections (the
+	// second empties the sync.Pools the first left in their victim caches).
 	time.Sleep(o.settle)
+	m.collect()
 	end := m.sample()
+	if o.keepDir {
+		m.profile(filepath.Join(dir, "heap.pprof"))
+	}
 	fmt.Printf("\n%v after every session closed: RSS %s, heap in use %s, goroutines %d, sessions %.0f\n",
 		o.settle, mib(end.rss), mib(end.heap), end.goroutines, end.sessions)
 	fmt.Printf("gatehouse restarts: %d\n", map[bool]int{true: 0, false: 1}[gw.alive()])
@@ -515,13 +522,51 @@ func (r *runState) cause(err error, kind sessionKind) (string, bool) {
 		}
 		return "close " + strconv.Itoa(ce.Code), false
 	}
-	return "read error", false
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return "read error (reset)", false
+	case errors.Is(err, syscall.EPIPE):
+		// Gorilla's reader answers a ping and returns the pong's write error:
+		// the gateway closed the socket before the client read that far.
+		return "read error (closed before the client read its close frame)", false
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "read error (EOF without a close frame)", false
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "read error (2 min without a message)", false
+	}
+	return "read error (" + err.Error() + ")", false
 }
 
 // monitor samples the gatehouse process.
 type monitor struct {
 	pid     int
-	metrics string
+	metrics string // its admin endpoint's /metrics
+	pprof   string // its admin endpoint's /debug/pprof/
+}
+
+// collect has the gatehouse process collect garbage, twice (through its
+// admin endpoint's heap profile, which collects first when asked).
+func (m *monitor) collect() {
+	for range 2 {
+		if resp, err := http.Get(m.pprof + "heap?gc=1"); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+}
+
+// profile saves a heap profile of the gatehouse process in file.
+func (m *monitor) profile(file string) {
+	resp, err := http.Get(m.pprof + "heap")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak: heap profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(file, b, 0o600); err == nil {
+		fmt.Fprintln(os.Stderr, "soak: heap profile in", file)
+	}
 }
 
 type sample struct {

@@ -4,6 +4,9 @@ import (
 	"crypto"
 	"sync"
 	"time"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
+	"go.uber.org/zap"
 )
 
 // cacheEntry is a verified token: its identity and the key that verified
@@ -16,15 +19,25 @@ type cacheEntry struct {
 
 // cache maps whole tokens to their verification, bounded in entries.
 // Entries never outlive their token's exp: Verify ignores an expired
-// entry, and put sweeps them before evicting live ones.
+// entry, put sweeps them before evicting live ones, and a sweep removes
+// them every cacheSweepInterval while the cache holds any, so that a cache
+// that served a day of sessions holds nothing once their tokens expired.
 type cache struct {
-	mu  sync.RWMutex
-	m   map[string]*cacheEntry
-	max int
+	mu       sync.RWMutex
+	m        map[string]*cacheEntry
+	max      int
+	now      func() time.Time
+	log      *zap.Logger
+	sweeping bool // a sweep is scheduled; under mu
+	peak     int  // the most entries m has held since it was made: a Go map never shrinks
 }
 
-func newCache(max int) *cache {
-	return &cache{m: make(map[string]*cacheEntry, min(max, 1024)), max: max}
+// cacheSweepInterval is how often a cache holding entries removes the
+// expired ones.
+const cacheSweepInterval = time.Minute
+
+func newCache(max int, now func() time.Time, log *zap.Logger) *cache {
+	return &cache{m: make(map[string]*cacheEntry, min(max, 1024)), max: max, now: now, log: log}
 }
 
 func (c *cache) get(token string) (*cacheEntry, bool) {
@@ -57,6 +70,37 @@ func (c *cache) put(token string, e *cacheEntry, now time.Time) {
 		}
 	}
 	c.m[token] = e
+	c.peak = max(c.peak, len(c.m))
+	if !c.sweeping {
+		c.sweeping = true
+		contain.AfterFunc(c.log, "verify.cache_sweep", cacheSweepInterval, c.sweep)
+	}
+}
+
+// sweep removes the expired entries, and makes the map anew once it holds
+// a quarter of its peak or less (its room is never given back otherwise);
+// it schedules the next sweep while entries remain.
+func (c *cache) sweep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	for k, e := range c.m {
+		if !now.Before(e.id.Expiry) {
+			delete(c.m, k)
+		}
+	}
+	if len(c.m) <= c.peak/4 {
+		m := make(map[string]*cacheEntry, len(c.m))
+		for k, e := range c.m {
+			m[k] = e
+		}
+		c.m, c.peak = m, len(m)
+	}
+	if len(c.m) == 0 {
+		c.sweeping = false
+		return
+	}
+	contain.AfterFunc(c.log, "verify.cache_sweep", cacheSweepInterval, c.sweep)
 }
 
 func (c *cache) len() int {

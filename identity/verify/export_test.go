@@ -5,6 +5,15 @@ import "encoding/json"
 // CacheLen exposes the cache size to the tests.
 func CacheLen(v *Verifier) int { return v.cache.len() }
 
+// SweepCache runs the cache's sweep now, as its timer would: whether
+// another is scheduled, and the room its map was last made with.
+func SweepCache(v *Verifier) (scheduled bool, room int) {
+	v.cache.sweep()
+	v.cache.mu.RLock()
+	defer v.cache.mu.RUnlock()
+	return v.cache.sweeping, v.cache.peak
+}
+
 // ClaimsDecoded reports whether id's claims were decoded yet. Call it on
 // the goroutine that calls Claims.
 func ClaimsDecoded(id *Identity) bool                                    { return id.claims != nil }

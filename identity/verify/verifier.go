@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	v := &Verifier{cfg: cfg}
 	if cfg.CacheSize > 0 {
-		v.cache = newCache(cfg.CacheSize)
+		v.cache = newCache(cfg.CacheSize, cfg.Now, cfg.Logger)
 	}
 	if cfg.Revocations != nil {
 		v.revoked.Store(newRevoked())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -232,6 +233,25 @@ func TestCache(t *testing.T) {
 		}
 		if n := verify.CacheLen(f.v); n > 16 {
 			t.Fatalf("cache holds %d entries, bound 16", n)
+		}
+	})
+	t.Run("emptied once its tokens expired", func(t *testing.T) {
+		// A day of sessions fills the cache; once their tokens expired it
+		// holds nothing, with no verification to sweep it, and its map is
+		// made anew (a Go map keeps the room it grew to).
+		f := newFixture(t)
+		for i := range 300 {
+			if _, err := f.v.Verify(ctx, f.issuer.Token("u"+strconv.Itoa(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if scheduled, room := verify.SweepCache(f.v); !scheduled || room != 300 || verify.CacheLen(f.v) != 300 {
+			t.Fatalf("live tokens: scheduled %v, room %d, %d entries; want a sweep scheduled and 300 kept", scheduled, room, verify.CacheLen(f.v))
+		}
+		f.now = f.now.Add(2 * time.Hour)
+		scheduled, room := verify.SweepCache(f.v)
+		if n := verify.CacheLen(f.v); n != 0 || room != 0 || scheduled {
+			t.Fatalf("expired tokens: %d entries, room %d, scheduled %v; want none", n, room, scheduled)
 		}
 	})
 }
