@@ -77,6 +77,11 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 		if s.scratch == nil {
 			s.scratch = msgBufs.Get().(*[]byte)
 		}
+		if n := int(f.n); n > 64<<10 && n > cap(*s.scratch) {
+			// A large frame: room for it at once, not grown by appends.
+			releaseBuf(s.scratch)
+			s.scratch = bigMsgBuf(n)
+		}
 		s.reading = true // the hook must leave scratch alone
 		s.setBackendMessageAt(time.Now())
 		*s.scratch, err = s.backendMessage(bc, c, f, (*s.scratch)[:0], limit)

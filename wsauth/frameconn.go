@@ -529,8 +529,9 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 		return websocket.ErrCloseSent
 	}
 	n := maxFrameHeader + len(data)
-	direct := n > batchBytes && !c.client
-	if len(c.pending) > 0 && (direct || len(c.pending)+n > cap(c.pending)) {
+	alone := n > batchBytes // unmasked: not copied; masked: a chunk at a time
+	direct := alone && !c.client
+	if len(c.pending) > 0 && (alone || len(c.pending)+n > cap(c.pending)) {
 		// The batch goes first: a frame written alone must not overtake it.
 		if err := c.flushLocked(); err != nil {
 			return err
@@ -551,6 +552,9 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 			return err
 		}
 		return nil
+	}
+	if alone {
+		return c.writeMaskedLocked(typ, data)
 	}
 	if c.pending == nil {
 		c.pbuf = batchBufs.Get().(*[]byte)
@@ -670,6 +674,42 @@ func appendHeader(b []byte, typ, n int, key []byte) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(n))
 	}
 	return append(b, key...)
+}
+
+// writeMaskedLocked writes a masked frame larger than a batch (the
+// pending batch went first), masking it a batch's room at a time into a
+// batchBufs buffer: a masked copy of the whole frame would be garbage of
+// its size. c.mu held.
+func (c *frameConn) writeMaskedLocked(typ int, data []byte) error {
+	var key [4]byte
+	binary.LittleEndian.PutUint32(key[:], rand.Uint32())
+	bp := batchBufs.Get().(*[]byte)
+	defer func() {
+		*bp = (*bp)[:0]
+		batchBufs.Put(bp)
+	}()
+	if err := c.deadlineLocked(c.flushDeadlineLocked()); err != nil {
+		return err
+	}
+	defer c.writing.Store(false)
+	b := appendHeader((*bp)[:0], typ, len(data), key[:])
+	for off := 0; off < len(data); {
+		k := min(len(data)-off, batchBytes-len(b))
+		// The key goes on where the last chunk left it (RFC 6455 §5.3:
+		// byte i of the payload is masked with key[i mod 4]).
+		var rk [4]byte
+		for j := range rk {
+			rk[j] = key[(off+j)&3]
+		}
+		b = appendMasked(b, data[off:off+k], rk)
+		off += k
+		if _, err := c.Conn.Write(b); err != nil {
+			c.err = err
+			return err
+		}
+		b = b[:0]
+	}
+	return nil
 }
 
 // appendMasked appends data masked with key (RFC 6455 §5.3), eight bytes

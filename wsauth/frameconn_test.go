@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,5 +304,63 @@ func TestEagerIdle(t *testing.T) {
 			total += fill()
 		}
 		check("after a full read", 3) // before the first read only
+	}
+}
+
+// TestLargeMaskedFrames: the backend leg's frames larger than a batch are
+// masked a chunk at a time (writeMaskedLocked); the peer unmasks each to
+// what was sent, the key carried across chunks whatever their sizes, and
+// in order with the batched frames around them. Writing them makes no
+// garbage of their size: a megabyte frame allocates far less than a copy.
+func TestLargeMaskedFrames(t *testing.T) {
+	a, b := tcpPair(t)
+	fc := newFrameConn(a, true, 5*time.Second)
+	sizes := []int{10, batchBytes - 100, batchBytes, batchBytes + 1, batchBytes + 13, 3*batchBytes + 5, 20, 1<<20 + 3}
+	sent := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		sent[i] = make([]byte, n)
+		for j := range sent[i] {
+			sent[i][j] = byte(j*7 + i + j>>8)
+		}
+	}
+	got := make(chan error, 1)
+	go func() {
+		br := bufio.NewReader(b)
+		for i, want := range sent {
+			op, p, err := readClientFrame(br)
+			if err == nil && (op != websocket.TextMessage || !bytes.Equal(p, want)) {
+				err = fmt.Errorf("opcode %d, %d bytes, differ from the %d sent", op, len(p), len(want))
+			}
+			if err != nil {
+				got <- fmt.Errorf("frame %d: %w", i, err)
+				return
+			}
+		}
+		got <- nil
+		_, _ = io.Copy(io.Discard, br)
+	}()
+	for _, p := range sent {
+		if err := fc.appendFrame(websocket.TextMessage, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fc.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	big := sent[len(sent)-1]
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const writes = 20
+	for range writes {
+		if err := fc.appendFrame(websocket.TextMessage, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / writes; per > uint64(len(big))/8 {
+		t.Fatalf("%d bytes allocated per %d-byte frame", per, len(big))
 	}
 }

@@ -266,19 +266,41 @@ func readAll(b []byte, r io.Reader) ([]byte, error) {
 }
 
 // msgBufs are the backend messages' buffers: each is read into once (the
-// one copy), written to the client, and reused; a buffer grown past 64 KiB
-// is left to the collector.
+// one copy), written to the client, and reused; one grown past 64 KiB
+// goes to bigMsgBufs.
 var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-// releaseBuf returns a message's buffer to msgBufs: the client leg's
-// flusher (drain) once the message is copied into its batch or written,
-// or the backend reader its scratch buffer. Nothing holds a reference
-// after.
+// bigMsgBufs are the buffers of backend messages larger than 64 KiB,
+// reused (bigMsgBuf) so that a backend sending large messages does not
+// make one message of garbage each.
+var bigMsgBufs sync.Pool
+
+// bigMsgBuf is a buffer with room for n bytes: a reused one when the
+// pool has one large enough, else a new one of n.
+func bigMsgBuf(n int) *[]byte {
+	if bp, ok := bigMsgBufs.Get().(*[]byte); ok {
+		if cap(*bp) >= n {
+			return bp
+		}
+		bigMsgBufs.Put(bp)
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+// releaseBuf returns a message's buffer to msgBufs, or bigMsgBufs when it
+// grew past 64 KiB: the client leg's flusher (drain) once the message is
+// copied into its batch or written, or the backend reader its scratch
+// buffer. Nothing holds a reference after.
 func releaseBuf(bp *[]byte) {
-	if bp == nil || cap(*bp) > 64<<10 {
+	if bp == nil {
 		return
 	}
 	*bp = (*bp)[:0]
+	if cap(*bp) > 64<<10 {
+		bigMsgBufs.Put(bp)
+		return
+	}
 	msgBufs.Put(bp)
 }
 

@@ -279,7 +279,11 @@ func (s *session) readLoop() {
 		}
 		contain.Point("ws.client_reader")
 		s.handle(s.buf.Bytes())
-		if s.buf.Cap() > 64<<10 {
+		// A buffer grown for a large message is kept while the client
+		// sends large ones (growing it again for each would make a
+		// megabyte of garbage a message), and let go after a small one:
+		// a session holds one message's room at most, MaxMessageBytes.
+		if s.buf.Cap() > 64<<10 && n <= 64<<10 {
 			s.buf = bytes.Buffer{}
 		}
 	}

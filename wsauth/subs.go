@@ -178,7 +178,11 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	if s.subs == nil {
 		s.subs = map[subKey][]byte{}
 	}
-	s.subs[k] = bytes.Clone(msg)
+	if had && cap(old) >= len(msg) {
+		s.subs[k] = append(old[:0], msg...) // the Sub it replaces: its room is reused
+	} else {
+		s.subs[k] = bytes.Clone(msg)
+	}
 	s.subBytes = n
 	if !had {
 		s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), 1)

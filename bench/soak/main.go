@@ -7,6 +7,7 @@
 //
 //	go run ./bench/soak                      # 2,000 sessions for 10 minutes
 //	go run ./bench/soak -n 500 -d 60m
+//	go run ./bench/soak -slow-readers        # what clients that do not read cost (slowread.go)
 //
 // Each session authenticates with a client_credentials access token of 60 s on the
 // upgrade, renews it with AuthToken before it expires, subscribes to two or three
@@ -33,6 +34,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -61,6 +63,9 @@ type options struct {
 	idle    time.Duration
 	settle  time.Duration
 	keepDir bool
+
+	slowReaders              bool
+	readers, senders, silent int
 }
 
 func main() {
@@ -68,11 +73,19 @@ func main() {
 	flag.IntVar(&o.n, "n", 2000, "sessions")
 	flag.DurationVar(&o.d, "d", 10*time.Minute, "how long the sessions are held")
 	flag.Float64Var(&o.slow, "slow", 0.1, "the share of sessions that read slowly")
-	flag.DurationVar(&o.settle, "settle", 40*time.Second, "after the sessions closed, how long to wait before comparing with the baseline (past the lingering of closed sockets)")
+	flag.DurationVar(&o.settle, "settle", 135*time.Second, "after the sessions closed, how long to wait before comparing with the baseline: past the tokens' expiry (60 s), the verifier's cache sweep (every minute) and the lingering of closed sockets (30 s)")
 	flag.DurationVar(&o.idle, "idle", 5*time.Minute, "then how much longer to wait before the last RSS")
 	flag.BoolVar(&o.keepDir, "keep", false, "keep the temporary directory (binary, configs, logs)")
+	flag.BoolVar(&o.slowReaders, "slow-readers", false, "measure what clients that do not read cost, instead of the soak")
+	flag.IntVar(&o.readers, "readers", 160, "with -slow-readers: the reading sessions")
+	flag.IntVar(&o.senders, "senders", 20, "with -slow-readers: the clients sending large Subs without reading")
+	flag.IntVar(&o.silent, "silent", 20, "with -slow-readers: the clients that subscribe and never read")
 	flag.Parse()
-	if err := run(o); err != nil {
+	do := run
+	if o.slowReaders {
+		do = slowReaders
+	}
+	if err := do(o); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
@@ -145,25 +158,41 @@ func waitHTTP(url string, want int) error {
 	return fmt.Errorf("%s did not answer %d", url, want)
 }
 
-func run(o options) error {
-	dir, err := os.MkdirTemp("", "soak-")
-	if err != nil {
-		return err
+// instance is a gatehouse process and the demo backend's, from the binary
+// built in dir.
+type instance struct {
+	keep                 bool
+	dir, bin, backendCfg string
+	backendPort          int
+	backend, gw          *proc
+	base, ws             string // the gateway's origin, and its socket's URL
+	m                    *monitor
+}
+
+// setup builds cmd/gatehouse and starts the backend (its gatehouse_demo_backend
+// block given backendOpts) and the gateway (its gatehouse_ws block given wsOpts).
+func setup(o options, backendOpts, wsOpts string) (_ *instance, err error) {
+	in := &instance{keep: o.keepDir}
+	if in.dir, err = os.MkdirTemp("", "soak-"); err != nil {
+		return nil, err
 	}
-	if !o.keepDir {
-		defer os.RemoveAll(dir)
-	} else {
-		fmt.Fprintln(os.Stderr, "soak: keeping", dir)
+	defer func() {
+		if err != nil {
+			in.close()
+		}
+	}()
+	if in.keep {
+		fmt.Fprintln(os.Stderr, "soak: keeping", in.dir)
 	}
-	bin := filepath.Join(dir, "gatehouse")
+	in.bin = filepath.Join(in.dir, "gatehouse")
 	fmt.Fprintln(os.Stderr, "soak: building cmd/gatehouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/gatehouse").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", in.bin, "./cmd/gatehouse").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	backendPort, backendAdmin := freePort(), freePort()
-	port, admin := freePort(), freePort()
-	backendCfg := filepath.Join(dir, "Caddyfile.backend")
-	if err := os.WriteFile(backendCfg, []byte(fmt.Sprintf(`{
+	backendAdmin, port, admin := freePort(), freePort(), freePort()
+	in.backendPort = freePort()
+	in.backendCfg = filepath.Join(in.dir, "Caddyfile.backend")
+	if err := os.WriteFile(in.backendCfg, []byte(fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
 }
@@ -173,13 +202,13 @@ http://127.0.0.1:%d {
 		ping_interval 5s
 		idle_timeout 60s
 		max_connections 100000
-	}
+%s	}
 }
-`, backendAdmin, backendPort)), 0o600); err != nil {
-		return err
+`, backendAdmin, in.backendPort, backendOpts)), 0o600); err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256([]byte(secret))
-	gwCfg := filepath.Join(dir, "Caddyfile")
+	gwCfg := filepath.Join(in.dir, "Caddyfile")
 	if err := os.WriteFile(gwCfg, []byte(fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
@@ -203,39 +232,69 @@ http://127.0.0.1:%d {
 		limits {
 			sessions 100000
 		}
+%s	}
+}
+`, admin, port, hex.EncodeToString(sum[:]), port, in.backendPort, wsOpts)), 0o600); err != nil {
+		return nil, err
+	}
+	if err := in.startBackend(); err != nil {
+		return nil, err
+	}
+	if in.gw, err = start(in.bin, in.dir, "gatehouse", gwCfg, nil); err != nil {
+		return nil, err
+	}
+	in.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	in.ws = fmt.Sprintf("ws://127.0.0.1:%d/ws?version=1.1", port)
+	if err := waitHTTP(in.base+"/.well-known/openid-configuration", 200); err != nil {
+		return nil, err
+	}
+	in.m = &monitor{pid: in.gw.cmd.Process.Pid, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", admin),
+		pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", admin)}
+	return in, nil
+}
+
+func (in *instance) startBackend() (err error) {
+	if in.backend, err = start(in.bin, in.dir, "backend", in.backendCfg, nil); err != nil {
+		return err
+	}
+	return waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/", in.backendPort), 0)
+}
+
+func (in *instance) restartBackend() error {
+	in.backend.stop()
+	return in.startBackend()
+}
+
+// close stops both processes and removes the directory unless kept.
+func (in *instance) close() {
+	if in.gw != nil {
+		in.gw.stop()
+	}
+	if in.backend != nil {
+		in.backend.stop()
+	}
+	if !in.keep {
+		_ = os.RemoveAll(in.dir)
 	}
 }
-`, admin, port, hex.EncodeToString(sum[:]), port, backendPort)), 0o600); err != nil {
-		return err
-	}
-	backend, err := start(bin, dir, "backend", backendCfg, nil)
+
+func run(o options) error {
+	in, err := setup(o, "", "")
 	if err != nil {
 		return err
 	}
-	defer func() { backend.stop() }()
-	if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/", backendPort), 0); err != nil {
-		return err
-	}
-	gw, err := start(bin, dir, "gatehouse", gwCfg, nil)
-	if err != nil {
-		return err
-	}
-	defer gw.stop()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := waitHTTP(base+"/.well-known/openid-configuration", 200); err != nil {
-		return err
-	}
-	m := &monitor{pid: gw.cmd.Process.Pid, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", admin),
-		pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", admin)}
+	defer in.close()
+	m, gw := in.m, in.gw
 	time.Sleep(2 * time.Second)
 	m.collect()
 	baseline := m.sample()
+	baseLive := m.live()
 	fmt.Printf("soak: %d sessions for %v, %.0f%% slow readers; gatehouse pid %d\n", o.n, o.d, o.slow*100, m.pid)
 	fmt.Printf("baseline: RSS %s, heap in use %s, goroutines %d\n", mib(baseline.rss), mib(baseline.heap), baseline.goroutines)
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.d)
 	defer cancel()
-	r := &runState{base: base, ws: fmt.Sprintf("ws://127.0.0.1:%d/ws?version=1.1", port), ends: map[string]int{}}
+	r := &runState{base: in.base, ws: in.ws, ends: map[string]int{}}
 	var wg sync.WaitGroup
 	for i := range o.n {
 		kind := kindHealthy
@@ -275,31 +334,33 @@ loop:
 				restarted = true
 				r.backendRestart.Store(true)
 				fmt.Println("restarting the backend")
-				backend.stop()
-				if backend, err = start(bin, dir, "backend", backendCfg, nil); err != nil {
-					return err
-				}
-				if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/", backendPort), 0); err != nil {
+				if err := in.restartBackend(); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	wg.Wait()
-	// Heap in use is compared after the gateway's timers and lingering sockets
-	// have run out (settle), each time after two forced collections (the
+	// Heap in use is compared once the tokens have expired, the verifier's
+	// cache has swept them and the lingering sockets have closed (settle), each time after two forced collections (the
 	// second empties the sync.Pools the first left in their victim caches).
 	time.Sleep(o.settle)
 	m.collect()
 	end := m.sample()
+	endLive := m.live()
 	if o.keepDir {
-		m.profile(filepath.Join(dir, "heap.pprof"))
+		m.profile(filepath.Join(in.dir, "heap.pprof"))
+		fmt.Fprintln(os.Stderr, "soak: heap profile in", filepath.Join(in.dir, "heap.pprof"))
 	}
 	fmt.Printf("\n%v after every session closed: RSS %s, heap in use %s, goroutines %d, sessions %.0f\n",
 		o.settle, mib(end.rss), mib(end.heap), end.goroutines, end.sessions)
 	fmt.Printf("gatehouse restarts: %d\n", map[bool]int{true: 0, false: 1}[gw.alive()])
 	fmt.Printf("goroutines: %d against %d before the sessions (%+d)\n", end.goroutines, baseline.goroutines, end.goroutines-baseline.goroutines)
-	fmt.Printf("heap in use: %s against %s (%.1f%%)\n", mib(end.heap), mib(baseline.heap), 100*(end.heap-baseline.heap)/baseline.heap)
+	fmt.Printf("heap in use: %s against %s (%+.1f%%)\n", mib(end.heap), mib(baseline.heap), 100*(end.heap-baseline.heap)/baseline.heap)
+	fmt.Printf("  live objects (heap profile): %s against %s; of them the runtime's structs of ended goroutines, which Go never frees (golang/go#9869): %s against %s\n",
+		mib(endLive.total), mib(baseLive.total), mib(endLive.deadG), mib(baseLive.deadG))
+	fmt.Printf("  live objects but those: %s against %s (%+.1f%%)\n", mib(endLive.total-endLive.deadG), mib(baseLive.total-baseLive.deadG),
+		100*((endLive.total-endLive.deadG)-(baseLive.total-baseLive.deadG))/(baseLive.total-baseLive.deadG))
 	fmt.Printf("sessions ended by cause: %s\n", r.endsText())
 	fmt.Printf("healthy session-minutes subscribed without a tick: %d of %d\n", r.starved.Load(), r.minutes.Load())
 	if u := r.unexpected.Load(); u > 0 {
@@ -555,18 +616,78 @@ func (m *monitor) collect() {
 	}
 }
 
+// liveHeap is what a heap profile says is live, estimated from its samples
+// as pprof does.
+type liveHeap struct {
+	total float64 // every live object
+	deadG float64 // the goroutine structs (runtime.malg): Go keeps them after their goroutine ended
+}
+
+// live reads the process's heap profile (as of the last collection) in its
+// text form and scales each record's in-use bytes by the sampling rate.
+func (m *monitor) live() liveHeap {
+	var h liveHeap
+	resp, err := http.Get(m.pprof + "heap?debug=1")
+	if err != nil {
+		return h
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	rate := 512.0 * 1024
+	var objects, bytes float64
+	inRecord, malg := false, false
+	flush := func() {
+		if inRecord && objects > 0 {
+			// runtime/pprof's scaleHeapSample: a record of objects of the
+			// average size stands for 1/(1-exp(-size/rate)) times as many.
+			avg := bytes / objects
+			scaled := bytes / (1 - math.Exp(-avg/rate))
+			h.total += scaled
+			if malg {
+				h.deadG += scaled
+			}
+		}
+		inRecord, malg = false, false
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "heap profile:"):
+			if _, r, ok := strings.Cut(line, "@ heap/"); ok {
+				if v, err := strconv.ParseFloat(strings.TrimSpace(r), 64); err == nil && v > 0 {
+					rate = v / 2 // the header gives twice the rate
+				}
+			}
+		case strings.Contains(line, ": ") && strings.Contains(line, "] @"):
+			flush()
+			var o, b, ao, ab float64
+			if _, err := fmt.Sscanf(line, "%g: %g [%g: %g]", &o, &b, &ao, &ab); err == nil {
+				objects, bytes, inRecord = o, b, true
+			}
+		case strings.HasPrefix(line, "#") && strings.Contains(line, "runtime.malg+"):
+			malg = true
+		case line == "":
+			flush()
+		}
+	}
+	flush()
+	return h
+}
+
 // profile saves a heap profile of the gatehouse process in file.
-func (m *monitor) profile(file string) {
-	resp, err := http.Get(m.pprof + "heap")
+func (m *monitor) profile(file string) { m.profileTo(file, "heap") }
+
+// profileTo saves the gatehouse process's profile kind in file.
+func (m *monitor) profileTo(file, kind string) {
+	resp, err := http.Get(m.pprof + kind)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak: heap profile:", err)
 		return
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if err := os.WriteFile(file, b, 0o600); err == nil {
-		fmt.Fprintln(os.Stderr, "soak: heap profile in", file)
-	}
+	_ = os.WriteFile(file, b, 0o600)
 }
 
 type sample struct {
@@ -575,20 +696,27 @@ type sample struct {
 	sessions, relayed, delivered float64
 }
 
-func (m *monitor) sample() sample {
-	var s sample
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(m.pid) + "/status"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmRSS:" {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				s.rss = kb * 1024
-			}
+// rss is the gatehouse process's resident set, in bytes.
+func (m *monitor) rss() float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(m.pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024
 		}
 	}
+	return 0
+}
+
+// metricsEach calls f with each sample of the process's metrics.
+func (m *monitor) metricsEach(f func(name string, v float64)) {
 	resp, err := http.Get(m.metrics)
 	if err != nil {
-		return s
+		return
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
@@ -601,6 +729,24 @@ func (m *monitor) sample() sample {
 			continue
 		}
 		v, _ := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		f(name, v)
+	}
+}
+
+// counter is the value of the metric name (without labels).
+func (m *monitor) counter(name string) float64 {
+	var got float64
+	m.metricsEach(func(n string, v float64) {
+		if n == name {
+			got = v
+		}
+	})
+	return got
+}
+
+func (m *monitor) sample() sample {
+	s := sample{rss: m.rss()}
+	m.metricsEach(func(name string, v float64) {
 		switch {
 		case name == "go_memstats_heap_inuse_bytes":
 			s.heap = v
@@ -613,7 +759,7 @@ func (m *monitor) sample() sample {
 		case name == "gatehouse_ws_messages_delivered_total":
 			s.delivered = v
 		}
-	}
+	})
 	return s
 }
 

@@ -32,6 +32,8 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		allowed_origins <origin>...
 //		compression off
 //		max_message_size <bytes>
+//		send_queue_bytes <bytes>
+//		send_queue <messages>
 //		auth_timeout <duration>
 //		auth_max_messages <n>
 //		max_unauthenticated <n>
@@ -86,6 +88,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			var n int
 			n, err = cfutil.PositiveIntArg(d)
 			h.MaxMessageSize = int64(n)
+		case "send_queue_bytes":
+			var n int
+			n, err = cfutil.PositiveIntArg(d)
+			h.SendQueueBytes = int64(n)
+		case "send_queue":
+			h.SendQueue, err = cfutil.PositiveIntArg(d)
 		case "auth_timeout":
 			h.AuthTimeout, err = cfutil.DurationArg(d)
 		case "auth_max_messages":

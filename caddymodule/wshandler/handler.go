@@ -89,6 +89,17 @@ type Handler struct {
 	// bytes; a larger one closes the socket with 1009. Default 1 MiB.
 	MaxMessageSize int64 `json:"max_message_size,omitempty"`
 
+	// SendQueueBytes bounds, per session, the bytes of the messages waiting
+	// to be written to the client (beyond what the socket's buffers hold);
+	// a client that falls further behind is closed with 1008 and counted in
+	// gatehouse_ws_slow_clients_total. With SendQueue, what one client that
+	// does not read can cost the gateway. Default 4 MiB.
+	SendQueueBytes int64 `json:"send_queue_bytes,omitempty"`
+
+	// SendQueue bounds, per session, the messages waiting to be written to
+	// the client, likewise. Default 256.
+	SendQueue int `json:"send_queue,omitempty"`
+
 	// AuthTimeout is how long a socket may stay unauthenticated (then
 	// 1008). Default 10s.
 	AuthTimeout caddy.Duration `json:"auth_timeout,omitempty"`
@@ -243,6 +254,7 @@ func (h *Handler) config() (wsauth.Config, error) {
 	cfg := wsauth.Config{
 		Upstreams: h.Upstreams, Subprotocols: h.Subprotocols, AllowedOrigins: h.AllowedOrigins,
 		DisableCompression: h.DisableCompression, MaxMessageBytes: h.MaxMessageSize,
+		SendQueueBytes: h.SendQueueBytes, SendQueue: h.SendQueue,
 		AuthTimeout: time.Duration(h.AuthTimeout), AuthMaxMessages: h.AuthMaxMessages,
 		MaxUnauthenticated: h.MaxUnauthenticated, PingInterval: time.Duration(h.PingInterval),
 		IdleTimeout: time.Duration(h.IdleTimeout), ReturnAccessToken: h.ReturnAccessToken,
