@@ -206,7 +206,8 @@ type Config struct {
 	LimitOverrides []LimitOverride
 	// MaxSubscriptionBytes bounds, per session, the total size of the
 	// Sub messages the gateway keeps to re-send when a lapsed session
-	// authenticates again; a Sub over it is answered Error/Limited. A
+	// authenticates again, each with its topic once more (the key it is
+	// kept under); a Sub over it is answered Error/Limited. A
 	// session with many subscriptions and large Sub messages may need
 	// more. Default DefaultMaxSubscriptionBytes.
 	MaxSubscriptionBytes int64

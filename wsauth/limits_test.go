@@ -1,11 +1,14 @@
 package wsauth
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -390,5 +393,39 @@ func TestAuthMessagesLimitedOnceAuthenticated(t *testing.T) {
 	}
 	if n := e.metrics.get(func(m *fakeMetrics) int { return m.limited[LimitAuth] }); n != 3 {
 		t.Fatalf("limited counted %d", n)
+	}
+}
+
+// TestReadCapped: the client reader's message buffer holds what the reader
+// gave, limit bytes at most, and grows no further than the limit (with the
+// allocator's rounding): a message of just over half the limit does not
+// get a buffer of twice its size.
+func TestReadCapped(t *testing.T) {
+	const limit = 1<<20 + 1
+	for _, n := range []int{0, 1, 511, 512, 513, 64 << 10, limit/2 + 1, limit - 1, limit, limit + 5} {
+		for _, oneByte := range []bool{false, true} {
+			if oneByte && n > 70_000 {
+				continue
+			}
+			src := make([]byte, n)
+			for i := range src {
+				src[i] = byte(i * 31)
+			}
+			var r io.Reader = bytes.NewReader(src)
+			if oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			got, err := readCapped(nil, r, limit)
+			if err != nil {
+				t.Fatalf("%d bytes: %v", n, err)
+			}
+			want := src[:min(n, limit)]
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%d bytes (one at a time %v): got %d bytes, want %d", n, oneByte, len(got), len(want))
+			}
+			if cap(got) > limit+limit/8 {
+				t.Fatalf("%d bytes: a buffer of %d, past the limit %d", n, cap(got), limit)
+			}
+		}
 	}
 }

@@ -1,13 +1,13 @@
 package wsauth
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,15 +88,14 @@ type session struct {
 	polCtl       string
 	polTopic     string
 	unauthMsgs   int
-	clientCode   int  // the close code the client sent, 0 if none
-	stopping     bool // closeAfterQueued was called: the reader only drains
-	stopCode     int  // its code
-	buf          bytes.Buffer
-	lr           io.LimitedReader // reads buf's message, reused
-	insecure     bool             // RequireTLS, and the connection is not secure
-	limits       Limits           // the effective limits of the identity
-	bucket       bucket           // the message rate's
-	authBucket   bucket           // the Auth messages' once authenticated
+	clientCode   int    // the close code the client sent, 0 if none
+	stopping     bool   // closeAfterQueued was called: the reader only drains
+	stopCode     int    // its code
+	msg          []byte // the message read, reused (readCapped)
+	insecure     bool   // RequireTLS, and the connection is not secure
+	limits       Limits // the effective limits of the identity
+	bucket       bucket // the message rate's
+	authBucket   bucket // the Auth messages' once authenticated
 
 	// Guarded by mu (written by the client reader, or the supervisor).
 	mu          sync.Mutex
@@ -108,7 +107,7 @@ type session struct {
 	lapsedAt    time.Time // when authority lapsed (Config.Now)
 	checkedAt   time.Time // the token's last verification (system clock)
 	subs        map[subKey][]byte
-	subBytes    int64    // the bytes of subs' messages
+	subBytes    int64    // the bytes of subs' messages and their keys' topics
 	identifySub bool     // the client subscribed to Auth/Identify
 	tidSeq      int64    // the next reserved TransactionID's offset
 	owed        []subKey // the backend's Unsubs since a lapse, not yet written (unsubscribe)
@@ -260,10 +259,8 @@ func (s *session) readLoop() {
 			s.closeAfterQueued(websocket.CloseUnsupportedData)
 			continue
 		}
-		s.buf.Reset()
-		s.lr = io.LimitedReader{R: r, N: maxMsg + 1}
-		n, err := s.buf.ReadFrom(&s.lr)
-		s.lr.R = nil
+		s.msg, err = readCapped(s.msg[:0], r, maxMsg+1)
+		n := int64(len(s.msg))
 		switch {
 		case errors.Is(err, websocket.ErrReadLimit):
 			s.closeClient(websocket.CloseMessageTooBig) // gorilla has sent it
@@ -278,15 +275,36 @@ func (s *session) readLoop() {
 			continue
 		}
 		contain.Point("ws.client_reader")
-		s.handle(s.buf.Bytes())
+		s.handle(s.msg)
 		// A buffer grown for a large message is kept while the client
 		// sends large ones (growing it again for each would make a
 		// megabyte of garbage a message), and let go after a small one:
-		// a session holds one message's room at most, MaxMessageBytes.
-		if s.buf.Cap() > 64<<10 && n <= 64<<10 {
-			s.buf = bytes.Buffer{}
+		// a session holds one message's room at most (readCapped).
+		if cap(s.msg) > 64<<10 && n <= 64<<10 {
+			s.msg = nil
 		}
 	}
+}
+
+// readCapped appends r's bytes to dst until r ends, limit bytes at most.
+// dst grows by doubling, but never past limit: a message of just over half
+// the limit does not cost twice its size.
+func readCapped(dst []byte, r io.Reader, limit int64) ([]byte, error) {
+	for int64(len(dst)) < limit {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, int(min(max(int64(cap(dst)), 512), limit-int64(len(dst)))))
+		}
+		end := int(min(int64(cap(dst)), limit))
+		n, err := r.Read(dst[len(dst):end])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
 }
 
 // maxMessage bounds the client's next message, after decompression:

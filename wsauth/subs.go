@@ -168,10 +168,17 @@ func (s *session) reportRelayed() {
 }
 
 // trackLocked records the Sub msg for k, replacing an earlier one; false
-// when a limit refuses it. s.mu held.
+// when a limit refuses it. What a subscription holds counts against
+// MaxSubscriptionBytes: its message and its key's topic (a string of its
+// own). s.mu held.
 func (s *session) trackLocked(k subKey, msg []byte) bool {
 	old, had := s.subs[k]
-	n := s.subBytes - int64(len(old)) + int64(len(msg))
+	n := s.subBytes + int64(len(msg))
+	if had {
+		n -= int64(len(old))
+	} else {
+		n += int64(len(k.topic))
+	}
 	if !had && len(s.subs) >= s.limits.Subscriptions || n > s.cfg.MaxSubscriptionBytes {
 		return false
 	}
@@ -197,7 +204,7 @@ func (s *session) untrackLocked(k subKey) {
 		return
 	}
 	delete(s.subs, k)
-	s.subBytes -= int64(len(old))
+	s.subBytes -= int64(len(old) + len(k.topic))
 	s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), -1)
 }
 
