@@ -3,6 +3,7 @@ package wsauth
 import (
 	"encoding/base64"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ const (
 // TransactionID are left out when the request had none. env may be a
 // ScanError's Echo.
 func AppendError(dst []byte, env *Envelope, code string) []byte {
+	// Room for it at once: an echoed topic may be near a megabyte, and
+	// growing by appends would leave as much garbage, and a buffer of up
+	// to twice its size queued.
+	dst = slices.Grow(dst, 64+len(env.Controller)+len(env.Topic)+len(env.TransactionIDText)+len(code))
 	dst = append(dst, `{"Controller":`...)
 	dst = appendString(dst, env.Controller)
 	if env.Present&HasTopic != 0 {
