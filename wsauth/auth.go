@@ -25,7 +25,7 @@ func (s *session) handleAuth(env *Envelope) {
 			s.identifySubscription(env)
 			return
 		}
-		s.reply(AppendError(nil, env, CodeUnknown))
+		s.replyError(env, CodeUnknown)
 		return
 	}
 	switch env.TopicBase() {
@@ -38,7 +38,7 @@ func (s *session) handleAuth(env *Envelope) {
 	case "AuthCode":
 		s.authCode(env)
 	default:
-		s.reply(AppendError(nil, env, CodeUnknown))
+		s.replyError(env, CodeUnknown)
 	}
 }
 

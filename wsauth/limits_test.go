@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -427,5 +428,79 @@ func TestReadCapped(t *testing.T) {
 				t.Fatalf("%d bytes: a buffer of %d, past the limit %d", n, cap(got), limit)
 			}
 		}
+	}
+}
+
+// TestRefusedLargeMessagesMakeLittleGarbage: a client repeating a Sub whose
+// topic is too large to keep gets an Error/Limited that echoes it each
+// time; the gateway reuses its buffers (the message's, the topic's, the
+// reply's) instead of making a topic's worth of garbage a message, which
+// is what lets the heap stay near what a slow client may hold at all.
+func TestRefusedLargeMessagesMakeLittleGarbage(t *testing.T) {
+	e := newTestEnv(t, nil)
+	c := e.dial(bearer(tokDemo))
+	topic := "Security!" + strings.Repeat("X", 600<<10)
+	msg := []byte(`{"Controller":"Market","Topic":"` + topic + `","Action":"Sub","TransactionID":7}`)
+	round := func() {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, msg); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, r, err := c.NextReader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, 64)
+		n, _ := io.ReadFull(r, head)
+		if !bytes.HasPrefix(head[:n], []byte(`{"Controller":"Market","Topic":"Security!XXX`)) {
+			t.Fatalf("reply %q…, want the Error echoing the topic", head[:n])
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		round()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const rounds = 30
+	for range rounds {
+		round()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / rounds; per > uint64(len(topic))/4 {
+		t.Fatalf("%d bytes allocated per refused %d-byte message", per, len(msg))
+	}
+	if n := e.metrics.get(func(m *fakeMetrics) int { return m.limited[LimitSubscriptions] }); n < rounds {
+		t.Fatalf("%d refusals counted, want %d or more", n, rounds)
+	}
+}
+
+// TestQueueCountsWhatTheReaderHolds: the client's send queue counts, with
+// its own bytes, what the client reader holds (its message buffer and the
+// topic it keeps), so a client that sends large messages and reads
+// nothing holds SendQueueBytes in all; an empty queue still takes any
+// message, and a close marker always fits.
+func TestQueueCountsWhatTheReaderHolds(t *testing.T) {
+	s := &session{cfg: &Config{SendQueue: 256, SendQueueBytes: 1000}}
+	msg := func(n int) *outMsg { return &outMsg{typ: websocket.TextMessage, data: make([]byte, n)} }
+	s.held.Store(900)
+	if !s.fitsLocked(msg(5000)) {
+		t.Fatal("an empty queue refused a message")
+	}
+	s.pushLocked(*msg(50))
+	for _, tc := range []struct {
+		held, n int64
+		fits    bool
+	}{{0, 950, true}, {0, 951, false}, {600, 350, true}, {600, 351, false}, {950, 1, false}} {
+		s.held.Store(tc.held)
+		if got := s.fitsLocked(msg(int(tc.n))); got != tc.fits {
+			t.Errorf("queued 50, held %d: a %d-byte message fits %v, want %v", tc.held, tc.n, got, tc.fits)
+		}
+	}
+	if !s.fitsLocked(&outMsg{close: websocket.CloseGoingAway}) {
+		t.Error("a close marker did not fit")
 	}
 }

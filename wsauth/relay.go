@@ -414,7 +414,8 @@ func (s *session) tryPut(m outMsg) bool {
 }
 
 // fitsLocked reports whether the queue has room for m: a close marker
-// needs a slot, a message a slot and its bytes, a batch a slot for each
+// needs a slot, a message a slot and its bytes (counted with what the
+// client reader holds, held), a batch a slot for each
 // of its messages and its bytes (an empty queue takes any batch). s.omu
 // held.
 func (s *session) fitsLocked(m *outMsg) bool {
@@ -422,7 +423,7 @@ func (s *session) fitsLocked(m *outMsg) bool {
 		return false
 	}
 	n := int64(len(m.data))
-	return m.close != 0 || s.queued == 0 || s.queued+n <= s.cfg.SendQueueBytes
+	return m.close != 0 || s.queued == 0 || s.queued+n+s.held.Load() <= s.cfg.SendQueueBytes
 }
 
 // pushLocked adds m at the queue's tail, growing the ring. s.omu held,

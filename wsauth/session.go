@@ -82,20 +82,25 @@ type session struct {
 	relLabel     string    // the controller label of the forwards not yet counted
 	relN         int       // how many (reportRelayed)
 	topic        string    // the last message's Topic, reused by the next alike (scan)
-	polOK        bool      // the policy's answer for polController and polTopic, polValid
-	polNeeded    string
-	polValid     bool
-	polCtl       string
-	polTopic     string
-	unauthMsgs   int
-	clientCode   int    // the close code the client sent, 0 if none
-	stopping     bool   // closeAfterQueued was called: the reader only drains
-	stopCode     int    // its code
-	msg          []byte // the message read, reused (readCapped)
-	insecure     bool   // RequireTLS, and the connection is not secure
-	limits       Limits // the effective limits of the identity
-	bucket       bucket // the message rate's
-	authBucket   bucket // the Auth messages' once authenticated
+	// held is what the client reader holds beyond the queue, published
+	// for fitsLocked: its message buffer's room and the topic it keeps.
+	// A client that sends large messages and reads nothing thus holds
+	// SendQueueBytes in all, not that and its messages too.
+	held       atomic.Int64
+	polOK      bool // the policy's answer for polController and polTopic, polValid
+	polNeeded  string
+	polValid   bool
+	polCtl     string
+	polTopic   string
+	unauthMsgs int
+	clientCode int    // the close code the client sent, 0 if none
+	stopping   bool   // closeAfterQueued was called: the reader only drains
+	stopCode   int    // its code
+	msg        []byte // the message read, reused (readCapped)
+	insecure   bool   // RequireTLS, and the connection is not secure
+	limits     Limits // the effective limits of the identity
+	bucket     bucket // the message rate's
+	authBucket bucket // the Auth messages' once authenticated
 
 	// Guarded by mu (written by the client reader, or the supervisor).
 	mu          sync.Mutex
@@ -275,6 +280,7 @@ func (s *session) readLoop() {
 			continue
 		}
 		contain.Point("ws.client_reader")
+		s.hold()
 		s.handle(s.msg)
 		// A buffer grown for a large message is kept while the client
 		// sends large ones (growing it again for each would make a
@@ -283,6 +289,15 @@ func (s *session) readLoop() {
 		if cap(s.msg) > 64<<10 && n <= 64<<10 {
 			s.msg = nil
 		}
+		s.hold()
+	}
+}
+
+// hold publishes what the client reader holds beyond the queue (held).
+// Client reader only.
+func (s *session) hold() {
+	if h := int64(cap(s.msg) + len(s.topic)); h != s.held.Load() {
+		s.held.Store(h)
 	}
 }
 
@@ -435,7 +450,7 @@ func (s *session) handle(msg []byte) {
 			s.limited(&se.Echo, LimitRate)
 			return
 		}
-		s.reply(AppendError(nil, &se.Echo, CodeDeserialise))
+		s.replyError(&se.Echo, CodeDeserialise)
 		return
 	}
 	if env.Controller == "Auth" {
@@ -459,14 +474,14 @@ func (s *session) handle(msg []byte) {
 	}
 	if env.Present&HasTransactionID != 0 && (env.TransactionID < s.cfg.tids.min || env.TransactionID > s.cfg.tids.max) {
 		// The backend could not read it: nor would it act on it.
-		s.reply(AppendError(nil, &env, CodeDeserialise))
+		s.replyError(&env, CodeDeserialise)
 		return
 	}
 	if s.cfg.tids.reserved(env.TransactionIDText) {
 		if ce := s.g.log.Check(zap.DebugLevel, "ws reserved transaction id refused"); ce != nil {
 			ce.Write(s.messageFields(&env)...)
 		}
-		s.reply(AppendError(nil, &env, CodeSession))
+		s.replyError(&env, CodeSession)
 		return
 	}
 	ok, needed := s.allowed(&env)
@@ -495,7 +510,7 @@ func (s *session) allowed(env *Envelope) (bool, string) {
 func (s *session) deny(env *Envelope, why string) {
 	s.cfg.Metrics.Denied(controllerLabel(env.Controller))
 	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
-	s.reply(AppendError(nil, env, CodeAuthority))
+	s.replyError(env, CodeAuthority)
 }
 
 // limited answers env with Error/Limited and counts it; kind is
@@ -505,7 +520,7 @@ func (s *session) limited(env *Envelope, kind string) {
 	if ce := s.g.log.Check(zap.DebugLevel, "ws message limited"); ce != nil {
 		ce.Write(append(s.messageFields(env), zap.String("limit", kind))...)
 	}
-	s.reply(AppendError(nil, env, CodeLimited))
+	s.replyError(env, CodeLimited)
 }
 
 // messageFields are an audit entry's fields: who, Controller, Topic (before
@@ -530,6 +545,21 @@ func (s *session) messageFields(env *Envelope) []zap.Field {
 // reply queues one of the gateway's own messages for the client.
 func (s *session) reply(msg []byte) {
 	s.enqueue(outMsg{typ: websocket.TextMessage, data: msg})
+}
+
+// replyError queues the Error reply with code to the message env. One
+// that echoes large fields is built in a pooled buffer (bigMsgBuf), given
+// back once written: a client repeating near-megabyte messages that are
+// refused must not make a megabyte of garbage each.
+func (s *session) replyError(env *Envelope, code string) {
+	n := 64 + len(env.Controller) + len(env.Topic) + len(env.TransactionIDText) + len(code)
+	if n <= 64<<10 {
+		s.reply(AppendError(nil, env, code))
+		return
+	}
+	bp := bigMsgBuf(n)
+	*bp = AppendError((*bp)[:0], env, code)
+	s.enqueue(outMsg{typ: websocket.TextMessage, data: *bp, buf: bp})
 }
 
 func deadline(d time.Duration) time.Time { return time.Now().Add(d) }
