@@ -158,6 +158,7 @@ type App struct {
 	registry    *prometheus.Registry // where collector is registered
 	collector   prometheus.Collector
 	cancel      context.CancelFunc // ends the background loops
+	runCtx      context.Context    // theirs
 	loops       *sync.WaitGroup    // the background loops
 	validateDir string             // validating: the throwaway store's directory
 	readiness   *readiness         // the readiness probe's checks (gatehouse_health ready); nil until Provision
@@ -217,7 +218,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	a.cancel, a.loops = cancel, new(sync.WaitGroup)
+	a.cancel, a.runCtx, a.loops = cancel, runCtx, new(sync.WaitGroup)
 	if err := a.buildVerifier(runCtx); err != nil {
 		return err
 	}
@@ -336,8 +337,19 @@ func (a *App) buildVerifier(ctx context.Context) error {
 	return nil
 }
 
-// Start does nothing: the app serves through the gatehouse_identity handler.
-func (a *App) Start() error { return nil }
+// Start announces, for an issuer on this machine (the demo's), where to open
+// it once it answers (announceReady); the app serves through the
+// gatehouse_identity handler.
+func (a *App) Start() error {
+	if a.Issuer != "" && a.runCtx != nil && !Validating() {
+		a.loops.Add(1)
+		contain.Go(a.logger, "gatehouse.ready", func() {
+			defer a.loops.Done()
+			announceReady(a.runCtx, a.logger, a.Issuer, os.Stderr)
+		}, nil)
+	}
+	return nil
+}
 
 // Stop does nothing; Cleanup releases the app's resources.
 func (a *App) Stop() error { return nil }

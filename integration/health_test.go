@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // probe GETs path on g and decodes a probe's answer.
@@ -45,6 +46,14 @@ func TestDemoProbesAndPages(t *testing.T) {
 	resp, page := g.Do(t, mustRequest(t, http.MethodGet, g.URL+"/", nil))
 	if resp.StatusCode != 200 || !strings.Contains(string(page), `href="/demo/"`) || !strings.Contains(string(page), `href="/readyz"`) {
 		t.Errorf("/: %d %.300s", resp.StatusCode, page)
+	}
+	// The one plain line among the JSON logs that tells a newcomer where to go.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(g.Logs(), "\nGatehouse is ready: open "+g.Issuer+"/\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo did not say where to open it: want %q in its output", "Gatehouse is ready: open "+g.Issuer+"/")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
