@@ -504,3 +504,21 @@ func TestQueueCountsWhatTheReaderHolds(t *testing.T) {
 		t.Error("a close marker did not fit")
 	}
 }
+
+// TestErrorReplyRoom: an Error reply fits the room errorReplyRoom gives
+// it, fields of any length without escapes: building it in a buffer that
+// large never grows it (a near-megabyte echo grew a second buffer).
+func TestErrorReplyRoom(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 64 << 10, 1 << 20} {
+		env := &Envelope{Controller: "Market", Topic: "Security!" + strings.Repeat("X", n), Present: HasTopic,
+			TransactionIDText: []byte("-9007199254740991")}
+		for _, code := range []string{CodeLimited, CodeDeserialise, ""} {
+			room := errorReplyRoom(env, code)
+			buf := make([]byte, 0, room)
+			out := AppendError(buf, env, code)
+			if cap(out) != room || len(out) > room {
+				t.Fatalf("topic of %d, code %q: %d bytes in a buffer of %d, room %d", n, code, len(out), cap(out), room)
+			}
+		}
+	}
+}

@@ -552,7 +552,7 @@ func (s *session) reply(msg []byte) {
 // back once written: a client repeating near-megabyte messages that are
 // refused must not make a megabyte of garbage each.
 func (s *session) replyError(env *Envelope, code string) {
-	n := 64 + len(env.Controller) + len(env.Topic) + len(env.TransactionIDText) + len(code)
+	n := errorReplyRoom(env, code)
 	if n <= 64<<10 {
 		s.reply(AppendError(nil, env, code))
 		return

@@ -33,7 +33,7 @@ func AppendError(dst []byte, env *Envelope, code string) []byte {
 	// Room for it at once: an echoed topic may be near a megabyte, and
 	// growing by appends would leave as much garbage, and a buffer of up
 	// to twice its size queued.
-	dst = slices.Grow(dst, 64+len(env.Controller)+len(env.Topic)+len(env.TransactionIDText)+len(code))
+	dst = slices.Grow(dst, errorReplyRoom(env, code))
 	dst = append(dst, `{"Controller":`...)
 	dst = appendString(dst, env.Controller)
 	if env.Present&HasTopic != 0 {
@@ -392,4 +392,10 @@ func ParseAuthToken(data []byte, maxToken int) (AuthTokenRequest, error) {
 
 func tooLarge(offset int64) *ScanError {
 	return &ScanError{Err: ErrTokenTooLarge, Reason: "access token over the bound", Offset: offset}
+}
+
+// errorReplyRoom is the room AppendError needs for env's reply with code,
+// its fields unescaped: the fixed text is under 128 bytes.
+func errorReplyRoom(env *Envelope, code string) int {
+	return 128 + len(env.Controller) + len(env.Topic) + len(env.TransactionIDText) + len(code)
 }

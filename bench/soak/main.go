@@ -285,16 +285,25 @@ func run(o options) error {
 	}
 	defer in.close()
 	m, gw := in.m, in.gw
-	time.Sleep(2 * time.Second)
+	r := &runState{base: in.base, ws: in.ws, ends: map[string]int{}}
+	fmt.Printf("soak: %d sessions for %v, %.0f%% slow readers; gatehouse pid %d\n", o.n, o.d, o.slow*100, m.pid)
+	// The baseline is taken after a warm-up with as many sessions, once their
+	// tokens have expired and been swept (settle): what the process keeps once
+	// it has served that many (the runtime keeps every goroutine's struct and
+	// the timer heap grown for every socket's deadlines, golang/go#9869) is in
+	// it, so what differs at the end is what the hours added.
+	if err := r.warmUp(o.n); err != nil {
+		return err
+	}
+	time.Sleep(o.settle)
 	m.collect()
 	baseline := m.sample()
 	baseLive := m.live()
-	fmt.Printf("soak: %d sessions for %v, %.0f%% slow readers; gatehouse pid %d\n", o.n, o.d, o.slow*100, m.pid)
-	fmt.Printf("baseline: RSS %s, heap in use %s, goroutines %d\n", mib(baseline.rss), mib(baseline.heap), baseline.goroutines)
+	fmt.Printf("baseline, after a warm-up of %d sessions and %v: RSS %s, heap in use %s, live %s, goroutines %d\n",
+		o.n, o.settle, mib(baseline.rss), mib(baseline.heap), mib(baseline.live), baseline.goroutines)
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.d)
 	defer cancel()
-	r := &runState{base: in.base, ws: in.ws, ends: map[string]int{}}
 	var wg sync.WaitGroup
 	for i := range o.n {
 		kind := kindHealthy
@@ -357,6 +366,7 @@ loop:
 	fmt.Printf("gatehouse restarts: %d\n", map[bool]int{true: 0, false: 1}[gw.alive()])
 	fmt.Printf("goroutines: %d against %d before the sessions (%+d)\n", end.goroutines, baseline.goroutines, end.goroutines-baseline.goroutines)
 	fmt.Printf("heap in use: %s against %s (%+.1f%%)\n", mib(end.heap), mib(baseline.heap), 100*(end.heap-baseline.heap)/baseline.heap)
+	fmt.Printf("live heap (after collection): %s against %s (%+.1f%%)\n", mib(end.live), mib(baseline.live), 100*(end.live-baseline.live)/baseline.live)
 	fmt.Printf("  live objects (heap profile): %s against %s; of them the runtime's structs of ended goroutines, which Go never frees (golang/go#9869): %s against %s\n",
 		mib(endLive.total), mib(baseLive.total), mib(endLive.deadG), mib(baseLive.deadG))
 	fmt.Printf("  live objects but those: %s against %s (%+.1f%%)\n", mib(endLive.total-endLive.deadG), mib(baseLive.total-baseLive.deadG),
@@ -411,6 +421,48 @@ func (r *runState) endsText() string {
 		fmt.Fprintf(&b, "%s=%d ", k, v)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// warmUp opens n sessions, ramped as the soak's are, each subscribed until its
+// first tick, and closes them.
+func (r *runState) warmUp(n int) error {
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := dialSession(context.Background(), r)
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			defer c.Close()
+			code := securities[i%len(securities)]
+			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Security!`+code+`.ASX","Action":"Sub","TransactionID":1}`))
+			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for {
+				_, msg, err := c.ReadMessage()
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				if _, ok := trades(msg); ok {
+					break
+				}
+			}
+			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(5*time.Second))
+			_, _, _ = c.ReadMessage() // the gateway's answer
+		}()
+		if i%50 == 49 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return fmt.Errorf("warm-up: %d of %d sessions failed", f, n)
+	}
+	return nil
 }
 
 // token is a client_credentials access token of client soak.
@@ -691,7 +743,7 @@ func (m *monitor) profileTo(file, kind string) {
 }
 
 type sample struct {
-	rss, heap                    float64
+	rss, heap, live              float64 // live: the heap's objects (HeapAlloc; after a collection, only live ones)
 	goroutines                   int
 	sessions, relayed, delivered float64
 }
@@ -750,6 +802,8 @@ func (m *monitor) sample() sample {
 		switch {
 		case name == "go_memstats_heap_inuse_bytes":
 			s.heap = v
+		case name == "go_memstats_heap_alloc_bytes":
+			s.live = v
 		case name == "go_goroutines":
 			s.goroutines = int(v)
 		case strings.HasPrefix(name, "gatehouse_ws_sessions{"):
