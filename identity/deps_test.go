@@ -9,7 +9,7 @@ import (
 
 const module = "github.com/gatehouse/gatehouse/"
 
-// allowedImports is the import table of identity (README, "Architecture"):
+// allowedImports is the import table of identity (docs/architecture.md):
 // each package may import only the identity packages listed for it.
 // Endpoint packages (grant, authorize, and later device, logout) never
 // import each other, and the leaves import nothing from identity.

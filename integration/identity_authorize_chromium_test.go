@@ -236,7 +236,7 @@ func TestChromiumHybridFormPostAndImplicit(t *testing.T) {
 	}
 }
 
-// TestChromiumReadmeCodeFlow: the README's code-flow example, as a newcomer follows
+// TestChromiumReadmeCodeFlow: the code-flow example of docs/getting-started.md, as a newcomer follows
 // it: its URL opened in a browser, a login as demo, the callback page showing the
 // code without calling the response forged, and the exchange with the README's
 // verifier giving tokens.
@@ -246,7 +246,7 @@ func TestChromiumReadmeCodeFlow(t *testing.T) {
 	t.Parallel()
 	ctx := chromium(t)
 	g := StartGatehouse(t)
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "getting-started.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // Logout and check-session in Chromium, with the relying party on another
 // site (http://127.0.0.1:port; the identity server is on localhost), in
 // Chromium's default cookie settings and with third-party cookies blocked.
-// What each case shows is what the README says under "Logout".
+// What each case shows is what docs/configuration/gatehouse_identity.md says of logout.
 
 // logoutRP is a relying party on 127.0.0.1: its callback, a page that runs
 // the check-session iframe, its front-channel logout page (which records

@@ -56,7 +56,7 @@ type chain struct {
 }
 
 // generationOf is the generation a refresh token names
-// ("<family>~<generation>~<secret>~<tag>", README: "Sessions, revocation
+// ("<family>~<generation>~<secret>~<tag>", docs/operations.md: "Sessions, revocation
 // and what ends them").
 func generationOf(token string) (family string, generation int, err error) {
 	parts := strings.Split(token, "~")

@@ -26,7 +26,7 @@ import (
 // with its stack and counted in gatehouse_panics_total.
 
 // TestDefaultBinaryHasNoFaultHook: the binary every other test runs, built
-// as the README builds it, holds no fault hook.
+// as docs/building.md builds it, holds no fault hook.
 func TestDefaultBinaryHasNoFaultHook(t *testing.T) {
 	b, err := os.ReadFile(binary)
 	if err != nil {

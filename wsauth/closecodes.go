@@ -6,7 +6,7 @@ import "github.com/gorilla/websocket"
 // ended with backend: the code the backend sent in its close frame,
 // CloseNoStatusReceived for a close frame without one, or
 // CloseAbnormalClosure when the leg ended without a close frame. It is the
-// one table of what a backend's close means to a client (docs/websocket.md
+// one table of what a backend's close means to a client (docs/configuration/gatehouse_ws.md
 // lists it):
 //
 //	1000 normal, 1005 (no code)   1000 the backend ended the session

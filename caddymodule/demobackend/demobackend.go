@@ -1,6 +1,6 @@
 // Package demobackend is the demo's market-data backend as a Caddy handler
 // (http.handlers.gatehouse_demo_backend), so that the one command of the
-// README starts the whole demo: Caddyfile.example serves it on a loopback
+// README (docs/getting-started.md) starts the whole demo: Caddyfile.example serves it on a loopback
 // site of its own, behind the message gateway.
 //
 // DEMO-ONLY: the backend trusts the identity headers the gateway sets and

@@ -144,7 +144,7 @@ func strictResult(body []byte, cols [][2]string, maxRows int) string {
 }
 
 // TestAttackHostileAnswerLeaks: whatever the upstream answers, the caller
-// gets a result of exactly the promised shape (README: "exactly the asked
+// gets a result of exactly the promised shape (docs/configuration/gatehouse_query.md: "exactly the asked
 // columns, in order, and rows of that many plain values"), or a refusal:
 // 502, or 422 for more rows than max_rows.
 //

@@ -61,7 +61,7 @@ func TestConnectionLostMidAnswer(t *testing.T) {
 	srv := atkService(t, up, nil, nil)
 	status, body := post(t, srv, "/query", iqlType, "select Code, LastPrice from Security")
 	if status != http.StatusServiceUnavailable {
-		t.Errorf("connection lost mid-answer: %d %s, README says connection failures are 503", status, body)
+		t.Errorf("connection lost mid-answer: %d %s, docs/configuration/gatehouse_query.md says connection failures are 503", status, body)
 	}
 }
 

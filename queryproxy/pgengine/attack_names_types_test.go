@@ -114,7 +114,7 @@ func TestPostgresOwnerColumnNotConfused(t *testing.T) {
 }
 
 // TestPostgresNonTextColumns: columns the engine reports as String whose PostgreSQL
-// type is not text (uuid, an enum, json, an array, interval, inet, cidr, "char"; README: "any
+// type is not text (uuid, an enum, json, an array, interval, inet, cidr, "char"; docs/configuration/gatehouse_query.md: "any
 // other type ... String") take every String operator the language offers, and follow the
 // comparison rules on the text a result shows: ordered and matched byte-wise, equal when
 // the text is. uuid is compared as itself (its order is its text's), so a value that is

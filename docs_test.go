@@ -1,0 +1,161 @@
+package gatehouse_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// markdownFiles are the repository's Markdown pages, outside node_modules,
+// testdata and the fuzz corpora.
+func markdownFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || d.Name() == ".git" || d.Name() == "artifacts") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+var (
+	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	mdFence   = regexp.MustCompile("(?ms)^```.*?^```")
+)
+
+// slug is GitHub's anchor for a heading: lower case, without what is not a
+// letter, digit, space, hyphen or underscore, spaces made hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are the anchors of a page's headings.
+func anchors(t *testing.T, path string) map[string]bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := map[string]bool{}
+	for _, m := range mdHeading.FindAllStringSubmatch(mdFence.ReplaceAllString(string(b), ""), -1) {
+		a[slug(m[1])] = true
+	}
+	return a
+}
+
+// TestDocLinksResolve: every relative link of every Markdown page names a
+// file or folder the repository holds, and its #anchor a heading there.
+// It failed when: the README's sections moved to docs/ and a page still
+// linked to #running-several-instances of its own.
+func TestDocLinksResolve(t *testing.T) {
+	checked := 0
+	for _, page := range markdownFiles(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := mdFence.ReplaceAllString(string(b), "")
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			link := m[1]
+			if strings.Contains(link, "://") || strings.HasPrefix(link, "mailto:") {
+				continue
+			}
+			target, anchor, _ := strings.Cut(link, "#")
+			path := page
+			if target != "" {
+				path = filepath.Join(filepath.Dir(page), target)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s: link %q: %v", page, link, err)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[anchor] {
+				t.Errorf("%s: link %q: %s has no heading with that anchor", page, link, path)
+			}
+			checked++
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d links checked: the scan is broken", checked)
+	}
+}
+
+// TestNoCitationOutsideTheRepository: no Go comment and no page cites the
+// documents the repository does not contain (the design notes and specs
+// it was written from), and every docs/… or *.md path a Go comment names
+// exists.
+func TestNoCitationOutsideTheRepository(t *testing.T) {
+	mdPath := regexp.MustCompile(`(?:\b|\./)((?:docs|bench|examples)/[A-Za-z0-9_./-]+\.md|[A-Za-z0-9_-]+\.md)\b`)
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		for _, cg := range f.Comments {
+			text := cg.Text()
+			if strings.Contains(text, "../shared") || strings.Contains(text, "DESIGN.md") || strings.Contains(text, "zenith-protocol.md") {
+				t.Errorf("%s: a comment cites a document outside the repository: %.80q", path, text)
+			}
+			for _, m := range mdPath.FindAllStringSubmatch(text, -1) {
+				name := m[1]
+				if !strings.Contains(name, "/") {
+					if name != "README.md" && name != "LICENSE.md" {
+						continue // a bare name: too loose to check
+					}
+					name = filepath.Join(filepath.Dir(path), name)
+					if _, err := os.Stat(name); err != nil {
+						name = m[1] // the repository's own
+					}
+				}
+				if _, err := os.Stat(name); err != nil {
+					t.Errorf("%s: a comment names %s, which the repository does not contain", path, m[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range markdownFiles(t) {
+		b, _ := os.ReadFile(page)
+		if strings.Contains(string(b), "../shared") {
+			t.Errorf("%s cites ../shared", page)
+		}
+	}
+}
