@@ -29,6 +29,8 @@ import (
 	"github.com/gorilla/websocket"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // --- helpers -----------------------------------------------------------------
@@ -159,7 +161,7 @@ func TestPreAuthMessageBound(t *testing.T) {
 	// The largest token there may be, one character in five of its text
 	// escaped (\u0041 for A), fits the bound.
 	ws := e.dial(nil)
-	escaped := strings.Repeat(`AAAA\u0041`, base64.StdEncoding.EncodedLen(DefaultMaxTokenBytes)/5)
+	escaped := strings.Repeat(`AAAA\u0041`, base64.StdEncoding.EncodedLen(zenith.DefaultMaxTokenBytes)/5)
 	msg := `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1,"Data":{"Provider":"Bearer","AccessToken":"` + escaped + `"}}`
 	if got := roundTrip(t, ws, msg); !strings.Contains(got, `"Result":"Reject"`) {
 		t.Fatalf("an AuthToken of %d bytes: %s (want a Reject: the token is unknown, not the message too big)", len(msg), got)
@@ -327,6 +329,19 @@ func TestAttackEnvelopeDifferentials(t *testing.T) {
 		if m != marker {
 			t.Fatalf("the backend received %.120q", m)
 		}
+	}
+}
+
+// TestRefusedMessageReplyKeepsItsTransactionID: through a session, the
+// Error reply of a message refused for a variant of Controller carries its
+// TransactionID, and not the ambiguous Controller.
+func TestRefusedMessageReplyKeepsItsTransactionID(t *testing.T) {
+	e := newTestEnv(t, nil)
+	c := e.dial(bearer(tokDemo))
+	got := roundTrip(t, c, `{"Controller":"Market","controller":"Trading","Topic":"QueryAccounts","TransactionID":44}`)
+	if !strings.Contains(got, `"TransactionID":44`) || strings.Contains(got, "Trading") || strings.Contains(got, `"Market"`) ||
+		!strings.Contains(got, `"Data":"Data.Deserialise"`) {
+		t.Errorf("reply %s", got)
 	}
 }
 
@@ -613,7 +628,7 @@ func TestAttackOddAuthorizationHeaders(t *testing.T) {
 		"Authorization: Bearer " + tokDemo + ", Bearer " + secret + "\r\n",
 		"Authorization: Bearer " + secret + "\r\nAuthorization: Bearer " + tokDemo + "\r\n",
 		"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+secret)) + "\r\n",
-		"Authorization: Bearer " + strings.Repeat("A", DefaultMaxTokenBytes+1) + "\r\n",
+		"Authorization: Bearer " + strings.Repeat("A", zenith.DefaultMaxTokenBytes+1) + "\r\n",
 		"Authorization: BearerX " + tokDemo + "\r\n",
 		"Authorization:  " + secret + "\r\n",
 		"Authorization: Bearer " + secret + "\r\n",

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // --- helpers ---------------------------------------------------------------
@@ -75,13 +77,13 @@ func atkBackendSubs(msgs []string) (maxHeld int, held map[string]bool) {
 			continue
 		}
 		if env.Controller == "" {
-			env.Controller = DefaultController
+			env.Controller = zenith.DefaultController
 		}
 		k := env.Controller + "/" + env.Topic
 		switch env.Action {
-		case ActionSub:
+		case zenith.ActionSub:
 			held[k] = true
-		case ActionUnsub:
+		case zenith.ActionUnsub:
 			delete(held, k)
 		}
 		maxHeld = max(maxHeld, len(held))
@@ -713,7 +715,7 @@ func newThrottledBackend(t testing.TB, per time.Duration) *throttledBackend {
 			if err != nil {
 				return
 			}
-			env, err := Scan(msg)
+			env, err := zenith.Scan(msg)
 			if err == nil {
 				b.mu.Lock()
 				b.seqs = append(b.seqs, env.TransactionID)

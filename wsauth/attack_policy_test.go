@@ -27,6 +27,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/verify"
 	"github.com/gatehouse/gatehouse/identity/verify/verifytest"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 	"github.com/gorilla/websocket"
 )
 
@@ -105,10 +106,10 @@ func newNumberBackend(t testing.TB) *modelBackend {
 			reply["TransactionID"] = tid
 		}
 		switch {
-		case m["Action"] == ActionSub:
-			reply["Action"], reply["Data"] = ActionPublish, "snapshot"
-		case m["Action"] == ActionUnsub:
-			reply["Action"], reply["Confirm"] = ActionUnsub, true
+		case m["Action"] == zenith.ActionSub:
+			reply["Action"], reply["Data"] = zenith.ActionPublish, "snapshot"
+		case m["Action"] == zenith.ActionUnsub:
+			reply["Action"], reply["Confirm"] = zenith.ActionUnsub, true
 		case m["Topic"] == "Echo":
 			reply = m
 		default:
@@ -232,10 +233,10 @@ func newDotnetBackend(t testing.TB, int32TID bool) *modelBackend {
 		head := `{"Controller":` + strconv.Quote(env.Controller) + `,"Topic":` + strconv.Quote(env.Topic)
 		k := [2]string{env.Controller, env.Topic}
 		switch {
-		case env.Action == ActionSub:
+		case env.Action == zenith.ActionSub:
 			held[k] = true
 			return []string{head + `,"Action":"Publish"` + tid + `,"Data":"snapshot"}`}
-		case env.Action == ActionUnsub:
+		case env.Action == zenith.ActionUnsub:
 			delete(held, k)
 			return []string{head + `,"Action":"Unsub"` + tid + `,"Confirm":true}`}
 		case env.Topic == "Tick":
@@ -278,7 +279,7 @@ func TestOwnUnsubReadableByInt32Backend(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := tick(t, c, 3)
-	if !slices.Contains(before, errorMsg("News", "News!ASX", 1, CodeAuthority)) {
+	if !slices.Contains(before, errorMsg("News", "News!ASX", 1, zenith.CodeAuthority)) {
 		t.Fatalf("the gateway did not end News!ASX for the client: %q", before)
 	}
 	sent := false
@@ -475,11 +476,11 @@ func TestAttackPolicyNoScopeRowsLenientBackend(t *testing.T) {
 		if m == marker {
 			continue
 		}
-		env, err := Scan([]byte(m))
+		env, err := zenith.Scan([]byte(m))
 		if err != nil {
 			t.Fatalf("the backend got a message Scan refuses: %s", m)
 		}
-		ctl, topic := lenientName(env.Controller, zenithControllers, true), lenientName(TopicBase(env.Topic), topics, false)
+		ctl, topic := lenientName(env.Controller, zenithControllers, true), lenientName(zenith.TopicBase(env.Topic), topics, false)
 		if ok, _ := DefaultPolicy().Allowed(nil, ctl, topic); !ok {
 			t.Errorf("forwarded %s: a lenient backend reads %s/%s, which needs a scope", m, ctl, topic)
 		}

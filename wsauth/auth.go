@@ -3,14 +3,12 @@ package wsauth
 import (
 	"context"
 	"errors"
-	"io"
-	"slices"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // handleAuth answers an Auth message; none is ever forwarded. Auth
@@ -19,9 +17,9 @@ import (
 // are not rate-limited by Limits. Identify Sub and Unsub are served
 // (identifySubscription); any other Action gets Operation.Unknown.
 // Client reader only.
-func (s *session) handleAuth(env *Envelope) {
-	if env.Action != ActionPublish {
-		if (env.Action == ActionSub || env.Action == ActionUnsub) && env.TopicBase() == "Identify" {
+func (s *session) handleAuth(env *zenith.Envelope) {
+	if env.Action != zenith.ActionPublish {
+		if (env.Action == zenith.ActionSub || env.Action == zenith.ActionUnsub) && env.TopicBase() == "Identify" {
 			s.identifySubscription(env)
 			return
 		}
@@ -44,20 +42,20 @@ func (s *session) handleAuth(env *Envelope) {
 
 // otherReplyTopic is the reply Topic of AuthOwner and AuthCode: Identify,
 // or the request's own topic in the motif profile.
-func (s *session) otherReplyTopic(env *Envelope) string {
+func (s *session) otherReplyTopic(env *zenith.Envelope) string {
 	if s.cfg.Profile.Motif {
 		return env.TopicBase()
 	}
 	return "Identify"
 }
 
-func (s *session) authToken(env *Envelope) {
+func (s *session) authToken(env *zenith.Envelope) {
 	topic := s.cfg.Profile.AuthTokenReplyTopic()
-	req, err := ParseAuthToken(env.Data, s.cfg.MaxTokenBytes)
+	req, err := zenith.ParseAuthToken(env.Data, s.cfg.MaxTokenBytes)
 	switch {
 	case err != nil:
 		reason := "malformed AuthToken"
-		if errors.Is(err, ErrTokenTooLarge) {
+		if errors.Is(err, zenith.ErrTokenTooLarge) {
 			reason = "token too large"
 		}
 		s.refuse(AuthTokenMsg, AuthResultNo, reason, topic, env)
@@ -76,18 +74,19 @@ func (s *session) authToken(env *Envelope) {
 	s.accept(AuthTokenMsg, id, at, err, topic, env)
 }
 
-func (s *session) authOwner(env *Envelope) {
+func (s *session) authOwner(env *zenith.Envelope) {
 	topic := s.otherReplyTopic(env)
 	if s.cfg.Passwords == nil {
 		s.refuse(AuthOwnerMsg, AuthResultNo, "no password checker", topic, env)
 		return
 	}
-	cred, ok := parseOwner(env.Data)
+	req, ok := zenith.ParseAuthOwner(env.Data)
 	if !ok {
 		s.refuse(AuthOwnerMsg, AuthResultNo, "malformed AuthOwner", topic, env)
 		return
 	}
-	cred.RemoteAddr = s.remote
+	cred := OwnerCredentials{ClientID: req.ClientID, ClientSecret: req.ClientSecret, Username: req.Username,
+		Password: req.Password, RemoteAddr: s.remote}
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
@@ -110,7 +109,7 @@ func (s *session) checkContext() (context.Context, context.CancelFunc) {
 // was, lapsed or not. Once authenticated, a new credential must name the
 // same subject; it then replaces the identity (scopes, expiry) the policy
 // reads (reauthenticate).
-func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error, topic string, env *Envelope) {
+func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error, topic string, env *zenith.Envelope) {
 	switch {
 	case errors.Is(err, ErrRefused):
 		s.refuse(method, AuthResultNo, refusalReason(err), topic, env)
@@ -146,7 +145,7 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 
 // refuse answers Reject (Rejected in the motif profile), counts and logs
 // it. reason is the gateway's or the verifier's fixed wording.
-func (s *session) refuse(method AuthMethod, result, reason, topic string, env *Envelope) {
+func (s *session) refuse(method AuthMethod, result, reason, topic string, env *zenith.Envelope) {
 	s.cfg.Metrics.Auth(method, result)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
 		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.id.Subject))
@@ -155,8 +154,8 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *E
 
 // replyIdentify sends the Identify data of the session's identity, or the
 // failure result.
-func (s *session) replyIdentify(topic string, env *Envelope, success bool) {
-	s.reply(AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Now()))
+func (s *session) replyIdentify(topic string, env *zenith.Envelope, success bool) {
+	s.reply(zenith.AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Now()))
 }
 
 // admitUser counts the session as one of its user's (Limits.Sessions of
@@ -211,71 +210,4 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendLoop(bc) }, s.crashed)
 	}
 	return true
-}
-
-// parseOwner reads an AuthOwner message's Data: one object whose members
-// ClientID, ClientSecret, Username and Password (exact names after their
-// escapes are decoded, each at most once, strings) are read and others
-// ignored. Username and Password are
-// required.
-func parseOwner(data []byte) (OwnerCredentials, bool) {
-	v, ok := parseStrings(data, "ClientID", "ClientSecret", "Username", "Password")
-	if !ok {
-		return OwnerCredentials{}, false
-	}
-	c := OwnerCredentials{ClientID: v[0], ClientSecret: v[1], Username: v[2], Password: v[3]}
-	return c, c.Username != "" && c.Password != ""
-}
-
-// parseStrings reads a message's Data: one object whose members named in
-// names (exact names after their escapes are decoded, each at most once,
-// strings) are read, in the order of names, and others ignored. ok is
-// false for anything else.
-func parseStrings(data []byte, names ...string) (values []string, ok bool) {
-	if data == nil {
-		return nil, false
-	}
-	values = make([]string, len(names))
-	st := getScanState(data)
-	defer st.release()
-	d := &st.dec
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, false
-	}
-	// Names are matched after their escapes are decoded and in exact
-	// case, as the envelope's are; the decoder refuses invalid UTF-8, and
-	// a name seen twice.
-	var name []byte
-	seen := make([]bool, len(names))
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return nil, false
-		}
-		name = append(name[:0], tok.String()...)
-		v, err := d.ReadValue()
-		if err != nil {
-			return nil, false
-		}
-		i := slices.Index(names, string(name))
-		if i < 0 {
-			continue
-		}
-		if seen[i] || v.Kind() != '"' {
-			return nil, false
-		}
-		seen[i] = true
-		text, err := jsontext.AppendUnquote(nil, v)
-		if err != nil {
-			return nil, false
-		}
-		values[i] = string(text)
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return nil, false
-	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		return nil, false
-	}
-	return values, true
 }

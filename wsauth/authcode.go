@@ -3,6 +3,8 @@ package wsauth
 import (
 	"context"
 	"time"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // CodeCredentials are the Data of an AuthCode message: an authorization
@@ -30,7 +32,7 @@ type CodeExchanger interface {
 // each at most once, strings) are read and others ignored. ClientID and
 // Code are required.
 func parseCode(data []byte) (CodeCredentials, bool) {
-	v, ok := parseStrings(data, "ClientID", "ClientSecret", "Code", "RedirectURI", "CodeVerifier")
+	v, ok := zenith.ParseStrings(data, "ClientID", "ClientSecret", "Code", "RedirectURI", "CodeVerifier")
 	if !ok {
 		return CodeCredentials{}, false
 	}
@@ -40,7 +42,7 @@ func parseCode(data []byte) (CodeCredentials, bool) {
 
 // authCode answers an AuthCode message: the code exchanged by Config.Codes,
 // the session authenticated as the identity of the access token it gives.
-func (s *session) authCode(env *Envelope) {
+func (s *session) authCode(env *zenith.Envelope) {
 	topic := s.otherReplyTopic(env)
 	if s.cfg.Codes == nil {
 		s.refuse(AuthCodeMsg, AuthResultNo, "no code exchange", topic, env)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // Defaults of the gateway's limits (issue 8, "Limits"; docs/protocol.md,
@@ -164,7 +166,7 @@ type Config struct {
 	// did not ask for it should not be handed one more copy.
 	ReturnAccessToken []string
 	// Profile is how the Auth replies are spelled.
-	Profile Profile
+	Profile zenith.Profile
 	// Policy authorizes Controller/Topic pairs. Default DefaultPolicy().
 	Policy *Policy
 
@@ -390,7 +392,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.MaxMessageBytes = or(c.MaxMessageBytes, DefaultMaxMessageBytes)
 	c.MaxBackendMessageBytes = or(c.MaxBackendMessageBytes, DefaultMaxBackendMessageBytes)
-	c.MaxTokenBytes = or(c.MaxTokenBytes, DefaultMaxTokenBytes)
+	c.MaxTokenBytes = or(c.MaxTokenBytes, zenith.DefaultMaxTokenBytes)
 	c.AuthTimeout = or(c.AuthTimeout, DefaultAuthTimeout)
 	c.AuthMaxMessages = or(c.AuthMaxMessages, DefaultAuthMaxMessages)
 	c.MaxUnauthenticated = or(c.MaxUnauthenticated, DefaultMaxUnauthenticated)

@@ -1,11 +1,9 @@
 // Package wsauth is the message-service gateway's core: what sits between a
-// client's WebSocket and the backend's. The pure layer:
+// client's WebSocket and the backend's. It reads and writes the Zenith
+// messages with package zenith (the envelope scanner, the gateway's own
+// messages, the Auth messages' Data). The pure layer left here:
 //
-//	envelope.go  Scan, the strict reader of client->backend messages
-//	decoder.go   its pooled jsontext decoder and error wording
 //	policy.go    Policy, the Controller/Topic -> scope table
-//	zenith.go    the gateway's own messages (Error, the Identify reply),
-//	             the Zenith DateTime and TimeSpan, the AuthToken request
 //
 // The sockets, on top of it:
 //
@@ -32,10 +30,7 @@
 //	             session's batched data frames, a hook before each read
 //	closing.go   the close handshake and the session's teardown
 //
-// Goroutines: Scan, the Append functions and ParseAuthToken keep no state
-// between calls and are safe for concurrent use; an Envelope aliases the
-// message it was scanned from and belongs to the goroutine that scanned it
-// (the connection's reader). A Policy is immutable once built and safe for
+// Goroutines: a Policy is immutable once built and safe for
 // concurrent use; a PolicyConfig is a value not to be changed while
 // NewPolicy reads it. A Gateway is safe for concurrent use; each socket
 // has a client reader (a goroutine ServeHTTP starts before it returns; it

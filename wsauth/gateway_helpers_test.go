@@ -16,6 +16,8 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // Tokens the fake verifier knows.
@@ -211,13 +213,13 @@ func newFakeBackend(t testing.TB) *fakeBackend {
 				Data          json.RawMessage
 			}
 			_ = json.Unmarshal(msg, &env)
-			if env.Action == ActionSub || env.Action == ActionUnsub {
+			if env.Action == zenith.ActionSub || env.Action == zenith.ActionUnsub {
 				tid := ""
 				if env.TransactionID != nil {
 					tid = `,"TransactionID":` + string(env.TransactionID)
 				}
 				reply := `{"Controller":` + strconv.Quote(env.Controller) + `,"Topic":` + strconv.Quote(env.Topic)
-				if env.Action == ActionSub {
+				if env.Action == zenith.ActionSub {
 					reply += `,"Action":"Publish"` + tid + `,"Data":"snapshot"}`
 				} else {
 					reply += `,"Action":"Unsub"` + tid + `,"Confirm":true}`

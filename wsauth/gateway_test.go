@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 const identifyDemo = `{"Result":"Success","DisplayName":"Demo User","UserID":"u-demo","ExpiryDate":"20261121T103000Z","Scope":["Gatehouse.Service.Market","Gatehouse.Service.News"]}`
@@ -24,7 +26,7 @@ func TestHeaderAuth(t *testing.T) {
 		{"other provider", http.Header{"Authorization": {"Basic " + tokDemo}}, http.StatusForbidden},
 		{"no token", http.Header{"Authorization": {"Bearer"}}, http.StatusForbidden},
 		{"two headers", http.Header{"Authorization": {"Bearer " + tokDemo, "Bearer " + tokDemo}}, http.StatusForbidden},
-		{"token over the bound", bearer(strings.Repeat("a", DefaultMaxTokenBytes+1)), http.StatusForbidden},
+		{"token over the bound", bearer(strings.Repeat("a", zenith.DefaultMaxTokenBytes+1)), http.StatusForbidden},
 		{"verifier fault", bearer(tokFault), http.StatusServiceUnavailable},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // TestReservedTransactionIDFromClient: a client message whose
@@ -36,7 +38,7 @@ func TestReservedTransactionIDFromClient(t *testing.T) {
 		t.Run(tt.tid, func(t *testing.T) {
 			e := newTestEnv(t, nil)
 			c := e.dial(bearer(tokDemo))
-			for _, action := range []string{ActionPublish, ActionSub} {
+			for _, action := range []string{zenith.ActionPublish, zenith.ActionSub} {
 				msg := `{"Controller":"Market","Topic":"Echo","Action":"` + action + `","TransactionID":` + tt.tid + `}`
 				got := roundTrip(t, c, msg)
 				want := msg
@@ -45,7 +47,7 @@ func TestReservedTransactionIDFromClient(t *testing.T) {
 					want = `{"Controller":"Market","Topic":"Echo","Action":"Error","Data":"Data.Deserialise"}`
 				case tt.refused:
 					want = `{"Controller":"Market","Topic":"Echo","Action":"Error","TransactionID":` + tt.tid + `,"Data":"Session"}`
-				case action == ActionSub:
+				case action == zenith.ActionSub:
 					want = `{"Controller":"Market","Topic":"Echo","Action":"Publish","TransactionID":` + tt.tid + `,"Data":"snapshot"}`
 				}
 				if got != want {
@@ -337,7 +339,7 @@ func TestRequireTLS(t *testing.T) {
 					msg := `{"Controller":"Trading","Topic":"` + topic + `","TransactionID":5}`
 					before := e.backend.countExact(msg)
 					if tt.withheld {
-						if got := roundTrip(t, c, msg); got != errorMsg("Trading", topic, 5, CodeAuthority) {
+						if got := roundTrip(t, c, msg); got != errorMsg("Trading", topic, 5, zenith.CodeAuthority) {
 							t.Fatalf("%s: %s: %s", when, topic, got)
 						}
 						continue
@@ -502,23 +504,5 @@ func TestQueueCountsWhatTheReaderHolds(t *testing.T) {
 	}
 	if !s.fitsLocked(&outMsg{close: websocket.CloseGoingAway}) {
 		t.Error("a close marker did not fit")
-	}
-}
-
-// TestErrorReplyRoom: an Error reply fits the room errorReplyRoom gives
-// it, fields of any length without escapes: building it in a buffer that
-// large never grows it (a near-megabyte echo grew a second buffer).
-func TestErrorReplyRoom(t *testing.T) {
-	for _, n := range []int{0, 1, 100, 64 << 10, 1 << 20} {
-		env := &Envelope{Controller: "Market", Topic: "Security!" + strings.Repeat("X", n), Present: HasTopic,
-			TransactionIDText: []byte("-9007199254740991")}
-		for _, code := range []string{CodeLimited, CodeDeserialise, ""} {
-			room := errorReplyRoom(env, code)
-			buf := make([]byte, 0, room)
-			out := AppendError(buf, env, code)
-			if cap(out) != room || len(out) > room {
-				t.Fatalf("topic of %d, code %q: %d bytes in a buffer of %d, room %d", n, code, len(out), cap(out), room)
-			}
-		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // authority is what an authenticated session's identity allows now.
@@ -76,7 +77,7 @@ func (s *session) lapseLocked(a authority, now time.Time) {
 		contain.Go(s.g.log, "ws.unsubscribe", s.unsubscribe, s.crashed)
 	}
 	if a == authRevoked {
-		s.push(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, &Identify{}, s.cfg.Profile, now))
+		s.push(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, &zenith.Identify{}, s.cfg.Profile, now))
 	}
 }
 
@@ -142,7 +143,7 @@ func (s *session) lapsed(a authority, id *Identity, refusal string) {
 // identity; the Subs are re-sent after them, so the snapshots follow the
 // reply. at is when the verifier was asked: the token's check time.
 // Client reader only.
-func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, topic string, env *Envelope) {
+func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, topic string, env *zenith.Envelope) {
 	s.adopt(&id)
 	var out [][]byte // for the client, after the reply
 	var (
@@ -172,9 +173,9 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 				}
 				continue
 			}
-			sub, _ := Scan(s.subs[k]) // scanned once already: it reads
-			out = append(out, AppendError(nil, &sub, CodeAuthority),
-				AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true))
+			sub, _ := zenith.Scan(s.subs[k]) // scanned once already: it reads
+			out = append(out, zenith.AppendError(nil, &sub, zenith.CodeAuthority),
+				zenith.AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true))
 			if wasLive && err == nil {
 				err = s.unsubBackendLocked(k)
 			}
@@ -192,7 +193,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		s.reply(m)
 	}
 	if push {
-		s.reply(AppendAuthMessage(nil, "Identify", ActionPublish, nil, false, s.identify(true), s.cfg.Profile, s.cfg.Now()))
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, s.identify(true), s.cfg.Profile, s.cfg.Now()))
 	}
 	if err == nil && len(resend) > 0 {
 		err = s.resubscribe(gen, resend)
@@ -235,24 +236,24 @@ func (s *session) adopt(id *Identity) {
 // current identity, Action Sub, Confirm true, the request's
 // TransactionID) and Unsub (no reply); while subscribed, the client is
 // pushed its identity after each re-authentication. Client reader only.
-func (s *session) identifySubscription(env *Envelope) {
+func (s *session) identifySubscription(env *zenith.Envelope) {
 	if s.state != StateAuthenticated {
 		s.deny(env, "unauthenticated")
 		return
 	}
 	s.mu.Lock()
-	s.identifySub = env.Action == ActionSub
+	s.identifySub = env.Action == zenith.ActionSub
 	live := s.authority == authLive
 	s.mu.Unlock()
-	if env.Action == ActionSub {
-		s.reply(AppendAuthMessage(nil, "Identify", ActionSub, env.TransactionIDText, true, s.identify(live), s.cfg.Profile, s.cfg.Now()))
+	if env.Action == zenith.ActionSub {
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.cfg.Profile, s.cfg.Now()))
 	}
 }
 
 // identify is what an Identify message tells of the session's identity,
 // or the failure result. Client reader only.
-func (s *session) identify(success bool) *Identify {
-	id := &Identify{Success: success}
+func (s *session) identify(success bool) *zenith.Identify {
+	id := &zenith.Identify{Success: success}
 	if success {
 		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.id.DisplayName, s.id.Subject, s.id.Expiry, s.id.Scopes
 		if s.cfg.returnsToken(s.id.ClientID) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // dialAuthenticated opens a socket authenticated with tok, on the upgrade
@@ -48,7 +50,7 @@ func TestExpiryAndResume(t *testing.T) {
 			// Refused, not forwarded; the backend's answers to the Unsubs
 			// do not come first.
 			depth := `{"Controller":"Market","Topic":"Depth!BHP.ASX","TransactionID":13}`
-			if got, want := roundTrip(t, c, depth), errorMsg("Market", "Depth!BHP.ASX", 13, CodeAuthority); got != want {
+			if got, want := roundTrip(t, c, depth), errorMsg("Market", "Depth!BHP.ASX", 13, zenith.CodeAuthority); got != want {
 				t.Fatalf("after expiry:\n got %s\nwant %s", got, want)
 			}
 			if got := roundTrip(t, c, queryIdentify); !strings.Contains(got, `"Result":"Reject"`) {
@@ -174,7 +176,7 @@ func TestScopeShrink(t *testing.T) {
 				n = 3 // and the Market snapshot
 			}
 			msgs := readN(t, c, n)
-			errMsg := errorMsg("News", "News!ASX", 22, CodeAuthority)
+			errMsg := errorMsg("News", "News!ASX", 22, zenith.CodeAuthority)
 			unsub := `{"Controller":"News","Topic":"News!ASX","Action":"Unsub","TransactionID":22,"Confirm":true}`
 			want := []string{errMsg, unsub}
 			if tt.lapsed {
@@ -187,7 +189,7 @@ func TestScopeShrink(t *testing.T) {
 			// The Controller and Topic of the last message before the
 			// shrink, whose policy answer the session kept: the new scopes
 			// decide it.
-			if got, want := roundTrip(t, c, subMsg("News", "News!ASX", 24)), errorMsg("News", "News!ASX", 24, CodeAuthority); got != want {
+			if got, want := roundTrip(t, c, subMsg("News", "News!ASX", 24)), errorMsg("News", "News!ASX", 24, zenith.CodeAuthority); got != want {
 				t.Fatalf("News!ASX again after the shrink: %s", got)
 			}
 			eventually(t, "the backend's Unsub of the News subscription", func() bool { return e.backend.gatewayUnsubs("News", "News!ASX") == 1 })
@@ -204,7 +206,7 @@ func TestScopeShrink(t *testing.T) {
 			if n := e.backend.countExact(subMsg("News", "News!ASX", 24)); n != 0 {
 				t.Fatalf("the News Sub after the shrink reached the backend %d times", n)
 			}
-			if got, want := roundTrip(t, c, `{"Controller":"News","Topic":"QueryNews","TransactionID":23}`), errorMsg("News", "QueryNews", 23, CodeAuthority); got != want {
+			if got, want := roundTrip(t, c, `{"Controller":"News","Topic":"QueryNews","TransactionID":23}`), errorMsg("News", "QueryNews", 23, zenith.CodeAuthority); got != want {
 				t.Fatalf("News after the shrink: %s", got)
 			}
 			if n := e.metrics.get(func(m *fakeMetrics) int { return m.subs["Market"]*10 + m.subs["News"] }); n != 10 {
@@ -254,7 +256,7 @@ func TestReauthOtherSubject(t *testing.T) {
 			depth := `{"Controller":"Market","Topic":"Echo","TransactionID":53}`
 			want := depth
 			if tt.lapsed {
-				want = errorMsg("Market", "Echo", 53, CodeAuthority)
+				want = errorMsg("Market", "Echo", 53, zenith.CodeAuthority)
 			}
 			if got := roundTrip(t, c, depth); got != want {
 				t.Fatalf("after the reject:\n got %s\nwant %s", got, want)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // The OAuth scopes of the message service's areas. docs/protocol.md
@@ -196,7 +198,7 @@ func DefaultPolicy() *Policy { return defaultPolicy }
 // when the rule allows without a scope and when no rule (or a Deny rule)
 // matches: no scope would allow the pair.
 func (p *Policy) Allowed(scopes []string, controller, topic string) (ok bool, needed string) {
-	r := p.lookup(controller, TopicBase(topic))
+	r := p.lookup(controller, zenith.TopicBase(topic))
 	switch {
 	case r == nil:
 		return false, ""

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // CodeUnknown answers an Auth message the gateway does not serve.
@@ -81,7 +82,7 @@ type session struct {
 	readBy       time.Time // the read deadline extend set last
 	relLabel     string    // the controller label of the forwards not yet counted
 	relN         int       // how many (reportRelayed)
-	topic        string    // the last message's Topic, reused by the next alike (scan)
+	topic        string    // the last message's Topic, reused by the next alike (zenith.ScanReusing)
 	// held is what the client reader holds beyond the queue, published
 	// for fitsLocked: its message buffer's room and the topic it keeps.
 	// A client that sends large messages and reads nothing thus holds
@@ -437,10 +438,10 @@ func (s *session) handle(msg []byte) {
 			return
 		}
 	}
-	env, err := scan(msg, &s.topic)
+	env, err := zenith.ScanReusing(msg, &s.topic)
 	if err != nil {
-		se, _ := errors.AsType[*ScanError](err)
-		if errors.Is(err, ErrInvalidUTF8) {
+		se, _ := errors.AsType[*zenith.ScanError](err)
+		if errors.Is(err, zenith.ErrInvalidUTF8) {
 			s.closeAfterQueued(websocket.CloseInvalidFramePayloadData)
 			return
 		}
@@ -450,7 +451,7 @@ func (s *session) handle(msg []byte) {
 			s.limited(&se.Echo, LimitRate)
 			return
 		}
-		s.replyError(&se.Echo, CodeDeserialise)
+		s.replyError(&se.Echo, zenith.CodeDeserialise)
 		return
 	}
 	if env.Controller == "Auth" {
@@ -472,9 +473,9 @@ func (s *session) handle(msg []byte) {
 		s.limited(&env, LimitRate)
 		return
 	}
-	if env.Present&HasTransactionID != 0 && (env.TransactionID < s.cfg.tids.min || env.TransactionID > s.cfg.tids.max) {
+	if env.Present&zenith.HasTransactionID != 0 && (env.TransactionID < s.cfg.tids.min || env.TransactionID > s.cfg.tids.max) {
 		// The backend could not read it: nor would it act on it.
-		s.replyError(&env, CodeDeserialise)
+		s.replyError(&env, zenith.CodeDeserialise)
 		return
 	}
 	if s.cfg.tids.reserved(env.TransactionIDText) {
@@ -498,7 +499,7 @@ func (s *session) handle(msg []byte) {
 // allowed is the policy's answer for env under the session's scopes
 // (Policy.Allowed), kept for the next message with the same Controller
 // and Topic until the identity changes (polValid). Client reader only.
-func (s *session) allowed(env *Envelope) (bool, string) {
+func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 	if !s.polValid || env.Controller != s.polCtl || env.Topic != s.polTopic {
 		s.polOK, s.polNeeded = s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
 		s.polCtl, s.polTopic, s.polValid = env.Controller, env.Topic, true
@@ -507,15 +508,15 @@ func (s *session) allowed(env *Envelope) (bool, string) {
 }
 
 // deny answers env with Error/Authority, counts and logs it.
-func (s *session) deny(env *Envelope, why string) {
+func (s *session) deny(env *zenith.Envelope, why string) {
 	s.cfg.Metrics.Denied(controllerLabel(env.Controller))
 	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
-	s.replyError(env, CodeAuthority)
+	s.replyError(env, zenith.CodeAuthority)
 }
 
 // limited answers env with Error/Limited and counts it; kind is
 // LimitSubscriptions or LimitRate.
-func (s *session) limited(env *Envelope, kind string) {
+func (s *session) limited(env *zenith.Envelope, kind string) {
 	s.cfg.Metrics.Limited(kind)
 	if ce := s.g.log.Check(zap.DebugLevel, "ws message limited"); ce != nil {
 		ce.Write(append(s.messageFields(env), zap.String("limit", kind))...)
@@ -525,7 +526,7 @@ func (s *session) limited(env *Envelope, kind string) {
 
 // messageFields are an audit entry's fields: who, Controller, Topic (before
 // its arguments, at most 128 bytes), TransactionID; never Data.
-func (s *session) messageFields(env *Envelope) []zap.Field {
+func (s *session) messageFields(env *zenith.Envelope) []zap.Field {
 	topic := env.TopicBase()
 	if len(topic) > 128 {
 		topic = topic[:128]
@@ -536,7 +537,7 @@ func (s *session) messageFields(env *Envelope) []zap.Field {
 	}
 	f := []zap.Field{zap.String("user", s.id.Subject), zap.String("client_id", s.id.ClientID),
 		zap.String("controller", controller), zap.String("topic", topic)}
-	if env.Present&HasTransactionID != 0 {
+	if env.Present&zenith.HasTransactionID != 0 {
 		f = append(f, zap.Int64("transaction_id", env.TransactionID))
 	}
 	return append(f, zap.String("remote", s.remote))
@@ -551,14 +552,14 @@ func (s *session) reply(msg []byte) {
 // that echoes large fields is built in a pooled buffer (bigMsgBuf), given
 // back once written: a client repeating near-megabyte messages that are
 // refused must not make a megabyte of garbage each.
-func (s *session) replyError(env *Envelope, code string) {
-	n := errorReplyRoom(env, code)
+func (s *session) replyError(env *zenith.Envelope, code string) {
+	n := zenith.ErrorReplyRoom(env, code)
 	if n <= 64<<10 {
-		s.reply(AppendError(nil, env, code))
+		s.reply(zenith.AppendError(nil, env, code))
 		return
 	}
 	bp := bigMsgBuf(n)
-	*bp = AppendError((*bp)[:0], env, code)
+	*bp = zenith.AppendError((*bp)[:0], env, code)
 	s.enqueue(outMsg{typ: websocket.TextMessage, data: *bp, buf: bp})
 }
 

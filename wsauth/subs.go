@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // CodeSession answers a client message the session refuses whatever its
@@ -48,7 +49,7 @@ var (
 	// int53: the integers a double holds exactly, as JavaScript and the
 	// web client have them; the gateway's from 9007199254000000 to
 	// 2^53 - 2.
-	schemeInt53 = tidScheme{min: -MaxTransactionID, max: MaxTransactionID, prefix: []byte("9007199254"),
+	schemeInt53 = tidScheme{min: -zenith.MaxTransactionID, max: zenith.MaxTransactionID, prefix: []byte("9007199254"),
 		bothSigns: true, base: 9007199254000000, span: 740991}
 	// int32: a backend that reads TransactionID as a 32-bit int; the
 	// gateway's from -2^31 to -2147400000, which no client counter
@@ -110,7 +111,7 @@ type subKey struct{ controller, topic string }
 // (Error/Authority); an Unsub then still drops its subscription, which is
 // not re-sent. A Sub for a new subscription past Limits.Subscriptions or
 // MaxSubscriptionBytes is answered Error/Limited. Client reader only.
-func (s *session) forward(msg []byte, env *Envelope) {
+func (s *session) forward(msg []byte, env *zenith.Envelope) {
 	switch refused, err := s.forwardLocked(msg, env); {
 	case refused == "authority lapsed":
 		s.deny(env, refused)
@@ -134,25 +135,25 @@ func (s *session) forward(msg []byte, env *Envelope) {
 // so that a panic in it leaves the lock free: refused is "authority
 // lapsed" or LimitSubscriptions when the message is not forwarded, err a
 // failed write to the backend.
-func (s *session) forwardLocked(msg []byte, env *Envelope) (refused string, err error) {
+func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused string, err error) {
 	k := subKey{env.Controller, env.Topic}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.authority != authLive {
-		if env.Action == ActionUnsub {
+		if env.Action == zenith.ActionUnsub {
 			s.untrackLocked(k)
 		}
 		return "authority lapsed", nil
 	}
 	switch env.Action {
-	case ActionSub:
+	case zenith.ActionSub:
 		contain.Point("ws.session_locked")
 		if !s.trackLocked(k, msg) {
 			return LimitSubscriptions, nil
 		}
-	case ActionUnsub:
+	case zenith.ActionUnsub:
 		s.untrackLocked(k)
-		msg = AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, env.Confirm)
+		msg = zenith.AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, env.Confirm)
 	}
 	return "", s.writeBackendLocked(msg)
 }
@@ -248,7 +249,7 @@ func (s *session) writeBackendLocked(msg []byte) error {
 // message can reach the backend.
 func (s *session) unsubBackendLocked(k subKey) error {
 	s.ownSent.Store(true)
-	msg := AppendUnsub(nil, k.controller, k.topic, s.nextTransactionIDLocked(nil), false)
+	msg := zenith.AppendUnsub(nil, k.controller, k.topic, s.nextTransactionIDLocked(nil), false)
 	return s.writeBackendLocked(msg)
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // TestRevocation: once the verifier refuses a live session's token
@@ -61,7 +63,7 @@ func TestRevocation(t *testing.T) {
 				t.Fatalf("the revocation took %v", d)
 			}
 			eventually(t, "the Unsub at the backend", func() bool { return e.backend.gatewayUnsubs("Market", "Security!BHP.ASX") == 1 })
-			if got, want := roundTrip(t, c, `{"Controller":"Market","Topic":"Depth","TransactionID":32}`), errorMsg("Market", "Depth", 32, CodeAuthority); got != want {
+			if got, want := roundTrip(t, c, `{"Controller":"Market","Topic":"Depth","TransactionID":32}`), errorMsg("Market", "Depth", 32, zenith.CodeAuthority); got != want {
 				t.Fatalf("after the revocation: %s", got)
 			}
 			// Counted and audited by the supervisor once it let go of the
@@ -292,7 +294,7 @@ func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
 	if d := time.Since(start); d > writeTimeout/5 {
 		t.Fatalf("the other session lapsed after %v, behind the slow backend", d)
 	}
-	if got, want := roundTrip(t, other, subMsg("News", "News!ASX", 3)), errorMsg("News", "News!ASX", 3, CodeAuthority); got != want {
+	if got, want := roundTrip(t, other, subMsg("News", "News!ASX", 3)), errorMsg("News", "News!ASX", 3, zenith.CodeAuthority); got != want {
 		t.Fatalf("the other session after its expiry: %s", got)
 	}
 	eventually(t, "both lapses counted", func() bool { return e.lapses(LapseExpired) == 2 })

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/verify"
 	"github.com/gatehouse/gatehouse/wsauth"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
 )
@@ -259,7 +260,7 @@ func (h *Handler) config() (wsauth.Config, error) {
 		MaxUnauthenticated: h.MaxUnauthenticated, PingInterval: time.Duration(h.PingInterval),
 		IdleTimeout: time.Duration(h.IdleTimeout), ReturnAccessToken: h.ReturnAccessToken,
 		BackendMessageTimeout: time.Duration(h.BackendMessageTimeout),
-		Profile:               wsauth.Profile{Vendor: h.Vendor, Motif: h.Motif},
+		Profile:               zenith.Profile{Vendor: h.Vendor, Motif: h.Motif},
 		RecheckInterval:       time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
 		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
 		TransactionIDs: h.TransactionIDs,

@@ -1,4 +1,4 @@
-package wsauth
+package zenith
 
 import (
 	"cmp"
@@ -371,13 +371,13 @@ func TestScanFast(t *testing.T) {
 	}
 }
 
-// TestScanReusesTopic: scan with a topic holder gives a Topic equal to
+// TestScanReusesTopic: ScanReusing with a topic holder gives a Topic equal to
 // the one held as that very string, and holds each new one.
 func TestScanReusesTopic(t *testing.T) {
 	var held string
 	read := func(msg string) string {
 		t.Helper()
-		env, err := scan([]byte(msg), &held)
+		env, err := ScanReusing([]byte(msg), &held)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +395,7 @@ func TestScanReusesTopic(t *testing.T) {
 		t.Fatalf("escaped topic %q", d) // the decoder's, not held
 	}
 	msg := []byte(`{"Controller":"Market","Topic":"Depth!CBA.ASX"}`)
-	if n := testing.AllocsPerRun(100, func() { _, _ = scan(msg, &held) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = ScanReusing(msg, &held) }); n != 0 {
 		t.Fatalf("%v allocations for a topic held", n)
 	}
 }
@@ -436,18 +436,5 @@ func TestScanErrorEchoesWhatIsUnambiguous(t *testing.T) {
 		if e.Controller != wantCtl || gotTopic != tt.topic || string(e.TransactionIDText) != tt.txid {
 			t.Errorf("%s: echo Controller %q Topic %q TransactionID %q, want %q %q %q", tt.msg, e.Controller, gotTopic, e.TransactionIDText, wantCtl, tt.topic, tt.txid)
 		}
-	}
-}
-
-// TestRefusedMessageReplyKeepsItsTransactionID: through a session, the
-// Error reply of a message refused for a variant of Controller carries its
-// TransactionID, and not the ambiguous Controller.
-func TestRefusedMessageReplyKeepsItsTransactionID(t *testing.T) {
-	e := newTestEnv(t, nil)
-	c := e.dial(bearer(tokDemo))
-	got := roundTrip(t, c, `{"Controller":"Market","controller":"Trading","Topic":"QueryAccounts","TransactionID":44}`)
-	if !strings.Contains(got, `"TransactionID":44`) || strings.Contains(got, "Trading") || strings.Contains(got, `"Market"`) ||
-		!strings.Contains(got, `"Data":"Data.Deserialise"`) {
-		t.Errorf("reply %s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package wsauth
+package zenith
 
 import (
 	"encoding/base64"
@@ -65,7 +65,7 @@ func TestAppendIdentifyData(t *testing.T) {
 		DisplayName: `Alice "A" Ng`,
 		UserID:      "alice",
 		Expiry:      time.Date(2026, 11, 21, 21, 30, 0, 0, time.FixedZone("AEDT", 11*3600)),
-		Scopes:      []string{"openid", ScopeMarket, "offline_access", ScopeTrading, "Service/", "Service/a/b", "service/News", ScopeOrderPad},
+		Scopes:      []string{"openid", "Service/Market", "offline_access", "Service/Trading", "Service/", "Service/a/b", "service/News", "Service/OrderPad"},
 	}
 	tok := base64.StdEncoding.EncodeToString([]byte(ok.AccessToken))
 	tests := []struct {
@@ -83,7 +83,7 @@ func TestAppendIdentifyData(t *testing.T) {
 		{"minimal success", &Identify{Success: true}, Profile{}, `{"Result":"Success","Scope":[]}`},
 		{"expired, motif", &Identify{Success: true, Expiry: now.Add(-time.Hour)}, Profile{Motif: true},
 			`{"Result":"Success","ExpiryDate":"20261121T083000Z","ExpiresIn":"00:00:00.0000000","Scope":[]}`},
-		{"reject says nothing else", &Identify{AccessToken: "t", UserID: "alice", Scopes: []string{ScopeMarket}}, Profile{},
+		{"reject says nothing else", &Identify{AccessToken: "t", UserID: "alice", Scopes: []string{"Service/Market"}}, Profile{},
 			`{"Result":"Reject"}`},
 		{"reject, motif", &Identify{UserID: "alice"}, Profile{Motif: true}, `{"Result":"Rejected"}`},
 	}
@@ -236,5 +236,23 @@ func TestParseAuthToken(t *testing.T) {
 				t.Errorf("got %q %q, want %q %q", req.Provider, req.AccessToken, tt.provider, tt.token)
 			}
 		})
+	}
+}
+
+// TestErrorReplyRoom: an Error reply fits the room ErrorReplyRoom gives
+// it, fields of any length without escapes: building it in a buffer that
+// large never grows it (a near-megabyte echo grew a second buffer).
+func TestErrorReplyRoom(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 64 << 10, 1 << 20} {
+		env := &Envelope{Controller: "Market", Topic: "Security!" + strings.Repeat("X", n), Present: HasTopic,
+			TransactionIDText: []byte("-9007199254740991")}
+		for _, code := range []string{"Limited", CodeDeserialise, ""} {
+			room := ErrorReplyRoom(env, code)
+			buf := make([]byte, 0, room)
+			out := AppendError(buf, env, code)
+			if cap(out) != room || len(out) > room {
+				t.Fatalf("topic of %d, code %q: %d bytes in a buffer of %d, room %d", n, code, len(out), cap(out), room)
+			}
+		}
 	}
 }

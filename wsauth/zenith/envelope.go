@@ -1,4 +1,4 @@
-package wsauth
+package zenith
 
 import (
 	"bytes"
@@ -120,12 +120,13 @@ func TopicBase(topic string) string {
 // message (its names, nesting or Data). A size limit is the caller's.
 // Scan is safe for concurrent use. The common message (ASCII, no escape)
 // is read without the decoder (scanFast), to the same result.
-func Scan(msg []byte) (Envelope, error) { return scan(msg, nil) }
+func Scan(msg []byte) (Envelope, error) { return ScanReusing(msg, nil) }
 
-// scan is Scan; when topic is not nil, a Topic equal to *topic is *topic,
-// without a new string, and *topic becomes the Topic read (a session reads
-// the same topics again and again).
-func scan(msg []byte, topic *string) (Envelope, error) {
+// ScanReusing is Scan; when topic is not nil, a Topic equal to *topic is
+// *topic, without a new string, and *topic becomes the Topic read (a
+// session reads the same topics again and again). *topic is read and
+// written without a lock: it belongs to the goroutine that scans.
+func ScanReusing(msg []byte, topic *string) (Envelope, error) {
 	if env, ok := scanFast(msg, topic); ok {
 		return env, nil
 	}

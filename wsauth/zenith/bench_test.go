@@ -1,4 +1,4 @@
-package wsauth
+package zenith
 
 import (
 	"encoding/json"

@@ -1,10 +1,8 @@
-package wsauth
+package zenith
 
 import (
 	"encoding/base64"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +31,7 @@ func AppendError(dst []byte, env *Envelope, code string) []byte {
 	// Room for it at once: an echoed topic may be near a megabyte, and
 	// growing by appends would leave as much garbage, and a buffer of up
 	// to twice its size queued.
-	dst = slices.Grow(dst, errorReplyRoom(env, code))
+	dst = slices.Grow(dst, ErrorReplyRoom(env, code))
 	dst = append(dst, `{"Controller":`...)
 	dst = appendString(dst, env.Controller)
 	if env.Present&HasTopic != 0 {
@@ -230,172 +228,8 @@ func appendString(dst []byte, s string) []byte {
 	return dst
 }
 
-// AppendDateTime appends t as a Zenith DateTime: ISO 8601 basic form in
-// UTC, to the second (20261121T103000Z).
-func AppendDateTime(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, "20060102T150405Z")
-}
-
-// AppendTimeSpan appends d as a Zenith TimeSpan in its documented form
-// (docs/protocol.md, "Data types"), [-][days.]hh:mm:ss.fff
-// (00:59:59.000, 1.02:03:04.005), truncated to the millisecond.
-func AppendTimeSpan(dst []byte, d time.Duration) []byte {
-	return appendSpan(dst, d, time.Millisecond, 3)
-}
-
-// AppendTicksTimeSpan appends d as the original web client reads a
-// TimeSpan (.NET's TimeSpan "c" form, its fraction always written):
-// [-][days.]hh:mm:ss.fffffff (00:59:59.5000000, 1.02:03:04.0050000),
-// truncated to the .NET tick, 100 ns.
-func AppendTicksTimeSpan(dst []byte, d time.Duration) []byte {
-	return appendSpan(dst, d, 100*time.Nanosecond, 7)
-}
-
-// appendSpan appends d as [-][days.]hh:mm:ss.f…, in whole units with
-// digits fractional digits (unit is 10^-digits s).
-func appendSpan(dst []byte, d, unit time.Duration, digits int) []byte {
-	n := d / unit
-	u := uint64(n)
-	if n < 0 {
-		dst = append(dst, '-')
-		u = -u
-	}
-	perSec := uint64(time.Second / unit)
-	secs, frac := u/perSec, u%perSec
-	days, rest := secs/86_400, secs%86_400
-	if days > 0 {
-		dst = strconv.AppendUint(dst, days, 10)
-		dst = append(dst, '.')
-	}
-	dst = append2(dst, rest/3600)
-	dst = append(dst, ':')
-	dst = append2(dst, rest/60%60)
-	dst = append(dst, ':')
-	dst = append2(dst, rest%60)
-	dst = append(dst, '.')
-	start := len(dst)
-	for range digits {
-		dst = append(dst, '0')
-	}
-	for i := len(dst) - 1; i >= start; i-- {
-		dst[i] = byte('0' + frac%10)
-		frac /= 10
-	}
-	return dst
-}
-
-func append2(dst []byte, n uint64) []byte {
-	return append(dst, byte('0'+n/10), byte('0'+n%10))
-}
-
-// DefaultMaxTokenBytes bounds an AuthToken request's access token.
-const DefaultMaxTokenBytes = 8 << 10
-
-// AuthTokenRequest is the Data of an AuthToken message (docs/service-interface.md §2.4).
-type AuthTokenRequest struct {
-	// Provider is the provider as sent; the caller accepts only Bearer.
-	Provider string
-	// AccessToken is the token after the Base-64 rule.
-	AccessToken string
-}
-
-// ParseAuthToken reads data, an AuthToken message's raw Data, as
-// {"Provider":…,"AccessToken":…}: one object with both members once, as
-// strings, names exact (an escaped spelling is another member), other
-// members ignored. The
-// AccessToken is decoded by the Base-64 rule of docs/service-interface.md §2.4: when it
-// is valid standard Base-64 (padded) the decoded bytes are the token,
-// otherwise the text itself is (a JWT, with its dots, never decodes).
-//
-// maxToken bounds the token (0 means DefaultMaxTokenBytes): its text may
-// be no longer than the Base-64 encoding of maxToken bytes and the token
-// no longer than maxToken, else the error wraps ErrTokenTooLarge. Other
-// faults wrap ErrMalformed. The error never quotes data.
-func ParseAuthToken(data []byte, maxToken int) (AuthTokenRequest, error) {
-	if maxToken <= 0 {
-		maxToken = DefaultMaxTokenBytes
-	}
-	maxText := base64.StdEncoding.EncodedLen(maxToken)
-	var req AuthTokenRequest
-	s := getScanState(data)
-	defer s.release()
-	d := &s.dec
-	tok, err := d.ReadToken()
-	if err != nil {
-		return req, s.syntaxError(err)
-	}
-	if tok.Kind() != '{' {
-		return req, s.fault("AuthToken Data not a JSON object")
-	}
-	var text []byte
-	var haveProvider, haveToken bool
-	for d.PeekKind() != '}' {
-		name, err := d.ReadValue()
-		if err != nil {
-			return req, s.syntaxError(err)
-		}
-		v, err := d.ReadValue()
-		if err != nil {
-			return req, s.syntaxError(err)
-		}
-		switch string(name) {
-		case `"Provider"`:
-			if haveProvider {
-				return req, s.fault("duplicate member")
-			}
-			if v[0] != '"' {
-				return req, s.fault("Provider not a string")
-			}
-			req.Provider, haveProvider = s.str(v), true
-		case `"AccessToken"`:
-			if haveToken {
-				return req, s.fault("duplicate member")
-			}
-			if v[0] != '"' {
-				return req, s.fault("AccessToken not a string")
-			}
-			if len(v) > 6*maxText+2 { // over the bound even if every character were a \uXXXX escape
-				return req, tooLarge(d.InputOffset())
-			}
-			if text, err = jsontext.AppendUnquote(nil, v); err != nil {
-				return req, s.fault("AccessToken not a string")
-			}
-			haveToken = true
-		}
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return req, s.syntaxError(err)
-	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		if err == nil {
-			return req, s.fault("data after the object")
-		}
-		return req, s.syntaxError(err)
-	}
-	switch {
-	case !haveProvider:
-		return req, s.fault("no Provider")
-	case !haveToken || len(text) == 0:
-		return req, s.fault("no AccessToken")
-	case len(text) > maxText:
-		return req, tooLarge(d.InputOffset())
-	}
-	if raw, err := base64.StdEncoding.Strict().AppendDecode(nil, text); err == nil {
-		text = raw
-	}
-	if len(text) > maxToken {
-		return req, tooLarge(d.InputOffset())
-	}
-	req.AccessToken = string(text)
-	return req, nil
-}
-
-func tooLarge(offset int64) *ScanError {
-	return &ScanError{Err: ErrTokenTooLarge, Reason: "access token over the bound", Offset: offset}
-}
-
-// errorReplyRoom is the room AppendError needs for env's reply with code,
+// ErrorReplyRoom is the room AppendError needs for env's reply with code,
 // its fields unescaped: the fixed text is under 128 bytes.
-func errorReplyRoom(env *Envelope, code string) int {
+func ErrorReplyRoom(env *Envelope, code string) int {
 	return 128 + len(env.Controller) + len(env.Topic) + len(env.TransactionIDText) + len(code)
 }
