@@ -28,7 +28,7 @@ import (
 	"github.com/gatehouse/gatehouse/caddymodule/queryhandler"
 	"github.com/gatehouse/gatehouse/caddymodule/wshandler"
 	"github.com/gatehouse/gatehouse/identity/clients"
-	"github.com/gatehouse/gatehouse/wsauth"
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 // attackSecretSHA256 is the SHA-256 of "demo-secret".
@@ -61,11 +61,11 @@ func TestAttackConfigWSDenyWildcard(t *testing.T) {
 				}
 				return // refused at load: safe
 			}
-			p, err := wsauth.NewPolicy(*h.Policy)
+			p, err := policy.New(*h.Policy)
 			if err != nil {
 				return
 			}
-			if ok, _ := p.Allowed([]string{wsauth.ScopeOrderPad}, "Trading", "PlaceOrder!ACC1"); ok {
+			if ok, _ := p.Allowed([]string{policy.ScopeOrderPad}, "Trading", "PlaceOrder!ACC1"); ok {
 				t.Errorf("policy { %s } loads, yet Trading/PlaceOrder stays allowed to Service/OrderPad: "+
 					"the exact default row outranks the operator's wildcard deny", rule)
 			}
@@ -108,7 +108,7 @@ func TestAttackConfigWSLimitOverrideLowers(t *testing.T) {
 	if err := h.Validate(); err == nil {
 		t.Errorf("limits client scraper { messages_per_second 1; burst 2; subscriptions 5 } loads, "+
 			"but the client keeps the defaults (%v/s, burst %d, %d subscriptions)",
-			wsauth.DefaultMessagesPerSecond, wsauth.DefaultBurst, wsauth.DefaultSubscriptions)
+			policy.DefaultMessagesPerSecond, policy.DefaultBurst, policy.DefaultSubscriptions)
 	}
 }
 

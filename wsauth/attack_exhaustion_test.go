@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 // heapInUse is the heap in use after a collection, signed so that deltas
@@ -100,7 +102,7 @@ func TestSessionsPerUser(t *testing.T) {
 	const limit, burst = 5, 40
 	e := newTestEnv(t, func(c *Config) {
 		c.Limits.Sessions = limit
-		c.LimitOverrides = []LimitOverride{{Scope: "Service/Wide", Limits: Limits{Sessions: limit + 2}}}
+		c.LimitOverrides = []policy.LimitOverride{{Scope: "Service/Wide", Limits: policy.Limits{Sessions: limit + 2}}}
 	})
 	conns := make([]*websocket.Conn, burst)
 	var wg sync.WaitGroup
@@ -141,11 +143,11 @@ func TestSessionsPerUser(t *testing.T) {
 		t.Errorf("an AuthToken past the limit: %s", got)
 	}
 	// Another user is not affected; an override raises the bound.
-	other := madeUpToken("u-other", []string{ScopeMarket}, 0)
+	other := madeUpToken("u-other", []string{policy.ScopeMarket}, 0)
 	if got := roundTrip(t, c, authToken("Bearer", other)); !strings.Contains(got, `"Result":"Success"`) {
 		t.Errorf("another user: %s", got)
 	}
-	wide := madeUpToken("u-demo", []string{ScopeMarket, "Service/Wide"}, 0)
+	wide := madeUpToken("u-demo", []string{policy.ScopeMarket, "Service/Wide"}, 0)
 	if w, _, err := e.tryDial(bearer(wide), nil); err != nil || !strings.Contains(roundTrip(t, w, queryIdentify), `"Result":"Success"`) {
 		t.Errorf("the same user with a scope whose override raises the bound: %v", err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -229,7 +230,7 @@ func TestRevocationSignalledDuringAuthentication(t *testing.T) {
 			sig := new(changes)
 			gb := newGatedBackend(t)
 			fv := &fakeVerifier{}
-			tok := madeUpToken("u-victim", []string{ScopeMarket}, 24*time.Hour)
+			tok := madeUpToken("u-victim", []string{policy.ScopeMarket}, 24*time.Hour)
 			gv := &gatedVerifier{inner: fv, decided: make(chan struct{}, 1), release: make(chan struct{})}
 			t.Cleanup(func() {
 				select {
@@ -250,7 +251,7 @@ func TestRevocationSignalledDuringAuthentication(t *testing.T) {
 			var c *websocket.Conn
 			switch {
 			case reauth:
-				first := madeUpToken("u-victim", []string{ScopeMarket}, 24*time.Hour, "first")
+				first := madeUpToken("u-victim", []string{policy.ScopeMarket}, 24*time.Hour, "first")
 				c = e.dial(bearer(first))
 				gv.hold = tok
 				if err := c.WriteMessage(websocket.TextMessage, []byte(authToken("Bearer", tok))); err != nil {
@@ -306,7 +307,7 @@ func TestRevocationSignalledDuringAuthentication(t *testing.T) {
 func TestAttackSubBurstOneWrite(t *testing.T) {
 	const limit = 5
 	e := newTestEnv(t, func(c *Config) {
-		c.Limits = Limits{Subscriptions: limit, MessagesPerSecond: 1e6, Burst: 1 << 20}
+		c.Limits = policy.Limits{Subscriptions: limit, MessagesPerSecond: 1e6, Burst: 1 << 20}
 	})
 	c := e.dial(bearer(tokDemo))
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -373,7 +374,7 @@ func TestAttackReservedTransactionIDSpellings(t *testing.T) {
 		`"TransactionID ":` + r,
 		`"Data":{"TransactionID":` + r + `},"TransactionID":1`,
 	}
-	e := newTestEnv(t, func(c *Config) { c.Limits = Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
+	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
 	c := e.dial(bearer(tokDemo))
 	var msgs []string
 	for _, sp := range spellings {
@@ -416,7 +417,7 @@ func TestAttackReservedTransactionIDSpellings(t *testing.T) {
 func TestAttackScopeShrinkPipelined(t *testing.T) {
 	e, _ := newLiveEnv(t, nil)
 	c := e.dial(bearer(tokDemo))
-	narrow := madeUpToken("u-demo", []string{ScopeMarket}, 24*time.Hour)
+	narrow := madeUpToken("u-demo", []string{policy.ScopeMarket}, 24*time.Hour)
 	var msgs []string
 	msgs = append(msgs, subMsg("News", "News!A", 1), authToken("Bearer", narrow))
 	for i := range 30 {
@@ -471,7 +472,7 @@ func TestAttackExpiryRace(t *testing.T) {
 	for round := range 4 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {
 			e, clock := newLiveEnv(t, func(c *Config) {
-				c.Limits = Limits{Subscriptions: 8, MessagesPerSecond: 1e6, Burst: 1 << 20}
+				c.Limits = policy.Limits{Subscriptions: 8, MessagesPerSecond: 1e6, Burst: 1 << 20}
 			})
 			c := e.dial(bearer(tokDemo))
 			stop := make(chan struct{})
@@ -549,7 +550,7 @@ func TestAttackExpiryRace(t *testing.T) {
 				t.Fatalf("after the lapse the backend still holds %v", held)
 			}
 			clock.set(testNow)
-			later := madeUpToken("u-demo", []string{ScopeMarket, ScopeNews}, 24*time.Hour)
+			later := madeUpToken("u-demo", []string{policy.ScopeMarket, policy.ScopeNews}, 24*time.Hour)
 			marker := `{"Controller":"Market","Topic":"Echo","TransactionID":-5}`
 			atkPipeline(t, c, authToken("Bearer", later), marker)
 			atkReadUntil(t, c, marker)
@@ -580,7 +581,7 @@ func TestAttackExpiryRace(t *testing.T) {
 func TestAttackGracePeriodSpam(t *testing.T) {
 	e, clock := newLiveEnv(t, func(c *Config) {
 		c.ExpiryGrace = time.Minute
-		c.Limits = Limits{MessagesPerSecond: 1e6, Burst: 1 << 20}
+		c.Limits = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20}
 	})
 	c := e.dial(bearer(tokDemo))
 	subscribe(t, c, "Market", "Security!A", 1)
@@ -608,7 +609,7 @@ func TestAttackGracePeriodSpam(t *testing.T) {
 // one message for the rate limit: exactly Burst are forwarded.
 func TestAttackRateLimitFragments(t *testing.T) {
 	const burst = 5
-	e := newTestEnv(t, func(c *Config) { c.Limits = Limits{MessagesPerSecond: 0.001, Burst: burst} })
+	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: burst} })
 	c := e.dial(bearer(tokDemo))
 	var buf []byte
 	const n = 60
@@ -672,7 +673,7 @@ func TestAttackNoGoroutineLeak(t *testing.T) {
 	wg.Wait()
 	clock.set(testExpiry)
 	eventually(t, "the first session's lapse", func() bool { return e.lapses(LapseExpired) >= 1 })
-	later := madeUpToken("u-demo", []string{ScopeMarket}, 24*time.Hour)
+	later := madeUpToken("u-demo", []string{policy.ScopeMarket}, 24*time.Hour)
 	if got := roundTrip(t, c0, authToken("Bearer", later)); !strings.Contains(got, "Success") {
 		t.Fatal(got)
 	}
@@ -767,7 +768,7 @@ func TestLapseUnderBackendBackpressure(t *testing.T) {
 				c.Upstreams = []string{tb.url()}
 				c.SuperviseInterval, c.RecheckInterval = DefaultSuperviseInterval, DefaultRecheckInterval
 			})
-			tok := madeUpToken("u-flood", []string{ScopeMarket}, 24*time.Hour)
+			tok := madeUpToken("u-flood", []string{policy.ScopeMarket}, 24*time.Hour)
 			c := e.dial(bearer(tok))
 			s := atkSession(t, e)
 			pad := strings.Repeat("x", 64<<10)

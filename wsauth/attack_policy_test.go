@@ -27,6 +27,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/verify"
 	"github.com/gatehouse/gatehouse/identity/verify/verifytest"
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 	"github.com/gorilla/websocket"
 )
@@ -153,7 +154,7 @@ func TestTransactionIDsADoubleHolds(t *testing.T) {
 	}
 	// The same subject without News: the gateway unsubscribes News!ASX
 	// itself, with a reserved TransactionID (ownSent).
-	narrower := madeUpToken("u-demo", []string{ScopeMarket}, 0)
+	narrower := madeUpToken("u-demo", []string{policy.ScopeMarket}, 0)
 	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Auth","Topic":"AuthToken","TransactionID":2,"Data":{"Provider":"Bearer","AccessToken":"`+narrower+`"}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestOwnUnsubReadableByInt32Backend(t *testing.T) {
 	})
 	c := e.dial(bearer(tokDemo)) // Market, News
 	subscribe(t, c, "News", "News!ASX", 1)
-	narrower := madeUpToken("u-demo", []string{ScopeMarket}, 0)
+	narrower := madeUpToken("u-demo", []string{policy.ScopeMarket}, 0)
 	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Auth","Topic":"AuthToken","TransactionID":2,"Data":{"Provider":"Bearer","AccessToken":"`+narrower+`"}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestUnsubTheBackendCannotRead(t *testing.T) {
 			if got := roundTrip(t, c, u.msg("News!ASX", 2)); !strings.Contains(got, `"Data":"Data.Deserialise"`) {
 				t.Fatalf("the Unsub: %s", got)
 			}
-			narrower := madeUpToken("u-demo", []string{ScopeMarket}, 0)
+			narrower := madeUpToken("u-demo", []string{policy.ScopeMarket}, 0)
 			if got := roundTrip(t, c, `{"Controller":"Auth","Topic":"AuthToken","TransactionID":4,"Data":{"Provider":"Bearer","AccessToken":"`+narrower+`"}}`); !strings.Contains(got, `"Result":"Success"`) {
 				t.Fatalf("re-authentication: %s", got)
 			}
@@ -420,12 +421,12 @@ func lenientName(v string, known []string, numbered bool) string {
 // forwarded (the test can see a forward).
 func TestAttackPolicyNoScopeRowsLenientBackend(t *testing.T) {
 	var topics []string
-	for _, r := range DefaultRules() {
-		if r.Topic != Any {
+	for _, r := range policy.DefaultRules() {
+		if r.Topic != policy.Any {
 			topics = append(topics, r.Topic)
 		}
 	}
-	e := newTestEnv(t, func(c *Config) { c.Limits = Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
+	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
 	c := e.dial(bearer(madeUpToken("u-none", nil, 0)))
 	msgs := []string{
 		`{"Controller":"Trading","Topic":"Configure"}`, // forwarded
@@ -481,7 +482,7 @@ func TestAttackPolicyNoScopeRowsLenientBackend(t *testing.T) {
 			t.Fatalf("the backend got a message Scan refuses: %s", m)
 		}
 		ctl, topic := lenientName(env.Controller, zenithControllers, true), lenientName(zenith.TopicBase(env.Topic), topics, false)
-		if ok, _ := DefaultPolicy().Allowed(nil, ctl, topic); !ok {
+		if ok, _ := policy.Default().Allowed(nil, ctl, topic); !ok {
 			t.Errorf("forwarded %s: a lenient backend reads %s/%s, which needs a scope", m, ctl, topic)
 		}
 	}
@@ -534,7 +535,7 @@ func TestAttackPolicyAuthTokenHostileTokens(t *testing.T) {
 			q, _ := json.Marshal(tok)
 			return roundTrip(t, c, `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1,"Data":{"Provider":"Bearer","AccessToken":`+string(q)+`}}`)
 		}
-		for _, hc := range is.Hostile(ScopeMarket, ScopeTrading) {
+		for _, hc := range is.Hostile(policy.ScopeMarket, policy.ScopeTrading) {
 			for _, spelling := range []string{hc.Token, base64.StdEncoding.EncodeToString([]byte(hc.Token))} {
 				got := send(spelling)
 				if !strings.Contains(got, topic) || !strings.HasSuffix(got, `"Data":`+reject+`}`) {
@@ -545,7 +546,7 @@ func TestAttackPolicyAuthTokenHostileTokens(t *testing.T) {
 		if n := e.backend.upgrades(); n != 0 {
 			t.Fatalf("motif %v: %d backend legs opened for refused tokens", motif, n)
 		}
-		good := is.Token("alice", ScopeMarket) // client test-client: not in ReturnAccessToken
+		good := is.Token("alice", policy.ScopeMarket) // client test-client: not in ReturnAccessToken
 		for _, spelling := range []string{good, base64.StdEncoding.EncodeToString([]byte(good))} {
 			got := send(spelling)
 			if !strings.Contains(got, `"Result":"Success"`) || strings.Contains(got, `"AccessToken"`) {

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -72,7 +73,7 @@ const (
 // DefaultWithheldScopes are the scopes RequireTLS withholds on a
 // connection without TLS: the original platform's Trading and OrderPad
 // rights (docs/protocol.md, "Auth controller").
-var DefaultWithheldScopes = []string{ScopeTrading, ScopeOrderPad}
+var DefaultWithheldScopes = []string{policy.ScopeTrading, policy.ScopeOrderPad}
 
 // Config configures a Gateway. Zero fields take their Default*; Validate
 // checks it without changing it, New fills the defaults into its own copy.
@@ -167,8 +168,8 @@ type Config struct {
 	ReturnAccessToken []string
 	// Profile is how the Auth replies are spelled.
 	Profile zenith.Profile
-	// Policy authorizes Controller/Topic pairs. Default DefaultPolicy().
-	Policy *Policy
+	// Policy authorizes Controller/Topic pairs. Default policy.Default().
+	Policy *policy.Policy
 
 	// SuperviseInterval is the period of the gateway's supervisor, which
 	// finds expired identities, re-verifies tokens and closes sessions
@@ -200,12 +201,12 @@ type Config struct {
 	ExpiryGrace time.Duration
 	// Limits are every session's entitlement limits; zero fields take
 	// their Default*.
-	Limits Limits
+	Limits policy.Limits
 	// LimitOverrides raise the limits of some sessions: a session's
 	// effective limits are, field by field, the largest of Limits and of
 	// every override that matches it, recomputed on each
 	// (re-)authentication. Default none.
-	LimitOverrides []LimitOverride
+	LimitOverrides []policy.LimitOverride
 	// MaxSubscriptionBytes bounds, per session, the total size of the
 	// Sub messages the gateway keeps to re-send when a lapsed session
 	// authenticates again, each with its topic once more (the key it is
@@ -365,18 +366,18 @@ func (c *Config) Validate() error {
 	if len(c.WithheldScopes) > 0 && !c.RequireTLS {
 		errs = append(errs, errors.New("withheld scopes without require_tls withhold nothing"))
 	}
-	policy := c.Policy
-	if policy == nil {
-		policy = DefaultPolicy()
+	pol := c.Policy
+	if pol == nil {
+		pol = policy.Default()
 	}
 	for _, s := range c.WithheldScopes {
 		switch {
 		case s == "" || strings.ContainsFunc(s, isSpaceOrControl):
 			errs = append(errs, fmt.Errorf("withheld scope %q is empty or holds a space or control character", s))
-		case !policy.usesScope(s) && !slices.ContainsFunc(c.LimitOverrides, func(o LimitOverride) bool { return o.Scope == s }):
+		case !pol.UsesScope(s) && !slices.ContainsFunc(c.LimitOverrides, func(o policy.LimitOverride) bool { return o.Scope == s }):
 			// A misspelt or short name ("Trading") would withhold
 			// nothing, and replace the defaults.
-			errs = append(errs, fmt.Errorf("withheld scope %q is required by no rule of the message policy nor named by a limit override: withholding it would only take it from the backend's identity headers; refused as a likely misspelling (the scopes are such as %s)", s, ScopeTrading))
+			errs = append(errs, fmt.Errorf("withheld scope %q is required by no rule of the message policy nor named by a limit override: withholding it would only take it from the backend's identity headers; refused as a likely misspelling (the scopes are such as %s)", s, policy.ScopeTrading))
 		}
 	}
 	if c.Verifier == nil {
@@ -408,10 +409,10 @@ func (c Config) withDefaults() Config {
 	c.SuperviseInterval = or(c.SuperviseInterval, DefaultSuperviseInterval)
 	c.RecheckInterval = or(c.RecheckInterval, DefaultRecheckInterval)
 	c.ExpiryGrace = or(c.ExpiryGrace, DefaultExpiryGrace)
-	c.Limits.Subscriptions = or(c.Limits.Subscriptions, DefaultSubscriptions)
-	c.Limits.MessagesPerSecond = or(c.Limits.MessagesPerSecond, DefaultMessagesPerSecond)
-	c.Limits.Burst = or(c.Limits.Burst, DefaultBurst)
-	c.Limits.Sessions = or(c.Limits.Sessions, DefaultSessions)
+	c.Limits.Subscriptions = or(c.Limits.Subscriptions, policy.DefaultSubscriptions)
+	c.Limits.MessagesPerSecond = or(c.Limits.MessagesPerSecond, policy.DefaultMessagesPerSecond)
+	c.Limits.Burst = or(c.Limits.Burst, policy.DefaultBurst)
+	c.Limits.Sessions = or(c.Limits.Sessions, policy.DefaultSessions)
 	c.LimitOverrides = slices.Clone(c.LimitOverrides)
 	c.MaxSubscriptionBytes = or(c.MaxSubscriptionBytes, DefaultMaxSubscriptionBytes)
 	c.tids = &schemeInt53
@@ -429,7 +430,7 @@ func (c Config) withDefaults() Config {
 		c.Secure = func(r *http.Request) bool { return r.TLS != nil }
 	}
 	if c.Policy == nil {
-		c.Policy = DefaultPolicy()
+		c.Policy = policy.Default()
 	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
@@ -469,3 +470,5 @@ func shownURL(u *url.URL) string {
 	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
 	return c.String()
 }
+
+func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -16,7 +18,7 @@ func TestConfigValidate(t *testing.T) {
 	// requires: withholding it lowers the limits without TLS.
 	byLimit := good
 	byLimit.RequireTLS, byLimit.WithheldScopes = true, []string{"Service/Bulk"}
-	byLimit.LimitOverrides = []LimitOverride{{Scope: "Service/Bulk", Limits: Limits{Subscriptions: 5000}}}
+	byLimit.LimitOverrides = []policy.LimitOverride{{Scope: "Service/Bulk", Limits: policy.Limits{Subscriptions: 5000}}}
 	if err := byLimit.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,17 +41,17 @@ func TestConfigValidate(t *testing.T) {
 		{"negative burst", func(c *Config) { c.Limits.Burst = -1 }, "burst is negative"},
 		{"negative sessions", func(c *Config) { c.Limits.Sessions = -1 }, "sessions is negative"},
 		{"negative override", func(c *Config) {
-			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{Burst: -1}}}
+			c.LimitOverrides = []policy.LimitOverride{{ClientID: "a", Limits: policy.Limits{Burst: -1}}}
 		}, "burst is negative"},
-		{"override matching nothing", func(c *Config) { c.LimitOverrides = []LimitOverride{{Limits: Limits{Burst: 1000}}} }, "exactly one of client_id and scope"},
+		{"override matching nothing", func(c *Config) { c.LimitOverrides = []policy.LimitOverride{{Limits: policy.Limits{Burst: 1000}}} }, "exactly one of client_id and scope"},
 		{"override by client and scope", func(c *Config) {
-			c.LimitOverrides = []LimitOverride{{ClientID: "a", Scope: ScopeMarket, Limits: Limits{Burst: 1000}}}
+			c.LimitOverrides = []policy.LimitOverride{{ClientID: "a", Scope: policy.ScopeMarket, Limits: policy.Limits{Burst: 1000}}}
 		}, "exactly one of client_id and scope"},
 		{"override below the default", func(c *Config) {
-			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{MessagesPerSecond: 1}}}
+			c.LimitOverrides = []policy.LimitOverride{{ClientID: "a", Limits: policy.Limits{MessagesPerSecond: 1}}}
 		}, "messages_per_second 1 is not above the default 50"},
 		{"override at the default", func(c *Config) {
-			c.LimitOverrides = []LimitOverride{{ClientID: "a", Limits: Limits{Subscriptions: 1000, Burst: DefaultBurst}}}
+			c.LimitOverrides = []policy.LimitOverride{{ClientID: "a", Limits: policy.Limits{Subscriptions: 1000, Burst: policy.DefaultBurst}}}
 		}, "burst 100 is not above the default 100"},
 		{"negative subscription bytes", func(c *Config) { c.MaxSubscriptionBytes = -1 }, "max_subscription_bytes is negative"},
 		{"negative recheck interval", func(c *Config) { c.RecheckInterval = -time.Second }, "recheck_interval is negative"},
@@ -57,7 +59,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative supervise interval", func(c *Config) { c.SuperviseInterval = -time.Second }, "supervise_interval is negative"},
 		{"unknown transaction_ids", func(c *Config) { c.TransactionIDs = "int64" }, "transaction_ids"},
 		{"empty withheld scope", func(c *Config) { c.RequireTLS, c.WithheldScopes = true, []string{""} }, "is empty or holds a space"},
-		{"withheld scopes without require_tls", func(c *Config) { c.WithheldScopes = []string{ScopeTrading} }, "without require_tls"},
+		{"withheld scopes without require_tls", func(c *Config) { c.WithheldScopes = []string{policy.ScopeTrading} }, "without require_tls"},
 		{"withheld scope no rule requires", func(c *Config) { c.RequireTLS, c.WithheldScopes = true, []string{"Trading"} }, "likely misspelling"},
 	}
 	for _, tt := range tests {

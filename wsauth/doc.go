@@ -1,11 +1,9 @@
 // Package wsauth is the message-service gateway's core: what sits between a
 // client's WebSocket and the backend's. It reads and writes the Zenith
 // messages with package zenith (the envelope scanner, the gateway's own
-// messages, the Auth messages' Data). The pure layer left here:
-//
-//	policy.go    Policy, the Controller/Topic -> scope table
-//
-// The sockets, on top of it:
+// messages, the Auth messages' Data) and asks package policy who may send
+// what (the Controller/Topic -> scope table, the entitlement limits). The
+// sockets, on top of them:
 //
 //	config.go    Config, its Default* limits and Validate
 //	hooks.go     what the Caddy glue fills in: Verifier, PasswordChecker,
@@ -22,17 +20,15 @@
 //	             the forward under the session's lock, reserved
 //	             TransactionIDs
 //	supervise.go the gateway's supervisor: expiry, token rechecks, grace
-//	limits.go    entitlement limits (subscriptions, message rate) and
-//	             require_tls's withheld scopes
+//	limits.go    the entitlement limits enforced (subscriptions, message
+//	             rate) and require_tls's withheld scopes
 //	relay.go     the backend leg (dial with failover, the backend reader),
 //	             the bounded send queue and its writers
 //	frameconn.go the connection under each leg's gorilla Conn: the
 //	             session's batched data frames, a hook before each read
 //	closing.go   the close handshake and the session's teardown
 //
-// Goroutines: a Policy is immutable once built and safe for
-// concurrent use; a PolicyConfig is a value not to be changed while
-// NewPolicy reads it. A Gateway is safe for concurrent use; each socket
+// Goroutines: a Gateway is safe for concurrent use; each socket
 // has a client reader (a goroutine ServeHTTP starts before it returns; it
 // also writes the backend leg), a client writer and, once authenticated,
 // a backend reader (which also writes the client, when it can); one

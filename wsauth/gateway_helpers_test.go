@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -81,10 +82,10 @@ func (v *fakeVerifier) VerifyAccessToken(ctx context.Context, token string) (Ide
 		return Identity{}, ctx.Err()
 	case tokDemo:
 		return Identity{Subject: "u-demo", ClientID: "demo-app", DisplayName: "Demo User",
-			Scopes: []string{"openid", ScopeMarket, ScopeNews}, Expiry: testExpiry}, nil
+			Scopes: []string{"openid", policy.ScopeMarket, policy.ScopeNews}, Expiry: testExpiry}, nil
 	case tokTrader:
 		return Identity{Subject: "u-trader", ClientID: "demo-app", DisplayName: "Trader",
-			Scopes: []string{ScopeMarket, ScopeNews, ScopeTrading, ScopeOrderPad}, Expiry: testExpiry}, nil
+			Scopes: []string{policy.ScopeMarket, policy.ScopeNews, policy.ScopeTrading, policy.ScopeOrderPad}, Expiry: testExpiry}, nil
 	case tokFault:
 		return Identity{}, context.DeadlineExceeded
 	}
@@ -95,7 +96,7 @@ type fakePasswords struct{}
 
 func (fakePasswords) CheckOwner(_ context.Context, c OwnerCredentials) (Identity, error) {
 	if c.Username == "trader" && c.Password == "trader" && c.ClientID == "demo-app" {
-		return Identity{Subject: "u-trader", ClientID: c.ClientID, Scopes: []string{ScopeTrading}, Expiry: testExpiry}, nil
+		return Identity{Subject: "u-trader", ClientID: c.ClientID, Scopes: []string{policy.ScopeTrading}, Expiry: testExpiry}, nil
 	}
 	return Identity{}, &Refusal{Reason: "invalid_grant"}
 }

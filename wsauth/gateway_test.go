@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -222,7 +223,7 @@ type fakeCodes struct{}
 
 func (fakeCodes) ExchangeCode(_ context.Context, c CodeCredentials) (Identity, error) {
 	if c.ClientID == "demo-app" && c.Code == "good" && c.RedirectURI == "http://127.0.0.1/cb" && c.CodeVerifier == "v" {
-		return Identity{Subject: "u-trader", ClientID: c.ClientID, Scopes: []string{ScopeTrading}, Expiry: testExpiry}, nil
+		return Identity{Subject: "u-trader", ClientID: c.ClientID, Scopes: []string{policy.ScopeTrading}, Expiry: testExpiry}, nil
 	}
 	return Identity{}, &Refusal{Reason: "invalid_grant"}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 func TestHostileFrames(t *testing.T) {
@@ -361,7 +363,7 @@ func TestReauthentication(t *testing.T) {
 // one does not overtake the tiny one.
 func TestRelayIntegrity(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.Limits = Limits{MessagesPerSecond: 1e9, Burst: 1 << 30}
+		c.Limits = policy.Limits{MessagesPerSecond: 1e9, Burst: 1 << 30}
 	})
 	const sessions, perSession = 4, 60
 	type exchange struct {

@@ -2,125 +2,25 @@ package wsauth
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"slices"
 	"time"
+
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 // CodeLimited answers a client message over an entitlement limit
 // (docs/protocol.md, "Message container").
 const CodeLimited = "Limited"
 
-// Defaults of the entitlement limits (issue 10, "Entitlement limits").
-const (
-	// DefaultSubscriptions bounds a session's live subscriptions.
-	DefaultSubscriptions = 500
-	// DefaultMessagesPerSecond is the rate at which a session's client
-	// messages are forwarded, on average.
-	DefaultMessagesPerSecond = 50
-	// DefaultBurst is how many client messages a session may send at once
-	// above that rate.
-	DefaultBurst = 100
-	// DefaultSessions bounds the live sessions of one user on a gateway.
-	DefaultSessions = 64
-	// DefaultMaxSubscriptionBytes bounds the copies of Sub messages a
-	// session keeps for its subscriptions, in total.
-	DefaultMaxSubscriptionBytes = 1 << 20
-)
+// DefaultMaxSubscriptionBytes bounds the copies of Sub messages a session
+// keeps for its subscriptions, in total (Config.MaxSubscriptionBytes).
+const DefaultMaxSubscriptionBytes = 1 << 20
 
-// Limits are a session's entitlement limits. A zero field is "not set":
-// in Config.Limits it takes its Default*, in a LimitOverride it leaves the
-// other limits to decide.
-type Limits struct {
-	// Subscriptions bounds the subscriptions a session holds at once
-	// (Controller and Topic with its "!" arguments, after Sub and before
-	// Unsub); a Sub for a new one over it is answered Error/Limited and
-	// not forwarded. Default DefaultSubscriptions.
-	Subscriptions int `json:"subscriptions,omitempty"`
-	// MessagesPerSecond and Burst are a token bucket over the session's
-	// client messages other than Auth ones (which have their own bounds:
-	// AuthMaxMessages, the verifier's): Burst messages at once, then
-	// MessagesPerSecond on average. A message over it is answered
-	// Error/Limited and not forwarded. Defaults DefaultMessagesPerSecond
-	// and DefaultBurst.
-	MessagesPerSecond float64 `json:"messages_per_second,omitempty"`
-	Burst             int     `json:"burst,omitempty"`
-	// Sessions bounds the live sessions of one user (token subject) on
-	// this gateway, each with its own backend connection: an
-	// authentication past it is refused (Reject; by the upgrade's
-	// Authorization header, close 1008), so one user cannot take the
-	// backend's connections nor multiply the other limits. The limit that
-	// applies is the new session's. Default DefaultSessions.
-	Sessions int `json:"sessions,omitempty"`
-}
-
-// LimitOverride raises the limits of the sessions it matches: those whose
-// token was issued to ClientID, or those holding Scope (after require_tls
-// withheld any). Exactly one of ClientID and Scope is set. Each limit it
-// sets must be above the default's: a session gets the largest of the
-// default and its overrides, so an override cannot lower a limit.
-type LimitOverride struct {
-	ClientID string `json:"client_id,omitempty"`
-	Scope    string `json:"scope,omitempty"`
-	Limits
-}
-
-// maxOf is, field by field, the larger of l and o.
-func (l Limits) maxOf(o Limits) Limits {
-	return Limits{
-		Subscriptions:     max(l.Subscriptions, o.Subscriptions),
-		MessagesPerSecond: max(l.MessagesPerSecond, o.MessagesPerSecond),
-		Burst:             max(l.Burst, o.Burst),
-		Sessions:          max(l.Sessions, o.Sessions),
-	}
-}
-
-func (l Limits) validate(where string) []error {
-	var errs []error
-	if l.Subscriptions < 0 {
-		errs = append(errs, fmt.Errorf("%s: subscriptions is negative", where))
-	}
-	if l.MessagesPerSecond < 0 || math.IsNaN(l.MessagesPerSecond) || math.IsInf(l.MessagesPerSecond, 0) {
-		errs = append(errs, fmt.Errorf("%s: messages_per_second is negative or not finite", where))
-	}
-	if l.Burst < 0 {
-		errs = append(errs, fmt.Errorf("%s: burst is negative", where))
-	}
-	if l.Sessions < 0 {
-		errs = append(errs, fmt.Errorf("%s: sessions is negative", where))
-	}
-	return errs
-}
-
-// validateLimits checks Limits and LimitOverrides.
+// validateLimits checks Limits, LimitOverrides and MaxSubscriptionBytes.
 func (c *Config) validateLimits() []error {
-	errs := c.Limits.validate("limits")
-	for i, o := range c.LimitOverrides {
-		where := fmt.Sprintf("limit override %d", i)
-		errs = append(errs, o.validate(where)...)
-		if (o.ClientID == "") == (o.Scope == "") {
-			errs = append(errs, fmt.Errorf("%s: needs exactly one of client_id and scope", where))
-		}
-		// An override only raises (limitsFor takes the largest): one
-		// at or below the default, meant to throttle, would do nothing.
-		def := Limits{Subscriptions: or(c.Limits.Subscriptions, DefaultSubscriptions),
-			MessagesPerSecond: or(c.Limits.MessagesPerSecond, DefaultMessagesPerSecond), Burst: or(c.Limits.Burst, DefaultBurst),
-			Sessions: or(c.Limits.Sessions, DefaultSessions)}
-		for _, f := range []struct {
-			name      string
-			set, over bool
-			v, d      float64
-		}{
-			{"subscriptions", o.Subscriptions != 0, o.Subscriptions > def.Subscriptions, float64(o.Subscriptions), float64(def.Subscriptions)},
-			{"messages_per_second", o.MessagesPerSecond != 0, o.MessagesPerSecond > def.MessagesPerSecond, o.MessagesPerSecond, def.MessagesPerSecond},
-			{"burst", o.Burst != 0, o.Burst > def.Burst, float64(o.Burst), float64(def.Burst)},
-			{"sessions", o.Sessions != 0, o.Sessions > def.Sessions, float64(o.Sessions), float64(def.Sessions)},
-		} {
-			if f.set && !f.over {
-				errs = append(errs, fmt.Errorf("%s: %s %v is not above the default %v: an override only raises a limit", where, f.name, f.v, f.d))
-			}
-		}
+	var errs []error
+	if err := policy.ValidateLimits(c.Limits, c.LimitOverrides); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxSubscriptionBytes < 0 {
 		errs = append(errs, errors.New("max_subscription_bytes is negative"))
@@ -128,24 +28,17 @@ func (c *Config) validateLimits() []error {
 	return errs
 }
 
-// limitsFor is the effective limits of a session speaking for id: the
-// largest, field by field, of the default and of every override matching
-// id. The config has its defaults.
-func (c *Config) limitsFor(id *Identity) Limits {
-	l := c.Limits
-	for _, o := range c.LimitOverrides {
-		if o.ClientID != "" && o.ClientID == id.ClientID || o.Scope != "" && slices.Contains(id.Scopes, o.Scope) {
-			l = l.maxOf(o.Limits)
-		}
-	}
-	return l
+// limitsFor is the effective limits of a session speaking for id
+// (LimitsFor). The config has its defaults.
+func (c *Config) limitsFor(id *Identity) policy.Limits {
+	return policy.LimitsFor(c.Limits, c.LimitOverrides, id.ClientID, id.Scopes)
 }
 
 // authLimits bound the Auth messages of an authenticated session (each
 // may cost a signature check or a password hash): a burst of 10, then one
 // every 2 seconds, far above a client that re-authenticates before each
 // expiry.
-var authLimits = Limits{MessagesPerSecond: 0.5, Burst: 10}
+var authLimits = policy.Limits{MessagesPerSecond: 0.5, Burst: 10}
 
 // bucket is a session's token bucket over its client messages (the
 // client reader's; no lock).
@@ -155,7 +48,7 @@ type bucket struct {
 }
 
 // take takes one message's token at now, false when none is left.
-func (b *bucket) take(now time.Time, l *Limits) bool {
+func (b *bucket) take(now time.Time, l *policy.Limits) bool {
 	burst := float64(l.Burst)
 	if b.last.IsZero() {
 		b.tokens = burst

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -163,15 +164,15 @@ func TestSubscriptionLimit(t *testing.T) {
 		{"config limit", func(c *Config) { c.Limits.Subscriptions = 2 }, 2},
 		{"override by client", func(c *Config) {
 			c.Limits.Subscriptions = 2
-			c.LimitOverrides = []LimitOverride{{ClientID: "demo-app", Limits: Limits{Subscriptions: 3}}}
+			c.LimitOverrides = []policy.LimitOverride{{ClientID: "demo-app", Limits: policy.Limits{Subscriptions: 3}}}
 		}, 3},
 		{"override by scope", func(c *Config) {
 			c.Limits.Subscriptions = 2
-			c.LimitOverrides = []LimitOverride{{Scope: ScopeNews, Limits: Limits{Subscriptions: 4}}, {Scope: ScopeTrading, Limits: Limits{Subscriptions: 9}}}
+			c.LimitOverrides = []policy.LimitOverride{{Scope: policy.ScopeNews, Limits: policy.Limits{Subscriptions: 4}}, {Scope: policy.ScopeTrading, Limits: policy.Limits{Subscriptions: 9}}}
 		}, 4},
 		{"override for another client", func(c *Config) {
 			c.Limits.Subscriptions = 2
-			c.LimitOverrides = []LimitOverride{{ClientID: "other-app", Limits: Limits{Subscriptions: 5}}}
+			c.LimitOverrides = []policy.LimitOverride{{ClientID: "other-app", Limits: policy.Limits{Subscriptions: 5}}}
 		}, 2},
 		{"bytes kept", func(c *Config) { c.MaxSubscriptionBytes = int64(3*sub0 - 1) }, 2},
 	} {
@@ -211,10 +212,10 @@ func TestRateLimit(t *testing.T) {
 		mod   func(*Config)
 		burst int
 	}{
-		{"config limit", func(c *Config) { c.Limits = Limits{MessagesPerSecond: 0.001, Burst: 3} }, 3},
+		{"config limit", func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: 3} }, 3},
 		{"override by scope", func(c *Config) {
-			c.Limits = Limits{MessagesPerSecond: 0.001, Burst: 3}
-			c.LimitOverrides = []LimitOverride{{Scope: ScopeMarket, Limits: Limits{Burst: 5}}}
+			c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: 3}
+			c.LimitOverrides = []policy.LimitOverride{{Scope: policy.ScopeMarket, Limits: policy.Limits{Burst: 5}}}
 		}, 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,7 +258,7 @@ func TestRateLimit(t *testing.T) {
 // any other (its Error reply costs the gateway as much): past the burst,
 // it is answered Error/Limited.
 func TestRateLimitMalformed(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.Limits = Limits{MessagesPerSecond: 0.001, Burst: 3} })
+	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: 3} })
 	c := e.dial(bearer(tokDemo))
 	for i := range 5 {
 		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Echo","TransactionID":`+strconv.Itoa(i)+`,"Action":"Get"}`)); err != nil {
@@ -276,7 +277,7 @@ func TestRateLimitMalformed(t *testing.T) {
 
 // TestBucketRefills: the bucket refills at MessagesPerSecond, up to Burst.
 func TestBucketRefills(t *testing.T) {
-	l := Limits{MessagesPerSecond: 10, Burst: 2}
+	l := policy.Limits{MessagesPerSecond: 10, Burst: 2}
 	var b bucket
 	t0 := time.Unix(1000, 0)
 	for i, tt := range []struct {
@@ -354,7 +355,7 @@ func TestRequireTLS(t *testing.T) {
 			e.backend.mu.Lock()
 			scopes := e.backend.headers[0].Get("X-Scopes")
 			e.backend.mu.Unlock()
-			if has := strings.Contains(scopes, ScopeTrading) || strings.Contains(scopes, ScopeOrderPad); has == tt.withheld {
+			if has := strings.Contains(scopes, policy.ScopeTrading) || strings.Contains(scopes, policy.ScopeOrderPad); has == tt.withheld {
 				t.Fatalf("backend X-Scopes %q", scopes)
 			}
 			again := authToken("Bearer", tokTrader)

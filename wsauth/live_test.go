@@ -8,6 +8,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -68,7 +69,7 @@ func TestExpiryAndResume(t *testing.T) {
 				t.Fatal("the expiry was counted twice")
 			}
 
-			later := madeUpToken("u-demo", []string{"openid", ScopeMarket, ScopeNews}, 24*time.Hour)
+			later := madeUpToken("u-demo", []string{"openid", policy.ScopeMarket, policy.ScopeNews}, 24*time.Hour)
 			if got := roundTrip(t, c, authToken("Bearer", later)); !strings.Contains(got, `"Result":"Success"`) || !strings.Contains(got, `"ExpiryDate":"20261122T103000Z"`) {
 				t.Fatalf("fresh AuthToken: %s", got)
 			}
@@ -110,7 +111,7 @@ func TestExpiryGrace(t *testing.T) {
 			clock.set(testExpiry)
 			eventually(t, "the lapse", func() bool { return e.lapses(LapseExpired) == 1 })
 			if tt.resume {
-				later := madeUpToken("u-demo", []string{ScopeMarket}, 24*time.Hour)
+				later := madeUpToken("u-demo", []string{policy.ScopeMarket}, 24*time.Hour)
 				if got := roundTrip(t, c, authToken("Bearer", later)); !strings.Contains(got, `"Result":"Success"`) {
 					t.Fatalf("fresh AuthToken: %s", got)
 				}
@@ -166,7 +167,7 @@ func TestScopeShrink(t *testing.T) {
 				clock.set(testExpiry)
 				eventually(t, "the lapse", func() bool { return e.backend.gatewayUnsubs("News", "News!ASX") == 1 })
 			}
-			narrow := madeUpToken("u-demo", []string{ScopeMarket}, 24*time.Hour)
+			narrow := madeUpToken("u-demo", []string{policy.ScopeMarket}, 24*time.Hour)
 			got := roundTrip(t, c, authToken("Bearer", narrow))
 			if !strings.Contains(got, `"Result":"Success"`) || !strings.Contains(got, `"Scope":["Gatehouse.Service.Market"]`) {
 				t.Fatalf("narrower AuthToken: %s", got)
@@ -244,7 +245,7 @@ func TestReauthOtherSubject(t *testing.T) {
 				eventually(t, "the lapse", func() bool { return e.lapses(LapseExpired) == 1 })
 			}
 			before := roundTrip(t, c, queryIdentify)
-			other := madeUpToken("u-other", []string{ScopeMarket, ScopeNews, ScopeTrading}, 24*time.Hour)
+			other := madeUpToken("u-other", []string{policy.ScopeMarket, policy.ScopeNews, policy.ScopeTrading}, 24*time.Hour)
 			if got := roundTrip(t, c, authToken("Bearer", other)); !strings.Contains(got, `"Result":"Reject"`) {
 				t.Fatalf("another subject: %s", got)
 			}
@@ -286,9 +287,9 @@ func TestIdentifySubscription(t *testing.T) {
 	for _, tt := range []struct {
 		name, tok, push string
 	}{
-		{"wider and later", madeUpToken("u-demo", []string{ScopeMarket, ScopeNews, ScopeTrading}, 24*time.Hour),
+		{"wider and later", madeUpToken("u-demo", []string{policy.ScopeMarket, policy.ScopeNews, policy.ScopeTrading}, 24*time.Hour),
 			`{"Controller":"Auth","Topic":"Identify","Action":"Publish","Data":` + wideData + `}`},
-		{"narrower", madeUpToken("u-demo", []string{ScopeNews}, 2*time.Hour),
+		{"narrower", madeUpToken("u-demo", []string{policy.ScopeNews}, 2*time.Hour),
 			`{"Controller":"Auth","Topic":"Identify","Action":"Publish","Data":{"Result":"Success","DisplayName":"u-demo","UserID":"u-demo","ExpiryDate":"20261121T123000Z","Scope":["Gatehouse.Service.News"]}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

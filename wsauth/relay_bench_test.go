@@ -6,6 +6,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 // BenchmarkRelay: backend -> client messages per second through the
@@ -17,7 +19,7 @@ func BenchmarkRelay(b *testing.B) {
 	const batch = 2000
 	e := newTestEnv(b, func(c *Config) {
 		c.Logger, c.SendQueue = zap.NewNop(), 1024
-		c.Limits = Limits{MessagesPerSecond: 1e9, Burst: 1 << 30} // one Blast per batch, not a client's rate
+		c.Limits = policy.Limits{MessagesPerSecond: 1e9, Burst: 1 << 30} // one Blast per batch, not a client's rate
 	})
 	gw := e.dial(bearer(tokDemo))
 	direct, _, err := (&websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}}).Dial(e.backend.url(), nil)

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 // changes is a Config.RevocationsChanged the test fires.
@@ -41,8 +43,8 @@ func TestRevocationsChanged(t *testing.T) {
 		c.SuperviseInterval, c.RecheckInterval = time.Hour, time.Hour
 		c.RevocationsChanged = sig.wait
 	})
-	revoked, kept, later := madeUpToken("u-1", []string{ScopeMarket}, 24*time.Hour), madeUpToken("u-2", []string{ScopeMarket}, 24*time.Hour),
-		madeUpToken("u-3", []string{ScopeMarket}, 24*time.Hour)
+	revoked, kept, later := madeUpToken("u-1", []string{policy.ScopeMarket}, 24*time.Hour), madeUpToken("u-2", []string{policy.ScopeMarket}, 24*time.Hour),
+		madeUpToken("u-3", []string{policy.ScopeMarket}, 24*time.Hour)
 	a, b, c := e.dial(bearer(revoked)), e.dial(bearer(kept)), e.dial(bearer(later))
 	subscribe(t, a, "Market", "Security!BHP.ASX", 1)
 	subscribe(t, b, "Market", "Security!BHP.ASX", 1)

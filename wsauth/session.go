@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -94,14 +95,14 @@ type session struct {
 	polCtl     string
 	polTopic   string
 	unauthMsgs int
-	clientCode int    // the close code the client sent, 0 if none
-	stopping   bool   // closeAfterQueued was called: the reader only drains
-	stopCode   int    // its code
-	msg        []byte // the message read, reused (readCapped)
-	insecure   bool   // RequireTLS, and the connection is not secure
-	limits     Limits // the effective limits of the identity
-	bucket     bucket // the message rate's
-	authBucket bucket // the Auth messages' once authenticated
+	clientCode int           // the close code the client sent, 0 if none
+	stopping   bool          // closeAfterQueued was called: the reader only drains
+	stopCode   int           // its code
+	msg        []byte        // the message read, reused (readCapped)
+	insecure   bool          // RequireTLS, and the connection is not secure
+	limits     policy.Limits // the effective limits of the identity
+	bucket     bucket        // the message rate's
+	authBucket bucket        // the Auth messages' once authenticated
 
 	// Guarded by mu (written by the client reader, or the supervisor).
 	mu          sync.Mutex
@@ -490,7 +491,7 @@ func (s *session) handle(msg []byte) {
 		s.deny(&env, "policy")
 		return
 	}
-	if needed == ScopeOrderPad || needed == ScopeAuthorise {
+	if needed == policy.ScopeOrderPad || needed == policy.ScopeAuthorise {
 		s.g.log.Info("ws order message", s.messageFields(&env)...)
 	}
 	s.forward(msg, &env)

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -34,7 +35,7 @@ func TestRevocation(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e, _ := newLiveEnv(t, func(c *Config) { c.Profile.Motif = tt.motif })
-			tok := madeUpToken("u-demo", []string{ScopeMarket}, 24*time.Hour)
+			tok := madeUpToken("u-demo", []string{policy.ScopeMarket}, 24*time.Hour)
 			c := e.dial(bearer(tok))
 			subscribe(t, c, "Market", "Security!BHP.ASX", 31)
 			start := time.Now()
@@ -95,7 +96,7 @@ func TestManySessionsLapseAndReauthenticate(t *testing.T) {
 	conns := make([]*websocket.Conn, sessions)
 	for i := range conns {
 		subject := "u-" + strconv.Itoa(i)
-		conns[i] = dialAuthenticated(t, e, madeUpToken(subject, []string{ScopeMarket}, 0), i%2 == 0)
+		conns[i] = dialAuthenticated(t, e, madeUpToken(subject, []string{policy.ScopeMarket}, 0), i%2 == 0)
 		subscribe(t, conns[i], "Market", "Security!S"+strconv.Itoa(i), 1)
 	}
 	var wg sync.WaitGroup
@@ -167,7 +168,7 @@ func churn(e *testEnv, c *websocket.Conn, subject string, rounds int) error {
 		}
 	}
 	for round := range rounds + 1 {
-		tok := madeUpToken(subject, []string{ScopeMarket}, 24*time.Hour, strconv.Itoa(round))
+		tok := madeUpToken(subject, []string{policy.ScopeMarket}, 24*time.Hour, strconv.Itoa(round))
 		if err := c.WriteMessage(websocket.TextMessage, []byte(authToken("Bearer", tok))); err != nil {
 			return err
 		}
@@ -231,7 +232,7 @@ func TestSupervisorLifecycle(t *testing.T) {
 func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
 	const writeTimeout = 5 * time.Second
 	e, clock := newLiveEnv(t, func(c *Config) { c.WriteTimeout = writeTimeout })
-	slow := dialAuthenticated(t, e, madeUpToken("u-slow", []string{ScopeMarket}, -30*time.Minute), false)
+	slow := dialAuthenticated(t, e, madeUpToken("u-slow", []string{policy.ScopeMarket}, -30*time.Minute), false)
 	subscribe(t, slow, "Market", "Security!BHP.ASX", 1)
 	other := dialAuthenticated(t, e, tokDemo, false)
 	subscribe(t, other, "News", "News!ASX", 2)

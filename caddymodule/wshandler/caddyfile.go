@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
-	"github.com/gatehouse/gatehouse/wsauth"
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
 func init() {
@@ -144,8 +144,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // default limits without arguments, an override with them.
 func (h *Handler) parseLimits(d *caddyfile.Dispenser) error {
 	args := d.RemainingArgs()
-	var l wsauth.Limits
-	var o wsauth.LimitOverride
+	var l policy.Limits
+	var o policy.LimitOverride
 	switch {
 	case len(args) == 0:
 		if h.Limits != nil {
@@ -195,7 +195,7 @@ func (h *Handler) parsePolicy(d *caddyfile.Dispenser) error {
 	if err := cfutil.NoArgs(d); err != nil {
 		return err
 	}
-	h.Policy = new(wsauth.PolicyConfig)
+	h.Policy = new(policy.Config)
 	once := cfutil.NewOnceSet("gatehouse_ws: policy: ", "allow", "require", "deny")
 	return cfutil.ParseBlock(d, once, func(name string) error {
 		if name == "replace_defaults" {
@@ -210,7 +210,7 @@ func (h *Handler) parsePolicy(d *caddyfile.Dispenser) error {
 		if len(args) < 2 {
 			return d.ArgErr()
 		}
-		rule := wsauth.Rule{Controller: args[0], Topic: args[1]}
+		rule := policy.Rule{Controller: args[0], Topic: args[1]}
 		switch name {
 		case "allow":
 			rule.AllowWithoutScope = len(args) == 2

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/verify"
 	"github.com/gatehouse/gatehouse/wsauth"
+	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
@@ -159,7 +160,7 @@ type Handler struct {
 
 	// Policy extends or replaces the Controller/Topic -> scope table.
 	// Default: the protocol's table.
-	Policy *wsauth.PolicyConfig `json:"policy,omitempty"`
+	Policy *policy.Config `json:"policy,omitempty"`
 
 	// Headers are the identity headers of the backend leg's upgrade,
 	// each from templates with the placeholders {http.auth.user.id},
@@ -191,11 +192,11 @@ type Handler struct {
 	// Error/Limited and not forwarded), and the live sessions of one user
 	// on this instance (an authentication past it is refused). Defaults:
 	// 500 subscriptions, 50 messages/s, burst 100, 64 sessions.
-	Limits *wsauth.Limits `json:"limits,omitempty"`
+	Limits *policy.Limits `json:"limits,omitempty"`
 
 	// LimitOverrides raise the limits of the sessions of one OAuth client
 	// or holding one scope; a session gets the largest that apply.
-	LimitOverrides []wsauth.LimitOverride `json:"limit_overrides,omitempty"`
+	LimitOverrides []policy.LimitOverride `json:"limit_overrides,omitempty"`
 
 	// TransactionIDs is the backend's TransactionID type: "int53" (the
 	// default: the integers a double holds exactly, as JavaScript and the
@@ -277,7 +278,7 @@ func (h *Handler) config() (wsauth.Config, error) {
 		if err := h.Policy.Validate(); err != nil {
 			return cfg, fmt.Errorf("gatehouse_ws: policy: %w", err)
 		}
-		p, err := wsauth.NewPolicy(*h.Policy)
+		p, err := policy.New(*h.Policy)
 		if err != nil {
 			return cfg, fmt.Errorf("gatehouse_ws: policy: %w", err)
 		}
@@ -287,13 +288,13 @@ func (h *Handler) config() (wsauth.Config, error) {
 	if headers == nil {
 		headers = defaultHeaders
 	}
-	policy, err := verify.NewHeaderPolicy(headers, nil, false)
+	headerPolicy, err := verify.NewHeaderPolicy(headers, nil, false)
 	if err != nil {
 		return cfg, fmt.Errorf("gatehouse_ws: headers: %w", err)
 	}
 	pass := h.PassAuthorization
 	cfg.BackendHeaders = func(hdr http.Header, id wsauth.Identity) {
-		policy.Apply(hdr, identityExpander(id))
+		headerPolicy.Apply(hdr, identityExpander(id))
 		if pass && id.Token != "" {
 			hdr.Set("Authorization", "Bearer "+id.Token)
 		}

@@ -1,4 +1,4 @@
-package wsauth
+package policy
 
 import (
 	"errors"
@@ -51,8 +51,8 @@ type Rule struct {
 	Deny bool `json:"deny,omitempty"`
 }
 
-// PolicyConfig is the message policy's configuration.
-type PolicyConfig struct {
+// Config is the message policy's configuration.
+type Config struct {
 	// Rules extend the default table (DefaultRules): a rule for the same
 	// Controller and Topic as a default row replaces that row, others are
 	// added. At most one rule per Controller/Topic pair.
@@ -63,7 +63,7 @@ type PolicyConfig struct {
 }
 
 // Validate checks the config and changes nothing.
-func (c *PolicyConfig) Validate() error {
+func (c *Config) Validate() error {
 	seen := make(map[ruleKey]int, len(c.Rules))
 	var errs []error
 	for i, r := range c.Rules {
@@ -134,7 +134,7 @@ func checkName(what, name string) error {
 func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
 
 // Policy decides which Controller/Topic pairs a session's scopes allow.
-// Build it with NewPolicy or DefaultPolicy; it is immutable and safe for
+// Build it with New or Default; it is immutable and safe for
 // concurrent use. A nil *Policy denies everything.
 type Policy struct {
 	rules map[ruleKey]*rule
@@ -152,8 +152,8 @@ type rule struct {
 	open   bool   // AllowWithoutScope
 }
 
-// NewPolicy builds the policy c configures.
-func NewPolicy(c PolicyConfig) (*Policy, error) {
+// New builds the policy c configures.
+func New(c Config) (*Policy, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -180,10 +180,10 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 	return p, nil
 }
 
-var defaultPolicy, _ = NewPolicy(PolicyConfig{})
+var defaultPolicy, _ = New(Config{})
 
-// DefaultPolicy is the policy of the default table, DefaultRules.
-func DefaultPolicy() *Policy { return defaultPolicy }
+// Default is the policy of the default table, DefaultRules.
+func Default() *Policy { return defaultPolicy }
 
 // Allowed says whether a session holding scopes may send a message for
 // controller and topic. The topic's "!" arguments are ignored
@@ -213,8 +213,8 @@ func (p *Policy) Allowed(scopes []string, controller, topic string) (ok bool, ne
 	return false, r.needed
 }
 
-// usesScope reports whether a rule of p allows a message to scope.
-func (p *Policy) usesScope(scope string) bool {
+// UsesScope reports whether a rule of p allows a message to scope.
+func (p *Policy) UsesScope(scope string) bool {
 	for _, r := range p.rules {
 		if r != nil && slices.Contains(r.scopes, scope) {
 			return true

@@ -1,4 +1,4 @@
-package wsauth
+package policy
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestDefaultRulesValid(t *testing.T) {
-	c := PolicyConfig{Rules: DefaultRules(), ReplaceDefaults: true}
+	c := Config{Rules: DefaultRules(), ReplaceDefaults: true}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestDefaultPolicy(t *testing.T) {
 		{"Zenith", "*", "deny"},
 		{"*", "*", "deny"},
 	}
-	p := DefaultPolicy()
+	p := Default()
 	for _, tt := range tests {
 		t.Run(tt.controller+"/"+tt.topic, func(t *testing.T) {
 			switch tt.needs {
@@ -119,14 +119,14 @@ func TestDefaultPolicy(t *testing.T) {
 }
 
 func TestPolicyConfig(t *testing.T) {
-	cfg := PolicyConfig{Rules: []Rule{
+	cfg := Config{Rules: []Rule{
 		{Controller: "Zenith", Topic: "QueryFeeds", AllowWithoutScope: true},       // added
 		{Controller: "Market", Topic: "Markets", Scopes: []string{ScopeMarket}},    // replaces a default row
 		{Controller: "Trading", Topic: "Accounts", Deny: true},                     // takes one away
 		{Controller: "Watchlist", Topic: Any, Scopes: []string{"a", ScopeTrading}}, // any of
 		{Controller: "Custom", Topic: Any, Scopes: []string{"Service/Custom"}},
 	}}
-	p, err := NewPolicy(cfg)
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestPolicyConfig(t *testing.T) {
 	check(p, []string{"Service/Custom"}, "Custom", "Anything!x", true, "Service/Custom")
 
 	cfg.ReplaceDefaults = true
-	p, err = NewPolicy(cfg)
+	p, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestPolicyConfig(t *testing.T) {
 	check(p, nil, "Market", "Configure", false, "")
 
 	// A catch-all: "*" / "*".
-	p, err = NewPolicy(PolicyConfig{ReplaceDefaults: true, Rules: []Rule{
+	p, err = New(Config{ReplaceDefaults: true, Rules: []Rule{
 		{Controller: Any, Topic: Any, Scopes: []string{"all"}},
 		{Controller: Any, Topic: "Feeds", AllowWithoutScope: true},
 		{Controller: "Zenith", Topic: Any, Deny: true},
@@ -196,21 +196,21 @@ func TestPolicyConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := PolicyConfig{Rules: []Rule{{Controller: "ok", Topic: "ok", Deny: true}, tt.rule}}
+			c := Config{Rules: []Rule{{Controller: "ok", Topic: "ok", Deny: true}, tt.rule}}
 			before := c.Rules[1]
 			err := c.Validate()
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "policy rule 1 ") {
 				t.Fatalf("Validate: %v, want rule 1 ... %q", err, tt.want)
 			}
-			if _, err := NewPolicy(c); err == nil {
-				t.Error("NewPolicy built an invalid config")
+			if _, err := New(c); err == nil {
+				t.Error("New built an invalid config")
 			}
 			if c.Rules[1].Controller != before.Controller || len(c.Rules) != 2 {
 				t.Error("Validate changed the config")
 			}
 		})
 	}
-	dup := PolicyConfig{Rules: []Rule{
+	dup := Config{Rules: []Rule{
 		{Controller: "Market", Topic: "x", Deny: true},
 		{Controller: "Market", Topic: "x", AllowWithoutScope: true},
 	}}
@@ -219,12 +219,12 @@ func TestPolicyConfigValidate(t *testing.T) {
 	}
 }
 
-// TestPolicyKeepsItsOwnCopy: changing the config after NewPolicy changes
+// TestPolicyKeepsItsOwnCopy: changing the config after New changes
 // nothing.
 func TestPolicyKeepsItsOwnCopy(t *testing.T) {
 	scopes := []string{"a"}
-	c := PolicyConfig{Rules: []Rule{{Controller: "C", Topic: "T", Scopes: scopes}}}
-	p, err := NewPolicy(c)
+	c := Config{Rules: []Rule{{Controller: "C", Topic: "T", Scopes: scopes}}}
+	p, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestPolicyDenyWins(t *testing.T) {
 		{Controller: Any, Topic: "PlaceOrder", Deny: true},
 		{Controller: Any, Topic: Any, Deny: true},
 	} {
-		p, err := NewPolicy(PolicyConfig{Rules: []Rule{d}})
+		p, err := New(Config{Rules: []Rule{d}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestPolicyDenyWins(t *testing.T) {
 		{[]Rule{{Controller: "Trading", Topic: Any, Deny: true}, {Controller: Any, Topic: "Orders", Scopes: []string{"x"}}}, false}, // other controllers' Orders
 		{[]Rule{{Controller: "Trading", Topic: "Orders", Deny: true}, {Controller: "Trading", Topic: Any, Scopes: []string{"x"}}}, false},
 	} {
-		err := (&PolicyConfig{Rules: tt.rules}).Validate()
+		err := (&Config{Rules: tt.rules}).Validate()
 		if (err != nil) != tt.refused {
 			t.Errorf("%+v: error %v, want refused %v", tt.rules, err, tt.refused)
 		}

@@ -1,0 +1,16 @@
+// Package policy says who may send what on the message-service gateway
+// (package wsauth):
+//
+//	policy.go  Policy, the Controller/Topic -> scope table: Rule, Config,
+//	           DefaultRules, Allowed
+//	limits.go  a session's entitlement limits (Limits, LimitOverride), the
+//	           limits that apply to it (LimitsFor) and their validation;
+//	           the gateway enforces them
+//
+// It is pure: it reads no socket and keeps no state. A Policy is immutable
+// once built and safe for concurrent use; a Config is a value not to be
+// changed while New reads it.
+//
+// It imports the standard library and package zenith (a topic's base),
+// nothing else.
+package policy
