@@ -1,13 +1,14 @@
 package identity_test
 
 import (
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse/gatehouse/internal/importtable"
 )
 
-const module = "github.com/gatehouse/gatehouse/"
+const module = importtable.Module
 
 // allowedImports is the import table of identity (docs/architecture.md):
 // each package may import only the identity packages listed for it.
@@ -46,24 +47,10 @@ var allowedImports = map[string][]string{
 // root identity package. Tests may import more (a test fixture needs a
 // store backend).
 func TestImportTable(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is not on PATH")
-	}
-	cmd := exec.Command(goBin, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", module+"...")
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
 	checked := 0
-	for line := range strings.Lines(string(out)) {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		pkg := strings.TrimPrefix(fields[0], module)
-		for _, imp := range fields[1:] {
+	for _, p := range importtable.List(t, "..", module+"...") {
+		pkg := strings.TrimPrefix(p.Path, module)
+		for _, imp := range p.Imports {
 			dep, ours := strings.CutPrefix(imp, module)
 			if !ours {
 				continue

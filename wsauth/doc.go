@@ -37,5 +37,7 @@
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it
 // does) nor on the identity server: it takes plain config structs, and the
-// Caddy glue (caddymodule/wshandler) wires it in.
+// Caddy glue (caddymodule/wshandler) wires it in. Of its own subpackages it
+// imports zenith and policy, and neither of them imports it, gorilla or zap
+// (deps_test.go holds the table and fails on any import outside it).
 package wsauth

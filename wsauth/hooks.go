@@ -169,8 +169,8 @@ func (nopMetrics) Lapsed(string)             {}
 func (nopMetrics) Limited(string)            {}
 func (nopMetrics) Subscriptions(string, int) {}
 
-// controllerLabel is c when it is one of the protocol's controllers, else
-// "other".
+// controllerLabel is c when it is one of the protocol's controllers
+// (zenith.Controllers), else "other".
 func controllerLabel(c string) string {
 	switch c {
 	case "Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments":

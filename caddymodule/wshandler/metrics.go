@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/wsauth"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // The gateway's counters live as long as the process, like the app's:
@@ -59,9 +60,6 @@ var (
 	}, []string{"controller"})
 )
 
-// controllers are the controller label values counted by name.
-var controllers = [...]string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
-
 func registerMetrics(ctx caddy.Context) error {
 	if err := caddymodule.RegisterPanics(ctx.GetMetricsRegistry()); err != nil {
 		return err
@@ -74,7 +72,7 @@ func registerMetrics(ctx caddy.Context) error {
 type metrics struct{}
 
 func controllerLabel(c string) string {
-	if slices.Contains(controllers[:], c) {
+	if slices.Contains(zenith.Controllers[:], c) {
 		return c
 	}
 	return "other"
@@ -87,13 +85,13 @@ func controllerLabel(c string) string {
 // /metrics shows the same series as without the cache.
 type counterCache struct {
 	vec *prometheus.CounterVec
-	c   [len(controllers) + 1]atomic.Pointer[prometheus.Counter] // "other" last
+	c   [len(zenith.Controllers) + 1]atomic.Pointer[prometheus.Counter] // "other" last
 }
 
 func (cc *counterCache) get(controller string) prometheus.Counter {
-	i := slices.Index(controllers[:], controller)
+	i := slices.Index(zenith.Controllers[:], controller)
 	if i < 0 {
-		i, controller = len(controllers), "other"
+		i, controller = len(zenith.Controllers), "other"
 	}
 	if p := cc.c[i].Load(); p != nil {
 		return *p

@@ -12,5 +12,5 @@
 // changed while New reads it.
 //
 // It imports the standard library and package zenith (a topic's base),
-// nothing else.
+// nothing else (a test in wsauth, deps_test.go, fails if it does).
 package policy

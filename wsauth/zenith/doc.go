@@ -20,5 +20,6 @@
 // it (the connection's reader).
 //
 // This package is a leaf: it imports the standard library and
-// github.com/go-json-experiment/json/jsontext, nothing else.
+// github.com/go-json-experiment/json/jsontext, nothing else (a test in
+// wsauth, deps_test.go, fails if it does).
 package zenith

@@ -26,6 +26,11 @@ const (
 	DefaultAction     = ActionPublish
 )
 
+// Controllers are the protocol's controllers (docs/protocol.md, "Message
+// container"). The gateway's metrics count these by name and every other
+// controller as "other", so a client cannot grow the label set.
+var Controllers = [...]string{"Zenith", "Auth", "Market", "News", "Trading", "Watchlist", "Notify", "Channel", "Fragments"}
+
 // Fields is a set of envelope members, as found in a message.
 type Fields uint8
 

@@ -1,0 +1,50 @@
+package wsauth_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/internal/importtable"
+)
+
+// allowedImports is the import table of wsauth (the package docs of
+// wsauth, zenith and policy say it in words): besides the standard
+// library, each package may import only what its row lists (the module's
+// own packages without the module's path). zenith, the wire vocabulary, is
+// a leaf; policy reads only zenith; the gateway builds on both. Neither
+// zenith nor policy imports wsauth, gorilla or zap.
+var allowedImports = map[string][]string{
+	"wsauth/zenith": {"github.com/go-json-experiment/json/jsontext"},
+	"wsauth/policy": {"wsauth/zenith"},
+	"wsauth": {"wsauth/zenith", "wsauth/policy", "internal/contain", "github.com/gorilla/websocket",
+		"go.uber.org/zap"},
+}
+
+// TestImportTable fails when a wsauth package imports, outside the
+// standard library, a package its row does not allow, or when a package
+// under wsauth has no row. Tests may import more (a fuzz oracle needs
+// reference parsers).
+func TestImportTable(t *testing.T) {
+	checked := 0
+	for _, p := range importtable.List(t, ".", "./...") {
+		pkg := strings.TrimPrefix(p.Path, importtable.Module)
+		allowed, known := allowedImports[pkg]
+		if !known {
+			t.Errorf("%s has no row in the import table", pkg)
+			continue
+		}
+		checked++
+		for _, imp := range p.Imports {
+			if first, _, _ := strings.Cut(imp, "/"); !strings.Contains(first, ".") {
+				continue // the standard library
+			}
+			if !slices.Contains(allowed, strings.TrimPrefix(imp, importtable.Module)) {
+				t.Errorf("%s imports %s, which the import table does not allow", pkg, imp)
+			}
+		}
+	}
+	if checked != len(allowedImports) {
+		t.Errorf("go list showed %d of the table's %d packages", checked, len(allowedImports))
+	}
+}
