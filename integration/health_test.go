@@ -3,6 +3,9 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,5 +96,45 @@ func TestReadinessNamesTheFailedCheck(t *testing.T) {
 		if status, _, body := probe(t, g, "/healthz"); status != 200 {
 			t.Errorf("/healthz with the backend down: %d %s", status, body)
 		}
+	}
+}
+
+// TestEveryMetricIsDocumented: after a short workload on the demo (tokens
+// issued and refused, a socket subscribed and refused a message, a query),
+// every gatehouse_ metric the binary exports has its row in
+// docs/operations.md.
+func TestEveryMetricIsDocumented(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouse(t)
+	tok := g.PasswordGrant(t, "demo", "demo")
+	g.PostToken(t, url.Values{"grant_type": {"password"}, "username": {"demo"}, "password": {"wrong"}, "client_id": {"demo-app"}}, "", "")
+	c, _, err := dialWS(t, g, "/ws?version=1.1", "ServiceJson", tok.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, c, `{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Sub","TransactionID":1}`, 1)
+	exchange(t, c, `{"Controller":"Trading","Topic":"QueryAccounts","Action":"Publish","TransactionID":2}`, 2)
+	req := mustRequest(t, http.MethodPost, g.URL+"/query", strings.NewReader("select Code from Security"))
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	g.Do(t, req)
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for line := range strings.Lines(string(scrapeMetrics(t, g))) {
+		name, ok := strings.CutPrefix(line, "# TYPE gatehouse_")
+		if !ok {
+			continue
+		}
+		name = "gatehouse_" + strings.Fields(name)[0]
+		seen++
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("%s is exported but docs/operations.md has no row for it", name)
+		}
+	}
+	if seen < 15 {
+		t.Fatalf("only %d gatehouse_ metrics exported after the workload", seen)
 	}
 }
