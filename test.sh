@@ -15,12 +15,14 @@ if [ "${SKIP_INSTALL:-}" != 1 ]; then
 	step "installing test dependencies"
 	# Node.js and npm run the openid-client interoperability test; Debian's
 	# Chromium runs the browser flows' headless-browser tests; gcc is the
-	# race detector's (cgo); python3 picks PostgreSQL's free port.
+	# race detector's (cgo); python3 picks PostgreSQL's free port;
+	# systemd-analyze checks the service unit under dist/.
 	missing=
 	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing="$missing nodejs npm"; fi
 	if ! command -v chromium >/dev/null; then missing="$missing chromium"; fi
 	if ! command -v gcc >/dev/null; then missing="$missing gcc libc6-dev"; fi
 	if ! command -v python3 >/dev/null; then missing="$missing python3"; fi
+	if ! command -v systemd-analyze >/dev/null; then missing="$missing systemd"; fi
 	if [ -n "$missing" ]; then
 		if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
 		$SUDO apt-get update -q
