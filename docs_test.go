@@ -1,6 +1,7 @@
 package gatehouse_test
 
 import (
+	"encoding/json"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -158,4 +159,99 @@ func TestNoCitationOutsideTheRepository(t *testing.T) {
 			t.Errorf("%s cites ../shared", page)
 		}
 	}
+}
+
+// TestDashboardQueriesExportedMetrics: every gatehouse_ metric the Grafana
+// dashboard under dist/ queries (a histogram's _bucket, _sum and _count by
+// its name) is defined by the code and has its row in docs/operations.md;
+// and the dashboard covers every documented metric.
+func TestDashboardQueriesExportedMetrics(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("dist", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash any
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("dist/grafana-dashboard.json: %v", err)
+	}
+	var exprs []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && (k == "expr" || k == "definition") {
+					exprs = append(exprs, s)
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(dash)
+	ops, err := os.ReadFile(filepath.Join("docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := definedMetrics(t)
+	queried := map[string]bool{}
+	name := regexp.MustCompile(`gatehouse_[a-z_]+`)
+	for _, e := range exprs {
+		for _, n := range name.FindAllString(e, -1) {
+			if base, ok := strings.CutSuffix(n, "_bucket"); ok && defined[base] {
+				n = base
+			}
+			queried[n] = true
+			if !defined[n] {
+				t.Errorf("the dashboard queries %s, which no code defines", n)
+			}
+			if !strings.Contains(string(ops), "`"+n+"`") {
+				t.Errorf("the dashboard queries %s, which docs/operations.md does not list", n)
+			}
+		}
+	}
+	for n := range defined {
+		if !queried[n] {
+			t.Errorf("the dashboard shows nothing of %s", n)
+		}
+	}
+	if len(queried) < 15 {
+		t.Fatalf("only %d metrics queried: the scan is broken", len(queried))
+	}
+}
+
+// definedMetrics are the gatehouse_ metric names the code (not its tests)
+// defines.
+func definedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	defined := map[string]bool{}
+	lit := regexp.MustCompile(`"(gatehouse_[a-z_]+)"`)
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "bench") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range lit.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(string(b), "Name: "+m[0]) || strings.Contains(string(b), "NewDesc("+m[0]) || strings.Contains(string(b), "Name:    "+m[0]) {
+				defined[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return defined
 }
