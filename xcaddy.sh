@@ -39,10 +39,14 @@ if [ ! -x "$xcaddy" ]; then
 	)
 fi
 
-# The plugin is pinned to the zero pseudo-version, which the replacement by
-# this checkout serves: without a version `go get` asks the module proxy for
-# the latest one, and fails where the proxy answers other than 404.
+# The plugin is pinned to a version the replacement by this checkout serves,
+# which `list-modules --versions` and `build-info` then show: the checkout's
+# tag when HEAD has one (v0.3.0), else GATEHOUSE_VERSION, else the zero
+# pseudo-version. Without a version `go get` asks the module proxy for the
+# latest one, and fails where the proxy answers other than 404.
 cd "$root"
+version="${GATEHOUSE_VERSION:-$(git describe --tags --exact-match 2>/dev/null || true)}"
+version="${version:-v0.0.0-00010101000000-000000000000}"
 "$xcaddy" build "$CADDY_VERSION" --output "$output" \
-	--with github.com/gatehouse/gatehouse@v0.0.0-00010101000000-000000000000=.
+	--with "github.com/gatehouse/gatehouse@$version=."
 echo "built $output" >&2

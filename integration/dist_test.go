@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,36 @@ func TestServiceUnit(t *testing.T) {
 		if strings.Contains(sc.Text(), "gatehouse.service") {
 			t.Errorf("systemd-analyze verify: %s", sc.Text())
 		}
+	}
+}
+
+// TestVersionIsStamped: `gatehouse version` of a plain `go build` of the
+// checkout shows the version Go stamps from version control (the commit's
+// tag, or a pseudo-version naming the commit, +dirty for uncommitted
+// changes) before Caddy's, where a user looks for it. It failed when: it
+// printed Caddy's version alone.
+func TestVersionIsStamped(t *testing.T) {
+	t.Parallel()
+	rev, err := exec.Command("git", "-C", repoRoot, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skip("not a git checkout: Go stamps no version")
+	}
+	want := regexp.MustCompile(`^gatehouse v0\.0\.0-\d{14}-` + string(rev[:12]) + `(\+dirty)?, Caddy v2\.`)
+	if tag, err := exec.Command("git", "-C", repoRoot, "describe", "--tags", "--exact-match").Output(); err == nil {
+		want = regexp.MustCompile(`^gatehouse ` + regexp.QuoteMeta(strings.TrimSpace(string(tag))) + `(\+dirty)?, Caddy v2\.`)
+	}
+	bin := filepath.Join(t.TempDir(), "gatehouse")
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/gatehouse")
+	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=true")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !want.Match(out) {
+		t.Fatalf("gatehouse version: %q, want %s", out, want)
 	}
 }

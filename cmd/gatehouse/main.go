@@ -8,6 +8,8 @@
 package main
 
 import (
+	"runtime/debug"
+
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
@@ -20,5 +22,16 @@ import (
 
 func main() {
 	caddy.CustomBinaryName = "gatehouse"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		caddy.CustomVersion = versionPrefix(bi)
+	}
 	caddycmd.Main()
+}
+
+// versionPrefix is what `gatehouse version` prints before Caddy's version:
+// Gatehouse's own, as Go stamped it on the build (a tag such as v0.3.0 on
+// a tagged checkout, else a pseudo-version of the commit, +dirty for
+// uncommitted changes; (devel) when built without version control).
+func versionPrefix(bi *debug.BuildInfo) string {
+	return "gatehouse " + bi.Main.Version + ", Caddy"
 }
