@@ -38,7 +38,7 @@ const (
 )
 
 // reservedPrefix begins the TransactionIDs the gateway reserves for its
-// own messages to the backend (issue 10); none may reach a client that did
+// own messages to the backend (docs/configuration/gatehouse_ws.md, transaction_ids); none may reach a client that did
 // not send one itself.
 const reservedPrefix = "9007199254"
 

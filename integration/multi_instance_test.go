@@ -16,7 +16,8 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// Several gatehouse instances on one PostgreSQL store (issue 14): two
+// Several gatehouse instances on one PostgreSQL store (docs/operations.md,
+// "Running several instances"): two
 // processes, each with its own ports, admin address and data directory,
 // sharing a database and one issuer URL. A load balancer in front of them
 // would answer on that URL and send each request to either; here A's own

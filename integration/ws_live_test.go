@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// The live sessions of the message gateway (issue 10) through the real
+// The live sessions of the message gateway (docs/security.md, "How tokens and
+// revocation reach live sessions") through the real
 // binary, the demo config or a variant of it, and gorilla/websocket:
 // re-authentication, scope shrink, the limits, a reserved TransactionID
 // and require_tls here; expiry and revocation in ws_live_lapse_test.go;

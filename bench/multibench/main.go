@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command multibench measures Gatehouse as several instances on one
-// PostgreSQL store (issue 14), in one run:
+// PostgreSQL store, in one run:
 //
 //   - token-endpoint requests per second (client_credentials, which needs
 //     no store, and refresh_token, which reads and rotates a family) on

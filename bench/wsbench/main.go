@@ -17,7 +17,7 @@
 //     legs open): the proxy's peak RSS minus its idle RSS, divided by N;
 //   - the cost of permessage-deflate on the gateway;
 //
-// and the goals of issue 10 with PASS or MISS. bench/README.md explains
+// and the goals it is held to, with PASS or MISS. bench/README.md explains
 // every figure. It builds cmd/gatehouse and bench/wsbench/backend into a
 // temporary directory, where the servers' logs go too; every server it
 // starts is stopped by its pid at the end, on an error and on Ctrl-C. Run it

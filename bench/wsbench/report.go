@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Goals of issue 10 ("Figures").
+// The goals the gateway is held to (bench/README.md, "Goals").
 const (
 	goalB2CCPU  = 1.10     // backend->client CPU/msg, gatehouse/reverse_proxy, at most
 	goalB2CRate = 1.00     // backend->client max rate, gatehouse/reverse_proxy, at least
@@ -180,7 +180,7 @@ func printCompression(w io.Writer, r *results) {
 }
 
 func printGoals(w io.Writer, r *results) {
-	fmt.Fprintln(w, "\ngoals (issue 10)")
+	fmt.Fprintln(w, "\ngoals")
 	verdict := func(ok bool) string {
 		if ok {
 			return "PASS"
