@@ -30,6 +30,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -75,24 +76,10 @@ func afDialPath(t testing.TB, e *testEnv, path, extra string, wait time.Duration
 }
 
 // afFrame is one masked client frame whose first byte is b0 (FIN, RSV
-// bits, opcode), its length in the shortest form unless n64.
+// bits, opcode), its length in the shortest form.
 func afFrame(b0 byte, payload []byte) []byte {
-	b := []byte{b0}
-	switch n := len(payload); {
-	case n < 126:
-		b = append(b, 0x80|byte(n))
-	case n < 1<<16:
-		b = append(b, 0x80|126, byte(n>>8), byte(n))
-	default:
-		b = append(b, 0x80|127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
 	key := [4]byte{0xa1, 0xb2, 0xc3, 0xd4}
-	b = append(b, key[:]...)
-	for i, c := range payload {
-		b = append(b, c^key[i&3])
-	}
-	return b
+	return wsframe.AppendMasked(wsframe.AppendHeader(nil, b0, len(payload), key[:]), payload, key)
 }
 
 // afCloseCode reads server frames until a close frame (its code), or -1

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
@@ -37,7 +38,7 @@ func atkPipeline(t testing.TB, c *websocket.Conn, msgs ...string) {
 	t.Helper()
 	var buf []byte
 	for _, m := range msgs {
-		buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(m))...)
+		buf = append(buf, afFrame(wsframe.FinalBit|websocket.TextMessage, []byte(m))...)
 	}
 	if _, err := c.NetConn().Write(buf); err != nil {
 		t.Fatalf("pipelined write: %v", err)
@@ -502,7 +503,7 @@ func TestAttackExpiryRace(t *testing.T) {
 					}
 					var buf []byte
 					for _, m := range msgs {
-						buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(m))...)
+						buf = append(buf, afFrame(wsframe.FinalBit|websocket.TextMessage, []byte(m))...)
 					}
 					if _, err := c.NetConn().Write(buf); err != nil {
 						return
@@ -617,12 +618,12 @@ func TestAttackRateLimitFragments(t *testing.T) {
 		m := []byte(`{"Controller":"Market","Topic":"Echo","TransactionID":` + strconv.Itoa(i) + `}`)
 		a, b := m[:10], m[10:20]
 		buf = append(buf, afFrame(websocket.TextMessage, a)...)
-		buf = append(buf, afFrame(finalBit|websocket.PingMessage, []byte("p"))...)
+		buf = append(buf, afFrame(wsframe.FinalBit|websocket.PingMessage, []byte("p"))...)
 		buf = append(buf, afFrame(0, b)...)
-		buf = append(buf, afFrame(finalBit|websocket.PongMessage, nil)...)
-		buf = append(buf, afFrame(finalBit, m[20:])...)
+		buf = append(buf, afFrame(wsframe.FinalBit|websocket.PongMessage, nil)...)
+		buf = append(buf, afFrame(wsframe.FinalBit, m[20:])...)
 		// and a tiny one
-		buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(`{"Topic":"Echo","Controller":"Market"}`))...)
+		buf = append(buf, afFrame(wsframe.FinalBit|websocket.TextMessage, []byte(`{"Topic":"Echo","Controller":"Market"}`))...)
 	}
 	if _, err := c.NetConn().Write(buf); err != nil {
 		t.Fatal(err)
@@ -663,7 +664,7 @@ func TestAttackNoGoroutineLeak(t *testing.T) {
 			msgs := []string{subMsg("Market", "Security!A", i), subMsg("News", "News!B", i)}
 			var buf []byte
 			for _, m := range msgs {
-				buf = append(buf, afFrame(finalBit|websocket.TextMessage, []byte(m))...)
+				buf = append(buf, afFrame(wsframe.FinalBit|websocket.TextMessage, []byte(m))...)
 			}
 			_, _ = c.NetConn().Write(buf)
 			time.Sleep(30 * time.Millisecond)

@@ -6,13 +6,13 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
 // backendFrames is the backend reader on a TCP backend leg (the leg's
@@ -34,7 +34,11 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 		if batch {
 			// The commonest case of all: a run of such messages, whole in
 			// the buffer, goes to the batch as it came, in one copy.
-			if run, k := verbatimRun(c.buffered(), limit, batchBytes-len(s.lb), s.ownPrefix()); k > 0 {
+			var drop func([]byte) bool // the backend's answers to the gateway's own messages
+			if own := s.ownPrefix(); own != nil {
+				drop = func(msg []byte) bool { return answersGateway(msg, own) }
+			}
+			if run, k := wsframe.VerbatimRun(c.buffered(), limit, batchBytes-len(s.lb), drop); k > 0 {
 				if !s.dead.Load() && !s.closing.Load() {
 					s.takeLB()
 					s.lb = append(s.lb, c.buffered()[:run]...)
@@ -45,17 +49,17 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			}
 		}
 		f, err := s.backendFrame(bc, c, false)
-		if err == nil && f.n > limit {
+		if err == nil && f.Len > limit {
 			err = backendOverLimit(bc)
 		}
 		if err != nil {
 			s.backendEnded(err)
 			return
 		}
-		if n := int(f.n); batch && f.fin && n <= len(c.buffered()) && maxFrameHeader+n <= batchBytes {
+		if n := int(f.Len); batch && f.Fin && n <= len(c.buffered()) && wsframe.MaxHeader+n <= batchBytes {
 			// The common message: whole in the buffer.
 			msg := c.buffered()[:n]
-			if f.op == websocket.TextMessage && !utf8.Valid(msg) {
+			if f.Op == websocket.TextMessage && !utf8.Valid(msg) {
 				s.backendEnded(backendInvalidText(bc))
 				return
 			}
@@ -63,11 +67,11 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			case s.dead.Load() || s.closing.Load():
 			case s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
 			default:
-				if len(s.lb)+maxFrameHeader+n > batchBytes && !s.flushLB() {
+				if len(s.lb)+wsframe.MaxHeader+n > batchBytes && !s.flushLB() {
 					return
 				}
 				s.takeLB()
-				s.lb = appendHeader(s.lb, int(f.op), n, nil)
+				s.lb = wsframe.AppendHeader(s.lb, wsframe.FinalBit|f.Op, n, nil)
 				s.lb = append(s.lb, msg...)
 				s.lbn++
 			}
@@ -77,7 +81,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 		if s.scratch == nil {
 			s.scratch = msgBufs.Get().(*[]byte)
 		}
-		if n := int(f.n); n > 64<<10 && n > cap(*s.scratch) {
+		if n := int(f.Len); n > 64<<10 && n > cap(*s.scratch) {
 			// A large frame: room for it at once, not grown by appends.
 			releaseBuf(s.scratch)
 			s.scratch = bigMsgBuf(n)
@@ -87,151 +91,62 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 		*s.scratch, err = s.backendMessage(bc, c, f, (*s.scratch)[:0], limit)
 		s.setBackendMessageAt(time.Time{})
 		s.reading = false
-		if err == nil && f.op == websocket.TextMessage && !utf8.Valid(*s.scratch) {
+		if err == nil && f.Op == websocket.TextMessage && !utf8.Valid(*s.scratch) {
 			err = backendInvalidText(bc)
 		}
 		if err != nil {
 			s.backendEnded(err)
 			return
 		}
-		if !s.relayBackend(int(f.op), batch) {
+		if !s.relayBackend(int(f.Op), batch) {
 			return
 		}
 	}
 }
 
-// verbatimRun measures the run of frames at the start of b that the
-// client can be sent as they are, byte for byte (a backend's frames and
-// the gateway's to its client are both a server's: unmasked): whole, each
-// a message of its own (text or binary, FIN set, no RSV bit) of at most
-// limit bytes, its length in the shortest form (as appendHeader writes
-// it), the run at most room bytes, and, when own is not nil (the gateway
-// has sent the backend messages of its own, whose TransactionIDs are
-// written with own), none the backend's answer to one of them
-// (answersGateway: the frame-by-frame path drops it), and none a text
-// message that is not valid UTF-8 (the frame-by-frame path refuses it). It returns the
-// run's length and its number of frames; 0, 0 when the first frame is not
-// such a frame.
-func verbatimRun(b []byte, limit int64, room int, own []byte) (n, frames int) {
-	for {
-		r := b[n:]
-		if len(r) < 2 || r[0] != finalBit|websocket.TextMessage && r[0] != finalBit|websocket.BinaryMessage {
-			return n, frames
-		}
-		size, hdr := int(r[1]), 2
-		switch {
-		case size < 126:
-		case size == 126 && len(r) >= 4:
-			size, hdr = int(binary.BigEndian.Uint16(r[2:])), 4
-			if size < 126 {
-				return n, frames // not the shortest form
-			}
-		default: // masked, a 64-bit length, or the header cut short
-			return n, frames
-		}
-		if int64(size) > limit || hdr+size > len(r) || n+hdr+size > room {
-			return n, frames
-		}
-		if own != nil && answersGateway(r[hdr:hdr+size], own) {
-			return n, frames
-		}
-		if r[0] == finalBit|websocket.TextMessage && !utf8.Valid(r[hdr:hdr+size]) {
-			return n, frames // the frame-by-frame path refuses it
-		}
-		n += hdr + size
-		frames++
-	}
-}
-
-// frame is a frame's header: its opcode, FIN bit, and payload length.
-type frame struct {
-	op  byte
-	fin bool
-	n   int64
-}
-
 // backendFrame reads frame headers until a data frame's, answering the
 // control frames on the way; cont is true within a message (the frame
 // must be a continuation), false between messages (it must not).
-func (s *session) backendFrame(bc *websocket.Conn, c *frameConn, cont bool) (frame, error) {
+func (s *session) backendFrame(bc *websocket.Conn, c *frameConn, cont bool) (wsframe.Header, error) {
 	for {
 		p, err := c.need(2)
 		if err != nil {
-			return frame{}, backendReadError(err)
+			return wsframe.Header{}, backendReadError(err)
 		}
-		f := frame{op: p[0] & 0xf, fin: p[0]&finalBit != 0, n: int64(p[1] & 0x7f)}
-		var errs []string
-		if p[0]&0x40 != 0 {
-			errs = append(errs, "RSV1 set")
-		}
-		if p[0]&0x20 != 0 {
-			errs = append(errs, "RSV2 set")
-		}
-		if p[0]&0x10 != 0 {
-			errs = append(errs, "RSV3 set")
-		}
-		switch int(f.op) {
-		case websocket.CloseMessage, websocket.PingMessage, websocket.PongMessage:
-			if f.n > 125 {
-				errs = append(errs, "len > 125 for control")
+		f, size, err := wsframe.ParseHeader(p, cont)
+		if err == nil && size > len(p) {
+			if p, err = c.need(size); err != nil {
+				return wsframe.Header{}, backendReadError(err)
 			}
-			if !f.fin {
-				errs = append(errs, "FIN not set on control")
-			}
-		case websocket.TextMessage, websocket.BinaryMessage:
-			if cont {
-				errs = append(errs, "data before FIN")
-			}
-		case 0: // continuation
-			if !cont {
-				errs = append(errs, "continuation after FIN")
-			}
-		default:
-			errs = append(errs, "bad opcode "+strconv.Itoa(int(f.op)))
+			f, size, err = wsframe.ParseHeader(p, cont)
 		}
-		if p[1]&maskBit != 0 {
-			errs = append(errs, "bad MASK")
+		if pe, ok := errors.AsType[wsframe.ProtocolError](err); ok {
+			return wsframe.Header{}, backendProtocolError(bc, string(pe))
 		}
-		if len(errs) > 0 {
-			return frame{}, backendProtocolError(bc, strings.Join(errs, ", "))
+		if err != nil {
+			return wsframe.Header{}, err
 		}
-		hdr := 2
-		switch f.n {
-		case 126:
-			if p, err = c.need(4); err != nil {
-				return frame{}, backendReadError(err)
-			}
-			f.n, hdr = int64(binary.BigEndian.Uint16(p[2:])), 4
-		case 127:
-			if p, err = c.need(10); err != nil {
-				return frame{}, backendReadError(err)
-			}
-			f.n, hdr = int64(binary.BigEndian.Uint64(p[2:])), 10
-			if f.n < 0 {
-				return frame{}, websocket.ErrReadLimit
-			}
-		}
-		c.consume(hdr)
-		if f.op == 0 || f.op == websocket.TextMessage || f.op == websocket.BinaryMessage {
+		c.consume(size)
+		if f.IsData() {
 			return f, nil
 		}
-		if p, err = c.need(int(f.n)); err != nil {
-			return frame{}, backendReadError(err)
+		if p, err = c.need(int(f.Len)); err != nil {
+			return wsframe.Header{}, backendReadError(err)
 		}
 		payload := string(p)
-		c.consume(int(f.n))
-		if err := backendControl(bc, f.op, payload); err != nil {
-			return frame{}, err
+		c.consume(int(f.Len))
+		if err := backendControl(bc, f.Op, payload); err != nil {
+			return wsframe.Header{}, err
 		}
 	}
 }
 
 // backendMessage appends to dst the payload of the message whose first
 // frame is f, frames and all, within limit.
-func (s *session) backendMessage(bc *websocket.Conn, c *frameConn, f frame, dst []byte, limit int64) ([]byte, error) {
-	total := f.n
+func (s *session) backendMessage(bc *websocket.Conn, c *frameConn, f wsframe.Header, dst []byte, limit int64) ([]byte, error) {
+	total := f.Len
 	for {
-		for n := f.n; n > 0; {
+		for n := f.Len; n > 0; {
 			b := c.buffered()
 			if len(b) == 0 {
 				if err := c.fill(); err != nil {
@@ -244,14 +159,14 @@ func (s *session) backendMessage(bc *websocket.Conn, c *frameConn, f frame, dst 
 			c.consume(k)
 			n -= int64(k)
 		}
-		if f.fin {
+		if f.Fin {
 			return dst, nil
 		}
 		var err error
 		if f, err = s.backendFrame(bc, c, true); err != nil {
 			return dst, err
 		}
-		if total += f.n; total < 0 || total > limit {
+		if total += f.Len; total < 0 || total > limit {
 			return dst, backendOverLimit(bc)
 		}
 	}

@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
 // The backend leg's reader against gorilla's: the same bytes, cut into
@@ -49,7 +51,7 @@ type streamGen struct {
 func appendFrame(b []byte, fin bool, op byte, p []byte, form int) []byte {
 	b0 := op
 	if fin {
-		b0 |= finalBit
+		b0 |= wsframe.FinalBit
 	}
 	n := len(p)
 	switch {
@@ -493,10 +495,10 @@ func maskStream(r *rand.Rand, b []byte) []byte {
 		}
 		var key [4]byte
 		binary.LittleEndian.PutUint32(key[:], r.Uint32())
-		out = append(out, b[0], b[1]|maskBit)
+		out = append(out, b[0], b[1]|wsframe.MaskBit)
 		out = append(out, b[2:hdr]...)
 		out = append(out, key[:]...)
-		out = appendMasked(out, b[hdr:hdr+n], key)
+		out = wsframe.AppendMasked(out, b[hdr:hdr+n], key)
 		b = b[hdr+n:]
 	}
 	return out

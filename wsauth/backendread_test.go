@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
 // rawBackend is a backend speaking WebSocket by hand, on TCP: it answers
@@ -28,20 +30,11 @@ func rawBackend(t *testing.T, first []byte, run func(c net.Conn, br *bufio.Reade
 // rawFrame is a server frame: FIN (or not), opcode op, payload p; b0
 // extra bits (RSV) or'ed into its first byte.
 func rawFrame(fin bool, op byte, p string, b0 byte) []byte {
-	b := []byte{op | b0}
+	first := op | b0
 	if fin {
-		b[0] |= 0x80
+		first |= wsframe.FinalBit
 	}
-	switch n := len(p); {
-	case n < 126:
-		b = append(b, byte(n))
-	case n < 1<<16:
-		b = append(b, 126, byte(n>>8), byte(n))
-	default:
-		b = append(b, 127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	return append(b, p...)
+	return append(wsframe.AppendHeader(nil, first, len(p), nil), p...)
 }
 
 // readClientFrame reads one (masked) frame the gateway sent: its opcode.
@@ -210,7 +203,7 @@ func TestBackendFrames(t *testing.T) {
 
 // TestBackendFrameRuns: frames that arrive together reach the client in
 // order, each with its type and payload, whichever way the backend reader
-// takes them: as they came (verbatimRun: text and binary, 7- and 16-bit
+// takes them: as they came (wsframe.VerbatimRun: text and binary, 7- and 16-bit
 // lengths) or one by one (a length not in its shortest form, fragments, a
 // ping between them answered with a pong).
 func TestBackendFrameRuns(t *testing.T) {

@@ -9,16 +9,19 @@ import (
 )
 
 // allowedImports is the import table of wsauth (the package docs of
-// wsauth, zenith and policy say it in words): besides the standard
-// library, each package may import only what its row lists (the module's
-// own packages without the module's path). zenith, the wire vocabulary, is
-// a leaf; policy reads only zenith; the gateway builds on both. Neither
-// zenith nor policy imports wsauth, gorilla or zap.
+// wsauth, zenith, policy and wsframe say it in words): besides the
+// standard library, each package may import only what its row lists (the
+// module's own packages without the module's path). zenith, the wire
+// vocabulary, is a leaf; policy reads only zenith; wsframe, the RFC 6455
+// framing, reads only gorilla (its opcodes and errors); the gateway builds
+// on all three. Neither zenith nor policy imports wsauth, gorilla or zap;
+// wsframe imports nothing of wsauth.
 var allowedImports = map[string][]string{
-	"wsauth/zenith": {"github.com/go-json-experiment/json/jsontext"},
-	"wsauth/policy": {"wsauth/zenith"},
-	"wsauth": {"wsauth/zenith", "wsauth/policy", "internal/contain", "github.com/gorilla/websocket",
-		"go.uber.org/zap"},
+	"wsauth/zenith":           {"github.com/go-json-experiment/json/jsontext"},
+	"wsauth/policy":           {"wsauth/zenith"},
+	"wsauth/internal/wsframe": {"github.com/gorilla/websocket"},
+	"wsauth": {"wsauth/zenith", "wsauth/policy", "wsauth/internal/wsframe", "internal/contain",
+		"github.com/gorilla/websocket", "go.uber.org/zap"},
 }
 
 // TestImportTable fails when a wsauth package imports, outside the

@@ -35,9 +35,14 @@
 // supervisor per Gateway walks the authenticated sessions.
 // The session type says which owns what, and what its lock guards.
 //
+// The RFC 6455 framing the session does itself, under gorilla's Conn, is
+// package internal/wsframe: frame headers, masking, the verbatim runs of
+// the backend's frames.
+//
 // This package must not depend on Caddy (a test in caddymodule fails if it
 // does) nor on the identity server: it takes plain config structs, and the
 // Caddy glue (caddymodule/wshandler) wires it in. Of its own subpackages it
-// imports zenith and policy, and neither of them imports it, gorilla or zap
-// (deps_test.go holds the table and fails on any import outside it).
+// imports zenith, policy and wsframe; neither zenith nor policy imports
+// it, gorilla or zap, and wsframe imports nothing of it (deps_test.go
+// holds the table and fails on any import outside it).
 package wsauth

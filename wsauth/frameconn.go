@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
 // frameConn is a leg's connection, under gorilla's Conn: the client's (as
@@ -90,11 +92,7 @@ const batchBytes = 64 << 10
 
 // batchBufs are the batches' buffers, held only while frames are pending:
 // an idle connection holds none.
-var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes+maxFrameHeader); return &b }}
-
-// maxFrameHeader is the longest frame header: 2 bytes, a 64-bit length,
-// a mask key.
-const maxFrameHeader = 14
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes+wsframe.MaxHeader); return &b }}
 
 func newFrameConn(c net.Conn, client bool, timeout time.Duration) *frameConn {
 	fc := &frameConn{Conn: c, client: client, timeout: timeout}
@@ -410,7 +408,7 @@ func (c *frameConn) Write(p []byte) (int, error) {
 		// extension when it negotiated one.
 		c.sniffed = true
 		c.deflate = bytes.Contains(p, []byte("\r\nSec-WebSocket-Extensions: permessage-deflate"))
-	} else if !c.deflate && len(p) >= 2 && p[0] == finalBit|websocket.CloseMessage {
+	} else if !c.deflate && len(p) >= 2 && p[0] == wsframe.FinalBit|websocket.CloseMessage {
 		// A control frame is one Write, whole; the gateway's data frames
 		// are gorilla's only when compressed.
 		c.closeSent = true
@@ -507,7 +505,7 @@ func (c *frameConn) releaseLocked() {
 	if c.pending == nil {
 		return
 	}
-	if cap(c.pending) <= batchBytes+maxFrameHeader {
+	if cap(c.pending) <= batchBytes+wsframe.MaxHeader {
 		*c.pbuf = c.pending[:0]
 		batchBufs.Put(c.pbuf)
 	}
@@ -528,7 +526,7 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 	if c.closeSent {
 		return websocket.ErrCloseSent
 	}
-	n := maxFrameHeader + len(data)
+	n := wsframe.MaxHeader + len(data)
 	alone := n > batchBytes // unmasked: not copied; masked: a chunk at a time
 	direct := alone && !c.client
 	if len(c.pending) > 0 && (alone || len(c.pending)+n > cap(c.pending)) {
@@ -539,8 +537,8 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 	}
 	if direct {
 		// Alone, and not copied: the header and data in one writev.
-		var hdr [maxFrameHeader]byte
-		h := appendHeader(hdr[:0], typ, len(data), nil)
+		var hdr [wsframe.MaxHeader]byte
+		h := wsframe.AppendHeader(hdr[:0], wsframe.FinalBit|byte(typ), len(data), nil)
 		bufs := net.Buffers{h, data}
 		if err := c.deadlineLocked(c.flushDeadlineLocked()); err != nil {
 			return err
@@ -563,10 +561,10 @@ func (c *frameConn) appendFrame(typ int, data []byte) error {
 	if c.client {
 		var key [4]byte
 		binary.LittleEndian.PutUint32(key[:], rand.Uint32())
-		c.pending = appendHeader(c.pending, typ, len(data), key[:])
-		c.pending = appendMasked(c.pending, data, key)
+		c.pending = wsframe.AppendHeader(c.pending, wsframe.FinalBit|byte(typ), len(data), key[:])
+		c.pending = wsframe.AppendMasked(c.pending, data, key)
 	} else {
-		c.pending = appendHeader(c.pending, typ, len(data), nil)
+		c.pending = wsframe.AppendHeader(c.pending, wsframe.FinalBit|byte(typ), len(data), nil)
 		c.pending = append(c.pending, data...)
 	}
 	if len(c.pending) >= batchBytes {
@@ -651,31 +649,6 @@ func (c *frameConn) flushLocked() error {
 	return err
 }
 
-const (
-	finalBit = 0x80
-	maskBit  = 0x80
-)
-
-// appendHeader appends the header of a final frame of typ with n bytes
-// of payload, masked with key when key is not nil.
-func appendHeader(b []byte, typ, n int, key []byte) []byte {
-	b0 := byte(finalBit | typ)
-	var m byte
-	if key != nil {
-		m = maskBit
-	}
-	switch {
-	case n < 126:
-		b = append(b, b0, m|byte(n))
-	case n < 1<<16:
-		b = append(b, b0, m|126, byte(n>>8), byte(n))
-	default:
-		b = append(b, b0, m|127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	return append(b, key...)
-}
-
 // writeMaskedLocked writes a masked frame larger than a batch (the
 // pending batch went first), masking it a batch's room at a time into a
 // batchBufs buffer: a masked copy of the whole frame would be garbage of
@@ -692,7 +665,7 @@ func (c *frameConn) writeMaskedLocked(typ int, data []byte) error {
 		return err
 	}
 	defer c.writing.Store(false)
-	b := appendHeader((*bp)[:0], typ, len(data), key[:])
+	b := wsframe.AppendHeader((*bp)[:0], wsframe.FinalBit|byte(typ), len(data), key[:])
 	for off := 0; off < len(data); {
 		k := min(len(data)-off, batchBytes-len(b))
 		// The key goes on where the last chunk left it (RFC 6455 §5.3:
@@ -701,7 +674,7 @@ func (c *frameConn) writeMaskedLocked(typ int, data []byte) error {
 		for j := range rk {
 			rk[j] = key[(off+j)&3]
 		}
-		b = appendMasked(b, data[off:off+k], rk)
+		b = wsframe.AppendMasked(b, data[off:off+k], rk)
 		off += k
 		if _, err := c.Conn.Write(b); err != nil {
 			c.err = err
@@ -710,24 +683,6 @@ func (c *frameConn) writeMaskedLocked(typ int, data []byte) error {
 		b = b[:0]
 	}
 	return nil
-}
-
-// appendMasked appends data masked with key (RFC 6455 §5.3), eight bytes
-// at a time.
-func appendMasked(b, data []byte, key [4]byte) []byte {
-	start := len(b)
-	b = append(b, data...)
-	p := b[start:]
-	k := uint64(binary.LittleEndian.Uint32(key[:]))
-	k |= k << 32
-	i := 0
-	for ; i+8 <= len(p); i += 8 {
-		binary.LittleEndian.PutUint64(p[i:], binary.LittleEndian.Uint64(p[i:])^k)
-	}
-	for ; i < len(p); i++ {
-		p[i] ^= key[i&3]
-	}
-	return b
 }
 
 // dialFrameConn dials the backend for gorilla's Dialer (NetDialContext):

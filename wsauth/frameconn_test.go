@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
 // TestAppendFrameKeepsOrder: frames appended to a frameConn reach the
@@ -23,11 +25,11 @@ func TestAppendFrameKeepsOrder(t *testing.T) {
 	for _, client := range []bool{false, true} {
 		for _, sizes := range [][]int{
 			{3, 65530},
-			{1, batchBytes - maxFrameHeader + 1},
+			{1, batchBytes - wsframe.MaxHeader + 1},
 			{10, batchBytes},
 			{0, batchBytes + 1},
 			{3, 65530, 2, 70 << 10, 5},
-			{100, batchBytes - maxFrameHeader, 100},
+			{100, batchBytes - wsframe.MaxHeader, 100},
 		} {
 			t.Run(fmt.Sprintf("client=%v/%v", client, sizes), func(t *testing.T) {
 				a, b := net.Pipe()
@@ -237,7 +239,7 @@ func TestControlWriteAfterBatch(t *testing.T) {
 		got <- nil
 	}()
 	_ = fc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	if _, err := fc.Write([]byte{finalBit | websocket.PongMessage, maskBit, 0, 0, 0, 0}); err != nil {
+	if _, err := fc.Write([]byte{wsframe.FinalBit | websocket.PongMessage, wsframe.MaskBit, 0, 0, 0, 0}); err != nil {
 		t.Fatalf("the pong behind the batch: %v", err)
 	}
 	if err := <-got; err != nil {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
 // dialBackend opens the backend leg, trying each upstream in turn, each
@@ -153,13 +154,13 @@ func (s *session) relayBackend(typ int, batch bool) bool {
 		if s.dead.Load() || s.closing.Load() {
 			return true
 		}
-		n := maxFrameHeader + len(msg)
+		n := wsframe.MaxHeader + len(msg)
 		if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.flushLB() {
 			return false
 		}
 		if n <= batchBytes {
 			s.takeLB()
-			s.lb = appendHeader(s.lb, typ, len(msg), nil)
+			s.lb = wsframe.AppendHeader(s.lb, wsframe.FinalBit|byte(typ), len(msg), nil)
 			s.lb = append(s.lb, msg...)
 			s.lbn++
 			return true
