@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -192,7 +193,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.user = id.Subject
 	s.state = StateAuthenticated
 	s.g.giveUnauth(s.src)
-	bw, _ := bc.NetConn().(*frameConn)
+	bw, _ := bc.NetConn().(*wsframe.Conn)
 	s.mu.Lock()
 	s.bc, s.bw = bc, bw
 	s.gen++
@@ -201,10 +202,10 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.mu.Unlock()
 	s.bnc = bc.NetConn()
 	if bw != nil {
-		bw.idle, bw.eager, bw.beforeRead = s.backendIdle, true, s.extendBackend
+		bw.SetHooks(wsframe.Hooks{BeforeRead: s.extendBackend, Idle: s.backendIdle, Eager: true})
 	}
 	s.wg.Add(1)
-	if bw != nil && bw.rc != nil && !bw.handshake {
+	if bw != nil && bw.RawReads() {
 		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendFrames(bc, bw) }, s.crashed)
 	} else {
 		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendLoop(bc) }, s.crashed)

@@ -16,7 +16,7 @@ import (
 )
 
 // backendFrames is the backend reader on a TCP backend leg (the leg's
-// frameConn has rc): it reads the frames itself from the frameConn's
+// wsframe.Conn has RawReads): it reads the frames itself from the Conn's
 // buffer, not through gorilla's reader, so a message the buffer holds
 // whole is framed for the client straight from it, one copy (socket to
 // buffer, buffer to batch). Otherwise it works as backendLoop, and answers
@@ -25,9 +25,9 @@ import (
 // over MaxBackendMessageBytes with close 1009 (websocket.ErrReadLimit), a
 // protocol error with close 1002; the end of the stream is a CloseError
 // with code 1006, as gorilla has it.
-func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
+func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 	defer s.wg.Done()
-	batch := s.cw != nil && !s.cw.deflate
+	batch := s.cw != nil && !s.cw.Deflate()
 	limit := s.cfg.MaxBackendMessageBytes
 	for {
 		contain.Point("ws.backend_reader")
@@ -38,13 +38,13 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			if own := s.ownPrefix(); own != nil {
 				drop = func(msg []byte) bool { return answersGateway(msg, own) }
 			}
-			if run, k := wsframe.VerbatimRun(c.buffered(), limit, batchBytes-len(s.lb), drop); k > 0 {
+			if run, k := wsframe.VerbatimRun(c.Buffered(), limit, wsframe.BatchBytes-len(s.lb), drop); k > 0 {
 				if !s.dead.Load() && !s.closing.Load() {
 					s.takeLB()
-					s.lb = append(s.lb, c.buffered()[:run]...)
+					s.lb = append(s.lb, c.Buffered()[:run]...)
 					s.lbn += k
 				}
-				c.consume(run)
+				c.Consume(run)
 				continue
 			}
 		}
@@ -56,9 +56,9 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			s.backendEnded(err)
 			return
 		}
-		if n := int(f.Len); batch && f.Fin && n <= len(c.buffered()) && wsframe.MaxHeader+n <= batchBytes {
+		if n := int(f.Len); batch && f.Fin && n <= len(c.Buffered()) && wsframe.MaxHeader+n <= wsframe.BatchBytes {
 			// The common message: whole in the buffer.
-			msg := c.buffered()[:n]
+			msg := c.Buffered()[:n]
 			if f.Op == websocket.TextMessage && !utf8.Valid(msg) {
 				s.backendEnded(backendInvalidText(bc))
 				return
@@ -67,7 +67,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 			case s.dead.Load() || s.closing.Load():
 			case s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
 			default:
-				if len(s.lb)+wsframe.MaxHeader+n > batchBytes && !s.flushLB() {
+				if len(s.lb)+wsframe.MaxHeader+n > wsframe.BatchBytes && !s.flushLB() {
 					return
 				}
 				s.takeLB()
@@ -75,7 +75,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 				s.lb = append(s.lb, msg...)
 				s.lbn++
 			}
-			c.consume(n)
+			c.Consume(n)
 			continue
 		}
 		if s.scratch == nil {
@@ -107,15 +107,15 @@ func (s *session) backendFrames(bc *websocket.Conn, c *frameConn) {
 // backendFrame reads frame headers until a data frame's, answering the
 // control frames on the way; cont is true within a message (the frame
 // must be a continuation), false between messages (it must not).
-func (s *session) backendFrame(bc *websocket.Conn, c *frameConn, cont bool) (wsframe.Header, error) {
+func (s *session) backendFrame(bc *websocket.Conn, c *wsframe.Conn, cont bool) (wsframe.Header, error) {
 	for {
-		p, err := c.need(2)
+		p, err := c.Need(2)
 		if err != nil {
 			return wsframe.Header{}, backendReadError(err)
 		}
 		f, size, err := wsframe.ParseHeader(p, cont)
 		if err == nil && size > len(p) {
-			if p, err = c.need(size); err != nil {
+			if p, err = c.Need(size); err != nil {
 				return wsframe.Header{}, backendReadError(err)
 			}
 			f, size, err = wsframe.ParseHeader(p, cont)
@@ -126,15 +126,15 @@ func (s *session) backendFrame(bc *websocket.Conn, c *frameConn, cont bool) (wsf
 		if err != nil {
 			return wsframe.Header{}, err
 		}
-		c.consume(size)
+		c.Consume(size)
 		if f.IsData() {
 			return f, nil
 		}
-		if p, err = c.need(int(f.Len)); err != nil {
+		if p, err = c.Need(int(f.Len)); err != nil {
 			return wsframe.Header{}, backendReadError(err)
 		}
 		payload := string(p)
-		c.consume(int(f.Len))
+		c.Consume(int(f.Len))
 		if err := backendControl(bc, f.Op, payload); err != nil {
 			return wsframe.Header{}, err
 		}
@@ -143,20 +143,20 @@ func (s *session) backendFrame(bc *websocket.Conn, c *frameConn, cont bool) (wsf
 
 // backendMessage appends to dst the payload of the message whose first
 // frame is f, frames and all, within limit.
-func (s *session) backendMessage(bc *websocket.Conn, c *frameConn, f wsframe.Header, dst []byte, limit int64) ([]byte, error) {
+func (s *session) backendMessage(bc *websocket.Conn, c *wsframe.Conn, f wsframe.Header, dst []byte, limit int64) ([]byte, error) {
 	total := f.Len
 	for {
 		for n := f.Len; n > 0; {
-			b := c.buffered()
+			b := c.Buffered()
 			if len(b) == 0 {
-				if err := c.fill(); err != nil {
+				if err := c.Fill(); err != nil {
 					return dst, backendReadError(err)
 				}
 				continue
 			}
 			k := int(min(n, int64(len(b))))
 			dst = append(dst, b[:k]...)
-			c.consume(k)
+			c.Consume(k)
 			n -= int64(k)
 		}
 		if f.Fin {

@@ -30,7 +30,8 @@ import (
 // It failed when: an empty ping was the last bytes of a read (need(0) on a
 // buffer given back: a nil dereference that took the process down), and
 // when an empty data frame followed a control frame as a read's last bytes
-// (consume(0) on no buffer put a nil into readBufs: strictPools panics).
+// (Consume(0) on no buffer put a nil into the read buffers' pool:
+// wsframe.StrictPools panics).
 
 // wireMsg is a message as a reader gives it.
 type wireMsg struct {
@@ -346,12 +347,10 @@ func newFeedEnv(t testing.TB) *feedEnv {
 			return nil, err
 		}
 		if glue && len(chunks) > 0 {
-			fc.handshake = true
 			first := chunks[0]
 			conn.f.first = func() []byte { return append(accept101(conn.writtenBytes(), ""), first...) }
 			chunks = chunks[1:]
 		} else {
-			fc.handshake = true
 			conn.f.first = func() []byte { return accept101(conn.writtenBytes(), "") }
 		}
 		conn.f.chunks = chunks
@@ -557,7 +556,7 @@ func sameEnd(a, b error) bool {
 	return (a == nil) == (b == nil)
 }
 
-// checkServerSame reads the client's frames stream through a frameConn
+// checkServerSame reads the client's frames stream through a wsframe.Conn
 // that reads chunks, and compares with gorilla over a plain connection.
 func checkServerSame(t *testing.T, what string, stream []byte, chunks [][]byte) {
 	t.Helper()
@@ -570,12 +569,12 @@ func checkServerSame(t *testing.T, what string, stream []byte, chunks [][]byte) 
 	got, gotEnd := serverRead(t, fc)
 	checkSame(t, what, got, 0, want, nil)
 	if !sameEnd(gotEnd, wantEnd) {
-		t.Fatalf("%s: the frameConn's reader ended with %v, gorilla over a plain connection with %v", what, gotEnd, wantEnd)
+		t.Fatalf("%s: the wsframe.Conn's reader ended with %v, gorilla over a plain connection with %v", what, gotEnd, wantEnd)
 	}
 }
 
 // TestClientReaderSplitEverywhere: the client leg's reads (gorilla's
-// reader over frameConn.Read, which reads the socket into readBufs
+// reader over wsframe.Conn.Read, which reads the socket into its pooled
 // buffers) give what gorilla reads over a plain connection from the same
 // masked frames, cut in two at every byte boundary, a byte at a time, and
 // at random boundaries.

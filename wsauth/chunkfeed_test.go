@@ -11,12 +11,14 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
-func init() { strictPools = true }
+func init() { wsframe.StrictPools = true }
 
 // chunkFeed is the read side of a test connection whose bytes arrive in
-// the chunks the test chose: each read of the socket (a frameConn's fill,
+// the chunks the test chose: each read of the socket (a wsframe.Conn's Fill,
 // through feedRawConn) finds exactly the next chunk (or its start, when
 // the reader's buffer has less room), never two, because a chunk enters
 // the pipe only once the reader has found it empty. After the last chunk
@@ -86,7 +88,7 @@ func (f *chunkFeed) close() {
 }
 
 // feedRawConn is the syscall.RawConn of a chunkFeed: Read runs the
-// frameConn's read function on the pipe, putting the next chunk in
+// wsframe.Conn's read function on the pipe, putting the next chunk in
 // whenever it finds the pipe empty.
 type feedRawConn struct{ f *chunkFeed }
 
@@ -120,9 +122,9 @@ func (r feedRawConn) isClosed() bool {
 	return r.f.closed
 }
 
-// feedConn is the net.Conn under a frameConn read from a chunkFeed: what
+// feedConn is the net.Conn under a wsframe.Conn read from a chunkFeed: what
 // is written to it is kept (written), reads come from the feed only (the
-// frameConn reads through rc). When handshake is set, the first chunk is
+// Conn reads through its RawConn). When handshake is set, the first chunk is
 // made, once the upgrade request has been written, of a 101 answering it
 // followed by handshake's bytes (the server's first frames, sent with the
 // 101).
@@ -134,7 +136,7 @@ type feedConn struct {
 }
 
 func (c *feedConn) Read([]byte) (int, error) {
-	return 0, errors.New("feedConn: read outside the frameConn's raw reads")
+	return 0, errors.New("feedConn: read outside the wsframe.Conn's raw reads")
 }
 
 func (c *feedConn) Write(p []byte) (int, error) {
@@ -167,17 +169,20 @@ func (c *feedConn) writtenBytes() []byte {
 	return bytes.Clone(c.written.Bytes())
 }
 
-// newFeedFrameConn is a frameConn (client: the gateway's backend leg, or
-// server: its client leg) reading chunks, as one over TCP reads its
-// socket.
-func newFeedFrameConn(chunks [][]byte, client bool) (*frameConn, *feedConn, error) {
+// newFeedFrameConn is a wsframe.Conn (client: the gateway's backend leg,
+// dialed, its answer to the upgrade yet to be read; or server: its client
+// leg) reading chunks, as one over TCP reads its socket.
+func newFeedFrameConn(chunks [][]byte, client bool) (*wsframe.Conn, *feedConn, error) {
 	f, err := newChunkFeed(chunks)
 	if err != nil {
 		return nil, nil, err
 	}
 	conn := &feedConn{f: f}
-	fc := &frameConn{Conn: conn, client: client, timeout: 5 * time.Second}
-	fc.setRawConn(feedRawConn{f})
+	fc := wsframe.NewServer(conn, 5*time.Second)
+	if client {
+		fc = wsframe.NewClient(conn, 5*time.Second)
+	}
+	fc.SetRawConn(feedRawConn{f})
 	return fc, conn, nil
 }
 

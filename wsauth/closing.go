@@ -90,6 +90,9 @@ func (g *Gateway) lingeringSockets() int {
 	return len(g.lingering)
 }
 
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
 // endLingering ends every lingering socket and waits for their goroutines.
 // After g.closed is set, so that no new one starts.
 func (g *Gateway) endLingering() {
@@ -125,7 +128,7 @@ func (s *session) teardown() {
 		// nothing more goes to the client now (its close frame went
 		// first).
 		if s.cw != nil {
-			s.cw.abort()
+			s.cw.Abort()
 		}
 		_ = s.bc.Close()
 	}
@@ -135,14 +138,14 @@ func (s *session) teardown() {
 	linger := s.cw != nil && s.closing.Load() && s.clientCode == 0 && !s.gaveUp.Load()
 	if linger {
 		s.closeOnce.Do(func() {}) // the close frame is written (WriteTimeout at most)
-		s.cw.abort()
+		s.cw.Abort()
 	} else {
 		_ = s.cc.Close()
 	}
 	close(s.done)
 	s.wg.Wait()
 	if linger {
-		s.g.lingerClose(s.cw.Conn)
+		s.g.lingerClose(s.cw.NetConn())
 	}
 	s.cfg.Metrics.Sessions(gauge, -1)
 	if s.state != StateAuthenticated {

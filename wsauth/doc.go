@@ -24,8 +24,6 @@
 //	             rate) and require_tls's withheld scopes
 //	relay.go     the backend leg (dial with failover, the backend reader),
 //	             the bounded send queue and its writers
-//	frameconn.go the connection under each leg's gorilla Conn: the
-//	             session's batched data frames, a hook before each read
 //	closing.go   the close handshake and the session's teardown
 //
 // Goroutines: a Gateway is safe for concurrent use; each socket
@@ -37,7 +35,9 @@
 //
 // The RFC 6455 framing the session does itself, under gorilla's Conn, is
 // package internal/wsframe: frame headers, masking, the verbatim runs of
-// the backend's frames.
+// the backend's frames, and the connection under each leg's gorilla Conn
+// (the session's batched data frames, its hooks around each read) with
+// the backend leg's dialer.
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it
 // does) nor on the identity server: it takes plain config structs, and the

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
 // Gateway is the message service's http.Handler: it upgrades the client's
@@ -81,10 +82,10 @@ func New(cfg Config) (*Gateway, error) {
 	g.dialer = websocket.Dialer{
 		HandshakeTimeout:  cfg.DialTimeout,
 		Proxy:             nil,
-		NetDialContext:    dialFrameConn(cfg.WriteTimeout),
-		NetDialTLSContext: dialTLSFrameConn(cfg.WriteTimeout),
+		NetDialContext:    wsframe.Dial(cfg.WriteTimeout),
+		NetDialTLSContext: wsframe.DialTLS(cfg.WriteTimeout),
 		WriteBufferPool:   &bufferPool{},
-		// The frameConn reads a TCP socket 32 KiB at a time; gorilla's
+		// The wsframe.Conn reads a TCP socket 32 KiB at a time; gorilla's
 		// own buffer, held by every connection, holds frame headers.
 		ReadBufferSize: 1 << 10,
 	}
@@ -432,7 +433,7 @@ func (g *Gateway) Shutdown(code int) {
 // ResponseWriter does not implement it itself (it wraps the server's), so
 // Hijack goes through http.NewResponseController, which follows Unwrap
 // (docs/design.md, "Caddy mechanics"). The connection it hands gorilla is a
-// frameConn, through which the session batches its writes.
+// wsframe.Conn, through which the session batches its writes.
 type hijacker struct {
 	http.ResponseWriter
 	writeTimeout time.Duration
@@ -443,10 +444,18 @@ func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return newFrameConn(c, false, h.writeTimeout), rw, nil
+	return wsframe.NewServer(c, h.writeTimeout), rw, nil
 }
 
 func (h hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// bufferPool is gorilla's WriteBufferPool: the session frames data
+// itself, and gorilla takes a write buffer only to write a data message (a
+// compressed one), giving it back after: an idle connection holds none.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() any  { return b.p.Get() }
+func (b *bufferPool) Put(v any) { b.p.Put(v) }
 
 // CheckBackend reports whether a backend answers: a TCP connection to one of the
 // upstreams (tried in order) within ctx, closed at once. For a readiness probe: it

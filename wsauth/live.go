@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
@@ -88,13 +89,13 @@ func (s *session) lapseLocked(a authority, now time.Time) {
 // as the supervisor may: the supervisor skips the session meanwhile.
 func (s *session) unsubscribe() {
 	defer s.wg.Done()
-	bw, user, err := func() (*frameConn, string, error) {
+	bw, user, err := func() (*wsframe.Conn, string, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.bw, s.id.Subject, s.writeOwedLocked()
 	}()
 	if err == nil && bw != nil && !s.ending.Load() {
-		err = bw.flush()
+		err = bw.Flush()
 	}
 	if err != nil && !s.ending.Load() {
 		s.g.log.Warn("ws backend write failed", zap.String("user", user), zap.Error(err))

@@ -45,11 +45,11 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
-		var dd dialed
-		bc, resp, err := d.DialContext(context.WithValue(ctx, dialedKey{}, &dd), target, h)
+		var dd wsframe.Dialed
+		bc, resp, err := d.DialContext(dd.Context(ctx), target, h)
 		cancel()
 		if err != nil {
-			err = dd.dialError(err)
+			err = dd.Err(err)
 		}
 		if err == nil {
 			if err = checkUpgradeAnswer(resp, d.Subprotocols); err == nil {
@@ -110,7 +110,7 @@ func checkUpgradeAnswer(resp *http.Response, asked []string) error {
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.wg.Done()
 	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
-	batch := s.cw != nil && !s.cw.deflate // else gorilla frames each message
+	batch := s.cw != nil && !s.cw.Deflate() // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
 		if err != nil {
@@ -155,10 +155,10 @@ func (s *session) relayBackend(typ int, batch bool) bool {
 			return true
 		}
 		n := wsframe.MaxHeader + len(msg)
-		if len(s.lb) > 0 && len(s.lb)+n > batchBytes && !s.flushLB() {
+		if len(s.lb) > 0 && len(s.lb)+n > wsframe.BatchBytes && !s.flushLB() {
 			return false
 		}
-		if n <= batchBytes {
+		if n <= wsframe.BatchBytes {
 			s.takeLB()
 			s.lb = wsframe.AppendHeader(s.lb, wsframe.FinalBit|byte(typ), len(msg), nil)
 			s.lb = append(s.lb, msg...)
@@ -174,7 +174,7 @@ func (s *session) relayBackend(typ int, batch bool) bool {
 // Backend reader only.
 func (s *session) takeLB() {
 	if s.lb == nil {
-		s.lbp = batchBufs.Get().(*[]byte)
+		s.lbp = wsframe.GetBatch()
 		s.lb = (*s.lbp)[:0]
 	}
 }
@@ -221,7 +221,7 @@ func (s *session) writeLB() bool {
 	s.flushing = true
 	s.omu.Unlock()
 	n := s.lbn
-	err := s.cw.writeFrames(s.lb, s.lbp)
+	err := s.cw.WriteFrames(s.lb, s.lbp)
 	s.lb, s.lbp, s.lbn = nil, nil, 0
 	if err != nil {
 		s.clientWriteFailed(err)
@@ -468,7 +468,7 @@ func (s *session) wakeWriter() {
 }
 
 // drain writes the queued messages to the client, in order, batched into
-// as few writes as it can (the client frameConn's appendFrame and flush,
+// as few writes as it can (the client wsframe.Conn's AppendFrame and Flush,
 // each flush within WriteTimeout): the caller becomes the flusher, unless
 // another goroutine is, and writes until the queue is empty. A close
 // marker is sent after what precedes it is written. Once writes have
@@ -511,14 +511,14 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 		s.closeClient(m.close)
 	case s.dead.Load() || s.closing.Load():
 	case m.framed > 0:
-		err := s.cw.appendFrames(m.data, m.buf)
-		m.buf = nil // the frameConn's now
+		err := s.cw.AppendFrames(m.data, m.buf)
+		m.buf = nil // the wsframe.Conn's now
 		if err != nil {
 			s.clientWriteFailed(err)
 		} else {
 			delivered += m.framed
 		}
-	case s.cw == nil || s.cw.deflate:
+	case s.cw == nil || s.cw.Deflate():
 		// Compressed: gorilla frames it, and writes it at once.
 		_ = s.cc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
 		if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
@@ -527,7 +527,7 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 			s.cfg.Metrics.Delivered(1)
 		}
 	default:
-		if err := s.cw.appendFrame(m.typ, m.data); err != nil {
+		if err := s.cw.AppendFrame(m.typ, m.data); err != nil {
 			s.clientWriteFailed(err)
 		} else if m.backend {
 			delivered++
@@ -543,7 +543,7 @@ func (s *session) flushClient(delivered int) int {
 	if s.cw == nil {
 		return 0
 	}
-	if err := s.cw.flush(); err != nil {
+	if err := s.cw.Flush(); err != nil {
 		s.clientWriteFailed(err)
 		return 0
 	}
@@ -601,7 +601,7 @@ func (s *session) writeLoop() {
 // pingBackend pings the backend leg, if open, so that a live backend that
 // has nothing to send still sends something (its pong) within
 // IdleTimeout, and a lost one is found (extendBackend). The ping goes
-// after what the client reader batched for the backend (frameConn.Write),
+// after what the client reader batched for the backend (wsframe.Conn.Write),
 // and waits for a write to the leg under way, WriteTimeout at most (a
 // backend that does not read fails that write anyway). Client writer
 // only.
@@ -614,7 +614,7 @@ func (s *session) pingBackend() {
 	}
 	bc, bw := s.bc, s.bw
 	s.mu.Unlock()
-	if bc == nil || s.ending.Load() || bw != nil && bw.writing.Load() {
+	if bc == nil || s.ending.Load() || bw != nil && bw.Writing() {
 		return
 	}
 	_ = bc.WriteControl(websocket.PingMessage, nil, deadline(time.Second))
@@ -630,7 +630,7 @@ func (s *session) flushBackend() {
 	if s.bw == nil || s.ending.Load() {
 		return
 	}
-	if err := s.bw.flush(); err != nil {
+	if err := s.bw.Flush(); err != nil {
 		s.backendWriteFailed(err)
 	}
 }

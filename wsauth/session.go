@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
@@ -32,7 +33,7 @@ const CodeUnknown = "Operation.Unknown"
 //     authDeadline, readBy, relLabel, relN, topic, the policy's cached
 //     answer (pol*), unauthMsgs, clientCode, buf, lr, insecure, limits
 //     and bucket, reads the client socket and writes the backend leg
-//     (under mu): its forwards are batched in the leg's frameConn and
+//     (under mu): its forwards are batched in the leg's wsframe.Conn and
 //     written when the client socket has nothing more to read, or before
 //     the reader waits on anything else (flushBackend);
 //   - the backend reader (backendLoop, backendFrames) owns scratch,
@@ -49,7 +50,7 @@ const CodeUnknown = "Operation.Unknown"
 // One goroutine at a time writes the queue to the client (the flusher,
 // drain): it alone writes data frames to the client socket. Control frames
 // (pings, pongs, closes) go through gorilla's WriteControl, which any
-// goroutine may call; the client frameConn writes them at once, after the
+// goroutine may call; the client wsframe.Conn writes them at once, after the
 // batch so far.
 //
 // mu guards what the client reader shares with the supervisor: id, bc, bw,
@@ -108,7 +109,7 @@ type session struct {
 	mu          sync.Mutex
 	id          Identity        // the client reader reads it without mu
 	bc          *websocket.Conn // the backend leg, nil until authenticated; likewise
-	bw          *frameConn      // bc's connection; likewise
+	bw          *wsframe.Conn   // bc's connection; likewise
 	authority   authority
 	gen         uint32    // one more at each (re-)authentication
 	lapsedAt    time.Time // when authority lapsed (Config.Now)
@@ -135,7 +136,7 @@ type session struct {
 
 	// Shared.
 	wake      chan struct{} // the client writer has messages to drain (capacity 1)
-	cw        *frameConn    // the client's connection, under cc
+	cw        *wsframe.Conn // the client's connection, under cc
 	dead      atomic.Bool   // a write to the client failed: nothing more is written
 	user      string        // the subject, set once before the backend reader starts
 	closeOnce sync.Once
@@ -150,7 +151,7 @@ type session struct {
 	breadBy   time.Time    // the backend reader's: the read deadline extendBackend set last
 	reading   bool         // the backend reader's: reading a message into scratch
 	lb        []byte       // the backend reader's: messages framed for the client, not yet queued
-	lbp       *[]byte      // lb's batchBufs buffer
+	lbp       *[]byte      // lb's batch buffer (wsframe.GetBatch)
 	lbn       int          // the messages in lb
 	gaveUp    atomic.Bool  // the client's connection was dropped
 	done      chan struct{}
@@ -162,7 +163,7 @@ type outMsg struct {
 	typ     int
 	data    []byte
 	backend bool    // from the backend (counted as delivered)
-	buf     *[]byte // data's pooled buffer (msgBufs; batchBufs for a batch), or nil
+	buf     *[]byte // data's pooled buffer (msgBufs; a wsframe batch buffer for a batch), or nil
 	close   int     // non-zero: send this close code instead
 	framed  int     // non-zero: data is this many backend messages, framed (handOff)
 }
@@ -175,8 +176,7 @@ func (m *outMsg) release() {
 	switch {
 	case m.buf == nil:
 	case m.framed > 0:
-		*m.buf = (*m.buf)[:0]
-		batchBufs.Put(m.buf)
+		wsframe.PutBatch(m.buf)
 	default:
 		releaseBuf(m.buf)
 	}
@@ -190,9 +190,9 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
-	if cw, ok := cc.NetConn().(*frameConn); ok {
+	if cw, ok := cc.NetConn().(*wsframe.Conn); ok {
 		s.cw = cw
-		cw.beforeRead, cw.idle, cw.stamp = s.extend, s.flushBackend, true
+		cw.SetHooks(wsframe.Hooks{BeforeRead: s.extend, Idle: s.flushBackend, Stamp: true})
 	}
 	if hasVersion {
 		s.query = "version=" + version // its form is checked: nothing to escape
@@ -347,8 +347,8 @@ func isConnError(err error) bool {
 // socket returned), for the rate limits: one clock
 // reading per read, not per message. Client reader only.
 func (s *session) now() time.Time {
-	if s.cw != nil && !s.cw.readAt.IsZero() {
-		return s.cw.readAt
+	if s.cw != nil && !s.cw.ReadAt().IsZero() {
+		return s.cw.ReadAt()
 	}
 	return time.Now()
 }

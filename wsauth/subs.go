@@ -231,7 +231,7 @@ func (s *session) subKeysLocked() []subKey {
 }
 
 // writeBackendLocked adds one data message to the backend leg's batch
-// (frameConn.appendFrame), which the client reader flushes before it
+// (wsframe.Conn.AppendFrame), which the client reader flushes before it
 // reads the client again (flushBackend) and a lapse's goroutine after
 // its Unsubs (unsubscribe); each write within WriteTimeout. s.mu held: it
 // is the leg's one data writer.
@@ -240,7 +240,7 @@ func (s *session) writeBackendLocked(msg []byte) error {
 		_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
 		return s.bc.WriteMessage(websocket.TextMessage, msg)
 	}
-	return s.bw.appendFrame(websocket.TextMessage, msg)
+	return s.bw.AppendFrame(websocket.TextMessage, msg)
 }
 
 // unsubBackendLocked sends the backend the gateway's own Unsub of k, with

@@ -249,7 +249,7 @@ func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
 		x.mu.Unlock()
 	}
 	e.gw.mu.Unlock()
-	if err := s.bw.Conn.(*net.TCPConn).SetWriteBuffer(4096); err != nil {
+	if err := s.bw.NetConn().(*net.TCPConn).SetWriteBuffer(4096); err != nil {
 		t.Fatal(err)
 	}
 	e.backend.mu.Lock()
@@ -270,11 +270,7 @@ func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
 			return false
 		}
 		defer s.mu.Unlock()
-		if !s.bw.mu.TryLock() {
-			return true
-		}
-		s.bw.mu.Unlock()
-		return false
+		return s.bw.Writing()
 	}
 	for i := 0; !flushWaits(); i++ {
 		if i == 300 {

@@ -2,11 +2,30 @@
 // Conn: what the session writes and reads of the frames itself, for
 // batching and for relaying a backend's frames to the client as they came.
 //
+// Gorilla keeps the handshake, control frames and permessage-deflate; the
+// Conn under it carries the session's own data frames, batched, beside
+// gorilla's writes, and keeps in step with gorilla by what gorilla
+// writes through it: the server's first Write is the Upgrader's whole 101
+// (NegotiatedDeflate: with permessage-deflate, data frames are gorilla's
+// and the session writes none), and a control frame is one Write, whole
+// (IsCloseFrame: once a close frame is written, no data frame follows).
+//
 //	header.go   frame headers: AppendHeader, ParseHeader (a server's frame,
 //	            checked as gorilla's reader checks it)
-//	mask.go     masking: AppendMasked
+//	mask.go     masking: AppendMasked, and a masked frame larger than a
+//	            batch written a chunk at a time
 //	verbatim.go VerbatimRun: the run of a server's frames a client can be
 //	            sent byte for byte
+//	conn.go     Conn, the net.Conn under each leg's gorilla Conn
+//	            (NewServer, NewClient): its hooks, Abort, gorilla's writes
+//	read.go     its read side: the socket read into pooled buffers
+//	            (Buffered, Need, Fill, Consume), the answer to the upgrade
+//	            read a line at a time and bounded (MaxUpgradeAnswer)
+//	batch.go    its batched writes of whole frames (AppendFrame,
+//	            AppendFrames, WriteFrames, Flush) and their buffers
+//	gorilla.go  what a Conn learns of gorilla's state from its writes
+//	            (NegotiatedDeflate, IsCloseFrame)
+//	dial.go     Dial, DialTLS: the backend leg's Conn, for gorilla's Dialer
 //
 // It imports the standard library and gorilla (its opcode constants and
 // errors), nothing of wsauth: what a session does with the frames is

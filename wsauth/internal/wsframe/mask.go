@@ -1,6 +1,9 @@
 package wsframe
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/rand/v2"
+)
 
 // AppendMasked appends data masked with key (RFC 6455 §5.3: byte i of the
 // payload is xored with key[i mod 4]), eight bytes at a time.
@@ -18,4 +21,40 @@ func AppendMasked(b, data []byte, key [4]byte) []byte {
 		p[i] ^= key[i&3]
 	}
 	return b
+}
+
+// writeMaskedLocked writes a masked frame larger than a batch (the
+// pending batch went first), masking it a batch's room at a time into a
+// batch buffer: a masked copy of the whole frame would be garbage of its
+// size. c.mu held.
+func (c *Conn) writeMaskedLocked(typ int, data []byte) error {
+	var key [4]byte
+	binary.LittleEndian.PutUint32(key[:], rand.Uint32())
+	bp := batchBufs.Get().(*[]byte)
+	defer func() {
+		*bp = (*bp)[:0]
+		batchBufs.Put(bp)
+	}()
+	if err := c.deadlineLocked(c.flushDeadlineLocked()); err != nil {
+		return err
+	}
+	defer c.writing.Store(false)
+	b := AppendHeader((*bp)[:0], FinalBit|byte(typ), len(data), key[:])
+	for off := 0; off < len(data); {
+		k := min(len(data)-off, BatchBytes-len(b))
+		// The key goes on where the last chunk left it (RFC 6455 §5.3:
+		// byte i of the payload is masked with key[i mod 4]).
+		var rk [4]byte
+		for j := range rk {
+			rk[j] = key[(off+j)&3]
+		}
+		b = AppendMasked(b, data[off:off+k], rk)
+		off += k
+		if _, err := c.nc.Write(b); err != nil {
+			c.err = err
+			return err
+		}
+		b = b[:0]
+	}
+	return nil
 }

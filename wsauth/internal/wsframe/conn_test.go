@@ -1,8 +1,9 @@
-package wsauth
+package wsframe
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -12,11 +13,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
-// TestAppendFrameKeepsOrder: frames appended to a frameConn reach the
+// The tests' Conns panic on a read buffer given back that is not one.
+func init() { StrictPools = true }
+
+// TestAppendFrameKeepsOrder: frames appended to a Conn reach the
 // socket in the order appended, whatever their sizes: a frame too large
 // for a batch, written alone, does not overtake the batch before it (a
 // 3-byte message then one of 65,530 bytes: the batch had room for the
@@ -25,17 +27,17 @@ func TestAppendFrameKeepsOrder(t *testing.T) {
 	for _, client := range []bool{false, true} {
 		for _, sizes := range [][]int{
 			{3, 65530},
-			{1, batchBytes - wsframe.MaxHeader + 1},
-			{10, batchBytes},
-			{0, batchBytes + 1},
+			{1, BatchBytes - MaxHeader + 1},
+			{10, BatchBytes},
+			{0, BatchBytes + 1},
 			{3, 65530, 2, 70 << 10, 5},
-			{100, batchBytes - wsframe.MaxHeader, 100},
+			{100, BatchBytes - MaxHeader, 100},
 		} {
 			t.Run(fmt.Sprintf("client=%v/%v", client, sizes), func(t *testing.T) {
 				a, b := net.Pipe()
 				defer a.Close()
 				defer b.Close()
-				fc := newFrameConn(a, client, 5*time.Second)
+				fc := newConn(a, client, 5*time.Second)
 				got := make(chan error, 1)
 				go func() {
 					br := bufio.NewReader(b)
@@ -54,11 +56,11 @@ func TestAppendFrameKeepsOrder(t *testing.T) {
 					got <- nil
 				}()
 				for i, n := range sizes {
-					if err := fc.appendFrame(websocket.BinaryMessage, payloadOf(i, n)); err != nil {
+					if err := fc.AppendFrame(websocket.BinaryMessage, payloadOf(i, n)); err != nil {
 						t.Fatalf("appendFrame %d: %v", i, err)
 					}
 				}
-				if err := fc.flush(); err != nil {
+				if err := fc.Flush(); err != nil {
 					t.Fatal(err)
 				}
 				if err := <-got; err != nil {
@@ -67,6 +69,39 @@ func TestAppendFrameKeepsOrder(t *testing.T) {
 			})
 		}
 	}
+}
+
+// readClientFrame reads one frame a Conn wrote, masked (a client's) or
+// not: its opcode and its payload, unmasked.
+func readClientFrame(br *bufio.Reader) (op byte, payload []byte, err error) {
+	h, err := br.Peek(2)
+	if err != nil {
+		return 0, nil, err
+	}
+	size := 2 + map[byte]int{126: 2, 127: 8}[h[1]&0x7f]
+	masked := h[1]&MaskBit != 0
+	if masked {
+		size += 4
+	}
+	if h, err = br.Peek(size); err != nil {
+		return 0, nil, err
+	}
+	op, n := h[0]&0xf, uint64(h[1]&0x7f)
+	if n == 126 {
+		n = uint64(binary.BigEndian.Uint16(h[2:]))
+	} else if n == 127 {
+		n = binary.BigEndian.Uint64(h[2:])
+	}
+	var key [4]byte
+	if masked {
+		copy(key[:], h[size-4:])
+	}
+	_, _ = br.Discard(size)
+	payload = make([]byte, n)
+	if _, err = io.ReadFull(br, payload); err != nil {
+		return 0, nil, err
+	}
+	return op, AppendMasked(payload[:0], payload, key), nil
 }
 
 // payloadOf is message i's payload, n bytes, each message's different.
@@ -94,32 +129,32 @@ func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 	return s.(*net.TCPConn), c.(*net.TCPConn)
 }
 
-// TestAbortFreesIdle: a frameConn's reader runs its idle hook inside the
+// TestAbortFreesIdle: a Conn's reader runs its idle hook inside the
 // socket's read, which a Close waits for; when the hook is a flush to the
 // other leg waiting on a slow peer, aborting that leg first ends the
-// flush at once, and the Close with it. Writes after abort fail.
+// flush at once, and the Close with it. Writes after Abort fail.
 func TestAbortFreesIdle(t *testing.T) {
 	a, _ := tcpPair(t)
 	o, _ := tcpPair(t) // the other leg: its peer never reads
-	fc := newFrameConn(a, false, 5*time.Second)
-	other := newFrameConn(o, false, 5*time.Second)
+	fc := newConn(a, false, 5*time.Second)
+	other := newConn(o, false, 5*time.Second)
 	entered := make(chan struct{})
 	flushed := make(chan error, 1)
-	fc.idle = func() {
+	fc.SetHooks(Hooks{Idle: func() {
 		close(entered)
 		big := make([]byte, 1<<20)
 		for {
-			if err := other.appendFrame(websocket.BinaryMessage, big); err != nil {
+			if err := other.AppendFrame(websocket.BinaryMessage, big); err != nil {
 				flushed <- err
 				return
 			}
 		}
-	}
-	go func() { _ = fc.fill() }()
+	}})
+	go func() { _ = fc.Fill() }()
 	<-entered
 	time.Sleep(100 * time.Millisecond) // the socket's buffers fill: the write waits
 	start := time.Now()
-	other.abort()
+	other.Abort()
 	closed := make(chan struct{})
 	go func() { _ = fc.Close(); close(closed) }()
 	select {
@@ -130,26 +165,26 @@ func TestAbortFreesIdle(t *testing.T) {
 	if err := <-flushed; err == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("the flush ended with %v after %v", err, time.Since(start))
 	}
-	if err := other.appendFrame(websocket.BinaryMessage, []byte("x")); err == nil {
-		t.Fatal("appendFrame after abort succeeded")
+	if err := other.AppendFrame(websocket.BinaryMessage, []byte("x")); err == nil {
+		t.Fatal("AppendFrame after Abort succeeded")
 	}
 	if _, err := other.Write([]byte{0x88, 0}); err == nil {
-		t.Fatal("Write after abort succeeded")
+		t.Fatal("Write after Abort succeeded")
 	}
 }
 
-// TestAbortRace: abort racing a writer that sets its deadline never
+// TestAbortRace: Abort racing a writer that sets its deadline never
 // leaves the writer waiting out its full timeout: either the writer sees
-// the mark, or abort's past deadline comes after the writer's.
+// the mark, or Abort's past deadline comes after the writer's.
 func TestAbortRace(t *testing.T) {
 	for i := range 200 {
 		o, _ := tcpPair(t) // the peer never reads: a write of 4 MiB waits
-		c := newFrameConn(o, false, 10*time.Second)
+		c := newConn(o, false, 10*time.Second)
 		done := make(chan error, 1)
 		go func() {
 			big := make([]byte, 4<<20)
 			for {
-				if err := c.appendFrame(websocket.BinaryMessage, big); err != nil {
+				if err := c.AppendFrame(websocket.BinaryMessage, big); err != nil {
 					done <- err
 					return
 				}
@@ -158,7 +193,7 @@ func TestAbortRace(t *testing.T) {
 		if i%2 == 0 {
 			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
 		}
-		c.abort()
+		c.Abort()
 		select {
 		case <-done:
 		case <-time.After(3 * time.Second):
@@ -182,27 +217,28 @@ func TestIdleDoesNotCostTheReadDeadline(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := tcpPair(t)
-			fc := newFrameConn(a, false, 5*time.Second)
+			fc := newConn(a, false, 5*time.Second)
 			start := time.Now()
-			set := false
-			fc.beforeRead = func() {
-				if !tt.fixed || !set {
-					_ = a.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-					set = true
-				}
-			}
-			idled := false
-			fc.idle = func() {
-				if !idled {
-					idled = true
-					time.Sleep(300 * time.Millisecond)
-				}
-			}
+			set, idled := false, false
+			fc.SetHooks(Hooks{
+				BeforeRead: func() {
+					if !tt.fixed || !set {
+						_ = a.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+						set = true
+					}
+				},
+				Idle: func() {
+					if !idled {
+						idled = true
+						time.Sleep(300 * time.Millisecond)
+					}
+				},
+			})
 			time.AfterFunc(tt.writeAt, func() { _, _ = b.Write([]byte("hello")) })
-			if err := fc.fill(); err != nil {
+			if err := fc.Fill(); err != nil {
 				t.Fatalf("after %v: %v", time.Since(start), err)
 			}
-			if got := string(fc.buffered()); got != "hello" {
+			if got := string(fc.Buffered()); got != "hello" {
 				t.Fatalf("read %q", got)
 			}
 		})
@@ -217,8 +253,8 @@ func TestControlWriteAfterBatch(t *testing.T) {
 	a, b := net.Pipe() // unbuffered: a write waits for the peer's read
 	defer a.Close()
 	defer b.Close()
-	fc := newFrameConn(a, true, 5*time.Second)
-	if err := fc.appendFrame(websocket.TextMessage, payloadOf(0, 1000)); err != nil {
+	fc := newConn(a, true, 5*time.Second)
+	if err := fc.AppendFrame(websocket.TextMessage, payloadOf(0, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
@@ -239,13 +275,13 @@ func TestControlWriteAfterBatch(t *testing.T) {
 		got <- nil
 	}()
 	_ = fc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	if _, err := fc.Write([]byte{wsframe.FinalBit | websocket.PongMessage, wsframe.MaskBit, 0, 0, 0, 0}); err != nil {
+	if _, err := fc.Write([]byte{FinalBit | websocket.PongMessage, MaskBit, 0, 0, 0, 0}); err != nil {
 		t.Fatalf("the pong behind the batch: %v", err)
 	}
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if err := fc.appendFrame(websocket.TextMessage, []byte("after")); err != nil {
+	if err := fc.AppendFrame(websocket.TextMessage, []byte("after")); err != nil {
 		t.Fatalf("a write after the pong: %v", err)
 	}
 }
@@ -258,10 +294,9 @@ func TestControlWriteAfterBatch(t *testing.T) {
 func TestEagerIdle(t *testing.T) {
 	for _, eager := range []bool{true, false} {
 		a, b := tcpPair(t)
-		fc := newFrameConn(a, false, 5*time.Second)
-		fc.eager = eager
+		fc := newConn(a, false, 5*time.Second)
 		var idles atomic.Int32
-		fc.idle = func() { idles.Add(1) }
+		fc.SetHooks(Hooks{Idle: func() { idles.Add(1) }, Eager: eager})
 		send := func(n int) {
 			t.Helper()
 			if _, err := b.Write(make([]byte, n)); err != nil {
@@ -271,11 +306,11 @@ func TestEagerIdle(t *testing.T) {
 		}
 		fill := func() int {
 			t.Helper()
-			if err := fc.fill(); err != nil {
+			if err := fc.Fill(); err != nil {
 				t.Fatal(err)
 			}
-			n := len(fc.buffered())
-			fc.consume(n)
+			n := len(fc.Buffered())
+			fc.Consume(n)
 			return n
 		}
 		check := func(step string, want int32) {
@@ -316,8 +351,8 @@ func TestEagerIdle(t *testing.T) {
 // garbage of their size: a megabyte frame allocates far less than a copy.
 func TestLargeMaskedFrames(t *testing.T) {
 	a, b := tcpPair(t)
-	fc := newFrameConn(a, true, 5*time.Second)
-	sizes := []int{10, batchBytes - 100, batchBytes, batchBytes + 1, batchBytes + 13, 3*batchBytes + 5, 20, 1<<20 + 3}
+	fc := newConn(a, true, 5*time.Second)
+	sizes := []int{10, BatchBytes - 100, BatchBytes, BatchBytes + 1, BatchBytes + 13, 3*BatchBytes + 5, 20, 1<<20 + 3}
 	sent := make([][]byte, len(sizes))
 	for i, n := range sizes {
 		sent[i] = make([]byte, n)
@@ -342,11 +377,11 @@ func TestLargeMaskedFrames(t *testing.T) {
 		_, _ = io.Copy(io.Discard, br)
 	}()
 	for _, p := range sent {
-		if err := fc.appendFrame(websocket.TextMessage, p); err != nil {
+		if err := fc.AppendFrame(websocket.TextMessage, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := fc.flush(); err != nil {
+	if err := fc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-got; err != nil {
@@ -357,7 +392,7 @@ func TestLargeMaskedFrames(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	const writes = 20
 	for range writes {
-		if err := fc.appendFrame(websocket.TextMessage, big); err != nil {
+		if err := fc.AppendFrame(websocket.TextMessage, big); err != nil {
 			t.Fatal(err)
 		}
 	}
