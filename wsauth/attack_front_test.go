@@ -489,10 +489,7 @@ func TestAttackPreAuthSlowloris(t *testing.T) {
 		}
 		conns[i] = c
 		// A frame header for 512 KiB, then nothing but a trickle.
-		hdr := afFrame(0x80|websocket.TextMessage, nil)[:2]
-		hdr[1] = 0x80 | 127
-		hdr = binary.BigEndian.AppendUint64(hdr, 512<<10)
-		hdr = append(hdr, 0, 0, 0, 0)
+		hdr := wsframe.AppendHeader(nil, wsframe.FinalBit|websocket.TextMessage, 512<<10, []byte{0, 0, 0, 0})
 		if _, err := c.Write(hdr); err != nil {
 			t.Fatal(err)
 		}

@@ -748,14 +748,14 @@ func (b *throttledBackend) maxSeq() int64 {
 	return m
 }
 
-// TestLapseUnderBackendBackpressure: the client reader holds the
-// session's lock while it writes a full batch to the backend leg
-// (forward, appendFrame: a message of 64 KiB or more is written at once),
-// so a client that keeps the leg backed up (64 KiB messages at 40/s,
-// within the default size and rate limits, faster than the backend reads
-// them) keeps the lock busy almost all the time. Its identity's expiry, or
-// the revocation of its token, still ends its authority within the
-// default intervals: the supervisor, finding the lock busy, has a
+// TestLapseUnderBackendBackpressure: the client reader holds the session's
+// lock while it writes a full batch to the backend leg (forward,
+// wsframe.Conn.AppendFrame: a message of 64 KiB or more is written at
+// once), so a client that keeps the leg backed up (64 KiB messages at
+// 40/s, within the default size and rate limits, faster than the backend
+// reads them) keeps the lock busy almost all the time. Its identity's
+// expiry, or the revocation of its token, still ends its authority within
+// the default intervals: the supervisor, finding the lock busy, has a
 // goroutine of the session's wait for it (whenFree). It failed when the
 // supervisor only tried the lock: the session stayed live, and its
 // messages were forwarded, for as long as the client kept the leg backed

@@ -36,8 +36,8 @@
 // The RFC 6455 framing the session does itself, under gorilla's Conn, is
 // package internal/wsframe: frame headers, masking, the verbatim runs of
 // the backend's frames, and the connection under each leg's gorilla Conn
-// (the session's batched data frames, its hooks around each read) with
-// the backend leg's dialer.
+// (the session's batched data frames, its hooks around each read), the
+// backend leg's dialer, and an extended CONNECT's stream as a net.Conn.
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it
 // does) nor on the identity server: it takes plain config structs, and the

@@ -9,6 +9,11 @@
 // (NegotiatedDeflate: with permessage-deflate, data frames are gorilla's
 // and the session writes none), and a control frame is one Write, whole
 // (IsCloseFrame: once a close frame is written, no data frame follows).
+// On the backend leg, gorilla's Dialer reads the answer to its upgrade no
+// further than its end, which the Conn gives it a line at a time: the
+// frames after it are left to the session's own reader. gorilla_test.go
+// drives gorilla's Upgrader, Dialer and Conn over a Conn and fails when
+// gorilla stops keeping any of the three.
 //
 //	header.go   frame headers: AppendHeader, ParseHeader (a server's frame,
 //	            checked as gorilla's reader checks it)
@@ -26,6 +31,7 @@
 //	gorilla.go  what a Conn learns of gorilla's state from its writes
 //	            (NegotiatedDeflate, IsCloseFrame)
 //	dial.go     Dial, DialTLS: the backend leg's Conn, for gorilla's Dialer
+//	stream.go   NewStream: an extended CONNECT's stream as a net.Conn
 //
 // It imports the standard library and gorilla (its opcode constants and
 // errors), nothing of wsauth: what a session does with the frames is
