@@ -55,9 +55,10 @@ const (
 	// DefaultCloseGrace is how long the gateway waits for the client's
 	// answer to its close frame before dropping the connection.
 	DefaultCloseGrace = 2 * time.Second
-	// DefaultCloseLinger is how long a client socket whose close frame went
-	// unanswered stays half-closed, its input discarded, before it is closed
-	// (nginx's lingering_time).
+	// DefaultCloseLinger is how long, at least, a client socket whose close
+	// frame went unanswered stays half-closed, its input discarded, before it
+	// is closed (nginx's lingering_time); longer when IdleTimeout and
+	// PingInterval are: a client may be that far behind and still connected.
 	DefaultCloseLinger = 30 * time.Second
 	// DefaultSuperviseInterval is how often the gateway's supervisor
 	// walks the live sessions.
@@ -126,9 +127,11 @@ type Config struct {
 	// DefaultPingInterval.
 	PingInterval time.Duration
 	// IdleTimeout closes (1008) a client that sent nothing, pongs
-	// included, for this long; a backend leg silent this long (its pongs
-	// included) is lost, and its client closed with 1011. Default
-	// DefaultIdleTimeout; it must exceed PingInterval.
+	// included, for this long, and one that has left a ping unanswered
+	// this long (it does not read, whatever it sends; counted as a slow
+	// client); a backend leg silent this long (its pongs included) is
+	// lost, and its client closed with 1011. Default DefaultIdleTimeout; it
+	// must exceed PingInterval.
 	IdleTimeout time.Duration
 	// BackendMessageTimeout bounds the time one backend message may take
 	// to arrive, from its first frame to its last: a backend that stalls
@@ -157,7 +160,9 @@ type Config struct {
 	// read and discarded (MaxMessageBytes at most), so that a client still
 	// reading a backlog reaches the close frame instead of a reset; the
 	// session's resources are released already. Negative: closed at once.
-	// Default DefaultCloseLinger.
+	// Default the larger of DefaultCloseLinger and IdleTimeout + PingInterval
+	// (a client that has not answered a ping for IdleTimeout is closed, so a
+	// client still open is at most that far behind).
 	CloseLinger time.Duration
 	// ReturnAccessToken lists the OAuth clients whose sessions get their
 	// access token back (Base-64) in Identify replies, so the client can
@@ -405,7 +410,7 @@ func (c Config) withDefaults() Config {
 	c.SendQueueBytes = or(c.SendQueueBytes, DefaultSendQueueBytes)
 	c.DialTimeout = or(c.DialTimeout, DefaultDialTimeout)
 	c.CloseGrace = or(c.CloseGrace, DefaultCloseGrace)
-	c.CloseLinger = or(c.CloseLinger, DefaultCloseLinger)
+	c.CloseLinger = or(c.CloseLinger, max(DefaultCloseLinger, c.IdleTimeout+c.PingInterval))
 	c.SuperviseInterval = or(c.SuperviseInterval, DefaultSuperviseInterval)
 	c.RecheckInterval = or(c.RecheckInterval, DefaultRecheckInterval)
 	c.ExpiryGrace = or(c.ExpiryGrace, DefaultExpiryGrace)

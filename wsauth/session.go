@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,6 +145,8 @@ type session struct {
 	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
 	ending    atomic.Bool  // teardown has begun: leg errors are expected
 	slowSeen  atomic.Bool  // a slow client was counted
+	pmu       sync.Mutex   // guards pings
+	pings     []sentPing   // the pings the client has not answered, oldest first (pingClient, ponged)
 	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
 	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
 	bnc       net.Conn     // the backend reader's: the backend leg's connection, for its read deadline
@@ -238,7 +241,7 @@ func (s *session) crashed() {
 func (s *session) readLoop() {
 	cc := s.cc
 	var maxMsg int64 // the bound of the next message: s.maxMessage
-	cc.SetPongHandler(func(string) error { s.extend(); return nil })
+	cc.SetPongHandler(func(data string) error { s.ponged(data); s.extend(); return nil })
 	cc.SetPingHandler(func(data string) error {
 		s.extend()
 		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.cfg.WriteTimeout))
@@ -351,6 +354,35 @@ func (s *session) now() time.Time {
 		return s.cw.ReadAt()
 	}
 	return time.Now()
+}
+
+// sentPing is a ping the gateway sent the client: when, and its payload,
+// a random tag the client can learn only by reading the ping.
+type sentPing struct {
+	at  time.Time
+	tag uint64
+}
+
+// maxPingsOut bounds the unanswered pings a session remembers.
+const maxPingsOut = 16
+
+// ponged notes the client's pong: one that carries the tag of an
+// outstanding ping answers it and every older one (the client reads in
+// order). An unsolicited pong, or one with a tag the client could not have
+// read, answers nothing. Client reader only.
+func (s *session) ponged(data string) {
+	tag, err := strconv.ParseUint(data, 16, 64)
+	if err != nil {
+		return
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	for i, p := range s.pings {
+		if p.tag == tag {
+			s.pings = append(s.pings[:0], s.pings[i+1:]...)
+			return
+		}
+	}
 }
 
 // extend sets the read deadline: IdleTimeout from now (it runs before each
