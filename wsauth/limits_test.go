@@ -432,6 +432,18 @@ func TestReadCapped(t *testing.T) {
 			}
 		}
 	}
+	// A large message costs its buffer and the small ones grown on the way,
+	// not the megabyte of buffers doubling would leave.
+	src := make([]byte, limit-1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := readCapped(nil, bytes.NewReader(src), limit); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if a := after.TotalAlloc - before.TotalAlloc; a > limit+limit/8+128<<10 {
+		t.Fatalf("reading %d bytes allocated %d", len(src), a)
+	}
 }
 
 // TestRefusedLargeMessagesMakeLittleGarbage: a client repeating a Sub whose

@@ -307,12 +307,20 @@ func (s *session) hold() {
 }
 
 // readCapped appends r's bytes to dst until r ends, limit bytes at most.
-// dst grows by doubling, but never past limit: a message of just over half
-// the limit does not cost twice its size.
+// dst grows by doubling to 64 KiB, then to the limit, never past it: a
+// message of just over half the limit does not cost twice its size, nor a
+// megabyte of intermediate buffers.
 func readCapped(dst []byte, r io.Reader, limit int64) ([]byte, error) {
 	for int64(len(dst)) < limit {
 		if len(dst) == cap(dst) {
-			dst = slices.Grow(dst, int(min(max(int64(cap(dst)), 512), limit-int64(len(dst)))))
+			// Doubling up to 64 KiB, then at once the limit's room: a large
+			// message is the rare one, and growing it by doubling would leave
+			// as much garbage again as its size.
+			grow := max(int64(cap(dst)), 512)
+			if cap(dst) >= 64<<10 {
+				grow = limit
+			}
+			dst = slices.Grow(dst, int(min(grow, limit-int64(len(dst)))))
 		}
 		end := int(min(int64(cap(dst)), limit))
 		n, err := r.Read(dst[len(dst):end])
