@@ -174,6 +174,7 @@ func (s *session) endUnder() State {
 // the socket. No close handshake, no linger.
 func (s *session) giveUp() {
 	s.gaveUp.Store(true)
+	s.cancel() // a reader waiting for room (awaitRoom) stops waiting
 	s.closeOnce.Do(func() { s.closing.Store(true) })
 	s.closeBy.Store(aLongTimeAgo.UnixNano()) // extend, racing, sets this
 	_ = s.cc.NetConn().SetReadDeadline(aLongTimeAgo)

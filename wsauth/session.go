@@ -248,6 +248,9 @@ func (s *session) readLoop() {
 		return nil
 	})
 	for {
+		if !s.closing.Load() && !s.stopping && !s.awaitRoom() {
+			continue // closed as slow: the next read drains
+		}
 		if s.cw == nil {
 			s.extend() // else before each read from the socket (cw.beforeRead)
 		}
@@ -295,6 +298,54 @@ func (s *session) readLoop() {
 			s.msg = nil
 		}
 		s.hold()
+	}
+}
+
+// awaitRoom holds the client reader back, before it reads a message, while
+// the client's queue lacks room for that message's worth of reply besides
+// what it holds (SendQueueBytes counts the queue, held and the next
+// message): a client that sends and does not read then stops being read,
+// and its messages wait in the sockets' buffers, not in the gateway. While
+// it waits the reader lets go of a large buffer and the topic it keeps. It
+// waits as long as the queue moves; a queue that has not moved for
+// WriteTimeout closes the client as slow (false). Client reader only.
+func (s *session) awaitRoom() bool {
+	need := s.maxMessage()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		s.omu.Lock()
+		if s.queued == 0 || s.queued+s.held.Load()+need <= s.cfg.SendQueueBytes {
+			s.omu.Unlock()
+			return true
+		}
+		if s.space == nil {
+			s.space = make(chan struct{})
+		}
+		space := s.space
+		s.omu.Unlock()
+		if cap(s.msg) > 64<<10 || len(s.topic) > 64<<10 {
+			s.msg, s.topic, s.polValid, s.polCtl, s.polTopic = nil, "", false, "", ""
+			s.hold()
+			continue
+		}
+		s.flushBackend() // what the client sent goes before the wait
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.WriteTimeout)
+		} else {
+			timer.Reset(s.cfg.WriteTimeout)
+		}
+		select {
+		case <-space: // the queue moved: wait on, afresh
+		case <-timer.C:
+			return s.slow()
+		case <-s.ctx.Done(): // closing for another reason: the reader drains
+			return false
+		}
 	}
 }
 

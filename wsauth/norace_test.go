@@ -1,0 +1,5 @@
+//go:build !race
+
+package wsauth
+
+const raceEnabled = false
