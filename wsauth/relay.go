@@ -385,6 +385,7 @@ func (s *session) put(m outMsg, from producer) bool {
 		space := s.space
 		s.omu.Unlock()
 		if from == fromClientReader {
+			s.replyWaits.Add(1)
 			s.flushBackend() // it must not wait behind the client
 		}
 		if timer == nil {

@@ -90,7 +90,10 @@ type session struct {
 	// for fitsLocked: its message buffer's room and the topic it keeps.
 	// A client that sends large messages and reads nothing thus holds
 	// SendQueueBytes in all, not that and its messages too.
-	held       atomic.Int64
+	held atomic.Int64
+	// replyWaits counts the times the client reader waited in put with a
+	// reply the queue had no room for (awaitRoom should leave none).
+	replyWaits atomic.Int64
 	polOK      bool // the policy's answer for polController and polTopic, polValid
 	polNeeded  string
 	polValid   bool
@@ -302,15 +305,17 @@ func (s *session) readLoop() {
 }
 
 // awaitRoom holds the client reader back, before it reads a message, while
-// the client's queue lacks room for that message's worth of reply besides
-// what it holds (SendQueueBytes counts the queue, held and the next
-// message): a client that sends and does not read then stops being read,
-// and its messages wait in the sockets' buffers, not in the gateway. While
-// it waits the reader lets go of a large buffer and the topic it keeps. It
+// the client's queue lacks room for that message's reply besides what the
+// reader holds (SendQueueBytes counts the queue, held and the next reply,
+// which may echo the whole message): a client that sends and does not
+// read then stops being read, its messages left in the sockets' buffers,
+// and the reader never waits in put with a reply beyond the queue. It
 // waits as long as the queue moves; a queue that has not moved for
-// WriteTimeout closes the client as slow (false). Client reader only.
+// WriteTimeout closes the client as slow (false). (It keeps its buffers:
+// let go, they would be garbage the collector lets the heap grow by, and
+// room the queue would take.) Client reader only.
 func (s *session) awaitRoom() bool {
-	need := s.maxMessage()
+	need := s.maxMessage() + errorEchoRoom
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -328,11 +333,6 @@ func (s *session) awaitRoom() bool {
 		}
 		space := s.space
 		s.omu.Unlock()
-		if cap(s.msg) > 64<<10 || len(s.topic) > 64<<10 {
-			s.msg, s.topic, s.polValid, s.polCtl, s.polTopic = nil, "", false, "", ""
-			s.hold()
-			continue
-		}
 		s.flushBackend() // what the client sent goes before the wait
 		if timer == nil {
 			timer = time.NewTimer(s.cfg.WriteTimeout)
@@ -348,6 +348,9 @@ func (s *session) awaitRoom() bool {
 		}
 	}
 }
+
+// errorEchoRoom is what an Error reply adds to the fields it echoes.
+const errorEchoRoom = 256
 
 // hold publishes what the client reader holds beyond the queue (held).
 // Client reader only.
