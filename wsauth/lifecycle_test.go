@@ -450,7 +450,7 @@ func TestRelayIntegrity(t *testing.T) {
 // or not, answers and stays.
 func TestClientThatDoesNotReadPingsIsClosed(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.PingInterval, c.IdleTimeout = 100*time.Millisecond, 400*time.Millisecond
+		c.PingInterval, c.IdleTimeout = 200*time.Millisecond, 1500*time.Millisecond
 	})
 	deaf := e.dial(bearer(tokDemo))
 	reader := e.dial(bearer(tokDemo))
@@ -461,7 +461,7 @@ func TestClientThatDoesNotReadPingsIsClosed(t *testing.T) {
 			}
 		}
 	}()
-	stop := time.Now().Add(3 * time.Second)
+	stop := time.Now().Add(5 * time.Second)
 	closedAt := time.Time{}
 	for time.Now().Before(stop) {
 		// Messages the backend does not answer, and pongs nobody asked for
