@@ -2,20 +2,19 @@
 // select or insert), authorizes it per table and column, hands it to an engine and streams
 // the rows back as JSON.
 //
-// This package owns the contract between the query handler and the engines:
+// This package owns:
 //
-//   - Engine and Rows (engine.go): what an engine offers. SQL engines take parameterized
-//     statements from package sqlgen, report their catalog, run reads on read-only
-//     connections under a statement time limit, and run writes in one transaction.
-//   - The engine errors (errors.go): ErrConstraint, ErrTimeout, ErrCanceled and
-//     ErrUnavailable, which every engine wraps around its driver's errors so that the
-//     handler chooses a status without knowing the driver.
+//   - The handler (handler.go, parse.go, serve.go, forward.go): routes, CORS, Request-Id,
+//     the structured endpoints, and one failure path (queryerror.go) that maps the
+//     engines' errors (package engine) to statuses without knowing the driver.
+//   - The table policy (policy.go): who may read and write which table, column and row.
 //   - The result writer (result.go, resultjson.go): the JSON shape of a result, streamed
 //     with bounded memory, with a row limit that never truncates silently.
 //
-// Engines live in sub-packages (sqliteengine, pgengine) and import this package; this
-// package never imports them. It must not depend on Caddy: caddymodule wires an engine to
-// the handler.
+// The contract with the engines (Engine, Rows, Forwarder, the errors) is package engine,
+// a leaf. Engines live in sub-packages (sqliteengine, pgengine, iqengine) and import
+// package engine, never this one; this package never imports them. It must not depend on
+// Caddy: caddymodule wires an engine to the handler.
 // It depends on sqlgen for the types the engines and sqlgen share (Catalog, Statement,
 // Dialect, Type), and on nothing that talks to a database.
 package queryproxy

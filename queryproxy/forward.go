@@ -1,9 +1,7 @@
 package queryproxy
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,68 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
-
-// Forwarder is an engine that takes IQL itself: the platform's own query
-// service (the iq engine). The handler authorizes a statement as for any
-// engine, resolves its names against the Forwarder's configured catalog,
-// re-prints it as canonical IQL (iql.Format) and hands it on with the
-// caller's token; the Forwarder checks the answer's shape.
-type Forwarder interface {
-	// Catalog is the configured catalog: the tables and columns the
-	// upstream serves.
-	Catalog(ctx context.Context) (sqlgen.Catalog, error)
-	// Forward sends one statement and returns the checked answer.
-	Forward(ctx context.Context, req ForwardRequest) (*ForwardResult, error)
-}
-
-// ForwardRequest is one statement for a Forwarder.
-type ForwardRequest struct {
-	IQL       string          // canonical IQL, every name in the catalog's spelling
-	Token     string          // the caller's access token (the upstream knows the user from it)
-	RequestID string          // the request's Request-Id
-	Write     bool            // an INSERT: the answer is {"RowsAffected": n}
-	Columns   []sqlgen.Column // a select's columns, in order: the answer may hold no others
-	MaxRows   int             // a select's row limit: an answer with more fails with ErrTooManyRows
-}
-
-// ForwardResult is a Forwarder's checked answer.
-type ForwardResult struct {
-	// Rows is a select's result, read from the upstream as it is written
-	// (Columns the asked ones); the handler closes it.
-	Rows         Rows
-	RowsAffected int64 // an insert's
-}
-
-// The errors of a Forwarder, next to the engine ones (ErrTimeout for the
-// upstream's time limit, ErrUnavailable when it cannot be reached or says
-// so, ErrTooManyRows).
-var (
-	// ErrBadGateway: the upstream answered something the service cannot
-	// pass on (a failure of its own, or an answer of the wrong shape).
-	ErrBadGateway = errors.New("the upstream query service failed")
-	// ErrUpstreamRefused: the upstream refused the request (a 4xx);
-	// UpstreamError says which.
-	ErrUpstreamRefused = errors.New("the upstream query service refused the request")
-	// ErrFateUnknown: a write was sent but its answer never came (the time
-	// limit, a connection lost): the upstream may have applied it.
-	ErrFateUnknown = errors.New("the upstream may have applied the write")
-)
-
-// UpstreamError is a refusal of the upstream: its status, and its error
-// code when its body had one.
-type UpstreamError struct {
-	Status int
-	Code   string
-}
-
-func (e *UpstreamError) Error() string {
-	return fmt.Sprintf("upstream answered %d %s", e.Status, e.Code)
-}
-
-func (e *UpstreamError) Unwrap() error { return ErrUpstreamRefused }
 
 // forwardable reports why stmt is outside the upstream's documented
 // grammar (docs/protocol.md, "Query service"), or "" when it is not
@@ -274,7 +214,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 		h.fail(w, req, e)
 		return
 	}
-	freq := ForwardRequest{IQL: iql.Format(resolved), Token: req.caller.Token, RequestID: req.id,
+	freq := engine.ForwardRequest{IQL: iql.Format(resolved), Token: req.caller.Token, RequestID: req.id,
 		Write: pl.write, Columns: cols, MaxRows: h.cfg.MaxRows}
 	res, err := fw.Forward(r.Context(), freq)
 	if pl.write {
@@ -295,13 +235,13 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 // connection failed, once the statement was sent) is audited with the
 // outcome "unknown" and no count, and the caller is told that it may
 // have been applied: a retry could place an order twice.
-func (h *Handler) forwardedWrite(w http.ResponseWriter, req *request, res *ForwardResult, err error) {
+func (h *Handler) forwardedWrite(w http.ResponseWriter, req *request, res *engine.ForwardResult, err error) {
 	outcome, n := "ok", int64(0)
 	var e *Error
 	switch {
 	case err == nil:
 		n = res.RowsAffected
-	case errors.Is(err, ErrFateUnknown):
+	case errors.Is(err, engine.ErrFateUnknown):
 		outcome = "unknown"
 		e = &Error{Status: http.StatusBadGateway, Code: CodeOutcomeUnknown,
 			Message: "the insert was sent to the upstream query service, which did not say whether it applied it: look before sending it again", cause: err}
@@ -330,7 +270,7 @@ func (h *Handler) forwardedWrite(w http.ResponseWriter, req *request, res *Forwa
 // upstream unavailable, 504 its time limit, the upstream's own refusals
 // as the matching client errors.
 func forwardError(err error) *Error {
-	if ue, ok := errors.AsType[*UpstreamError](err); ok {
+	if ue, ok := errors.AsType[*engine.UpstreamError](err); ok {
 		switch ue.Status {
 		case http.StatusBadRequest:
 			return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: "the upstream query service refused the statement", cause: err}
@@ -345,7 +285,7 @@ func forwardError(err error) *Error {
 		}
 		return &Error{Status: http.StatusBadGateway, Code: CodeBadGateway, Message: "the upstream query service failed", cause: err}
 	}
-	if errors.Is(err, ErrBadGateway) {
+	if errors.Is(err, engine.ErrBadGateway) {
 		return &Error{Status: http.StatusBadGateway, Code: CodeBadGateway, Message: "the upstream query service failed", cause: err}
 	}
 	return engineError(err)

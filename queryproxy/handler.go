@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 
@@ -41,10 +42,10 @@ const (
 type Config struct {
 	// Engine runs the statements as SQL. Exactly one of Engine and
 	// Forwarder is required.
-	Engine Engine
+	Engine engine.Engine
 	// Forwarder hands the statements on, as IQL, to the platform's own
 	// query service (the iq engine).
-	Forwarder Forwarder
+	Forwarder engine.Forwarder
 	// Tables is the table policy; tables it does not name are invisible.
 	Tables []TablePolicy
 	// Authenticate returns the request's caller, or answers the request
@@ -66,7 +67,7 @@ type Config struct {
 	// MaxConcurrentPerUser bounds the requests one user (token subject,
 	// else client) runs at once. Default DefaultMaxConcurrentPerUser.
 	MaxConcurrentPerUser int
-	// MaxUserShare is the most of the engine's connections (Pooled) one user
+	// MaxUserShare is the most of the engine's connections (engine.Pooled) one user
 	// may hold at once, in percent: the per-user bound is the lower of
 	// MaxConcurrentPerUser and this share of the pool (one at least), so
 	// one user's unread or slow results never hold the whole pool. Default
@@ -172,7 +173,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	h := &Handler{cfg: cfg, policy: p, log: cfg.Logger, users: userLimiter{max: cfg.MaxConcurrentPerUser, n: map[string]int{}}}
-	if rc, ok := cfg.Engine.(RowChecker); ok {
+	if rc, ok := cfg.Engine.(engine.RowChecker); ok {
 		h.rowCheck = rc.RowCheck()
 	}
 	return h, nil
@@ -294,22 +295,16 @@ func (h *Handler) route(path string) (endpoint, table string, ok bool) {
 	return "", "", false
 }
 
-// Pooled is an Engine or a Forwarder that runs at most MaxConns statements at once
-// (its connection pool): the handler keeps any one user to a share of it.
-type Pooled interface {
-	MaxConns() int
-}
-
 // perUserBound is the most requests one user runs at once: MaxConcurrentPerUser, and
 // no more than MaxUserShare percent of the engine's pool (one at least).
 func perUserBound(cfg Config) int {
 	n := cfg.MaxConcurrentPerUser
-	var p Pooled
+	var p engine.Pooled
 	switch {
 	case cfg.Forwarder != nil:
-		p, _ = cfg.Forwarder.(Pooled)
+		p, _ = cfg.Forwarder.(engine.Pooled)
 	case cfg.Engine != nil:
-		p, _ = cfg.Engine.(Pooled)
+		p, _ = cfg.Engine.(engine.Pooled)
 	}
 	if p != nil && p.MaxConns() > 0 {
 		n = min(n, max(1, p.MaxConns()*cfg.MaxUserShare/100))

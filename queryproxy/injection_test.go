@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -123,12 +124,12 @@ func TestInjection(t *testing.T) {
 
 // slowEngine holds every Query until release is closed.
 type slowEngine struct {
-	queryproxy.Engine
+	engine.Engine
 	started chan struct{}
 	release chan struct{}
 }
 
-func (e *slowEngine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Rows, error) {
+func (e *slowEngine) Query(ctx context.Context, st sqlgen.Statement) (engine.Rows, error) {
 	e.started <- struct{}{}
 	<-e.release
 	return e.Engine.Query(ctx, st)
@@ -215,11 +216,11 @@ func TestResultCutWhileStreaming(t *testing.T) {
 
 // failingEngine fails every Query and Exec with err.
 type failingEngine struct {
-	queryproxy.Engine
+	engine.Engine
 	err error
 }
 
-func (e failingEngine) Query(context.Context, sqlgen.Statement) (queryproxy.Rows, error) {
+func (e failingEngine) Query(context.Context, sqlgen.Statement) (engine.Rows, error) {
 	return nil, e.err
 }
 
@@ -233,9 +234,9 @@ func TestEngineFailures(t *testing.T) {
 		status int
 		code   string
 	}{
-		{fmt.Errorf("sqlite: interrupted (9): %w", queryproxy.ErrTimeout), 504, "timeout"},
-		{fmt.Errorf("sqlite: database is locked (5): %w", queryproxy.ErrUnavailable), 503, "unavailable"},
-		{fmt.Errorf("sqlite: UNIQUE constraint failed: Order.OrderId: %w", queryproxy.ErrConstraint), 409, "constraint_violation"},
+		{fmt.Errorf("sqlite: interrupted (9): %w", engine.ErrTimeout), 504, "timeout"},
+		{fmt.Errorf("sqlite: database is locked (5): %w", engine.ErrUnavailable), 503, "unavailable"},
+		{fmt.Errorf("sqlite: UNIQUE constraint failed: Order.OrderId: %w", engine.ErrConstraint), 409, "constraint_violation"},
 		{errors.New("sqlite: SQL logic error near \"x\""), 500, "internal_error"},
 	} {
 		t.Run(tt.code, func(t *testing.T) {

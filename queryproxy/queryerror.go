@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
 )
 
@@ -83,15 +84,15 @@ func engineError(err error) *Error {
 	case errors.Is(err, ErrTooManyRows):
 		return &Error{Status: http.StatusUnprocessableEntity, Code: CodeResultTooLarge,
 			Message: "the result has more rows than allowed: narrow the WHERE clause or add a LIMIT", cause: err}
-	case errors.Is(err, ErrInvalidValue):
+	case errors.Is(err, engine.ErrInvalidValue):
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: "a value does not fit its column's type", cause: err}
-	case errors.Is(err, ErrConstraint):
+	case errors.Is(err, engine.ErrConstraint):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "the write conflicts with the data (a key, not-null or check constraint)", cause: err}
-	case errors.Is(err, ErrTimeout):
+	case errors.Is(err, engine.ErrTimeout):
 		return &Error{Status: http.StatusGatewayTimeout, Code: CodeGatewayTimeout, Message: "the statement ran past its time limit", cause: err}
-	case errors.Is(err, ErrCanceled):
+	case errors.Is(err, engine.ErrCanceled):
 		return &Error{Status: 499, Code: CodeClientClosedRequest, Message: "the request was canceled", cause: err}
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, engine.ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable, Message: "the database is unavailable; try again later", cause: err}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}

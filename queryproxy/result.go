@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
@@ -31,7 +32,7 @@ import (
 //   - Before anything was sent (the result so far fits in the buffer, which is the case for
 //     any result of at most BufferSize bytes): WriteResult returns the error, having
 //     written nothing, not even headers. The error wraps ErrTooManyRows, or the engine's
-//     error (ErrTimeout, ...). The handler answers with an error status and body as for
+//     error (engine.ErrTimeout, ...). The handler answers with an error status and body as for
 //     any other failure.
 //   - After the first bytes were sent (status 200 and part of the rows are on the wire):
 //     WriteResult sends the complete rows it holds, stops, leaves out the closing "]}" (so
@@ -52,9 +53,9 @@ const ErrorTrailer = "Gatehouse-Error"
 // for the same failures when they happen before anything was sent.
 const (
 	CodeResultTooLarge = "result_too_large" // more rows than MaxRows
-	CodeTimeout        = "timeout"          // ErrTimeout
-	CodeCanceled       = "canceled"         // ErrCanceled, or the client stopped reading
-	CodeUnavailable    = "unavailable"      // ErrUnavailable
+	CodeTimeout        = "timeout"          // engine.ErrTimeout
+	CodeCanceled       = "canceled"         // engine.ErrCanceled, or the client stopped reading
+	CodeUnavailable    = "unavailable"      // engine.ErrUnavailable
 	CodeInternal       = "internal_error"   // anything else
 )
 
@@ -130,12 +131,12 @@ const maxPooledBuffer = 1 << 20
 // response is complete. On failure, see the comment at the top of this file: a
 // *StreamError means the response was started and is now cut short; any other error means
 // nothing was written.
-func WriteResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (ResultSummary, error) {
+func WriteResult(w http.ResponseWriter, rows engine.Rows, opts ResultOptions) (ResultSummary, error) {
 	s, err := writeResult(w, rows, opts)
 	return s.sum, err
 }
 
-func writeResult(w http.ResponseWriter, rows Rows, opts ResultOptions) (*resultStream, error) {
+func writeResult(w http.ResponseWriter, rows engine.Rows, opts ResultOptions) (*resultStream, error) {
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = DefaultResultBufferSize
 	}
@@ -289,13 +290,13 @@ func trailerCode(err error) string {
 	switch {
 	case errors.Is(err, ErrTooManyRows):
 		return CodeResultTooLarge
-	case errors.Is(err, ErrTimeout):
+	case errors.Is(err, engine.ErrTimeout):
 		return CodeTimeout
-	case errors.Is(err, ErrCanceled):
+	case errors.Is(err, engine.ErrCanceled):
 		return CodeCanceled
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, engine.ErrUnavailable):
 		return CodeUnavailable
-	case errors.Is(err, ErrBadGateway):
+	case errors.Is(err, engine.ErrBadGateway):
 		return CodeBadGateway
 	}
 	return CodeInternal

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -124,7 +125,7 @@ func TestWriteResultLimitAfterSending(t *testing.T) {
 }
 
 func TestWriteResultEngineError(t *testing.T) {
-	engineErr := fmt.Errorf("running query: %w", ErrTimeout)
+	engineErr := fmt.Errorf("running query: %w", engine.ErrTimeout)
 	tests := []struct {
 		name     string
 		rows     int
@@ -139,7 +140,7 @@ func TestWriteResultEngineError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			sum, err := WriteResult(rec, priceRows(tt.rows, engineErr), ResultOptions{BufferSize: tt.buffer})
-			if !errors.Is(err, ErrTimeout) {
+			if !errors.Is(err, engine.ErrTimeout) {
 				t.Fatalf("error %v, want one wrapping ErrTimeout", err)
 			}
 			var se *StreamError

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -73,7 +74,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, x)
 		return append(dst, '"'), nil
-	case Decimal:
+	case engine.Decimal:
 		if isJSONNumber(string(x)) {
 			return append(dst, x...), nil
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 )
 
 func TestAppendValue(t *testing.T) {
@@ -37,11 +39,11 @@ func TestAppendValue(t *testing.T) {
 		{"time offset to utc", time.Date(2026, 11, 21, 20, 30, 0, 500_000_000, time.FixedZone("AEST", 10*3600)), `"2026-11-21T10:30:00.5Z"`},
 		{"bytes", []byte{0, 1, 2, 0xff}, `"AAEC/w=="`},
 		{"bytes empty", []byte{}, `""`},
-		{"decimal", Decimal("37.4800"), `37.4800`},
-		{"decimal negative exponent", Decimal("-1.5E+3"), `-1.5E+3`},
-		{"decimal NaN quoted", Decimal("NaN"), `"NaN"`},
-		{"decimal leading zero quoted", Decimal("007"), `"007"`},
-		{"decimal injection quoted", Decimal(`1,"x":2`), `"1,\"x\":2"`},
+		{"decimal", engine.Decimal("37.4800"), `37.4800`},
+		{"decimal negative exponent", engine.Decimal("-1.5E+3"), `-1.5E+3`},
+		{"decimal NaN quoted", engine.Decimal("NaN"), `"NaN"`},
+		{"decimal leading zero quoted", engine.Decimal("007"), `"007"`},
+		{"decimal injection quoted", engine.Decimal(`1,"x":2`), `"1,\"x\":2"`},
 		{"int", 42, `42`},
 		{"uint64", uint64(math.MaxUint64), `18446744073709551615`},
 	}
@@ -144,7 +146,7 @@ func FuzzDecimal(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := appendValue(nil, Decimal(s))
+		got, err := appendValue(nil, engine.Decimal(s))
 		if err != nil {
 			t.Fatal(err)
 		}

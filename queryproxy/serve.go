@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
@@ -79,7 +80,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, req *request, st 
 
 // stream writes rows as the result (WriteResult); a failure before
 // anything was sent is answered as errorOf maps it, one after is logged.
-func (h *Handler) stream(w http.ResponseWriter, req *request, rows Rows, errorOf func(error) *Error) {
+func (h *Handler) stream(w http.ResponseWriter, req *request, rows engine.Rows, errorOf func(error) *Error) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	sum, err := WriteResult(w, rows, ResultOptions{MaxRows: h.cfg.MaxRows, BufferSize: h.cfg.ResultBufferSize})
@@ -189,7 +190,7 @@ func withValues(d sqlgen.Dialect, t sqlgen.Table, names []string, st sqlgen.Stat
 // type) and gives Boolean columns bool values whatever the engine made
 // of a computed column.
 type typedRows struct {
-	Rows
+	engine.Rows
 	cols []sqlgen.Column
 }
 

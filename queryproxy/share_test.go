@@ -1,9 +1,13 @@
 package queryproxy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
+)
 
 type pooledForwarder struct {
-	Forwarder
+	engine.Forwarder
 	n int
 }
 

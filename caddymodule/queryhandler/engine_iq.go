@@ -9,7 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iqengine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
@@ -22,7 +22,7 @@ func init() {
 // (gatehouse.query_engines.iq).
 type ForwarderModule interface {
 	caddy.Module
-	Forwarder() queryproxy.Forwarder
+	Forwarder() engine.Forwarder
 }
 
 // IQEngine hands statements to the platform's own query service
@@ -123,7 +123,7 @@ func (e *IQEngine) Provision(caddy.Context) error {
 }
 
 // Forwarder is the built engine.
-func (e *IQEngine) Forwarder() queryproxy.Forwarder { return e.engine }
+func (e *IQEngine) Forwarder() engine.Forwarder { return e.engine }
 
 // UnmarshalCaddyfile reads the engine's block, after "engine iq <url>":
 //

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/caddymodule/internal/cfutil"
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/pgengine"
 )
 
@@ -102,7 +102,7 @@ func (e *PostgresEngine) Validate() error {
 }
 
 // Engine is the opened engine.
-func (e *PostgresEngine) Engine() queryproxy.Engine { return e.engine }
+func (e *PostgresEngine) Engine() engine.Engine { return e.engine }
 
 // Cleanup closes the connections.
 func (e *PostgresEngine) Cleanup() error {

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/caddymodule"
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqliteengine"
 )
 
@@ -24,7 +24,7 @@ func init() {
 // Provision opens it, Engine hands it to the handler, Cleanup closes it.
 type EngineModule interface {
 	caddy.Module
-	Engine() queryproxy.Engine
+	Engine() engine.Engine
 }
 
 // SQLiteEngine is the embedded engine (gatehouse.query_engines.sqlite): a
@@ -119,7 +119,7 @@ func (e *SQLiteEngine) Validate() error {
 }
 
 // Engine is the opened engine.
-func (e *SQLiteEngine) Engine() queryproxy.Engine { return e.engine }
+func (e *SQLiteEngine) Engine() engine.Engine { return e.engine }
 
 // Cleanup closes the database (and, after `validate`, removes its copy).
 func (e *SQLiteEngine) Cleanup() error {

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/identity/verify"
 	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
@@ -193,11 +194,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.handler.CheckCatalog(ctx); err != nil {
 		return fmt.Errorf("gatehouse_query: the table policy does not fit the database: %w", err)
 	}
-	var pinger queryproxy.Pinger
+	var pinger engine.Pinger
 	if cfg.Engine != nil {
-		pinger, _ = cfg.Engine.(queryproxy.Pinger)
+		pinger, _ = cfg.Engine.(engine.Pinger)
 	} else {
-		pinger, _ = cfg.Forwarder.(queryproxy.Pinger)
+		pinger, _ = cfg.Forwarder.(engine.Pinger)
 	}
 	if pinger != nil {
 		appIface.(*caddymodule.App).AddReadinessCheck(cmp.Or(h.Readiness, "query_engine"), !h.ReadinessOptional, pinger.Ping)
@@ -225,7 +226,7 @@ func (h *Handler) ours(path string) bool {
 }
 
 // nopEngine stands in for the engine in Validate, which builds nothing.
-type nopEngine struct{ queryproxy.Engine }
+type nopEngine struct{ engine.Engine }
 
 // Interface guards
 var (

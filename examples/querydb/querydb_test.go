@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse/gatehouse/examples/marketdata"
 	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 	"github.com/gatehouse/gatehouse/queryproxy/sqliteengine"
 )
@@ -146,7 +147,7 @@ func TestOrders(t *testing.T) {
 	e := open(t)
 	insert := `INSERT INTO "Order" ("Owner", "AccountId", "Code", "Exchange", "Side", "Quantity", "Price") VALUES (?, ?, ?, ?, ?, ?, ?)`
 	n, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: insert,
-		Args: []any{querydb.TraderSubject, "TRD-200001", "WES", "ASX", "Buy", int64(25), queryproxy.Decimal("72.10")}}})
+		Args: []any{querydb.TraderSubject, "TRD-200001", "WES", "ASX", "Buy", int64(25), engine.Decimal("72.10")}}})
 	if err != nil || n != 1 {
 		t.Fatalf("Exec = %d, %v", n, err)
 	}
@@ -162,12 +163,12 @@ func TestOrders(t *testing.T) {
 		"zero quantity":          {querydb.TraderSubject, "TRD-200001", "WES", "ASX", "Sell", int64(0), nil},
 		"no owner":               {nil, "TRD-200001", "WES", "ASX", "Sell", int64(1), nil},
 		"empty owner":            {"", "TRD-200001", "WES", "ASX", "Sell", int64(1), nil},
-		"negative price":         {querydb.TraderSubject, "TRD-200001", "WES", "ASX", "Buy", int64(1), queryproxy.Decimal("-1")},
+		"negative price":         {querydb.TraderSubject, "TRD-200001", "WES", "ASX", "Buy", int64(1), engine.Decimal("-1")},
 	}
 	for name, args := range refused {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: insert, Args: args}})
-			if !errors.Is(err, queryproxy.ErrConstraint) {
+			if !errors.Is(err, engine.ErrConstraint) {
 				t.Fatalf("error %v, want ErrConstraint", err)
 			}
 		})

@@ -24,7 +24,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
@@ -90,7 +90,7 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Engine is the iq engine: a queryproxy.Forwarder. Safe for concurrent
+// Engine is the iq engine: an engine.Forwarder. Safe for concurrent
 // use.
 type Engine struct {
 	cfg        Config
@@ -135,7 +135,7 @@ func New(cfg Config) (*Engine, error) {
 
 // MaxConns is the connections to the upstream at once (0 with Config.Client, whose
 // bound is its own): the query handler keeps any one user to a share of them
-// (queryproxy.Pooled).
+// (engine.Pooled).
 func (e *Engine) MaxConns() int {
 	if e.cfg.Client != nil {
 		return 0
@@ -155,10 +155,10 @@ func (e *Engine) Catalog(context.Context) (sqlgen.Catalog, error) { return e.cfg
 // the catalog), never the upstream's bytes; so a result's memory is a
 // row's, whatever the answer's size. Failures: ErrTimeout (the time
 // limit), ErrCanceled (the caller went away), ErrUnavailable (no
-// connection, or the upstream's 502/503/504), *queryproxy.UpstreamError
+// connection, or the upstream's 502/503/504), *engine.UpstreamError
 // (its 4xx), ErrBadGateway (anything else); a select's answer may fail
 // the same ways while its rows are read.
-func (e *Engine) Forward(ctx context.Context, req queryproxy.ForwardRequest) (*queryproxy.ForwardResult, error) {
+func (e *Engine) Forward(ctx context.Context, req engine.ForwardRequest) (*engine.ForwardResult, error) {
 	if req.Write {
 		return e.insert(ctx, req)
 	}
@@ -175,19 +175,19 @@ func (e *Engine) Forward(ctx context.Context, req queryproxy.ForwardRequest) (*q
 		a.Close()
 		return nil, a.err
 	}
-	return &queryproxy.ForwardResult{Rows: a}, nil
+	return &engine.ForwardResult{Rows: a}, nil
 }
 
 // insert forwards an insert. The caller going away cancels it only until
 // the request is written whole; from then it runs to its answer or the
 // time limit, since the upstream may apply it. An error that leaves open
-// whether it did wraps queryproxy.ErrFateUnknown: the request was written
+// whether it did wraps engine.ErrFateUnknown: the request was written
 // whole (httptrace's WroteRequest), and then the connection or the time
 // limit failed, or the answer was a 5xx (a proxy in front of the upstream
 // answers 502, 503 or 504 while the upstream may still run it) or a 200
 // that is not {"RowsAffected": n}. A request not written whole (a refused
 // dial, a failed TLS handshake) or refused (a 4xx) applied nothing.
-func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (*queryproxy.ForwardResult, error) {
+func (e *Engine) insert(caller context.Context, req engine.ForwardRequest) (*engine.ForwardResult, error) {
 	var sent atomic.Bool
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), e.cfg.Timeout)
 	defer cancel()
@@ -202,10 +202,10 @@ func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (
 			sent.Store(true)
 		}
 	}})
-	unknown := func(err error) error { return fmt.Errorf("%w (%w)", err, queryproxy.ErrFateUnknown) }
+	unknown := func(err error) error { return fmt.Errorf("%w (%w)", err, engine.ErrFateUnknown) }
 	resp, err := e.post(ctx, req)
 	if err != nil {
-		var ue *queryproxy.UpstreamError
+		var ue *engine.UpstreamError
 		switch {
 		case errors.As(err, &ue):
 		case sent.Load():
@@ -220,17 +220,17 @@ func (e *Engine) insert(caller context.Context, req queryproxy.ForwardRequest) (
 	}
 	var w struct{ RowsAffected *int64 }
 	if len(body) > maxRefusalBodyBytes || json.Unmarshal(body, &w) != nil || w.RowsAffected == nil || *w.RowsAffected < 0 {
-		return nil, unknown(fmt.Errorf("iq: an insert's answer is not {\"RowsAffected\": n}: %w", queryproxy.ErrBadGateway))
+		return nil, unknown(fmt.Errorf("iq: an insert's answer is not {\"RowsAffected\": n}: %w", engine.ErrBadGateway))
 	}
-	return &queryproxy.ForwardResult{RowsAffected: *w.RowsAffected}, nil
+	return &engine.ForwardResult{RowsAffected: *w.RowsAffected}, nil
 }
 
 // post sends the statement and returns the upstream's 200 answer, whose
 // Content-Type is JSON; any other status is the error Forward documents.
-func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http.Response, error) {
+func (e *Engine) post(ctx context.Context, req engine.ForwardRequest) (*http.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint, strings.NewReader(req.IQL))
 	if err != nil {
-		return nil, fmt.Errorf("iq: %w: %w", queryproxy.ErrBadGateway, err)
+		return nil, fmt.Errorf("iq: %w: %w", engine.ErrBadGateway, err)
 	}
 	hr.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	hr.Header.Set("Accept", "application/json")
@@ -246,22 +246,22 @@ func (e *Engine) post(ctx context.Context, req queryproxy.ForwardRequest) (*http
 	case resp.StatusCode == http.StatusOK:
 	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
 		resp.Body.Close()
-		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, queryproxy.ErrUnavailable)
+		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, engine.ErrUnavailable)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
 		defer resp.Body.Close()
-		return nil, &queryproxy.UpstreamError{Status: resp.StatusCode, Code: refusalCode(resp.Body)}
+		return nil, &engine.UpstreamError{Status: resp.StatusCode, Code: refusalCode(resp.Body)}
 	default:
 		resp.Body.Close()
-		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, queryproxy.ErrBadGateway)
+		return nil, fmt.Errorf("iq: upstream %s: %w", resp.Status, engine.ErrBadGateway)
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		resp.Body.Close()
-		return nil, fmt.Errorf("iq: upstream answered %q: %w", resp.Header.Get("Content-Type"), queryproxy.ErrBadGateway)
+		return nil, fmt.Errorf("iq: upstream answered %q: %w", resp.Header.Get("Content-Type"), engine.ErrBadGateway)
 	}
 	return resp, nil
 }
 
-// answer is a select's answer, read as it arrives (queryproxy.Rows): one
+// answer is a select's answer, read as it arrives (engine.Rows): one
 // JSON object with these two members, each once, spelled so, in either
 // order (the upstream sends Rows first):
 //
@@ -374,7 +374,7 @@ func (a *answer) row() bool {
 		case '"':
 			a.vals[i] = tok.String()
 		case '0':
-			a.vals[i] = queryproxy.Decimal(tok.String())
+			a.vals[i] = engine.Decimal(tok.String())
 		default:
 			return a.fail(nil, fmt.Sprintf("row %d holds fewer than %d plain values", a.rows, len(a.vals)))
 		}
@@ -467,7 +467,7 @@ func (a *answer) fail(err error, what string) bool {
 func (a *answer) failure(err error, what string) error {
 	if err != nil {
 		if errors.Is(err, errAnswerTooLarge) {
-			return fmt.Errorf("iq: %w: %w", queryproxy.ErrBadGateway, err)
+			return fmt.Errorf("iq: %w: %w", engine.ErrBadGateway, err)
 		}
 		if _, syntax := errors.AsType[*jsontext.SyntacticError](err); !syntax && err != io.EOF {
 			return transportError(a.ctx, err)
@@ -479,7 +479,7 @@ func (a *answer) failure(err error, what string) error {
 	if what == "" {
 		what = "malformed"
 	}
-	return fmt.Errorf("iq: the answer is not {\"Rows\", \"Columns\"} as asked (%s): %w", what, queryproxy.ErrBadGateway)
+	return fmt.Errorf("iq: the answer is not {\"Rows\", \"Columns\"} as asked (%s): %w", what, engine.ErrBadGateway)
 }
 
 // errAnswerTooLarge is limitedBody's error past its bound.
@@ -524,14 +524,14 @@ func refusalCode(r io.Reader) string {
 func transportError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("iq: %w: %w", queryproxy.ErrTimeout, err)
+		return fmt.Errorf("iq: %w: %w", engine.ErrTimeout, err)
 	case errors.Is(ctx.Err(), context.Canceled):
-		return fmt.Errorf("iq: %w: %w", queryproxy.ErrCanceled, err)
+		return fmt.Errorf("iq: %w: %w", engine.ErrCanceled, err)
 	}
-	return fmt.Errorf("iq: %w: %w", queryproxy.ErrUnavailable, err)
+	return fmt.Errorf("iq: %w: %w", engine.ErrUnavailable, err)
 }
 
-var _ queryproxy.Forwarder = (*Engine)(nil)
+var _ engine.Forwarder = (*Engine)(nil)
 
 // shownURL is u as an error may quote it: without user info, query or
 // fragment, any of which may hold a secret.

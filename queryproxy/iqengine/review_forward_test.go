@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iqengine"
 )
 
@@ -74,8 +75,8 @@ func fwd(t *testing.T, url string, client *http.Client, timeout time.Duration) *
 	return e
 }
 
-func insert() queryproxy.ForwardRequest {
-	return queryproxy.ForwardRequest{IQL: "INSERT INTO Order (Code) VALUES ('A')", Token: "t", Write: true}
+func insert() engine.ForwardRequest {
+	return engine.ForwardRequest{IQL: "INSERT INTO Order (Code) VALUES ('A')", Token: "t", Write: true}
 }
 
 // TestInsertAnswered5xxFateUnknown: a 502, 503 or 504 to an insert may come
@@ -86,7 +87,7 @@ func TestInsertAnswered5xxFateUnknown(t *testing.T) {
 	for _, st := range []int{502, 504, 500, 503, 400, 403, 409} {
 		up := hostile(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.ReadAll(r.Body); w.WriteHeader(st) })
 		_, err := fwd(t, up.URL, nil, time.Second).Forward(context.Background(), insert())
-		if unknown := st >= 500; errors.Is(err, queryproxy.ErrFateUnknown) != unknown || err == nil {
+		if unknown := st >= 500; errors.Is(err, engine.ErrFateUnknown) != unknown || err == nil {
 			t.Errorf("upstream %d to an insert: %v, fate unknown %v", st, err, unknown)
 		}
 	}
@@ -98,7 +99,7 @@ func TestInsertAnswered5xxFateUnknown(t *testing.T) {
 func TestInsert200BadBodyFateUnknown(t *testing.T) {
 	up := hostile(t, answerWith(`{"Affected":1}`))
 	_, err := fwd(t, up.URL, nil, time.Second).Forward(context.Background(), insert())
-	if !errors.Is(err, queryproxy.ErrFateUnknown) {
+	if !errors.Is(err, engine.ErrFateUnknown) {
 		t.Errorf("200 with an unexpected body to an insert: %v, not ErrFateUnknown", err)
 	}
 }
@@ -110,7 +111,7 @@ func TestInsertTLSFailureNotSent(t *testing.T) {
 	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("received") }))
 	defer up.Close()
 	_, err := fwd(t, up.URL, nil, time.Second).Forward(context.Background(), insert())
-	if errors.Is(err, queryproxy.ErrFateUnknown) {
+	if errors.Is(err, engine.ErrFateUnknown) {
 		t.Errorf("certificate refused before anything was sent: %v", err)
 	}
 }
@@ -122,7 +123,7 @@ func TestInsertDialRefusedNotSent(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err := fwd(t, "http://"+addr, nil, time.Second).Forward(context.Background(), insert())
-	if errors.Is(err, queryproxy.ErrFateUnknown) || !errors.Is(err, queryproxy.ErrUnavailable) {
+	if errors.Is(err, engine.ErrFateUnknown) || !errors.Is(err, engine.ErrUnavailable) {
 		t.Errorf("dial refused: %v", err)
 	}
 }

@@ -2,29 +2,15 @@ package pgengine
 
 import (
 	"context"
-	"fmt"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
-// catalogCache holds the last catalog read and the digest it was read at.
-type catalogCache struct {
-	cur     atomic.Pointer[catalogSnapshot]
-	refresh sync.Mutex  // held by the one goroutine that checks the digest
-	stale   atomic.Bool // the schema changed under a statement: check the digest at the next call
-}
-
-type catalogSnapshot struct {
-	catalog sqlgen.Catalog
-	digest  string    // catalogDigest when read
-	checked time.Time // when the digest was last checked
-}
+// catalogSnapshot is a catalog and the digest (catalogDigest) it was read at.
+type catalogSnapshot = engine.CatalogSnapshot[string]
 
 // catalogColumns lists the columns of the schema's relations: tables, partitioned tables,
 // views, materialized views and foreign tables (not the partitions of a partitioned
@@ -67,60 +53,27 @@ const catalogDigest = catalogColumns +
 // Config.CatalogCheckInterval, and read again only when the digest changed. The Catalog
 // returned is shared: callers must not modify it. If a check fails, the catalog read last
 // is served, and the next call checks again.
-func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) {
-	if s := e.catalog.cur.Load(); s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval && !e.catalog.stale.Load() {
-		return s.catalog, nil
-	}
-	if e.closed.Load() {
-		return sqlgen.Catalog{}, fmt.Errorf("reading catalog: %w: %w", queryproxy.ErrUnavailable, errClosed)
-	}
-	s := e.catalog.cur.Load()
-	if s != nil {
-		// One goroutine checks; the others keep using the catalog they have meanwhile.
-		if !e.catalog.refresh.TryLock() {
-			return s.catalog, nil
-		}
-	} else {
-		e.catalog.refresh.Lock()
-	}
-	defer e.catalog.refresh.Unlock()
-	// Another goroutine may have checked since s was loaded.
-	s = e.catalog.cur.Load()
-	if s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval && !e.catalog.stale.Load() {
-		return s.catalog, nil
-	}
-	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
-	defer cancel()
-	e.catalog.stale.Store(false)
-	next, err := e.readCatalog(qctx, s)
+func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) { return e.catalog.Catalog(ctx) }
+
+// logCatalog is the catalog cache's Log.
+func (e *Engine) logCatalog(next *catalogSnapshot, err error) {
 	if err != nil {
-		err = classify(ctx, qctx, err)
-		if s == nil {
-			return sqlgen.Catalog{}, fmt.Errorf("reading catalog: %w", err)
-		}
-		// The schema rarely changes: keep serving the catalog read last, and check again
-		// at the next call.
 		e.cfg.Logger.Warn("query catalog check failed", zap.Error(err))
-		return s.catalog, nil
+		return
 	}
-	if s == nil || next.digest != s.digest {
-		e.cfg.Logger.Debug("query catalog read", zap.String("schema", e.cfg.Schema),
-			zap.Int("tables", len(next.catalog.Tables)))
-	}
-	e.catalog.cur.Store(next)
-	return next.catalog, nil
+	e.cfg.Logger.Debug("query catalog read", zap.String("schema", e.cfg.Schema), zap.Int("tables", len(next.Catalog.Tables)))
 }
 
 // readCatalog reads the digest and, if it is not that of prev (nil for none), the catalog.
 // The digest is read first: should the schema change in between, the catalog stored is
 // newer than its digest, and the next check reads it again.
 func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (*catalogSnapshot, error) {
-	next := &catalogSnapshot{checked: e.cfg.Now()}
-	if err := e.pool.QueryRow(ctx, catalogDigest, e.cfg.Schema).Scan(&next.digest); err != nil {
+	next := &catalogSnapshot{Checked: e.cfg.Now()}
+	if err := e.pool.QueryRow(ctx, catalogDigest, e.cfg.Schema).Scan(&next.Version); err != nil {
 		return nil, err
 	}
-	if prev != nil && prev.digest == next.digest {
-		next.catalog = prev.catalog
+	if prev != nil && prev.Version == next.Version {
+		next.Catalog = prev.Catalog
 		return next, nil
 	}
 	rows, err := e.pool.Query(ctx, catalogQuery, e.cfg.Schema)
@@ -151,6 +104,6 @@ func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (*catal
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	next.catalog = cat
+	next.Catalog = cat
 	return next, nil
 }

@@ -1,5 +1,5 @@
 // Package pgengine is the PostgreSQL query engine of the query service: a
-// queryproxy.Engine over one schema of a PostgreSQL database, through a bounded pool of
+// engine.Engine over one schema of a PostgreSQL database, through a bounded pool of
 // pgx connections (github.com/jackc/pgx/v5/pgxpool).
 //
 // # Connections and transactions
@@ -39,7 +39,7 @@
 //
 // # Errors
 //
-// Errors wrap the sentinels of package queryproxy (errors.go): SQLSTATE class 23
+// Errors wrap the sentinels of package engine (errors.go): SQLSTATE class 23
 // (integrity constraint violation) is ErrConstraint; the caller's cancellation is
 // ErrCanceled; the time limit, the caller's deadline, and 57014 query_canceled when no
 // context ended (the server's statement_timeout) are ErrTimeout; a server that cannot be
@@ -75,7 +75,7 @@
 // which a value compared with it as a name would be cut to 63 bytes).
 //
 // Values come back as follows (rows.go). numeric is read in PostgreSQL's text format and
-// returned as a queryproxy.Decimal holding every digit the server printed: a numeric(12,4)
+// returned as an engine.Decimal holding every digit the server printed: a numeric(12,4)
 // 37.48 is "37.4800", and the result writer prints it as the JSON number 37.4800; it never
 // passes through a float64 ('NaN' and, since PostgreSQL 14, 'Infinity' come back as
 // strings). double precision is a float64; real is read as text, the shortest decimal
@@ -87,7 +87,7 @@
 // decodes exactly; the text format for the rest.
 //
 // Bind arguments are bound by pgx as sqlgen makes them (string, int64, bool, nil; a number
-// that is not an integer is text cast to numeric in the SQL); a queryproxy.Decimal is
+// that is not an integer is text cast to numeric in the SQL); an engine.Decimal is
 // bound as its text, a time.Time as a timestamp.
 //
 // # Catalog
@@ -99,6 +99,6 @@
 // schema's tables, columns and types (one row, a SHA-256 computed by the server) and reads
 // the catalog again only when the digest changed.
 //
-// This package must not depend on Caddy (caddymodule wires it in); it imports queryproxy,
+// This package must not depend on Caddy (caddymodule wires it in); it imports engine,
 // sqlgen, pgx and zap.
 package pgengine

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -51,7 +51,7 @@ type Config struct {
 	// Default 5s; at least 1ms. It is enforced twice: by the engine, which cancels the
 	// statement on the server when the limit passes, and by the server, to which each
 	// transaction says SET LOCAL statement_timeout. Past it a statement fails with
-	// queryproxy.ErrTimeout.
+	// engine.ErrTimeout.
 	StatementTimeout time.Duration
 
 	// Schema is the schema whose tables and views the catalog lists, and in which
@@ -78,7 +78,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Engine is a queryproxy.Engine over one PostgreSQL database, through a bounded pool of
+// Engine is an engine.Engine over one PostgreSQL database, through a bounded pool of
 // pgx connections. It is safe for concurrent use.
 type Engine struct {
 	cfg        Config
@@ -86,7 +86,7 @@ type Engine struct {
 	pool       *pgxpool.Pool
 	limitsSQL  string // the SELECT that sets a read's time limit and search path (read.go)
 	beginWrite pgx.TxOptions
-	catalog    catalogCache
+	catalog    engine.CatalogCache[string]
 	closed     atomic.Bool
 }
 
@@ -101,15 +101,15 @@ var errEndedTx = errors.New("the statement ended the read-only transaction")
 func (e *Engine) Dialect() sqlgen.Dialect { return sqlgen.PostgreSQL }
 
 // MaxConns is the connections the engine holds open: the query handler keeps any one
-// user to a share of them (queryproxy.Pooled).
+// user to a share of them (engine.Pooled).
 func (e *Engine) MaxConns() int { return e.cfg.MaxConns }
 
 // Query runs one read statement in a read-only transaction, under the statement time
 // limit, which ends when the Rows are closed. Writes fail. When ctx ends first, the
 // statement is canceled on the server.
-func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Rows, error) {
+func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (engine.Rows, error) {
 	if e.closed.Load() {
-		return nil, fmt.Errorf("running query: %w: %w", queryproxy.ErrUnavailable, errClosed)
+		return nil, fmt.Errorf("running query: %w: %w", engine.ErrUnavailable, errClosed)
 	}
 	if e.cfg.Trace != nil {
 		e.cfg.Trace(st.SQL, st.Args)
@@ -121,7 +121,7 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 	// runs again, on whichever connection comes, each of which may hold the old
 	// statement too, so a migration under a running gateway costs no error.
 	for i := 0; err != nil && staleStatement(err) && i <= e.cfg.MaxConns; i++ {
-		e.catalog.stale.Store(true)
+		e.catalog.MarkStale()
 		e.cfg.Logger.Debug("query statement prepared again after a schema change")
 		rd, err = e.startRead(qctx, st)
 	}
@@ -138,7 +138,7 @@ func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Row
 // and none of them has any effect.
 func (e *Engine) Exec(ctx context.Context, sts []sqlgen.Statement) (int64, error) {
 	if e.closed.Load() {
-		return 0, fmt.Errorf("running write: %w: %w", queryproxy.ErrUnavailable, errClosed)
+		return 0, fmt.Errorf("running write: %w: %w", engine.ErrUnavailable, errClosed)
 	}
 	if len(sts) == 0 {
 		return 0, nil
@@ -195,7 +195,7 @@ func rollback(parent context.Context, tx pgx.Tx) {
 }
 
 // Close closes the connection pool. It waits for the Rows still open to be closed.
-// Queries and writes after Close fail with queryproxy.ErrUnavailable.
+// Queries and writes after Close fail with engine.ErrUnavailable.
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
@@ -206,7 +206,7 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-var _ queryproxy.Engine = (*Engine)(nil)
+var _ engine.Engine = (*Engine)(nil)
 
 // staleStatement reports whether err is PostgreSQL's refusal to run a prepared statement
 // whose result's type the schema changed since ("cached plan must not change result

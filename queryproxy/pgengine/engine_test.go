@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -120,12 +120,12 @@ func testQueryValues(t *testing.T, mode string) {
 	}
 	updated := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 	wantRows := [][]any{
-		{"BHP", "ASX", "BHP Group Limited", queryproxy.Decimal("37.4800"), int64(12345678), true, updated, []byte("\x89PNG"),
+		{"BHP", "ASX", "BHP Group Limited", engine.Decimal("37.4800"), int64(12345678), true, updated, []byte("\x89PNG"),
 			int64(100), int64(1), 0.1, 37.48, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), "10:30:00", updated, "AB ",
-			"f47ac10b-58cc-4372-a567-0e02b2c3d479", `{"a": [1, 2]}`, `{x,"y z"}`, "calm", queryproxy.Decimal("37.4700"), queryproxy.Decimal("137.4900")},
-		{"CBA", "ASX", "Commonwealth Bank", queryproxy.Decimal("118.2000"), int64(2345678), false, updated.Add(time.Minute), nil,
+			"f47ac10b-58cc-4372-a567-0e02b2c3d479", `{"a": [1, 2]}`, `{x,"y z"}`, "calm", engine.Decimal("37.4700"), engine.Decimal("137.4900")},
+		{"CBA", "ASX", "Commonwealth Bank", engine.Decimal("118.2000"), int64(2345678), false, updated.Add(time.Minute), nil,
 			int64(-32768), int64(32767), math.NaN(), math.Inf(1), "infinity", nil, "-infinity", nil,
-			nil, nil, "{}", nil, queryproxy.Decimal("-0.0010"), nil},
+			nil, nil, "{}", nil, engine.Decimal("-0.0010"), nil},
 		{"XYZ", "ASX", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil},
 	}
 	if len(rows) != len(wantRows) {
@@ -152,8 +152,8 @@ func TestExactNumeric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []any{queryproxy.Decimal("123456789012345678901234567890.123456789012345678901"), queryproxy.Decimal("0.3"),
-		queryproxy.Decimal("37.4800"), queryproxy.Decimal("NaN")}
+	want := []any{engine.Decimal("123456789012345678901234567890.123456789012345678901"), engine.Decimal("0.3"),
+		engine.Decimal("37.4800"), engine.Decimal("NaN")}
 	for i := range want {
 		if rows[0][i] != want[i] {
 			t.Errorf("value %d: %#v, want %#v", i, rows[0][i], want[i])
@@ -171,8 +171,8 @@ func TestBindArgs(t *testing.T) {
 	}{
 		{"time", `SELECT "Code" FROM "Security" WHERE "Updated" = $1`, time.Date(2026, 11, 21, 20, 31, 0, 0, time.FixedZone("AEST", 10*3600)), "CBA"},
 		{"time as text", `SELECT "Code" FROM "Security" WHERE "Updated" = $1`, "2026-11-21T10:30:00Z", "BHP"},
-		{"decimal", `SELECT "Code" FROM "Security" WHERE "LastPrice" = $1`, queryproxy.Decimal("37.48"), "BHP"},
-		{"decimal compared", `SELECT "Code" FROM "Security" WHERE "LastPrice" > $1`, queryproxy.Decimal("100"), "CBA"},
+		{"decimal", `SELECT "Code" FROM "Security" WHERE "LastPrice" = $1`, engine.Decimal("37.48"), "BHP"},
+		{"decimal compared", `SELECT "Code" FROM "Security" WHERE "LastPrice" > $1`, engine.Decimal("100"), "CBA"},
 		{"number as numeric text", `SELECT "Code" FROM "Security" WHERE "LastPrice" = $1::numeric`, "118.20", "CBA"},
 		{"integer", `SELECT "Code" FROM "Security" WHERE "Volume" = $1`, int64(12345678), "BHP"},
 		{"bool", `SELECT "Code" FROM "Security" WHERE "Listed" = $1`, true, "BHP"},
@@ -188,9 +188,9 @@ func TestBindArgs(t *testing.T) {
 			}
 		})
 	}
-	args := []any{queryproxy.Decimal("1.5"), true}
+	args := []any{engine.Decimal("1.5"), true}
 	bindArgs(args)
-	if _, ok := args[0].(queryproxy.Decimal); !ok {
+	if _, ok := args[0].(engine.Decimal); !ok {
 		t.Error("bindArgs changed its argument")
 	}
 }
@@ -229,10 +229,10 @@ func TestClosed(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(context.Background(), sqlgen.Statement{SQL: "SELECT 1"}); !errors.Is(err, queryproxy.ErrUnavailable) {
+	if _, err := e.Query(context.Background(), sqlgen.Statement{SQL: "SELECT 1"}); !errors.Is(err, engine.ErrUnavailable) {
 		t.Errorf("Query after Close: %v, want ErrUnavailable", err)
 	}
-	if _, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: "SELECT 1"}}); !errors.Is(err, queryproxy.ErrUnavailable) {
+	if _, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: "SELECT 1"}}); !errors.Is(err, engine.ErrUnavailable) {
 		t.Errorf("Exec after Close: %v, want ErrUnavailable", err)
 	}
 }
@@ -280,7 +280,7 @@ func TestDSNSecret(t *testing.T) {
 			if strings.Contains(err.Error(), secret) {
 				t.Fatalf("the error holds the password: %v", err)
 			}
-			if name == "no server" && !errors.Is(err, queryproxy.ErrUnavailable) {
+			if name == "no server" && !errors.Is(err, engine.ErrUnavailable) {
 				t.Errorf("error %v, want ErrUnavailable", err)
 			}
 		})

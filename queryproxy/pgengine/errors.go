@@ -11,11 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 )
 
 // classify wraps err, the error of a statement run under limited (the statement's time
-// limit, derived from parent, the caller's context), with the queryproxy sentinel that
+// limit, derived from parent, the caller's context), with the engine sentinel that
 // describes it, if one does, and replaces a server error by one that quotes no value
 // (serverError). The context decides first: once it has ended, the driver's error (the
 // server's "canceling statement due to user request", a closed connection) is a
@@ -31,16 +31,16 @@ func classify(parent, limited context.Context, err error) error {
 	var kind error
 	switch {
 	case parent.Err() != nil:
-		kind = queryproxy.ErrCanceled
+		kind = engine.ErrCanceled
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
-			kind = queryproxy.ErrTimeout
+			kind = engine.ErrTimeout
 		}
 	case limited.Err() != nil, errors.Is(err, context.DeadlineExceeded):
-		kind = queryproxy.ErrTimeout
+		kind = engine.ErrTimeout
 	case pgErr != nil:
 		kind = sqlstateKind(pgErr.Code)
 	case errors.Is(err, errClosed), errors.Is(err, puddle.ErrClosedPool), connectionLost(err):
-		kind = queryproxy.ErrUnavailable
+		kind = engine.ErrUnavailable
 	}
 	if kind == nil {
 		return err
@@ -53,21 +53,21 @@ func classify(parent, limited context.Context, err error) error {
 func sqlstateKind(code string) error {
 	switch {
 	case strings.HasPrefix(code, "23"): // integrity constraint violation
-		return queryproxy.ErrConstraint
+		return engine.ErrConstraint
 	case strings.HasPrefix(code, "22"): // data exception: a bound value the column's type refuses
-		return queryproxy.ErrInvalidValue
+		return engine.ErrInvalidValue
 	case code == "42804", // datatype_mismatch: an order or pattern on a column of a type with no collation
 		code == "42883", // undefined_function: an operator the column's type lacks (= on json)
 		code == "428C9": // generated_always: a column the catalog did not show as generated
-		return queryproxy.ErrInvalidValue
+		return engine.ErrInvalidValue
 	case code == "57014": // query_canceled, with no context ended: statement_timeout
-		return queryproxy.ErrTimeout
+		return engine.ErrTimeout
 	case strings.HasPrefix(code, "08"), // connection exception
 		strings.HasPrefix(code, "53"),    // insufficient resources: too many connections, disk full
 		strings.HasPrefix(code, "57P"),   // admin or crash shutdown, cannot connect now, database dropped
 		code == "55P03",                  // lock_not_available
 		code == "40001", code == "40P01": // serialization failure, deadlock: another try may pass
-		return queryproxy.ErrUnavailable
+		return engine.ErrUnavailable
 	}
 	return nil
 }

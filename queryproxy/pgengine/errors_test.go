@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -31,36 +31,36 @@ func TestClassify(t *testing.T) {
 		err             error
 		want            error // nil: no sentinel
 	}{
-		{"unique", live, live, pg("23505"), queryproxy.ErrConstraint},
-		{"check", live, live, pg("23514"), queryproxy.ErrConstraint},
-		{"foreign key", live, live, pg("23503"), queryproxy.ErrConstraint},
-		{"not null", live, live, pg("23502"), queryproxy.ErrConstraint},
-		{"wrapped", live, live, fmt.Errorf("statement 2 of 3: %w", pg("23505")), queryproxy.ErrConstraint},
-		{"server statement_timeout", live, live, pg("57014"), queryproxy.ErrTimeout},
-		{"engine's time limit", live, limitedOut, pg("57014"), queryproxy.ErrTimeout},
-		{"client gone", canceled, canceled, pg("57014"), queryproxy.ErrCanceled},
-		{"client gone, any error", canceled, canceled, io.ErrUnexpectedEOF, queryproxy.ErrCanceled},
-		{"caller's deadline", expired, expired, pg("57014"), queryproxy.ErrTimeout},
-		{"deadline error", live, live, fmt.Errorf("x: %w", context.DeadlineExceeded), queryproxy.ErrTimeout},
-		{"connection exception", live, live, pg("08006"), queryproxy.ErrUnavailable},
-		{"too many connections", live, live, pg("53300"), queryproxy.ErrUnavailable},
-		{"admin shutdown", live, live, pg("57P01"), queryproxy.ErrUnavailable},
-		{"cannot connect now", live, live, pg("57P03"), queryproxy.ErrUnavailable},
-		{"lock not available", live, live, pg("55P03"), queryproxy.ErrUnavailable},
-		{"deadlock", live, live, pg("40P01"), queryproxy.ErrUnavailable},
-		{"serialization", live, live, pg("40001"), queryproxy.ErrUnavailable},
-		{"connect error", live, live, &pgconn.ConnectError{Config: &pgconn.Config{}}, queryproxy.ErrUnavailable},
-		{"eof", live, live, io.ErrUnexpectedEOF, queryproxy.ErrUnavailable},
-		{"closed pool", live, live, puddle.ErrClosedPool, queryproxy.ErrUnavailable},
-		{"closed engine", live, live, errClosed, queryproxy.ErrUnavailable},
+		{"unique", live, live, pg("23505"), engine.ErrConstraint},
+		{"check", live, live, pg("23514"), engine.ErrConstraint},
+		{"foreign key", live, live, pg("23503"), engine.ErrConstraint},
+		{"not null", live, live, pg("23502"), engine.ErrConstraint},
+		{"wrapped", live, live, fmt.Errorf("statement 2 of 3: %w", pg("23505")), engine.ErrConstraint},
+		{"server statement_timeout", live, live, pg("57014"), engine.ErrTimeout},
+		{"engine's time limit", live, limitedOut, pg("57014"), engine.ErrTimeout},
+		{"client gone", canceled, canceled, pg("57014"), engine.ErrCanceled},
+		{"client gone, any error", canceled, canceled, io.ErrUnexpectedEOF, engine.ErrCanceled},
+		{"caller's deadline", expired, expired, pg("57014"), engine.ErrTimeout},
+		{"deadline error", live, live, fmt.Errorf("x: %w", context.DeadlineExceeded), engine.ErrTimeout},
+		{"connection exception", live, live, pg("08006"), engine.ErrUnavailable},
+		{"too many connections", live, live, pg("53300"), engine.ErrUnavailable},
+		{"admin shutdown", live, live, pg("57P01"), engine.ErrUnavailable},
+		{"cannot connect now", live, live, pg("57P03"), engine.ErrUnavailable},
+		{"lock not available", live, live, pg("55P03"), engine.ErrUnavailable},
+		{"deadlock", live, live, pg("40P01"), engine.ErrUnavailable},
+		{"serialization", live, live, pg("40001"), engine.ErrUnavailable},
+		{"connect error", live, live, &pgconn.ConnectError{Config: &pgconn.Config{}}, engine.ErrUnavailable},
+		{"eof", live, live, io.ErrUnexpectedEOF, engine.ErrUnavailable},
+		{"closed pool", live, live, puddle.ErrClosedPool, engine.ErrUnavailable},
+		{"closed engine", live, live, errClosed, engine.ErrUnavailable},
 		{"undefined table", live, live, pg("42P01"), nil},
 		{"syntax", live, live, pg("42601"), nil},
-		{"invalid text", live, live, pg("22P02"), queryproxy.ErrInvalidValue},
-		{"bad datetime", live, live, pg("22007"), queryproxy.ErrInvalidValue},
+		{"invalid text", live, live, pg("22P02"), engine.ErrInvalidValue},
+		{"bad datetime", live, live, pg("22007"), engine.ErrInvalidValue},
 		{"read-only transaction", live, live, pg("25006"), nil},
 		{"other", live, live, errors.New("x"), nil},
 	}
-	sentinels := []error{queryproxy.ErrConstraint, queryproxy.ErrTimeout, queryproxy.ErrCanceled, queryproxy.ErrUnavailable, queryproxy.ErrInvalidValue}
+	sentinels := []error{engine.ErrConstraint, engine.ErrTimeout, engine.ErrCanceled, engine.ErrUnavailable, engine.ErrInvalidValue}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := classify(tt.parent, tt.limited, tt.err)
@@ -119,7 +119,7 @@ func TestConnectionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if _, _, err := queryAll(t, e, `SELECT 1`); err != nil && !errors.Is(err, queryproxy.ErrUnavailable) {
+	if _, _, err := queryAll(t, e, `SELECT 1`); err != nil && !errors.Is(err, engine.ErrUnavailable) {
 		t.Fatalf("after the server ended the connection: %v, want ErrUnavailable", err)
 	} else {
 		t.Logf("after the server ended the connection: %v", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/internal/querytest"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
@@ -350,7 +351,7 @@ func TestDemoSameData(t *testing.T) {
 
 // readAll reads a query's rows through any engine, a Decimal column's values as float64,
 // sorted by their printed form.
-func readAll(t *testing.T, e queryproxy.Engine, cols []sqlgen.Column, sql string) [][]any {
+func readAll(t *testing.T, e engine.Engine, cols []sqlgen.Column, sql string) [][]any {
 	t.Helper()
 	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: sql})
 	if err != nil {
@@ -365,7 +366,7 @@ func readAll(t *testing.T, e queryproxy.Engine, cols []sqlgen.Column, sql string
 				continue
 			}
 			switch v := row[i].(type) {
-			case queryproxy.Decimal:
+			case engine.Decimal:
 				f, err := strconv.ParseFloat(string(v), 64)
 				if err != nil {
 					t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -43,7 +43,7 @@ func TestQueryTimeLimit(t *testing.T) {
 	start := time.Now()
 	_, _, err := queryAll(t, e, sleep)
 	elapsed := time.Since(start)
-	if !errors.Is(err, queryproxy.ErrTimeout) {
+	if !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	if elapsed < limit || elapsed > limit+slack {
@@ -68,7 +68,7 @@ func TestServerStatementTimeout(t *testing.T) {
 	e.cfg.StatementTimeout = 10 * time.Second
 	start := time.Now()
 	_, _, err := queryAll(t, e, sleep)
-	if !errors.Is(err, queryproxy.ErrTimeout) || time.Since(start) > slack {
+	if !errors.Is(err, engine.ErrTimeout) || time.Since(start) > slack {
 		t.Fatalf("error %v after %v, want ErrTimeout after about 400ms", err, time.Since(start))
 	}
 }
@@ -91,7 +91,7 @@ func TestQueryTimeLimitBetweenRows(t *testing.T) {
 	if rows.Next() {
 		t.Fatalf("row %v read after the time limit", rows.Values())
 	}
-	if err := rows.Err(); !errors.Is(err, queryproxy.ErrTimeout) {
+	if err := rows.Err(); !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	if elapsed := time.Since(start); elapsed > slack {
@@ -108,7 +108,7 @@ func TestQueryTimeLimitBetweenRows(t *testing.T) {
 	defer slow.Close()
 	for slow.Next() {
 	}
-	if err := slow.Err(); !errors.Is(err, queryproxy.ErrTimeout) {
+	if err := slow.Err(); !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	if n := e.pool.Stat().AcquiredConns(); n != 0 {
@@ -126,7 +126,7 @@ func TestQueryCanceled(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
 	_, _, err := queryCtx(ctx, e, sleep)
-	if !errors.Is(err, queryproxy.ErrCanceled) || errors.Is(err, queryproxy.ErrTimeout) {
+	if !errors.Is(err, engine.ErrCanceled) || errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrCanceled", err)
 	}
 	if elapsed := time.Since(start); elapsed > slack {
@@ -156,7 +156,7 @@ func TestQueryCanceled(t *testing.T) {
 	cancel()
 	for rows.Next() {
 	}
-	if err := rows.Err(); !errors.Is(err, queryproxy.ErrCanceled) {
+	if err := rows.Err(); !errors.Is(err, engine.ErrCanceled) {
 		t.Fatalf("error %v, want ErrCanceled", err)
 	}
 	rows.Close()
@@ -165,7 +165,7 @@ func TestQueryCanceled(t *testing.T) {
 	// The caller's own deadline is a timeout.
 	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, _, err := queryCtx(ctx, e, sleep); !errors.Is(err, queryproxy.ErrTimeout) {
+	if _, _, err := queryCtx(ctx, e, sleep); !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	waitStopped(t, name, "pgengine sleeper")
@@ -178,7 +178,7 @@ func TestExecTimeLimit(t *testing.T) {
 		{SQL: `INSERT INTO "Item" ("Name", "Qty") VALUES ('two', 2)`},
 		{SQL: `INSERT INTO "Item" ("Name", "Qty") SELECT 'pgengine sleeper', 1 FROM pg_sleep(10)`},
 	})
-	if !errors.Is(err, queryproxy.ErrTimeout) {
+	if !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	if elapsed := time.Since(start); elapsed > slack {
@@ -231,7 +231,7 @@ func TestBoundedPool(t *testing.T) {
 			}
 			_, rows, err := queryCtx(ctx, e, `SELECT count(*) FROM "Security", pg_sleep(0.2)`)
 			switch {
-			case i%3 == 0 && errors.Is(err, queryproxy.ErrCanceled), i%3 == 0 && err == nil:
+			case i%3 == 0 && errors.Is(err, engine.ErrCanceled), i%3 == 0 && err == nil:
 			case err != nil:
 				errs <- err
 			case rows[0][0] != int64(3):

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 )
 
 // Open connects to the database cfg.DSN names, checks that cfg.Schema exists and reads its
@@ -33,6 +35,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		limitsSQL:  limitsQuery(cfg),
 		beginWrite: pgx.TxOptions{BeginQuery: beginQuery("READ WRITE", cfg)},
 	}
+	e.catalog = engine.CatalogCache[string]{Interval: cfg.CatalogCheckInterval, Now: cfg.Now, Timeout: cfg.StatementTimeout,
+		Read: e.readCatalog, Classify: classify, Closed: &e.closed, ErrClosed: errClosed, Log: e.logCatalog}
 	if e.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 		return nil, fmt.Errorf("opening postgres engine %s: %w", e.server, err)
 	}

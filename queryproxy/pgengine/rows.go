@@ -11,13 +11,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
-// rows is the queryproxy.Rows of a Query: the statement's result in the pipeline of a
+// rows is the engine.Rows of a Query: the statement's result in the pipeline of a
 // read (read.go), its values read raw and decoded per column into the values the result
 // reports. Close (or the last Next) reads the rest of the pipeline and frees the
 // connection; so does the statement time limit (expire) when the caller has stopped
@@ -139,7 +139,7 @@ type decoder func(src []byte) (any, error)
 // newDecoder returns the decoder of a result column: by its type and the format it comes
 // in (binary for the types of resultFormats, text for the others; text for all when the
 // connection's exec mode does not describe the statement first), to nil, int64, float64,
-// string, bool, time.Time (in UTC), []byte or queryproxy.Decimal.
+// string, bool, time.Time (in UTC), []byte or engine.Decimal.
 func newDecoder(m *pgtype.Map, fd pgconn.FieldDescription) decoder {
 	oid, format := fd.DataTypeOID, fd.Format
 	switch oid {
@@ -166,7 +166,7 @@ func newDecoder(m *pgtype.Map, fd pgconn.FieldDescription) decoder {
 	switch oid {
 	case pgtype.NumericOID:
 		// PostgreSQL's own text of the number: every digit it has, never a float.
-		return func(src []byte) (any, error) { return queryproxy.Decimal(src), nil }
+		return func(src []byte) (any, error) { return engine.Decimal(src), nil }
 	case pgtype.Float4OID:
 		// The shortest decimal that reads back as the float4, read as a float64: 37.48,
 		// not the float4's exact 37.479999542236328125.

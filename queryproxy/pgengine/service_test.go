@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqliteengine"
 )
 
@@ -45,7 +46,7 @@ var callers = map[string]*queryproxy.Caller{
 // ran (when it is this package's).
 type testService struct {
 	srv   *httptest.Server
-	eng   queryproxy.Engine
+	eng   engine.Engine
 	db    string // the PostgreSQL database's name
 	mu    sync.Mutex
 	trace []string

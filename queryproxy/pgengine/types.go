@@ -4,7 +4,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -92,14 +92,14 @@ var resultFormats = pgx.QueryResultFormatsByOID{
 	pgtype.ByteaOID:       pgx.BinaryFormatCode,
 }
 
-// bindArgs converts the arguments of a statement to what pgx binds: a queryproxy.Decimal
+// bindArgs converts the arguments of a statement to what pgx binds: an engine.Decimal
 // as its text (sqlgen casts a number's placeholder to numeric, and PostgreSQL converts
 // text for a numeric column exactly). Other values (string, int64, bool, nil, time.Time)
 // are bound as they are. The caller's slice is not changed.
 func bindArgs(args []any) []any {
 	out, copied := args, false
 	for i, a := range args {
-		d, ok := a.(queryproxy.Decimal)
+		d, ok := a.(engine.Decimal)
 		if !ok {
 			continue
 		}

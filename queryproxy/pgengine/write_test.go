@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -24,14 +24,14 @@ func TestExecConstraint(t *testing.T) {
 	for name, st := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.Exec(context.Background(), []sqlgen.Statement{st})
-			if !errors.Is(err, queryproxy.ErrConstraint) {
+			if !errors.Is(err, engine.ErrConstraint) {
 				t.Fatalf("error %v, want ErrConstraint", err)
 			}
 		})
 	}
 	// Other errors are not constraint violations.
 	_, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: `INSERT INTO "Nothing" VALUES (1)`}})
-	if err == nil || errors.Is(err, queryproxy.ErrConstraint) || errors.Is(err, queryproxy.ErrUnavailable) {
+	if err == nil || errors.Is(err, engine.ErrConstraint) || errors.Is(err, engine.ErrUnavailable) {
 		t.Fatalf("insert into a missing table: %v", err)
 	}
 }
@@ -45,7 +45,7 @@ func TestExecAtomic(t *testing.T) {
 		{SQL: insert, Args: []any{"three", int64(3)}},
 		{SQL: insert, Args: []any{nil, int64(4)}},
 	})
-	if !errors.Is(err, queryproxy.ErrConstraint) {
+	if !errors.Is(err, engine.ErrConstraint) {
 		t.Fatalf("error %v, want ErrConstraint", err)
 	}
 	if n := count(t, e, "Item"); n != 1 {
@@ -55,7 +55,7 @@ func TestExecAtomic(t *testing.T) {
 	_, err = e.Exec(context.Background(), []sqlgen.Statement{
 		{SQL: `INSERT INTO "Item" ("Name", "Qty") VALUES ('two', 2), ('three', 3), (NULL, 4)`},
 	})
-	if !errors.Is(err, queryproxy.ErrConstraint) {
+	if !errors.Is(err, engine.ErrConstraint) {
 		t.Fatalf("error %v, want ErrConstraint", err)
 	}
 	if n := count(t, e, "Item"); n != 1 {

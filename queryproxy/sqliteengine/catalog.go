@@ -5,74 +5,30 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
-// catalogCache holds the last catalog read and the schema version it was read at.
-type catalogCache struct {
-	cur     atomic.Pointer[catalogSnapshot]
-	refresh sync.Mutex // held by the one goroutine that checks the schema version
-}
-
-type catalogSnapshot struct {
-	catalog sqlgen.Catalog
-	version int64     // PRAGMA schema_version when read
-	checked time.Time // when the version was last checked
-}
+// catalogSnapshot is a catalog and the PRAGMA schema_version it was read at.
+type catalogSnapshot = engine.CatalogSnapshot[int64]
 
 // Catalog reports the tables and columns of the database. It is served from a cache,
 // which is checked against PRAGMA schema_version at most once per
 // Config.CatalogCheckInterval, and read again only when the schema changed. The Catalog
 // returned is shared: callers must not modify it. If a check fails, the catalog read last
 // is served, and the next call checks again.
-func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) {
-	if s := e.catalog.cur.Load(); s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval {
-		return s.catalog, nil
-	}
-	if e.closed.Load() {
-		return sqlgen.Catalog{}, fmt.Errorf("reading catalog: %w: %w", queryproxy.ErrUnavailable, errClosed)
-	}
-	s := e.catalog.cur.Load()
-	if s != nil {
-		// One goroutine checks; the others keep using the catalog they have meanwhile.
-		if !e.catalog.refresh.TryLock() {
-			return s.catalog, nil
-		}
-	} else {
-		e.catalog.refresh.Lock()
-	}
-	defer e.catalog.refresh.Unlock()
-	// Another goroutine may have checked since s was loaded.
-	s = e.catalog.cur.Load()
-	if s != nil && e.cfg.Now().Sub(s.checked) < e.cfg.CatalogCheckInterval {
-		return s.catalog, nil
-	}
-	qctx, cancel := context.WithTimeout(ctx, e.cfg.StatementTimeout)
-	defer cancel()
-	next, err := e.readCatalog(qctx, s)
+func (e *Engine) Catalog(ctx context.Context) (sqlgen.Catalog, error) { return e.catalog.Catalog(ctx) }
+
+// logCatalog is the catalog cache's Log.
+func (e *Engine) logCatalog(next *catalogSnapshot, err error) {
 	if err != nil {
-		err = classify(ctx, qctx, err)
-		if s == nil {
-			return sqlgen.Catalog{}, fmt.Errorf("reading catalog: %w", err)
-		}
-		// The schema rarely changes: keep serving the catalog read last, and check again
-		// at the next call.
 		e.cfg.Logger.Warn("query catalog check failed", zap.Error(err))
-		return s.catalog, nil
+		return
 	}
-	if s == nil || next.version != s.version {
-		e.cfg.Logger.Debug("query catalog read", zap.Int64("schema_version", next.version),
-			zap.Int("tables", len(next.catalog.Tables)))
-	}
-	e.catalog.cur.Store(next)
-	return next.catalog, nil
+	e.cfg.Logger.Debug("query catalog read", zap.Int64("schema_version", next.Version), zap.Int("tables", len(next.Catalog.Tables)))
 }
 
 // readCatalog checks the schema version and, if it is not that of prev (nil for none),
@@ -85,15 +41,15 @@ func (e *Engine) readCatalog(ctx context.Context, prev *catalogSnapshot) (_ *cat
 	}
 	defer func() { err = errors.Join(err, ignoreDone(tx.Rollback())) }()
 
-	next := &catalogSnapshot{checked: e.cfg.Now()}
-	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&next.version); err != nil {
+	next := &catalogSnapshot{Checked: e.cfg.Now()}
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&next.Version); err != nil {
 		return nil, err
 	}
-	if prev != nil && prev.version == next.version {
-		next.catalog = prev.catalog
+	if prev != nil && prev.Version == next.Version {
+		next.Catalog = prev.Catalog
 		return next, nil
 	}
-	if next.catalog, err = readTables(ctx, tx); err != nil {
+	if next.Catalog, err = readTables(ctx, tx); err != nil {
 		return nil, err
 	}
 	return next, nil

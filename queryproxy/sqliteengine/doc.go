@@ -1,5 +1,5 @@
 // Package sqliteengine is the embedded query engine of the query service: a
-// queryproxy.Engine over one SQLite database file, through modernc.org/sqlite (no cgo). The
+// engine.Engine over one SQLite database file, through modernc.org/sqlite (no cgo). The
 // demo serves its query service from it; the PostgreSQL engine serves several instances.
 //
 // # Connections
@@ -19,7 +19,7 @@
 // Every statement runs under Config.StatementTimeout, through its context: the driver
 // interrupts SQLite when the context ends while a statement starts or waits for a lock,
 // and a result stops between two rows. Errors wrap the sentinels of package
-// queryproxy (errors.go): SQLITE_CONSTRAINT* is ErrConstraint, the time limit (or the
+// engine (errors.go): SQLITE_CONSTRAINT* is ErrConstraint, the time limit (or the
 // caller's deadline) ErrTimeout, the caller's cancellation ErrCanceled, and a database
 // that is locked for longer than the busy timeout, cannot be opened, or is closed,
 // ErrUnavailable.
@@ -55,7 +55,7 @@
 // '37.4800' is stored and returned as 37.48; the result writer prints the shortest decimal
 // that reads back as the same double, so a price never gains digits it did not have.
 // Bind arguments are normalized the other way: a time.Time is bound as RFC 3339 UTC text
-// (the demo's storage format, so comparisons work as text), a queryproxy.Decimal as its
+// (the demo's storage format, so comparisons work as text), an engine.Decimal as its
 // text (which a numeric column converts), a bool as 1 or 0.
 //
 // # Catalog
@@ -66,6 +66,6 @@
 // asks SQLite for PRAGMA schema_version, which every schema change increments, and reads
 // the catalog again only when it changed.
 //
-// This package must not depend on Caddy (caddymodule wires it in); it imports queryproxy,
+// This package must not depend on Caddy (caddymodule wires it in); it imports engine,
 // sqlgen, the driver (modernc.org/sqlite) and zap.
 package sqliteengine

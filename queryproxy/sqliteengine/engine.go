@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -43,11 +43,11 @@ type Config struct {
 
 	// StatementTimeout is the time limit of one statement: of a Query with the reading
 	// of its rows, of an Exec with its whole transaction. Default 5s. A statement past it
-	// is interrupted and fails with queryproxy.ErrTimeout.
+	// is interrupted and fails with engine.ErrTimeout.
 	StatementTimeout time.Duration
 
 	// BusyTimeout is how long a statement waits for a lock that another process holds
-	// (a write by another program) before it fails with queryproxy.ErrUnavailable.
+	// (a write by another program) before it fails with engine.ErrUnavailable.
 	// Default 5s; rounded down to whole milliseconds, at least 1ms.
 	BusyTimeout time.Duration
 
@@ -69,7 +69,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Engine is a queryproxy.Engine over one SQLite database file. It is safe for concurrent
+// Engine is an engine.Engine over one SQLite database file. It is safe for concurrent
 // use.
 type Engine struct {
 	cfg     Config
@@ -77,7 +77,7 @@ type Engine struct {
 	w       *sql.DB  // the writer: one connection
 	readers *readers // the read-only connections queries run on
 	cat     *sql.DB  // a read-only connection the catalog is read on
-	catalog catalogCache
+	catalog engine.CatalogCache[int64]
 	closed  atomic.Bool
 }
 
@@ -88,14 +88,14 @@ var errClosed = errors.New("sqlite engine is closed")
 func (e *Engine) Dialect() sqlgen.Dialect { return sqlgen.SQLite }
 
 // MaxConns is how many reads run at once (MaxReadConns): the query handler keeps any
-// one user to a share of them (queryproxy.Pooled).
+// one user to a share of them (engine.Pooled).
 func (e *Engine) MaxConns() int { return e.cfg.MaxReadConns }
 
 // Query runs one read statement on a read-only connection, under the statement time
 // limit, which ends when the Rows are closed. Writes fail.
-func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (queryproxy.Rows, error) {
+func (e *Engine) Query(ctx context.Context, st sqlgen.Statement) (engine.Rows, error) {
 	if e.closed.Load() {
-		return nil, fmt.Errorf("running query: %w: %w", queryproxy.ErrUnavailable, errClosed)
+		return nil, fmt.Errorf("running query: %w: %w", engine.ErrUnavailable, errClosed)
 	}
 	if e.cfg.Trace != nil {
 		e.cfg.Trace(st.SQL, st.Args)
@@ -141,7 +141,7 @@ func (e *Engine) query(ctx context.Context, r *reader, query string, args []driv
 // rolled back and none of them has any effect.
 func (e *Engine) Exec(ctx context.Context, sts []sqlgen.Statement) (int64, error) {
 	if e.closed.Load() {
-		return 0, fmt.Errorf("running write: %w: %w", queryproxy.ErrUnavailable, errClosed)
+		return 0, fmt.Errorf("running write: %w: %w", engine.ErrUnavailable, errClosed)
 	}
 	if len(sts) == 0 {
 		return 0, nil
@@ -192,7 +192,7 @@ func ignoreDone(err error) error {
 }
 
 // Close closes both connection pools. Queries and writes after Close fail with
-// queryproxy.ErrUnavailable.
+// engine.ErrUnavailable.
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
@@ -213,7 +213,7 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-var _ queryproxy.Engine = (*Engine)(nil)
+var _ engine.Engine = (*Engine)(nil)
 
 // Ping checks that the database answers a read (a reader, SELECT 1), for a readiness
 // probe. With every reader open and in use it waits for none: the engine is serving.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -144,8 +144,8 @@ func TestBindArgs(t *testing.T) {
 		want string
 	}{
 		{"time", `SELECT Code FROM Security WHERE Updated = ?`, time.Date(2026, 11, 21, 20, 31, 0, 0, time.FixedZone("AEST", 10*3600)), "CBA"},
-		{"decimal", `SELECT Code FROM Security WHERE LastPrice = ?`, queryproxy.Decimal("37.4800"), "BHP"},
-		{"decimal compared", `SELECT Code FROM Security WHERE LastPrice > ?`, queryproxy.Decimal("100"), "CBA"},
+		{"decimal", `SELECT Code FROM Security WHERE LastPrice = ?`, engine.Decimal("37.4800"), "BHP"},
+		{"decimal compared", `SELECT Code FROM Security WHERE LastPrice > ?`, engine.Decimal("100"), "CBA"},
 		{"bool", `SELECT Code FROM Security WHERE Listed = ?`, true, "BHP"},
 	}
 	for _, tt := range tests {
@@ -200,10 +200,10 @@ func TestClosed(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(context.Background(), sqlgen.Statement{SQL: "SELECT 1"}); !errors.Is(err, queryproxy.ErrUnavailable) {
+	if _, err := e.Query(context.Background(), sqlgen.Statement{SQL: "SELECT 1"}); !errors.Is(err, engine.ErrUnavailable) {
 		t.Errorf("Query after Close: %v, want ErrUnavailable", err)
 	}
-	if _, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: "SELECT 1"}}); !errors.Is(err, queryproxy.ErrUnavailable) {
+	if _, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: "SELECT 1"}}); !errors.Is(err, engine.ErrUnavailable) {
 		t.Errorf("Exec after Close: %v, want ErrUnavailable", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 )
 
 // Primary result codes that classify errors (the low byte of an extended code).
@@ -22,7 +22,7 @@ const (
 )
 
 // classify wraps err, the error of a statement run under limited (the statement's time
-// limit, derived from parent, the caller's context), with the queryproxy sentinel that
+// limit, derived from parent, the caller's context), with the engine sentinel that
 // describes it, if one does. The context decides first: once it has ended, the driver's
 // error (an interrupted statement, a closed Rows) is a consequence of that.
 func classify(parent, limited context.Context, err error) error {
@@ -32,22 +32,22 @@ func classify(parent, limited context.Context, err error) error {
 	var kind error
 	switch {
 	case parent.Err() != nil:
-		kind = queryproxy.ErrCanceled
+		kind = engine.ErrCanceled
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
-			kind = queryproxy.ErrTimeout
+			kind = engine.ErrTimeout
 		}
 	case limited.Err() != nil, pastLimit(err):
-		kind = queryproxy.ErrTimeout
+		kind = engine.ErrTimeout
 	case errors.Is(err, sql.ErrConnDone), errors.Is(err, errClosed):
-		kind = queryproxy.ErrUnavailable
+		kind = engine.ErrUnavailable
 	default:
 		switch sqliteCode(err) & 0xff {
 		case sqliteConstraint:
-			kind = queryproxy.ErrConstraint
+			kind = engine.ErrConstraint
 		case sqliteMismatch: // a value an INTEGER PRIMARY KEY refuses
-			kind = queryproxy.ErrInvalidValue
+			kind = engine.ErrInvalidValue
 		case sqliteBusy, sqliteLocked, sqliteCantOpen:
-			kind = queryproxy.ErrUnavailable
+			kind = engine.ErrUnavailable
 		}
 	}
 	if kind == nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -23,7 +23,7 @@ func TestQueryTimeLimit(t *testing.T) {
 	start := time.Now()
 	_, _, err := queryAll(t, e, endless)
 	elapsed := time.Since(start)
-	if !errors.Is(err, queryproxy.ErrTimeout) {
+	if !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	if elapsed < limit || elapsed > limit+slack {
@@ -57,7 +57,7 @@ func TestQueryTimeLimitBetweenRows(t *testing.T) {
 	if rows.Next() {
 		t.Fatalf("row %v read after the time limit", rows.Values())
 	}
-	if err := rows.Err(); !errors.Is(err, queryproxy.ErrTimeout) {
+	if err := rows.Err(); !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	if elapsed := time.Since(start); elapsed > slack {
@@ -71,7 +71,7 @@ func TestQueryCanceled(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
 	_, err := e.Query(ctx, sqlgen.Statement{SQL: endless})
-	if !errors.Is(err, queryproxy.ErrCanceled) || errors.Is(err, queryproxy.ErrTimeout) {
+	if !errors.Is(err, engine.ErrCanceled) || errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrCanceled", err)
 	}
 	if elapsed := time.Since(start); elapsed > slack {
@@ -81,7 +81,7 @@ func TestQueryCanceled(t *testing.T) {
 	// The caller's own deadline is a timeout.
 	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := e.Query(ctx, sqlgen.Statement{SQL: endless}); !errors.Is(err, queryproxy.ErrTimeout) {
+	if _, err := e.Query(ctx, sqlgen.Statement{SQL: endless}); !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestExecTimeLimit(t *testing.T) {
 		{SQL: `INSERT INTO Item (Name, Qty) VALUES ('two', 2)`},
 		{SQL: `INSERT INTO Item (Name, Qty) ` + endless[:len(endless)-len("SELECT count(*) FROM c")] + `SELECT 'n' || x, x FROM c WHERE x < 0`},
 	})
-	if !errors.Is(err, queryproxy.ErrTimeout) {
+	if !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 	if elapsed := time.Since(start); elapsed > slack {

@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 	"modernc.org/sqlite"
+
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 )
 
 // Open opens (and, if need be, creates and initializes with cfg.Init) the database at
@@ -29,6 +31,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("opening sqlite engine %q: %w", cfg.Path, err)
 	}
 	e := &Engine{cfg: cfg, path: abs}
+	e.catalog = engine.CatalogCache[int64]{Interval: cfg.CatalogCheckInterval, Now: cfg.Now, Timeout: cfg.StatementTimeout,
+		Read: e.readCatalog, Classify: classify, Closed: &e.closed, ErrClosed: errClosed, Log: e.logCatalog}
 	if err := e.open(ctx); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("opening sqlite engine %q: %w", cfg.Path, err)

@@ -13,7 +13,7 @@ import (
 
 	"modernc.org/sqlite"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
@@ -141,7 +141,7 @@ func TestReadersWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err = e.Query(ctx, sqlgen.Statement{SQL: `SELECT Code FROM Security`})
-	if !errors.Is(err, queryproxy.ErrTimeout) {
+	if !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("query with no connection free: %v, want ErrTimeout", err)
 	}
 	rows.Close()
@@ -161,9 +161,9 @@ func TestRowsFreeTheirConnection(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		sql     string
-		consume func(t *testing.T, rows queryproxy.Rows)
+		consume func(t *testing.T, rows engine.Rows)
 	}{
-		{"last row read", `SELECT Code FROM Security`, func(t *testing.T, rows queryproxy.Rows) {
+		{"last row read", `SELECT Code FROM Security`, func(t *testing.T, rows engine.Rows) {
 			for rows.Next() {
 			}
 			if err := rows.Err(); err != nil {
@@ -171,14 +171,14 @@ func TestRowsFreeTheirConnection(t *testing.T) {
 			}
 		}},
 		{"failed step", `SELECT CASE WHEN Code = 'XYZ' THEN json_extract(Code, '$') ELSE 1 END FROM Security`,
-			func(t *testing.T, rows queryproxy.Rows) {
+			func(t *testing.T, rows engine.Rows) {
 				for rows.Next() {
 				}
 				if rows.Err() == nil {
 					t.Fatal("want a step error (malformed JSON)")
 				}
 			}},
-		{"time limit, caller not reading", `SELECT Code FROM Security`, func(t *testing.T, rows queryproxy.Rows) {
+		{"time limit, caller not reading", `SELECT Code FROM Security`, func(t *testing.T, rows engine.Rows) {
 			if !rows.Next() {
 				t.Fatal(rows.Err())
 			}
@@ -201,7 +201,7 @@ func TestRowsFreeTheirConnection(t *testing.T) {
 				t.Fatalf("a second query before the first one's Close: %v", err)
 			}
 			r2.Close()
-			if strings.HasPrefix(tt.name, "time limit") && (rows.Next() || !errors.Is(rows.Err(), queryproxy.ErrTimeout)) {
+			if strings.HasPrefix(tt.name, "time limit") && (rows.Next() || !errors.Is(rows.Err(), engine.ErrTimeout)) {
 				t.Fatalf("rows after the time limit: %v, want ErrTimeout", rows.Err())
 			}
 			if err := rows.Close(); err != nil {
@@ -310,9 +310,9 @@ func TestReadersExpireOnTheirOwn(t *testing.T) {
 }
 
 // twoQueries starts two queries, each holding a connection until its rows are closed.
-func twoQueries(t *testing.T, e *Engine) (queryproxy.Rows, queryproxy.Rows) {
+func twoQueries(t *testing.T, e *Engine) (engine.Rows, engine.Rows) {
 	t.Helper()
-	var rs [2]queryproxy.Rows
+	var rs [2]engine.Rows
 	for i := range rs {
 		r, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
 		if err != nil {

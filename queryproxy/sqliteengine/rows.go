@@ -9,13 +9,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gatehouse/gatehouse/queryproxy"
+	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
-// rows is the queryproxy.Rows of a Query: the driver's rows, with the columns typed by
+// rows is the engine.Rows of a Query: the driver's rows, with the columns typed by
 // their declared types and the values normalized to them. The connection goes back to the
 // pool as soon as the rows end (their last row read, an error, or Close), and at the
 // statement time limit even if the caller stops reading (it may be writing to a slow
@@ -184,7 +184,7 @@ func normalize(t sqlgen.Type, v any) any {
 
 // bindArgs converts the arguments of a statement to what the driver binds: a time.Time
 // as RFC 3339 UTC text (how DateTime values are stored, so they compare as text), a
-// queryproxy.Decimal as its text (a column of NUMERIC or REAL affinity converts it), a
+// engine.Decimal as its text (a column of NUMERIC or REAL affinity converts it), a
 // bool as 1 or 0. Other values are bound as they are. The caller's slice is not changed.
 func bindArgs(args []any) []any {
 	out, copied := args, false
@@ -193,7 +193,7 @@ func bindArgs(args []any) []any {
 		switch x := a.(type) {
 		case time.Time:
 			b = x.UTC().Format(time.RFC3339Nano)
-		case queryproxy.Decimal:
+		case engine.Decimal:
 			b = string(x)
 		case bool:
 			b = int64(0)

@@ -1,4 +1,4 @@
-package queryproxy
+package engine
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 // The handler asks Catalog for the tables and columns a statement may name, has sqlgen
 // build the statement in the engine's Dialect, and runs it with Query (a select) or Exec
 // (inserts). An Engine is safe for concurrent use. Its errors wrap one of ErrConstraint,
-// ErrTimeout, ErrCanceled or ErrUnavailable when they are one of those (compare with
-// errors.Is); any other error is the engine's own fault or the statement's, and its text
-// (which may quote the database's message) is for the log, never for the client.
+// ErrTimeout, ErrCanceled, ErrInvalidValue or ErrUnavailable when they are one of those
+// (compare with errors.Is); any other error is the engine's own fault or the statement's,
+// and its text (which may quote the database's message) is for the log, never for the
+// client.
 type Engine interface {
 	// Dialect is the SQL dialect the engine's statements are written in.
 	Dialect() sqlgen.Dialect
@@ -79,6 +80,12 @@ type Rows interface {
 // its values as Decimal, so that no digit is lost or gained on the way to JSON; the result
 // writer prints it as a JSON number (quoted, if it is not one, such as "NaN").
 type Decimal string
+
+// Pooled is an Engine or a Forwarder that runs at most MaxConns statements at once
+// (its connection pool): the handler keeps any one user to a share of it.
+type Pooled interface {
+	MaxConns() int
+}
 
 // Pinger is an Engine or a Forwarder that can tell whether its database or upstream
 // answers, for a readiness probe. Ping returns nil when it does, within ctx.

@@ -1,6 +1,9 @@
-package queryproxy
+package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The errors of an engine. An engine wraps its driver's error with the sentinel that
 // classifies it (fmt.Errorf("...: %w: %w", ErrTimeout, err)), so errors.Is finds both.
@@ -28,3 +31,31 @@ var (
 	// closed. Trying again later may succeed.
 	ErrUnavailable = errors.New("query engine unavailable")
 )
+
+// The errors of a Forwarder, next to the engine ones (ErrTimeout for the
+// upstream's time limit, ErrUnavailable when it cannot be reached or says
+// so).
+var (
+	// ErrBadGateway: the upstream answered something the service cannot
+	// pass on (a failure of its own, or an answer of the wrong shape).
+	ErrBadGateway = errors.New("the upstream query service failed")
+	// ErrUpstreamRefused: the upstream refused the request (a 4xx);
+	// UpstreamError says which.
+	ErrUpstreamRefused = errors.New("the upstream query service refused the request")
+	// ErrFateUnknown: a write was sent but its answer never came (the time
+	// limit, a connection lost): the upstream may have applied it.
+	ErrFateUnknown = errors.New("the upstream may have applied the write")
+)
+
+// UpstreamError is a refusal of the upstream: its status, and its error
+// code when its body had one.
+type UpstreamError struct {
+	Status int
+	Code   string
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("upstream answered %d %s", e.Status, e.Code)
+}
+
+func (e *UpstreamError) Unwrap() error { return ErrUpstreamRefused }
