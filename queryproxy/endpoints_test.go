@@ -2,7 +2,6 @@ package queryproxy_test
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 
@@ -11,27 +10,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
-	"github.com/gatehouse/gatehouse/queryproxy/internal/querytest"
 )
-
-// TestOperators runs every operator of the language through /query: the cases shared with
-// the other engines' tests (querytest.Operators).
-func TestOperators(t *testing.T) {
-	s := newService(t, nil)
-	for _, tt := range querytest.Operators {
-		t.Run(tt.Where, func(t *testing.T) {
-			r := s.query(t, "demo", "select Code from Security where "+tt.Where)
-			if r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.body)
-			}
-			got := r.column(t, "Code")
-			slices.Sort(got)
-			if !slices.Equal(got, tt.Want) {
-				t.Fatalf("got %v, want %v", got, tt.Want)
-			}
-		})
-	}
-}
 
 func TestResultShape(t *testing.T) {
 	s := newService(t, nil)

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gatehouse/gatehouse/examples/marketdata"
@@ -31,44 +30,6 @@ func open(t *testing.T) *sqliteengine.Engine {
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
-}
-
-func TestCatalog(t *testing.T) {
-	e := open(t)
-	cat, err := e.Catalog(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tb := range cat.Tables {
-		names = append(names, tb.Name)
-	}
-	if got := strings.Join(names, " "); got != "Account Market News NewsSources Order Security" {
-		t.Fatalf("tables %s", got)
-	}
-	want := map[string]string{
-		"Security":    "Code String, Exchange String, Name String, LastPrice Decimal, Currency String, Volume Integer, Updated DateTime",
-		"Market":      "Code String, Name String, Country String",
-		"News":        "Id Integer, Headline String, Source String, Published DateTime, Codes String",
-		"NewsSources": "Code String, Name String",
-		"Account":     "AccountId String, Owner String, Name String, Currency String, Balance Decimal, InternalRef String",
-		"Order": "OrderId Integer, Owner String, AccountId String, Code String, Exchange String, Side String, " +
-			"Quantity Integer, Price Decimal, Status String, Created DateTime, RoutingNote String",
-	}
-	for table, cols := range want {
-		tb, ok := cat.Table(table)
-		if !ok {
-			t.Errorf("no table %s", table)
-			continue
-		}
-		var got []string
-		for _, c := range tb.Columns {
-			got = append(got, c.Name+" "+string(c.Type))
-		}
-		if strings.Join(got, ", ") != cols {
-			t.Errorf("%s columns\n%s\nwant\n%s", table, strings.Join(got, ", "), cols)
-		}
-	}
 }
 
 func query(t *testing.T, e *sqliteengine.Engine, sql string, args ...any) [][]any {

@@ -161,6 +161,9 @@ func TestExactNumeric(t *testing.T) {
 	}
 }
 
+// TestBindArgs: text PostgreSQL converts to a column's type, and bindArgs leaves the
+// caller's slice as it was. (What each kind of Go value binds to is the conformance
+// suite's Values case.)
 func TestBindArgs(t *testing.T) {
 	e, _ := openTest(t, Config{}, "")
 	tests := []struct {
@@ -169,13 +172,8 @@ func TestBindArgs(t *testing.T) {
 		arg  any
 		want string
 	}{
-		{"time", `SELECT "Code" FROM "Security" WHERE "Updated" = $1`, time.Date(2026, 11, 21, 20, 31, 0, 0, time.FixedZone("AEST", 10*3600)), "CBA"},
 		{"time as text", `SELECT "Code" FROM "Security" WHERE "Updated" = $1`, "2026-11-21T10:30:00Z", "BHP"},
-		{"decimal", `SELECT "Code" FROM "Security" WHERE "LastPrice" = $1`, engine.Decimal("37.48"), "BHP"},
-		{"decimal compared", `SELECT "Code" FROM "Security" WHERE "LastPrice" > $1`, engine.Decimal("100"), "CBA"},
 		{"number as numeric text", `SELECT "Code" FROM "Security" WHERE "LastPrice" = $1::numeric`, "118.20", "CBA"},
-		{"integer", `SELECT "Code" FROM "Security" WHERE "Volume" = $1`, int64(12345678), "BHP"},
-		{"bool", `SELECT "Code" FROM "Security" WHERE "Listed" = $1`, true, "BHP"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,48 +190,6 @@ func TestBindArgs(t *testing.T) {
 	bindArgs(args)
 	if _, ok := args[0].(engine.Decimal); !ok {
 		t.Error("bindArgs changed its argument")
-	}
-}
-
-func TestTrace(t *testing.T) {
-	type call struct {
-		sql  string
-		args []any
-	}
-	calls := make(chan call, 10)
-	e, _ := openTest(t, Config{Trace: func(sql string, args []any) { calls <- call{sql, args} }}, "")
-	if _, _, err := queryAll(t, e, `SELECT "Code" FROM "Security" WHERE "Code" = $1`, "BHP"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Exec(context.Background(), []sqlgen.Statement{
-		{SQL: `INSERT INTO "Item" ("Name", "Qty") VALUES ($1, $2)`, Args: []any{"two", int64(2)}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Catalog(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	close(calls)
-	var got []call
-	for c := range calls {
-		got = append(got, c)
-	}
-	if len(got) != 2 || got[0].sql != `SELECT "Code" FROM "Security" WHERE "Code" = $1` || got[0].args[0] != "BHP" ||
-		got[1].sql != `INSERT INTO "Item" ("Name", "Qty") VALUES ($1, $2)` || got[1].args[1] != int64(2) {
-		t.Fatalf("traced %v", got)
-	}
-}
-
-func TestClosed(t *testing.T) {
-	e, _ := openTest(t, Config{}, "")
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Query(context.Background(), sqlgen.Statement{SQL: "SELECT 1"}); !errors.Is(err, engine.ErrUnavailable) {
-		t.Errorf("Query after Close: %v, want ErrUnavailable", err)
-	}
-	if _, err := e.Exec(context.Background(), []sqlgen.Statement{{SQL: "SELECT 1"}}); !errors.Is(err, engine.ErrUnavailable) {
-		t.Errorf("Exec after Close: %v, want ErrUnavailable", err)
 	}
 }
 

@@ -16,28 +16,9 @@ import (
 
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/engine"
-	"github.com/gatehouse/gatehouse/queryproxy/internal/querytest"
+	"github.com/gatehouse/gatehouse/queryproxy/enginetest"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
-
-// TestHandlerOperators runs every operator of the language through /query on PostgreSQL,
-// with the expected results of queryproxy's TestOperators on SQLite (querytest).
-func TestHandlerOperators(t *testing.T) {
-	s := newService(t, Config{}, nil)
-	for _, tt := range querytest.Operators {
-		t.Run(tt.Where, func(t *testing.T) {
-			r := s.query(t, "demo", "select Code from Security where "+tt.Where)
-			if r.status != 200 {
-				t.Fatalf("%d %s", r.status, r.body)
-			}
-			got := r.column(t, "Code")
-			slices.Sort(got)
-			if !slices.Equal(got, tt.Want) {
-				t.Fatalf("got %v, want %v", got, tt.Want)
-			}
-		})
-	}
-}
 
 // TestHandlerAgreesWithSQLite sends the same statements to the service over SQLite and
 // over PostgreSQL and compares the answers byte for byte: the comparison rules (byte-wise
@@ -71,7 +52,7 @@ func TestHandlerAgreesWithSQLite(t *testing.T) {
 		"select Id, Codes from News where Codes IS NULL",
 		"select Code, Name from NewsSources order by Name desc",
 	}
-	for _, tt := range querytest.Operators {
+	for _, tt := range enginetest.Operators {
 		stmts = append(stmts, cols+" where "+tt.Where+" order by Code, Exchange")
 	}
 	for _, stmt := range stmts {

@@ -11,23 +11,15 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
-// TestQueryCannotWrite sends writes through Query: each fails, and nothing changes.
+// TestQueryCannotWrite sends writes of PostgreSQL's own through Query (those of every
+// engine are the conformance suite's ReadOnly case): each fails, and nothing changes.
 func TestQueryCannotWrite(t *testing.T) {
 	e, _ := openTest(t, Config{}, "")
 	for name, stmt := range map[string]string{
-		"insert":             `INSERT INTO "Item" ("Name", "Qty") VALUES ('crafted', 1)`,
-		"insert returning":   `INSERT INTO "Item" ("Name", "Qty") VALUES ('crafted', 1) RETURNING "Id"`,
-		"update":             `UPDATE "Security" SET "LastPrice" = 0`,
-		"delete":             `DELETE FROM "Security"`,
 		"truncate":           `TRUNCATE "Item" CASCADE`,
-		"create table":       `CREATE TABLE "Crafted" (x int)`,
-		"create temp table":  `CREATE TEMP TABLE "Crafted" (x int)`,
-		"drop table":         `DROP TABLE "Item"`,
 		"nextval":            `SELECT nextval('counter')`,
 		"select for update":  `SELECT "Code" FROM "Security" FOR UPDATE`,
-		"with insert":        `WITH c(x) AS (SELECT 1) INSERT INTO "Item" ("Name", "Qty") SELECT 'crafted', x FROM c`,
 		"set read write":     `SET TRANSACTION READ WRITE`,
-		"two statements":     `SELECT 1; INSERT INTO "Item" ("Name", "Qty") VALUES ('crafted', 1)`,
 		"commit then insert": `COMMIT; INSERT INTO "Item" ("Name", "Qty") VALUES ('crafted', 1)`,
 		"commit":             `COMMIT`,
 		"rollback":           `ROLLBACK`,

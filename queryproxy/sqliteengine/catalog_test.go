@@ -2,13 +2,10 @@ package sqliteengine
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
@@ -61,69 +58,6 @@ func TestCatalog(t *testing.T) {
 	security, _ := cat.Table("Security")
 	if len(security.Columns) != 9 || security.Columns[5] != (sqlgen.Column{Name: "Listed", Type: sqlgen.Boolean}) {
 		t.Fatalf("Security columns %v", security.Columns)
-	}
-}
-
-// fakeClock is a Now that moves only when told.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// TestCatalogCache: the catalog is served from the cache within the check interval, kept
-// (not read again) when the schema did not change, and read again when it did.
-func TestCatalogCache(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
-	e := openTest(t, Config{Now: clock.Now, CatalogCheckInterval: time.Minute})
-	ctx := context.Background()
-	first, err := e.Catalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	same := func(a, b sqlgen.Catalog) bool { return &a.Tables[0] == &b.Tables[0] }
-
-	other, err := sql.Open("sqlite", writerDSN(e.path, time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-
-	// No schema change: after the interval, checked but not read again.
-	clock.Add(2 * time.Minute)
-	if c, _ := e.Catalog(ctx); !same(c, first) {
-		t.Fatal("catalog read again without a schema change")
-	}
-	if _, err := other.Exec(`INSERT INTO Item (Name, Qty) VALUES ('two', 2)`); err != nil {
-		t.Fatal(err)
-	}
-	clock.Add(2 * time.Minute)
-	if c, _ := e.Catalog(ctx); !same(c, first) {
-		t.Fatal("catalog read again after a change of data only")
-	}
-
-	// A schema change: not seen within the interval, seen after it.
-	if _, err := other.Exec(`ALTER TABLE Item ADD COLUMN Colour TEXT`); err != nil {
-		t.Fatal(err)
-	}
-	clock.Add(30 * time.Second)
-	if c, _ := e.Catalog(ctx); !same(c, first) {
-		t.Fatal("catalog checked within the check interval")
-	}
-	clock.Add(31 * time.Second)
-	c, err := e.Catalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	item, _ := c.Table("Item")
-	if same(c, first) || len(item.Columns) != 5 || item.Columns[4] != (sqlgen.Column{Name: "Colour", Type: sqlgen.String}) {
-		t.Fatalf("after ALTER TABLE: Item columns %v", item.Columns)
 	}
 }
 

@@ -1,4 +1,4 @@
-package sqliteengine
+package enginetest
 
 import (
 	"context"
@@ -10,18 +10,18 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
-// slack is how late a test may see a time limit act on a loaded machine, where a goroutine
-// waiting for a timer can wait for a CPU for hundreds of milliseconds.
-const slack = 3 * time.Second
-
-// endless counts without end: all its work happens before its one row.
+// endless counts without end (until an integer overflows, long after any time limit):
+// all its work happens before its one row.
 const endless = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c`
 
-func TestQueryTimeLimit(t *testing.T) {
+// testQueryTimeLimit: a read that runs past the statement time limit before its first row
+// is stopped at about the limit with ErrTimeout, and the engine's connections serve the
+// next reads.
+func testQueryTimeLimit(t *testing.T, open Open) {
 	const limit = 300 * time.Millisecond
-	e := openTest(t, Config{StatementTimeout: limit})
+	e := open(t, Options{StatementTimeout: limit})
 	start := time.Now()
-	_, _, err := queryAll(t, e, endless)
+	_, err := queryAll(context.Background(), e, sqlgen.Statement{SQL: endless})
 	elapsed := time.Since(start)
 	if !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
@@ -30,21 +30,19 @@ func TestQueryTimeLimit(t *testing.T) {
 		t.Fatalf("stopped after %v, want about %v", elapsed, limit)
 	}
 	// The connections that were interrupted serve the next queries.
-	for range 2 * DefaultMaxReadConns {
-		if n := count(t, e, "Security"); n != 3 {
+	for range 8 {
+		if n := count(t, e, "Market"); n != 4 {
 			t.Fatalf("%d rows", n)
 		}
 	}
 }
 
-// TestQueryTimeLimitBetweenRows: once rows are flowing, the limit is checked before each
-// row, so a slow reader gets no row after it. (A step of SQLite already running when the
-// limit passes runs on to its row, which is then dropped: the driver interrupts SQLite
-// only while it computes the first row.)
-func TestQueryTimeLimitBetweenRows(t *testing.T) {
+// testTimeLimitBetweenRows: once rows are flowing, the limit is checked before each row,
+// so a slow reader gets no row after it.
+func testTimeLimitBetweenRows(t *testing.T, open Open) {
 	const limit = 300 * time.Millisecond
-	e := openTest(t, Config{StatementTimeout: limit})
-	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT Code FROM Security`})
+	e := open(t, Options{StatementTimeout: limit})
+	rows, err := e.Query(context.Background(), sqlgen.Statement{SQL: `SELECT "Code" FROM "Security"`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +63,14 @@ func TestQueryTimeLimitBetweenRows(t *testing.T) {
 	}
 }
 
-func TestQueryCanceled(t *testing.T) {
-	e := openTest(t, Config{})
+// testCanceled: a read whose caller's context is canceled (the client went away) ends at
+// once with ErrCanceled, not ErrTimeout; the caller's own deadline is a timeout.
+func testCanceled(t *testing.T, open Open) {
+	e := open(t, Options{StatementTimeout: 30 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := e.Query(ctx, sqlgen.Statement{SQL: endless})
+	_, err := queryAll(ctx, e, sqlgen.Statement{SQL: endless})
 	if !errors.Is(err, engine.ErrCanceled) || errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrCanceled", err)
 	}
@@ -78,20 +78,22 @@ func TestQueryCanceled(t *testing.T) {
 		t.Fatalf("stopped after %v", elapsed)
 	}
 
-	// The caller's own deadline is a timeout.
 	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := e.Query(ctx, sqlgen.Statement{SQL: endless}); !errors.Is(err, engine.ErrTimeout) {
+	if _, err := queryAll(ctx, e, sqlgen.Statement{SQL: endless}); !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)
 	}
 }
 
-func TestExecTimeLimit(t *testing.T) {
-	e := openTest(t, Config{StatementTimeout: 300 * time.Millisecond})
+// testExecTimeLimit: a write past the statement time limit is stopped with ErrTimeout,
+// and nothing of its transaction is kept.
+func testExecTimeLimit(t *testing.T, open Open) {
+	e := open(t, Options{StatementTimeout: 300 * time.Millisecond})
 	start := time.Now()
 	_, err := e.Exec(context.Background(), []sqlgen.Statement{
-		{SQL: `INSERT INTO Item (Name, Qty) VALUES ('two', 2)`},
-		{SQL: `INSERT INTO Item (Name, Qty) ` + endless[:len(endless)-len("SELECT count(*) FROM c")] + `SELECT 'n' || x, x FROM c WHERE x < 0`},
+		{SQL: `INSERT INTO "Item" ("Id", "Name", "Qty") VALUES (2, 'two', 2)`},
+		{SQL: `INSERT INTO "Item" ("Id", "Name", "Qty") ` + endless[:len(endless)-len("SELECT count(*) FROM c")] +
+			`SELECT x, 'n' || x, x FROM c WHERE x < 0`},
 	})
 	if !errors.Is(err, engine.ErrTimeout) {
 		t.Fatalf("error %v, want ErrTimeout", err)

@@ -1,8 +1,10 @@
-// Package querytest holds test tables that the query service's tests share across
-// engines, so that every engine is held to the same expected results: the handler's own
-// tests run them on SQLite, the PostgreSQL engine's tests on PostgreSQL. It holds data
-// only; it imports nothing, and nothing but tests may import it.
-package querytest
+package enginetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
 
 // OperatorCase is a WHERE clause on the demo's Security table (examples/querydb) and the
 // codes of the rows it selects, sorted (a code listed twice is on two markets).
@@ -13,7 +15,10 @@ type OperatorCase struct {
 
 // Operators runs every operator of the language, with the comparison rules that must hold
 // on every engine: exact and case-sensitive equality, case-sensitive BEGINS, CONTAINS and
-// LIKE whose "%" and "_" match themselves, numbers compared by value.
+// LIKE whose "%" and "_" match themselves, numbers compared by value. The suite's
+// Operators case runs them through sqlgen on an Engine, and as canonical IQL through a
+// Forwarder; the PostgreSQL engine's tests also compare its answers with SQLite's
+// through the handler.
 var Operators = []OperatorCase{
 	{`Code = 'BHP'`, []string{"BHP", "BHP"}},
 	{`Code = "BHP" AND Exchange = 'ASX'`, []string{"BHP"}},
@@ -37,4 +42,20 @@ var Operators = []OperatorCase{
 	{`LastPrice IS NOT NULL AND Exchange = 'NYSE'`, []string{"BHP"}},
 	{`NOT (Exchange = 'ASX') OR Code = 'XRO'`, []string{"AIR", "BHP", "FPH", "RIO", "XRO"}},
 	{`(Code = 'BHP' OR Code = 'CBA') AND Exchange = 'ASX'`, []string{"BHP", "CBA"}},
+}
+
+// testOperators runs Operators through sqlgen, as the handler writes them.
+func testOperators(t *testing.T, open Open) {
+	e := open(t, Options{})
+	for _, tt := range Operators {
+		t.Run(tt.Where, func(t *testing.T) {
+			rows, err := queryAll(context.Background(), e, Statement(t, e, "select Code from Security where "+tt.Where))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := codes(rows, 0); !slices.Equal(got, tt.Want) {
+				t.Fatalf("got %v, want %v", got, tt.Want)
+			}
+		})
+	}
 }
