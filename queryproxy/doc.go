@@ -16,5 +16,6 @@
 // package engine, never this one; this package never imports them. It must not depend on
 // Caddy: caddymodule wires an engine to the handler.
 // It depends on sqlgen for the types the engines and sqlgen share (Catalog, Statement,
-// Dialect, Type), and on nothing that talks to a database.
+// Dialect, Type), and on nothing that talks to a database. deps_test.go holds the import
+// table of queryproxy's packages, and fails on an import outside it.
 package queryproxy

@@ -18,6 +18,6 @@
 // It is a leaf: it imports the standard library and package sqlgen (for Statement,
 // Dialect, Catalog and Column), and nothing else, neither the handler nor an engine nor a
 // driver nor Caddy. The engines (sqliteengine, pgengine, iqengine) import it and never the
-// handler; the handler imports it and never an engine. Package enginetest holds the
-// conformance suite every engine's tests run.
+// handler; the handler imports it and never an engine (queryproxy/deps_test.go fails
+// otherwise). Package enginetest holds the conformance suite every engine's tests run.
 package engine
