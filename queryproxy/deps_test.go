@@ -18,7 +18,7 @@ var allowedImports = map[string][]string{
 	"queryproxy/sqlgen":       {"queryproxy/iql"},
 	"queryproxy/engine":       {"queryproxy/sqlgen"},
 	"queryproxy/enginetest":   {"queryproxy/engine", "queryproxy/sqlgen", "queryproxy/iql"},
-	"queryproxy/sqliteengine": {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain"},
+	"queryproxy/sqliteengine": {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain", "internal/sqlitefile"},
 	"queryproxy/pgengine":     {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain"},
 	"queryproxy/iqengine":     {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain"},
 	"queryproxy":              {"queryproxy/iql", "queryproxy/sqlgen", "queryproxy/engine", "internal/contain"},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/gatehouse/gatehouse/queryproxy/engine"
+
+	"github.com/gatehouse/gatehouse/internal/sqlitefile"
 )
 
 // Open opens (and, if need be, creates and initializes with cfg.Init) the database at
@@ -77,7 +78,7 @@ func withDefaults(cfg Config) (Config, error) {
 }
 
 func (e *Engine) open(ctx context.Context) error {
-	if err := createFile(e.path); err != nil {
+	if err := sqlitefile.Create(e.path); err != nil {
 		return err
 	}
 	var err error
@@ -90,7 +91,7 @@ func (e *Engine) open(ctx context.Context) error {
 	e.w.SetMaxIdleConns(1)
 	e.w.SetConnMaxLifetime(0)
 	e.w.SetConnMaxIdleTime(0)
-	if err := connectWriter(ctx, e.w, e.cfg.BusyTimeout); err != nil {
+	if err := sqlitefile.ConnectWriter(ctx, e.w, e.cfg.BusyTimeout); err != nil {
 		return err
 	}
 	if err := e.initialize(ctx); err != nil {
@@ -112,27 +113,6 @@ func (e *Engine) open(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// connectWriter opens the writer's connection, which switches a new file to WAL. Two
-// processes doing that to one new file at once can meet SQLITE_BUSY without SQLite's
-// busy handler ever waiting (it would deadlock), so the connection is tried again, for up
-// to busyTimeout.
-func connectWriter(ctx context.Context, w *sql.DB, busyTimeout time.Duration) error {
-	deadline := time.Now().Add(busyTimeout)
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		err := w.PingContext(ctx)
-		if err == nil || sqliteCode(err)&0xff != sqliteBusy || time.Now().After(deadline) {
-			return err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // initialize runs cfg.Init if the database holds no schema yet. The check and the script
@@ -167,31 +147,11 @@ func (e *Engine) initialize(ctx context.Context) (err error) {
 	return nil
 }
 
-// createFile creates the database file with mode 0600, and its directory with 0700, when
-// they do not exist yet. SQLite gives the -wal and -shm files the mode of the database
-// file. An existing file keeps its mode.
-func createFile(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
 // writerDSN is the driver's name for the writer connection of the database at the
 // absolute path abs: WAL, BEGIN IMMEDIATE transactions, foreign keys enforced, and every
 // commit synced to disk (an insert acknowledged to a client survives a power loss).
 func writerDSN(abs string, busy time.Duration) string {
-	q := url.Values{}
-	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
-	q.Set("_foreign_keys", "1")
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
-	q.Set("_txlock", "immediate")
-	return fileURI(abs, q)
+	return sqlitefile.WriterDSN(abs, busy, "FULL")
 }
 
 // readerDSN is the driver's name for a reader connection: opened read-only by SQLite
@@ -202,16 +162,5 @@ func readerDSN(abs string, busy time.Duration) string {
 	q.Set("mode", "ro")
 	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
 	q.Set("_query_only", "1")
-	return fileURI(abs, q)
-}
-
-// fileURI is a file: URI for abs, so that a '?' or '#' in the path is not read as a query,
-// and SQLite reads the parameters it knows (mode) as the driver reads its own.
-func fileURI(abs string, q url.Values) string {
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // a Windows drive letter: file:///C:/...
-	}
-	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
-	return u.String()
+	return sqlitefile.URI(abs, q)
 }

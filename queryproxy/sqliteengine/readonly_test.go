@@ -12,6 +12,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/gatehouse/gatehouse/internal/sqlitefile"
 )
 
 // TestQueryCannotWrite sends writes of SQLite's own through Query (those of every engine
@@ -77,7 +79,7 @@ func TestReaderFileReadOnly(t *testing.T) {
 // could write.
 func TestReaderQueryOnly(t *testing.T) {
 	e := openTest(t, Config{})
-	db, err := sql.Open("sqlite", fileURI(e.path, url.Values{"_query_only": {"1"}}))
+	db, err := sql.Open("sqlite", sqlitefile.URI(e.path, url.Values{"_query_only": {"1"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

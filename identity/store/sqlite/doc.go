@@ -25,5 +25,6 @@
 // returned in UTC; lists of strings as JSON arrays.
 //
 // This package must not depend on Caddy or on net/http; it depends only on
-// package store and the driver.
+// package store, the driver, internal/sqlitefile (the file and the writer's
+// settings, as the query service's SQLite engine's) and internal/contain.
 package sqlite

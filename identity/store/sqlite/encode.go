@@ -75,12 +75,6 @@ func isUnique(err error) bool {
 	return false
 }
 
-// isBusy reports whether err is SQLITE_BUSY (any extended code).
-func isBusy(err error) bool {
-	var e *sqlite.Error
-	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
-}
-
 // oneRow returns nil if the statement changed a row, store.ErrNotFound if
 // it changed none.
 func oneRow(res sql.Result) error {

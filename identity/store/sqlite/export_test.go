@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+
+	"github.com/gatehouse/gatehouse/internal/sqlitefile"
 )
 
 // SchemaVersion is the schema version Open brings a database to.
@@ -22,7 +24,7 @@ func CreateAtVersion(ctx context.Context, path string, version int) error {
 	if err != nil {
 		return err
 	}
-	if err := createFile(abs); err != nil {
+	if err := sqlitefile.Create(abs); err != nil {
 		return err
 	}
 	db, err := sql.Open("sqlite", dsn(abs, options{busyTimeout: DefaultBusyTimeout, synchronous: "full"}, false))

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/store"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
+	"github.com/gatehouse/gatehouse/internal/sqlitefile"
 )
 
 // Defaults of the options.
@@ -111,7 +112,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
 	}
-	if err := createFile(abs); err != nil {
+	if err := sqlitefile.Create(abs); err != nil {
 		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
 	}
 
@@ -129,7 +130,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 
 	// The first connection switches the file to WAL; the migrations then
 	// create the schema before any reader looks at it.
-	if err := connectWriter(ctx, s.w, o.busyTimeout); err != nil {
+	if err := sqlitefile.ConnectWriter(ctx, s.w, o.busyTimeout); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("opening sqlite store %q: %w", path, err)
 	}
@@ -160,27 +161,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// connectWriter opens the writer's connection, which switches a new file
-// to WAL. Two processes doing that to one new file at once can meet
-// SQLITE_BUSY without SQLite's busy handler ever waiting (it would
-// deadlock), so the connection is tried again, for up to busyTimeout.
-func connectWriter(ctx context.Context, w *sql.DB, busyTimeout time.Duration) error {
-	deadline := time.Now().Add(busyTimeout)
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		err := w.PingContext(ctx)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			return err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
 // Close waits for the write in progress, if any, then closes the prepared
 // statements and both connection pools. Writes that have not started fail.
 func (s *Store) Close() error {
@@ -201,42 +181,18 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// createFile creates the database file with mode 0600, and its directory
-// with 0700, when they do not exist yet. SQLite creates the -wal and -shm
-// files with the mode of the database file. An existing file keeps its mode.
-func createFile(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// dsn is the driver's name for the database at the absolute path abs. A
-// file: URI keeps any '?' or '#' in the path from being read as a query; the
-// driver reads the underscore parameters, SQLite the others.
+// dsn is the driver's name for the database at the absolute path abs: the writer's
+// (sqlitefile.WriterDSN: WAL, BEGIN IMMEDIATE, o's synchronous), or a reader's, with
+// query_only.
 func dsn(abs string, o options, readOnly bool) string {
+	if !readOnly {
+		return sqlitefile.WriterDSN(abs, o.busyTimeout, strings.ToUpper(o.synchronous))
+	}
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(o.busyTimeout.Milliseconds(), 10))
 	q.Set("_foreign_keys", "1")
-	if readOnly {
-		q.Set("_query_only", "1")
-	} else {
-		// WAL is a property of the file: the writer sets it, readers find it.
-		q.Set("_journal_mode", "WAL")
-		q.Set("_txlock", "immediate")
-		// Only the writer commits; set, not left to the build's default.
-		q.Set("_synchronous", strings.ToUpper(o.synchronous))
-	}
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // a Windows drive letter: file:///C:/...
-	}
-	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
-	return u.String()
+	q.Set("_query_only", "1")
+	return sqlitefile.URI(abs, q)
 }
 
 var _ store.Store = (*Store)(nil)
