@@ -11,16 +11,17 @@ import (
 // allowedImports is the import table of queryproxy (docs/architecture.md): each package
 // under queryproxy may import only the module's packages its row lists (without the
 // module's path). iql, the language, imports nothing of the module; sqlgen only iql;
-// engine, the contract with the engines, only sqlgen; the engines engine and sqlgen,
-// never the handler (the root); the root iql, sqlgen and engine, never an engine.
+// engine, the contract with the engines, only sqlgen and iql; the engines engine and
+// sqlgen (and iqengine iql, its upstream's grammar), never the handler (the root); the
+// root iql, sqlgen and engine, never an engine.
 var allowedImports = map[string][]string{
 	"queryproxy/iql":          {},
 	"queryproxy/sqlgen":       {"queryproxy/iql"},
-	"queryproxy/engine":       {"queryproxy/sqlgen"},
+	"queryproxy/engine":       {"queryproxy/sqlgen", "queryproxy/iql"},
 	"queryproxy/enginetest":   {"queryproxy/engine", "queryproxy/sqlgen", "queryproxy/iql"},
 	"queryproxy/sqliteengine": {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain", "internal/sqlitefile"},
 	"queryproxy/pgengine":     {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain"},
-	"queryproxy/iqengine":     {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain"},
+	"queryproxy/iqengine":     {"queryproxy/engine", "queryproxy/sqlgen", "queryproxy/iql", "internal/contain"},
 	"queryproxy":              {"queryproxy/iql", "queryproxy/sqlgen", "queryproxy/engine", "internal/contain"},
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,186 +13,13 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
-// forwardable reports why stmt is outside the upstream's documented
-// grammar (docs/protocol.md, "Query service"), or "" when it is not
-// (a string literal the upstream might read otherwise, forwardableLiteral,
-// is outside it too):
-// SELECT with a WHERE of comparisons joined by AND alone or OR alone,
-// with =, IS NULL, >, >=, <, <=, BEGINS, CONTAINS, IN, LIKE, BETWEEN;
-// INSERT of one row. ORDER BY, LIMIT, NOT, <>, IS NOT NULL, a mix of AND
-// and OR (which needs parentheses), UPDATE and DELETE are ours only.
-func forwardable(stmt iql.Statement) string {
-	switch s := stmt.(type) {
-	case *iql.Select:
-		if len(s.OrderBy) > 0 {
-			return "ORDER BY"
-		}
-		if s.Limit != nil {
-			return "LIMIT"
-		}
-		return forwardableWhere(s.Where)
-	case *iql.Insert:
-		if len(s.Rows) != 1 {
-			return "an INSERT of several rows"
-		}
-		for _, v := range s.Rows[0] {
-			if what := forwardableLiteral(v); what != "" {
-				return what
-			}
-		}
-		return ""
-	case *iql.Update:
-		return "UPDATE"
-	case *iql.Delete:
-		return "DELETE"
-	}
-	return "this statement"
-}
-
-func forwardableWhere(e iql.Expr) string {
-	var terms []iql.Expr
-	switch x := e.(type) {
-	case nil:
-		return ""
-	case *iql.Compare:
-		terms = []iql.Expr{x}
-	case *iql.And:
-		terms = x.Terms
-	case *iql.Or:
-		terms = x.Terms
-	case *iql.Not:
-		return "NOT"
-	}
-	for _, t := range terms {
-		c, ok := t.(*iql.Compare)
-		if !ok {
-			if _, not := t.(*iql.Not); not {
-				return "NOT"
-			}
-			return "AND and OR together (parentheses)"
-		}
-		switch c.Op {
-		case iql.OpNe:
-			return "<>"
-		case iql.OpIsNotNull:
-			return "IS NOT NULL"
-		}
-		for _, v := range c.Values {
-			if what := forwardableLiteral(v); what != "" {
-				return what
-			}
-		}
-	}
-	return ""
-}
-
-// forwardableLiteral refuses a string the upstream might read otherwise
-// than the service does: the upstream's grammar says only that strings go
-// in single or double quotes, not how one holds its own quote, nor whether
-// a backslash escapes (a lexer that reads \' as a quote inside the string
-// would end it elsewhere, and read what follows as the statement's). So a
-// forwarded string holds no backslash, no control character, and not both
-// quotes: iql.Format then quotes it with the one it does not hold, and
-// nothing in it is escaped.
-func forwardableLiteral(v iql.Literal) string {
-	if v.Kind != iql.KindString {
-		return ""
-	}
-	switch {
-	case strings.ContainsFunc(v.Text, func(r rune) bool { return r == '\\' || r < ' ' || r == 0x7f }):
-		return "a string with a backslash or a control character"
-	case strings.ContainsRune(v.Text, '\'') && strings.ContainsRune(v.Text, '"'):
-		return "a string with both a single and a double quote"
-	}
-	return ""
-}
-
-// resolve returns a copy of stmt with the table and every column in the
-// catalog's spelling, "*" expanded to the visible columns, and the
-// select's result columns; an unknown (or hidden) name is an error as
-// sqlgen reports it.
-func resolve(t sqlgen.Table, stmt iql.Statement) (iql.Statement, []sqlgen.Column, *Error) {
-	col := func(name string) (string, *Error) {
-		c, ok := t.Column(name)
-		if !ok {
-			return "", generateError(&sqlgen.UnknownError{Kind: "column", Name: name, Table: t.Name})
-		}
-		return c.Name, nil
-	}
-	var fail *Error
-	where := func(e iql.Expr) iql.Expr {
-		return mapExpr(e, func(c *iql.Compare) *iql.Compare {
-			name, e := col(c.Column)
-			if e != nil && fail == nil {
-				fail = e
-			}
-			return &iql.Compare{Column: name, Op: c.Op, Values: c.Values}
-		})
-	}
-	switch s := stmt.(type) {
-	case *iql.Select:
-		out := &iql.Select{Table: t.Name}
-		var cols []sqlgen.Column
-		if len(s.Columns) == 0 {
-			cols = t.Columns
-		} else {
-			for _, n := range s.Columns {
-				c, ok := t.Column(n)
-				if !ok {
-					return nil, nil, generateError(&sqlgen.UnknownError{Kind: "column", Name: n, Table: t.Name})
-				}
-				cols = append(cols, c)
-			}
-		}
-		for _, c := range cols {
-			out.Columns = append(out.Columns, c.Name)
-		}
-		out.Where = where(s.Where)
-		return out, cols, fail
-	case *iql.Insert:
-		out := &iql.Insert{Table: t.Name, Rows: s.Rows}
-		for _, n := range s.Columns {
-			name, e := col(n)
-			if e != nil {
-				return nil, nil, e
-			}
-			out.Columns = append(out.Columns, name)
-		}
-		return out, nil, nil
-	}
-	return nil, nil, errInvalid("this statement cannot be forwarded")
-}
-
-// mapExpr copies e with each comparison replaced by f's.
-func mapExpr(e iql.Expr, f func(*iql.Compare) *iql.Compare) iql.Expr {
-	switch x := e.(type) {
-	case *iql.Compare:
-		return f(x)
-	case *iql.And:
-		out := &iql.And{}
-		for _, t := range x.Terms {
-			out.Terms = append(out.Terms, mapExpr(t, f))
-		}
-		return out
-	case *iql.Or:
-		out := &iql.Or{}
-		for _, t := range x.Terms {
-			out.Terms = append(out.Terms, mapExpr(t, f))
-		}
-		return out
-	case *iql.Not:
-		return &iql.Not{X: mapExpr(x.X, f)}
-	}
-	return e
-}
-
 // forward serves a request with the Forwarder: the grammar check, the
 // policy (per-user rows are the upstream's: it knows the user from the
 // token, so no owner filter is added), the names resolved, the statement
 // re-printed and sent.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, stmt iql.Statement) {
 	fw := h.cfg.Forwarder
-	if what := forwardable(stmt); what != "" {
+	if what := fw.Check(stmt); what != "" {
 		h.fail(w, req, &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement,
 			Message: what + " is not in the query language of this service's upstream"})
 		return
@@ -209,9 +35,9 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 		return
 	}
 	req.table = pl.table
-	resolved, cols, e := resolve(pl.catalog.Tables[0], stmt)
-	if e != nil {
-		h.fail(w, req, e)
+	resolved, cols, err := sqlgen.Resolve(pl.catalog.Tables[0], stmt)
+	if err != nil {
+		h.fail(w, req, resolveError(err))
 		return
 	}
 	freq := engine.ForwardRequest{IQL: iql.Format(resolved), Token: req.caller.Token, RequestID: req.id,
@@ -291,6 +117,15 @@ func forwardError(err error) *Error {
 	return engineError(err)
 }
 
+// resolveError maps an error of sqlgen.Resolve: an unknown (or hidden) name as
+// sqlgen reports it (404), anything else a statement that cannot be forwarded.
+func resolveError(err error) *Error {
+	if _, ok := errors.AsType[*sqlgen.UnknownError](err); ok {
+		return generateError(err)
+	}
+	return errInvalid("this statement cannot be forwarded")
+}
+
 // catalogueInMemory serves CatalogueTable for a Forwarder, from its
 // configured catalog and the policy: a select list of Name and IsSystem,
 // no WHERE, ORDER BY or LIMIT (there is no SQL engine to run them).
@@ -306,9 +141,9 @@ func (h *Handler) catalogueInMemory(w http.ResponseWriter, r *http.Request, req 
 		return
 	}
 	table := sqlgen.Table{Name: CatalogueTable, Columns: []sqlgen.Column{{Name: "Name", Type: sqlgen.String}, {Name: "IsSystem", Type: sqlgen.Boolean}}}
-	_, cols, e := resolve(table, sel)
-	if e != nil {
-		h.fail(w, req, e)
+	_, cols, err := sqlgen.Resolve(table, sel)
+	if err != nil {
+		h.fail(w, req, resolveError(err))
 		return
 	}
 	var rows [][]any

@@ -212,11 +212,13 @@ func (p *Policy) readable(cat sqlgen.Catalog, c *Caller) []string {
 	return names
 }
 
-// plan is what the policy makes of one statement: the catalog sqlgen
-// resolves names against (the one table, without hidden columns) and the
-// owner filter.
+// plan is what the policy makes of one statement: the statement to run
+// (the caller's, or a copy of an insert without the owner column), the
+// catalog sqlgen resolves names against (the one table, without hidden
+// columns) and the owner filter.
 type plan struct {
 	table   string // as the catalog spells it
+	stmt    iql.Statement
 	catalog sqlgen.Catalog
 	opts    sqlgen.Options
 	write   bool
@@ -228,8 +230,9 @@ type plan struct {
 // catalogue: no secret); hidden columns are unknown columns (404, as
 // sqlgen reports them). With ownerRewrite (every SQL engine), a per-user
 // table gets the owner filter, and an insert naming the owner column with
-// the caller's own value has it removed (sqlgen adds it); another value is
-// 403. A Forwarder's upstream does that itself.
+// the caller's own value is planned without it (sqlgen adds it); another
+// value is 403. A Forwarder's upstream does that itself. authorize changes
+// none of its arguments: the plan's statement is a copy where it differs.
 func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ownerRewrite bool) (*plan, *Error) {
 	name := stmt.TableName()
 	tp, named := p.table(name)
@@ -267,7 +270,7 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ow
 			}
 		}
 	}
-	pl := &plan{table: t.Name, catalog: sqlgen.Catalog{Tables: []sqlgen.Table{visible}}, write: write}
+	pl := &plan{table: t.Name, stmt: stmt, catalog: sqlgen.Catalog{Tables: []sqlgen.Table{visible}}, write: write}
 	if tp.Owner != "" && ownerRewrite {
 		owner, ok := c.claim(tp.OwnerClaim)
 		if !ok || owner == "" {
@@ -275,9 +278,11 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ow
 		}
 		pl.opts.Owner = &sqlgen.Owner{Column: tp.Owner, Value: owner}
 		if ins, ok := stmt.(*iql.Insert); ok {
-			if e := dropOwnColumn(ins, tp.Owner, owner); e != nil {
+			own, e := withoutOwnColumn(ins, tp.Owner, owner)
+			if e != nil {
 				return nil, e
 			}
+			pl.stmt = own
 		}
 	}
 	return pl, nil
@@ -306,23 +311,24 @@ func (tp *TablePolicy) checkReadOnly(stmt iql.Statement, t sqlgen.Table) *Error 
 	return nil
 }
 
-// dropOwnColumn removes the owner column from an insert whose every row
-// gives the caller's own value; a row with another owner is 403.
-func dropOwnColumn(ins *iql.Insert, column, owner string) *Error {
+// withoutOwnColumn returns ins without the owner column (a copy; ins itself
+// when it does not name the column) when its every row gives the caller's
+// own value; a row with another owner is 403.
+func withoutOwnColumn(ins *iql.Insert, column, owner string) (*iql.Insert, *Error) {
 	i := slices.IndexFunc(ins.Columns, func(c string) bool { return sqlgen.EqualFold(c, column) })
 	if i < 0 {
-		return nil
+		return ins, nil
 	}
 	for _, row := range ins.Rows {
 		if v := row[i]; v.Kind != iql.KindString || v.Text != owner {
-			return errForbidden(fmt.Sprintf("column %s is the row's owner: it is filled in from the access token and cannot name another", column))
+			return nil, errForbidden(fmt.Sprintf("column %s is the row's owner: it is filled in from the access token and cannot name another", column))
 		}
 	}
-	ins.Columns = slices.Delete(ins.Columns, i, i+1)
-	for r := range ins.Rows {
-		ins.Rows[r] = slices.Delete(ins.Rows[r], i, i+1)
+	out := &iql.Insert{Table: ins.Table, Columns: slices.Delete(slices.Clone(ins.Columns), i, i+1), Rows: make([][]iql.Literal, len(ins.Rows))}
+	for r, row := range ins.Rows {
+		out.Rows[r] = slices.Delete(slices.Clone(row), i, i+1)
 	}
-	return nil
+	return out, nil
 }
 
 // generateError maps a generation error to its status: 404 unknown names,

@@ -55,13 +55,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, st
 	}
 	opts := pl.opts
 	opts.RowCheck = h.rowCheck
-	st, err := sqlgen.Generate(h.cfg.Engine.Dialect(), pl.catalog, stmt, opts)
+	st, err := sqlgen.Generate(h.cfg.Engine.Dialect(), pl.catalog, pl.stmt, opts)
 	if err != nil {
 		h.fail(w, req, generateError(err))
 		return
 	}
 	if pl.write {
-		h.write(w, r, req, stmt, st)
+		h.write(w, r, req, pl.stmt, st)
 		return
 	}
 	h.read(w, r, req, st)

@@ -6,7 +6,8 @@
 //     connections under a statement time limit, and runs writes in one transaction.
 //     RowChecker, Pooled and Pinger are what an engine may offer besides.
 //   - Forwarder (forwarder.go): an engine that takes IQL itself and hands it on to an
-//     upstream query service (the iq engine).
+//     upstream query service (the iq engine), and says which statements its upstream
+//     takes.
 //   - The errors (errors.go): ErrConstraint, ErrTimeout, ErrCanceled, ErrInvalidValue and
 //     ErrUnavailable, which every engine wraps around its driver's errors, and a
 //     Forwarder's ErrBadGateway, ErrUpstreamRefused (UpstreamError) and ErrFateUnknown, so
@@ -15,9 +16,9 @@
 //   - CatalogCache (catalogcache.go): the catalog an SQL engine read last, checked against
 //     the schema's version at most once per interval, which the engines share.
 //
-// It is a leaf: it imports the standard library and package sqlgen (for Statement,
-// Dialect, Catalog and Column), and nothing else, neither the handler nor an engine nor a
-// driver nor Caddy. The engines (sqliteengine, pgengine, iqengine) import it and never the
+// It is a leaf: it imports the standard library, package sqlgen (for Statement,
+// Dialect, Catalog and Column) and package iql (the statement a Forwarder checks), and
+// nothing else, neither the handler nor an engine nor a driver nor Caddy. The engines (sqliteengine, pgengine, iqengine) import it and never the
 // handler; the handler imports it and never an engine (queryproxy/deps_test.go fails
 // otherwise). Package enginetest holds the conformance suite every engine's tests run.
 package engine

@@ -3,15 +3,21 @@ package engine
 import (
 	"context"
 
+	"github.com/gatehouse/gatehouse/queryproxy/iql"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
 // Forwarder is an engine that takes IQL itself: the platform's own query
-// service (the iq engine). The handler authorizes a statement as for any
-// engine, resolves its names against the Forwarder's configured catalog,
-// re-prints it as canonical IQL (iql.Format) and hands it on with the
-// caller's token; the Forwarder checks the answer's shape.
+// service (the iq engine). The handler asks Check whether the upstream takes
+// the statement, authorizes it as for any engine, resolves its names against
+// the Forwarder's configured catalog (sqlgen.Resolve), re-prints it as
+// canonical IQL (iql.Format) and hands it on with the caller's token; the
+// Forwarder checks the answer's shape.
 type Forwarder interface {
+	// Check reports what of stmt is outside the upstream's grammar (the
+	// handler refuses it with 400, naming it, and nothing reaches the
+	// upstream), or "" when the upstream takes it.
+	Check(stmt iql.Statement) string
 	// Catalog is the configured catalog: the tables and columns the
 	// upstream serves.
 	Catalog(ctx context.Context) (sqlgen.Catalog, error)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
 // OpenForwarder returns a new Forwarder for the test t whose upstream holds the demo's
@@ -32,8 +33,8 @@ func RunForwarder(t *testing.T, open OpenForwarder) {
 	}
 }
 
-// forward sends the IQL statement src, every name in the catalog's spelling, as the
-// handler would (canonical IQL, the select's columns from the catalog), without a policy.
+// forward sends the IQL statement src as the handler would (its names resolved with
+// sqlgen.Resolve, printed as canonical IQL), without a policy.
 func forward(t *testing.T, f engine.Forwarder, src string) (*engine.ForwardResult, error) {
 	t.Helper()
 	stmt, cat := parse(t, src, f.Catalog)
@@ -41,24 +42,13 @@ func forward(t *testing.T, f engine.Forwarder, src string) (*engine.ForwardResul
 	if !ok {
 		t.Fatalf("%s: no table %s", src, stmt.TableName())
 	}
-	req := engine.ForwardRequest{IQL: iql.Format(stmt), Token: "enginetest", RequestID: "enginetest"}
-	switch s := stmt.(type) {
-	case *iql.Select:
-		req.Columns = table.Columns
-		if len(s.Columns) > 0 {
-			req.Columns = nil
-			for _, name := range s.Columns {
-				c, ok := table.Column(name)
-				if !ok {
-					t.Fatalf("%s: no column %s", src, name)
-				}
-				req.Columns = append(req.Columns, c)
-			}
-		}
-	case *iql.Insert:
-		req.Write = true
+	resolved, cols, err := sqlgen.Resolve(table, stmt)
+	if err != nil {
+		t.Fatalf("%s: %v", src, err)
 	}
-	return f.Forward(context.Background(), req)
+	_, insert := stmt.(*iql.Insert)
+	return f.Forward(context.Background(), engine.ForwardRequest{IQL: iql.Format(resolved), Token: "enginetest",
+		RequestID: "enginetest", Write: insert, Columns: cols})
 }
 
 // forwardedRows forwards a select and returns its rows.

@@ -17,6 +17,9 @@
 // case-insensitively, Catalog.Table and Table.Column) and the catalog's spelling is written,
 // in double quotes with an inner double quote doubled, on both dialects. A name the catalog
 // does not have is an *UnknownError. "SELECT *" is written out as the catalog's column list.
+// Resolve holds a statement to the same rule for a target that takes IQL rather than SQL
+// (the iq engine's upstream): it returns the statement with every name in the catalog's
+// spelling, "*" written out, and a select's result columns.
 //
 // # Values
 //
