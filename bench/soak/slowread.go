@@ -21,12 +21,12 @@ import (
 // cost the gateway, with the backend ticking every millisecond.
 const (
 	sendQueueBytes = 4 << 20 // the gateway's send_queue_bytes (its default, set explicitly)
-	maxMessageSize = 1 << 20 // its max_message_size (likewise)
+	maxMessageSize = 1 << 20 // its max_message_bytes (likewise)
 	rssAllowance   = 16 << 20
 )
 
 // slowReaders runs readers reading sessions, then senders clients that send
-// Sub messages with topics near max_message_size (which the backend answers
+// Sub messages with topics near max_message_bytes (which the backend answers
 // with Errors that echo them) and never read, and silent clients that
 // subscribe to every security and never read again. It prints the gateway's
 // RSS before and at its peak during the attack against the bound
@@ -35,7 +35,7 @@ const (
 // security's NumberOfTrades goes up by one a tick: a gap is a missed tick).
 func slowReaders(o options) error {
 	in, err := setup(o, "\t\ttick_interval 1ms\n",
-		fmt.Sprintf("\t\tsend_queue_bytes %d\n\t\tmax_message_size %d\n", sendQueueBytes, maxMessageSize))
+		fmt.Sprintf("\t\tsend_queue_bytes %d\n\t\tmax_message_bytes %d\n", sendQueueBytes, maxMessageSize))
 	if err != nil {
 		return err
 	}

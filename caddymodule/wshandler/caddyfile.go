@@ -1,6 +1,7 @@
 package wshandler
 
 import (
+	"github.com/caddyserver/caddy/v2"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -31,7 +32,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		subprotocols <name>...
 //		allowed_origins <origin>...
 //		compression off
-//		max_message_size <bytes>
+//		max_message_bytes <bytes>         # max_message_size, the deprecated name, too
 //		send_queue_bytes <bytes>
 //		send_queue <messages>
 //		auth_timeout <duration>
@@ -84,10 +85,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("compression takes only \"off\", got %q", v)
 			}
 			h.DisableCompression = true
-		case "max_message_size":
+		case "max_message_bytes", "max_message_size":
+			if name == "max_message_size" {
+				caddy.Log().Named("caddyfile").Warn("gatehouse_ws: max_message_size is deprecated: use max_message_bytes")
+			}
 			var n int
 			n, err = cfutil.PositiveIntArg(d)
-			h.MaxMessageSize = int64(n)
+			h.MaxMessageBytes = int64(n)
 		case "send_queue_bytes":
 			var n int
 			n, err = cfutil.PositiveIntArg(d)

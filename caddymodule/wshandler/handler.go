@@ -87,8 +87,12 @@ type Handler struct {
 	// Default false.
 	DisableCompression bool `json:"disable_compression,omitempty"`
 
-	// MaxMessageSize bounds a client message after decompression, in
+	// MaxMessageBytes bounds a client message after decompression, in
 	// bytes; a larger one closes the socket with 1009. Default 1 MiB.
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
+
+	// MaxMessageSize is the deprecated name of MaxMessageBytes, still
+	// read (with a warning) when MaxMessageBytes is not set.
 	MaxMessageSize int64 `json:"max_message_size,omitempty"`
 
 	// SendQueueBytes bounds, per session, the bytes of the messages waiting
@@ -255,7 +259,7 @@ var defaultHeaders = map[string][]string{
 func (h *Handler) config() (wsauth.Config, error) {
 	cfg := wsauth.Config{
 		Upstreams: h.Upstreams, Subprotocols: h.Subprotocols, AllowedOrigins: h.AllowedOrigins,
-		DisableCompression: h.DisableCompression, MaxMessageBytes: h.MaxMessageSize,
+		DisableCompression: h.DisableCompression, MaxMessageBytes: cmp.Or(h.MaxMessageBytes, h.MaxMessageSize),
 		SendQueueBytes: h.SendQueueBytes, SendQueue: h.SendQueue,
 		AuthTimeout: time.Duration(h.AuthTimeout), AuthMaxMessages: h.AuthMaxMessages,
 		MaxUnauthenticated: h.MaxUnauthenticated, PingInterval: time.Duration(h.PingInterval),
@@ -352,6 +356,9 @@ func (h *Handler) Validate() error {
 // code exchange for AuthCode.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	if h.MaxMessageSize != 0 {
+		h.logger.Warn("gatehouse_ws: max_message_size is deprecated: it is max_message_bytes now")
+	}
 	cfg, err := h.config()
 	if err != nil {
 		return err
