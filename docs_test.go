@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -349,4 +350,24 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestModuleLeavesTheDemoBackendOut: what xcaddy builds (the root package
+// and everything it imports) does not carry the demo's backend, which
+// trusts whoever reaches it; cmd/gatehouse, which runs the demo, does.
+func TestModuleLeavesTheDemoBackendOut(t *testing.T) {
+	deps := func(pkg string) string {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return string(out)
+	}
+	const demo = "github.com/gatehouse/gatehouse/caddymodule/demobackend\n"
+	if strings.Contains(deps("."), demo) {
+		t.Error("the module's root package imports the demo backend")
+	}
+	if !strings.Contains(deps("./cmd/gatehouse"), demo) {
+		t.Error("cmd/gatehouse does not carry the demo backend: the demo cannot start")
+	}
 }

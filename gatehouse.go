@@ -7,8 +7,11 @@
 //	xcaddy build --with github.com/gatehouse/gatehouse
 //
 // builds a Caddy with Gatehouse in it. cmd/gatehouse is the same binary built
-// with plain `go build`. The code lives in the packages below this one:
-// caddymodule holds the Caddy glue, identity and the others the core.
+// with plain `go build`, and the demo's market-data backend besides
+// (caddymodule/demobackend, DEMO-ONLY: it trusts whoever reaches it), which
+// this package leaves out, so that no production build carries it. The code
+// lives in the packages below this one: caddymodule holds the Caddy glue,
+// identity and the others the core.
 package gatehouse
 
 // Registers the Caddy modules, Caddyfile directives and CLI commands: the
@@ -16,7 +19,6 @@ package gatehouse
 import (
 	_ "github.com/gatehouse/gatehouse/caddymodule"
 	_ "github.com/gatehouse/gatehouse/caddymodule/cli"
-	_ "github.com/gatehouse/gatehouse/caddymodule/demobackend"
 	_ "github.com/gatehouse/gatehouse/caddymodule/pgstore"
 	_ "github.com/gatehouse/gatehouse/caddymodule/queryhandler"
 	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"

@@ -4,12 +4,17 @@
 // site of its own, behind the message gateway.
 //
 // DEMO-ONLY: the backend trusts the identity headers the gateway sets and
-// checks nothing itself (see examples/marketdata). Never expose it.
+// checks nothing itself (see examples/marketdata). Never expose it: it
+// answers loopback addresses only, and the module's package (the root
+// gatehouse package, what xcaddy builds) does not include it; cmd/gatehouse
+// does, to run the demo.
 package demobackend
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -72,10 +77,26 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// ServeHTTP serves the backend.
+// ServeHTTP serves the backend to this machine only: a request from any
+// other address is refused (403), whatever the site's bind says, since the
+// backend believes the identity headers it is sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if !fromLoopback(r.RemoteAddr) {
+		http.Error(w, "the demo backend answers this machine only", http.StatusForbidden)
+		return nil
+	}
 	h.srv.ServeHTTP(w, r)
 	return nil
+}
+
+// fromLoopback reports whether addr (a RemoteAddr) is a loopback address.
+func fromLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // reloadGrace is how long the backend's connections outlive a config

@@ -4,7 +4,8 @@
 // own (run, reload, adapt, ...).
 //
 // It is the binary `xcaddy build --with github.com/gatehouse/gatehouse`
-// builds, for those who prefer `go build ./cmd/gatehouse`.
+// builds, for those who prefer `go build ./cmd/gatehouse`, with the demo's
+// market-data backend besides (http.handlers.gatehouse_demo_backend).
 package main
 
 import (
@@ -18,6 +19,11 @@ import (
 	// Every Gatehouse module and command: gatehouse.go holds the one list
 	// of caddymodule and its sub-packages.
 	_ "github.com/gatehouse/gatehouse"
+
+	// The demo's market-data backend, which Caddyfile.example serves
+	// (DEMO-ONLY): this binary runs the demo; an xcaddy build of the module
+	// does not carry it.
+	_ "github.com/gatehouse/gatehouse/caddymodule/demobackend"
 )
 
 func main() {
