@@ -6,7 +6,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/oauth"
 )
 
-// Endpoint paths under the issuer (docs/service-interface.md §2.1).
+// Endpoint paths under the issuer (docs/api-surface.md §2.1).
 const (
 	PathDiscovery       = "/.well-known/openid-configuration"
 	PathJWKS            = "/.well-known/openid-configuration/jwks"
@@ -20,7 +20,7 @@ const (
 	PathDeviceAuthorize = "/connect/deviceauthorization"
 )
 
-// Discovery is the OpenID Provider metadata document (docs/service-interface.md §2.1,
+// Discovery is the OpenID Provider metadata document (docs/api-surface.md §2.1,
 // OpenID Connect Discovery 1.0 §3).
 type Discovery struct {
 	Issuer                             string   `json:"issuer"`

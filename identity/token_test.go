@@ -349,7 +349,7 @@ func TestDiscoveryAndJWKS(t *testing.T) {
 			t.Errorf("%s = %v, want a non-empty list", k, res.body[k])
 		}
 	}
-	// What the authorization endpoint does beyond docs/service-interface.md's table.
+	// What the authorization endpoint does beyond docs/api-surface.md's table.
 	if res.body["request_uri_parameter_supported"] != false || res.body["claims_parameter_supported"] != false ||
 		res.body["authorization_response_iss_parameter_supported"] != true {
 		t.Errorf("request_uri, claims, iss: %v %v %v", res.body["request_uri_parameter_supported"],

@@ -89,7 +89,7 @@ func (m *liveMsg) update(topic string) bool {
 func (m *liveMsg) String() string { return string(m.raw) }
 
 // identifyData is the Data of an Identify, QueryIdentify or AuthToken
-// reply (docs/service-interface.md §2.5; ExpiresIn in the original client's profile).
+// reply (docs/api-surface.md §2.5; ExpiresIn in the original client's profile).
 type identifyData struct {
 	Result      string   `json:"Result"`
 	AccessToken string   `json:"AccessToken"`

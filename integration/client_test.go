@@ -40,7 +40,7 @@ const (
 // every scope the client may ask for that the user holds.
 var demoScopes = []string{"openid", "profile", "email", "offline_access", "Service/Market", "Service/News"}
 
-// tokenResponse is the token endpoint's success body (docs/service-interface.md §2.2),
+// tokenResponse is the token endpoint's success body (docs/api-surface.md §2.2),
 // plus the id_token OpenID Connect adds.
 type tokenResponse struct {
 	AccessToken  string      `json:"access_token"`
@@ -217,7 +217,7 @@ func (g *Gatehouse) PostToken(t testing.TB, form url.Values, basicUser, basicSec
 	return g.Do(t, req)
 }
 
-// specRequest builds a token request as docs/service-interface.md §4.2 shows it: the
+// specRequest builds a token request as docs/api-surface.md §4.2 shows it: the
 // form fields in the order shown, Accept, Content-Type and Content-Length.
 func specRequest(t testing.TB, g *Gatehouse, body string) *http.Request {
 	t.Helper()

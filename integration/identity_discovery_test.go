@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestDiscoveryDocument checks every field of docs/service-interface.md §2.1 (§4.1).
+// TestDiscoveryDocument checks every field of docs/api-surface.md §2.1 (§4.1).
 func TestDiscoveryDocument(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouse(t)

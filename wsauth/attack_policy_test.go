@@ -509,7 +509,7 @@ func (r realVerifier) VerifyAccessToken(ctx context.Context, token string) (Iden
 // the verifier's table (an id_token, another audience, another issuer,
 // alg none, foreign keys, a second spelling of a good token, an opaque
 // string such as a refresh token, ...) sent in an AuthToken message, as
-// raw text and Base-64 encoded (the rule of docs/service-interface.md §2.4), gets
+// raw text and Base-64 encoded (the rule of docs/api-surface.md §2.4), gets
 // Result Reject (Rejected in the motif profile) and opens no backend leg;
 // a good token in either spelling is accepted, and its AccessToken is
 // returned only to a client ReturnAccessToken names.

@@ -19,7 +19,7 @@ import (
 // "Transport"). A zero Config field means its default.
 const (
 	// DefaultSubprotocol is the sub-protocol negotiated when Config names
-	// none (docs/service-interface.md §9).
+	// none (docs/api-surface.md §9).
 	DefaultSubprotocol = "ServiceJson"
 	// DefaultMaxMessageBytes bounds one client message, counted after
 	// permessage-deflate decompression.
@@ -166,7 +166,7 @@ type Config struct {
 	CloseLinger time.Duration
 	// ReturnAccessToken lists the OAuth clients whose sessions get their
 	// access token back (Base-64) in Identify replies, so the client can
-	// save it and restore the connection later (docs/service-interface.md §2.5: "if
+	// save it and restore the connection later (docs/api-surface.md §2.5: "if
 	// permitted"); the original web client needs it. "*" permits every
 	// client. Default none: a token is a credential, and a client that
 	// did not ask for it should not be handed one more copy.

@@ -27,7 +27,7 @@ const (
 )
 
 // Sub-protocols of the message service: ServiceJson is the interface's
-// name (docs/service-interface.md §9), ZenithJson the original platform's.
+// name (docs/api-surface.md §9), ZenithJson the original platform's.
 const (
 	SubprotocolService = "ServiceJson"
 	SubprotocolZenith  = "ZenithJson"

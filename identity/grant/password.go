@@ -11,7 +11,7 @@ import (
 )
 
 // password is the resource owner password credentials grant (RFC 6749
-// §4.3, docs/service-interface.md §4.2).
+// §4.3, docs/api-surface.md §4.2).
 func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response, *oauth.Error) {
 	username, password := req.Form.Get("username"), req.Form.Get("password")
 	if username == "" || password == "" {

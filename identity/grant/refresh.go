@@ -7,7 +7,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/tokens"
 )
 
-// refresh is the refresh grant (RFC 6749 §6, docs/service-interface.md §4.3); the
+// refresh is the refresh grant (RFC 6749 §6, docs/api-surface.md §4.3); the
 // family rules live in tokens.Service.Refresh.
 func (e *Endpoint) refresh(ctx context.Context, req *Request) (*tokens.Response, *oauth.Error) {
 	token := req.Form.Get("refresh_token")

@@ -62,7 +62,7 @@ func SafeParamName(k string) string {
 }
 
 // SecurityHeaders sets the headers of every response that may carry a
-// credential (docs/service-interface.md §4.2, RFC 6749 §5.1): no caching anywhere, no
+// credential (docs/api-surface.md §4.2, RFC 6749 §5.1): no caching anywhere, no
 // referrer, and hsts as Strict-Transport-Security.
 func SecurityHeaders(h http.Header, hsts string) {
 	h.Set("Cache-Control", "no-store, no-cache, max-age=0")

@@ -125,7 +125,7 @@ type Grant struct {
 	SessionID string
 }
 
-// Response is the success body of the token endpoint (docs/service-interface.md §2.2,
+// Response is the success body of the token endpoint (docs/api-surface.md §2.2,
 // RFC 6749 §5.1).
 type Response struct {
 	AccessToken  string `json:"access_token"`

@@ -163,7 +163,7 @@ func slidingExpiry(now time.Time, pol clients.RefreshPolicy, absolute time.Time)
 	return exp
 }
 
-// Refresh is the refresh grant for client c (RFC 6749 §6, docs/service-interface.md
+// Refresh is the refresh grant for client c (RFC 6749 §6, docs/api-surface.md
 // §4.3). Every refresh rotates: a new access token and a new refresh token.
 // A replayed token revokes its family (RFC 9700 §4.14), except the same
 // parent sent again by the same client inside the grace window before its

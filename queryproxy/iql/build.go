@@ -11,7 +11,7 @@ import (
 // This file builds ASTs from the structured endpoints' JSON, so that they and the text
 // endpoint share one AST, one set of bounds and one set of checks.
 
-// Criterion is one element of a structured select's criteria array (docs/service-interface.md §2.7),
+// Criterion is one element of a structured select's criteria array (docs/api-surface.md §2.7),
 // [{"ColumnName": "Code", "Operator": "=", "Value": "BHP"}], as decoded from JSON.
 type Criterion struct {
 	ColumnName string

@@ -12,7 +12,7 @@ import (
 // The OAuth scopes of the message service's areas. docs/protocol.md
 // ("Permission needed per Controller/Topic") names the areas Market, News,
 // Trading, OrderPad and Authorise; Gatehouse grants each as the OAuth scope
-// Service/<Area> (docs/service-interface.md's rename of Zenith/<Area>), and the Identify
+// Service/<Area> (docs/api-surface.md's rename of Zenith/<Area>), and the Identify
 // reply lists it as <vendor>.Service.<Area>.
 const (
 	ScopeMarket    = "Service/Market"

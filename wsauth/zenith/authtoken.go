@@ -10,7 +10,7 @@ import (
 // DefaultMaxTokenBytes bounds an AuthToken request's access token.
 const DefaultMaxTokenBytes = 8 << 10
 
-// AuthTokenRequest is the Data of an AuthToken message (docs/service-interface.md §2.4).
+// AuthTokenRequest is the Data of an AuthToken message (docs/api-surface.md §2.4).
 type AuthTokenRequest struct {
 	// Provider is the provider as sent; the caller accepts only Bearer.
 	Provider string
@@ -22,7 +22,7 @@ type AuthTokenRequest struct {
 // {"Provider":…,"AccessToken":…}: one object with both members once, as
 // strings, names exact (an escaped spelling is another member), other
 // members ignored. The
-// AccessToken is decoded by the Base-64 rule of docs/service-interface.md §2.4: when it
+// AccessToken is decoded by the Base-64 rule of docs/api-surface.md §2.4: when it
 // is valid standard Base-64 (padded) the decoded bytes are the token,
 // otherwise the text itself is (a JWT, with its dots, never decodes).
 //

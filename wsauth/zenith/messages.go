@@ -46,7 +46,7 @@ func AppendError(dst []byte, env *Envelope, code string) []byte {
 }
 
 // Results of an Identify reply. Reject is the documented failure
-// (docs/service-interface.md §2.5); the motif-core client spells it Rejected.
+// (docs/api-surface.md §2.5); the motif-core client spells it Rejected.
 const (
 	ResultSuccess  = "Success"
 	ResultReject   = "Reject"
@@ -72,7 +72,7 @@ type Profile struct {
 }
 
 // AuthTokenReplyTopic is the Topic of the reply to an AuthToken message:
-// Identify (docs/service-interface.md §4.4), or AuthToken for motif-core.
+// Identify (docs/api-surface.md §4.4), or AuthToken for motif-core.
 func (p Profile) AuthTokenReplyTopic() string {
 	if p.Motif {
 		return "AuthToken"
@@ -80,7 +80,7 @@ func (p Profile) AuthTokenReplyTopic() string {
 	return "Identify"
 }
 
-// Identify is what an Identify reply tells the client (docs/service-interface.md §2.5).
+// Identify is what an Identify reply tells the client (docs/api-surface.md §2.5).
 type Identify struct {
 	// Success: the authentication was accepted. Without it the reply's
 	// Data is the failure Result alone, whatever the other fields hold.
@@ -101,7 +101,7 @@ type Identify struct {
 }
 
 // AppendIdentifyData appends the Data of an Identify, QueryIdentify or
-// AuthToken reply, written by hand in the order of docs/service-interface.md §2.5:
+// AuthToken reply, written by hand in the order of docs/api-surface.md §2.5:
 //
 //	{"Result":"Success","AccessToken":…,"DisplayName":…,"UserID":…,
 //	 "ExpiryDate":"20261121T103000Z","ExpiresIn":"00:59:59.0000000",
