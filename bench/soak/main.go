@@ -18,8 +18,8 @@
 // are closed after the expiry grace (20 s). Each minute it prints the gateway's RSS,
 // heap in use and goroutines, the open sessions, the messages relayed, and the
 // sessions ended by cause; at the end, after every session closed, whether the
-// gateway restarted, its goroutines and heap against the baseline before the
-// sessions, every healthy session's minutes without a tick, and any session that
+// gateway restarted, its goroutines and heap against the baseline (taken after a
+// warm-up that is the soak in small), every healthy session's minutes without a tick, and any session that
 // ended by a cause the run did not cause on purpose.
 package main
 
@@ -59,6 +59,7 @@ const secret = "soak-secret-not-for-production"
 type options struct {
 	n       int
 	d       time.Duration
+	warmup  time.Duration
 	slow    float64
 	idle    time.Duration
 	settle  time.Duration
@@ -72,6 +73,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 2000, "sessions")
 	flag.DurationVar(&o.d, "d", 10*time.Minute, "how long the sessions are held")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Minute, "how long the same sessions are held before the baseline is taken")
 	flag.Float64Var(&o.slow, "slow", 0.1, "the share of sessions that read slowly")
 	flag.DurationVar(&o.settle, "settle", 135*time.Second, "after the sessions closed, how long to wait before comparing with the baseline: past the tokens' expiry (60 s), the verifier's cache sweep (every minute) and the lingering of closed sockets (30 s)")
 	flag.DurationVar(&o.idle, "idle", 5*time.Minute, "then how much longer to wait before the last RSS")
@@ -285,24 +287,76 @@ func run(o options) error {
 	}
 	defer in.close()
 	m, gw := in.m, in.gw
-	r := &runState{base: in.base, ws: in.ws, ends: map[string]int{}}
 	fmt.Printf("soak: %d sessions for %v, %.0f%% slow readers; gatehouse pid %d\n", o.n, o.d, o.slow*100, m.pid)
-	// The baseline is taken after a warm-up with as many sessions, once their
-	// tokens have expired and been swept (settle): what the process keeps once
-	// it has served that many (the runtime keeps every goroutine's struct and
-	// the timer heap grown for every socket's deadlines, golang/go#9869) is in
-	// it, so what differs at the end is what the hours added.
-	if err := r.warmUp(o.n); err != nil {
+	// The baseline is taken after a warm-up that is the soak in small: as many
+	// sessions of every kind, held at once, the backend restarted halfway. The
+	// runtime keeps what a process once needed (every goroutine's struct,
+	// golang/go#9869, and the timer heaps grown for every socket's deadlines):
+	// after the warm-up, the process has needed as much as the soak will, so
+	// what differs at the end is what the hours added. It is compared once the
+	// tokens have expired and been swept (settle).
+	fmt.Printf("warm-up: the same sessions for %v\n", o.warmup)
+	warm := newRunState(in)
+	if err := warm.soak(in, o, o.warmup, false); err != nil {
 		return err
+	}
+	if u := warm.unexpected.Load(); u > 0 {
+		return fmt.Errorf("warm-up: %d sessions ended by a cause the run did not cause (%s)", u, warm.endsText())
 	}
 	time.Sleep(o.settle)
 	m.collect()
 	baseline := m.sample()
 	baseLive := m.live()
-	fmt.Printf("baseline, after a warm-up of %d sessions and %v: RSS %s, heap in use %s, live %s, goroutines %d\n",
-		o.n, o.settle, mib(baseline.rss), mib(baseline.heap), mib(baseline.live), baseline.goroutines)
+	fmt.Printf("baseline, after the warm-up (goroutines at most %d) and %v: RSS %s, heap in use %s, live %s, goroutines %d\n",
+		warm.peak.Load(), o.settle, mib(baseline.rss), mib(baseline.heap), mib(baseline.live), baseline.goroutines)
 
-	ctx, cancel := context.WithTimeout(context.Background(), o.d)
+	r := newRunState(in)
+	if err := r.soak(in, o, o.d, true); err != nil {
+		return err
+	}
+	// Heap in use is compared once the tokens have expired, the verifier's
+	// cache has swept them and the lingering sockets have closed (settle), each
+	// time after two forced collections (the second empties the sync.Pools the
+	// first left in their victim caches).
+	time.Sleep(o.settle)
+	m.collect()
+	end := m.sample()
+	endLive := m.live()
+	if o.keepDir {
+		m.profile(filepath.Join(in.dir, "heap.pprof"))
+		fmt.Fprintln(os.Stderr, "soak: heap profile in", filepath.Join(in.dir, "heap.pprof"))
+	}
+	fmt.Printf("\n%v after every session closed: RSS %s, heap in use %s, goroutines %d, sessions %.0f\n",
+		o.settle, mib(end.rss), mib(end.heap), end.goroutines, end.sessions)
+	fmt.Printf("gatehouse restarts: %d\n", map[bool]int{true: 0, false: 1}[gw.alive()])
+	fmt.Printf("goroutines: %d against %d before the sessions (%+d); at most %d during the soak, %d during the warm-up\n",
+		end.goroutines, baseline.goroutines, end.goroutines-baseline.goroutines, r.peak.Load(), warm.peak.Load())
+	fmt.Printf("heap in use: %s against %s (%+.1f%%)\n", mib(end.heap), mib(baseline.heap), 100*(end.heap-baseline.heap)/baseline.heap)
+	fmt.Printf("live heap (after collection): %s against %s (%+.1f%%)\n", mib(end.live), mib(baseline.live), 100*(end.live-baseline.live)/baseline.live)
+	fmt.Printf("  live objects (heap profile): %s against %s; of them the runtime's structs of ended goroutines, which Go never frees (golang/go#9869): %s against %s\n",
+		mib(endLive.total), mib(baseLive.total), mib(endLive.deadG), mib(baseLive.deadG))
+	fmt.Printf("  live objects but those: %s against %s (%+.1f%%)\n", mib(endLive.total-endLive.deadG), mib(baseLive.total-baseLive.deadG),
+		100*((endLive.total-endLive.deadG)-(baseLive.total-baseLive.deadG))/(baseLive.total-baseLive.deadG))
+	fmt.Printf("sessions ended by cause: %s\n", r.endsText())
+	fmt.Printf("healthy session-minutes subscribed without a tick: %d of %d\n", r.starved.Load(), r.minutes.Load())
+	if u := r.unexpected.Load(); u > 0 {
+		fmt.Printf("sessions ended by a cause the run did not cause: %d\n", u)
+	} else {
+		fmt.Println("every session ended by a cause the run caused on purpose")
+	}
+	if o.idle > 0 {
+		time.Sleep(o.idle)
+		fmt.Printf("RSS after %v idle: %s\n", o.idle, mib(m.sample().rss))
+	}
+	return nil
+}
+
+// soak holds o.n sessions for d, restarting the backend once halfway, and
+// samples the gateway every few seconds (its goroutines' peak); with print, it
+// prints a line each minute.
+func (r *runState) soak(in *instance, o options, d time.Duration, print bool) error {
+	m := in.m
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range o.n {
@@ -326,63 +380,46 @@ func run(o options) error {
 	}
 	started := time.Now()
 	restarted := false
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	minute := 0
-loop:
-	for {
+	peek := time.NewTicker(5 * time.Second)
+	defer peek.Stop()
+	lastPrint, minute := time.Now(), 0
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			break loop
-		case <-tick.C:
-			minute++
+		case <-peek.C:
 			s := m.sample()
-			fmt.Printf("min %3d  RSS %s  heap %s  goroutines %6d  sessions %5.0f  relayed %9.0f  delivered %11.0f  ended %s\n",
-				minute, mib(s.rss), mib(s.heap), s.goroutines, s.sessions, s.relayed, s.delivered, r.endsText())
-			if !restarted && time.Since(started) >= o.d/2 {
+			r.notePeak(s.goroutines)
+			if print && time.Since(lastPrint) >= time.Minute {
+				lastPrint = lastPrint.Add(time.Minute)
+				minute++
+				fmt.Printf("min %3d  RSS %s  heap %s  goroutines %6d  sessions %5.0f  relayed %9.0f  delivered %11.0f  ended %s\n",
+					minute, mib(s.rss), mib(s.heap), s.goroutines, s.sessions, s.relayed, s.delivered, r.endsText())
+			}
+			if !restarted && time.Since(started) >= d/2 {
 				restarted = true
 				r.backendRestart.Store(true)
-				fmt.Println("restarting the backend")
+				r.restartedAt.Store(time.Now().UnixNano())
+				if print {
+					fmt.Println("restarting the backend")
+				}
 				if err := in.restartBackend(); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	wg.Wait()
-	// Heap in use is compared once the tokens have expired, the verifier's
-	// cache has swept them and the lingering sockets have closed (settle), each time after two forced collections (the
-	// second empties the sync.Pools the first left in their victim caches).
-	time.Sleep(o.settle)
-	m.collect()
-	end := m.sample()
-	endLive := m.live()
-	if o.keepDir {
-		m.profile(filepath.Join(in.dir, "heap.pprof"))
-		fmt.Fprintln(os.Stderr, "soak: heap profile in", filepath.Join(in.dir, "heap.pprof"))
+	// The peak goes on being watched while the sessions close.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			r.notePeak(m.sample().goroutines)
+			return nil
+		case <-peek.C:
+			r.notePeak(m.sample().goroutines)
+		}
 	}
-	fmt.Printf("\n%v after every session closed: RSS %s, heap in use %s, goroutines %d, sessions %.0f\n",
-		o.settle, mib(end.rss), mib(end.heap), end.goroutines, end.sessions)
-	fmt.Printf("gatehouse restarts: %d\n", map[bool]int{true: 0, false: 1}[gw.alive()])
-	fmt.Printf("goroutines: %d against %d before the sessions (%+d)\n", end.goroutines, baseline.goroutines, end.goroutines-baseline.goroutines)
-	fmt.Printf("heap in use: %s against %s (%+.1f%%)\n", mib(end.heap), mib(baseline.heap), 100*(end.heap-baseline.heap)/baseline.heap)
-	fmt.Printf("live heap (after collection): %s against %s (%+.1f%%)\n", mib(end.live), mib(baseline.live), 100*(end.live-baseline.live)/baseline.live)
-	fmt.Printf("  live objects (heap profile): %s against %s; of them the runtime's structs of ended goroutines, which Go never frees (golang/go#9869): %s against %s\n",
-		mib(endLive.total), mib(baseLive.total), mib(endLive.deadG), mib(baseLive.deadG))
-	fmt.Printf("  live objects but those: %s against %s (%+.1f%%)\n", mib(endLive.total-endLive.deadG), mib(baseLive.total-baseLive.deadG),
-		100*((endLive.total-endLive.deadG)-(baseLive.total-baseLive.deadG))/(baseLive.total-baseLive.deadG))
-	fmt.Printf("sessions ended by cause: %s\n", r.endsText())
-	fmt.Printf("healthy session-minutes subscribed without a tick: %d of %d\n", r.starved.Load(), r.minutes.Load())
-	if u := r.unexpected.Load(); u > 0 {
-		fmt.Printf("sessions ended by a cause the run did not cause: %d\n", u)
-	} else {
-		fmt.Println("every session ended by a cause the run caused on purpose")
-	}
-	if o.idle > 0 {
-		time.Sleep(o.idle)
-		fmt.Printf("RSS after %v idle: %s\n", o.idle, mib(m.sample().rss))
-	}
-	return nil
 }
 
 type sessionKind int
@@ -396,12 +433,14 @@ const (
 
 type runState struct {
 	base, ws       string
+	peak           atomic.Int64 // the most goroutines the gateway had at a sample
 	mu             sync.Mutex
 	ends           map[string]int
 	starved        atomic.Int64 // healthy session-minutes without a tick
 	minutes        atomic.Int64 // healthy session-minutes counted
 	unexpected     atomic.Int64
 	backendRestart atomic.Bool
+	restartedAt    atomic.Int64 // when the backend was restarted (Unix ns)
 }
 
 func (r *runState) ended(cause string, expected bool) {
@@ -413,6 +452,19 @@ func (r *runState) ended(cause string, expected bool) {
 	}
 }
 
+func newRunState(in *instance) *runState {
+	return &runState{base: in.base, ws: in.ws, ends: map[string]int{}}
+}
+
+func (r *runState) notePeak(goroutines int) {
+	for {
+		p := r.peak.Load()
+		if int64(goroutines) <= p || r.peak.CompareAndSwap(p, int64(goroutines)) {
+			return
+		}
+	}
+}
+
 func (r *runState) endsText() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -421,48 +473,6 @@ func (r *runState) endsText() string {
 		fmt.Fprintf(&b, "%s=%d ", k, v)
 	}
 	return strings.TrimSpace(b.String())
-}
-
-// warmUp opens n sessions, ramped as the soak's are, each subscribed until its
-// first tick, and closes them.
-func (r *runState) warmUp(n int) error {
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := dialSession(context.Background(), r)
-			if err != nil {
-				failed.Add(1)
-				return
-			}
-			defer c.Close()
-			code := securities[i%len(securities)]
-			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Security!`+code+`.ASX","Action":"Sub","TransactionID":1}`))
-			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-			for {
-				_, msg, err := c.ReadMessage()
-				if err != nil {
-					failed.Add(1)
-					return
-				}
-				if _, ok := trades(msg); ok {
-					break
-				}
-			}
-			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(5*time.Second))
-			_, _, _ = c.ReadMessage() // the gateway's answer
-		}()
-		if i%50 == 49 {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	wg.Wait()
-	if f := failed.Load(); f > 0 {
-		return fmt.Errorf("warm-up: %d of %d sessions failed", f, n)
-	}
-	return nil
 }
 
 // token is a client_credentials access token of client soak.
@@ -610,7 +620,8 @@ func (r *runState) once(ctx context.Context, rng *rand.Rand, kind sessionKind) (
 			if kind == kindHealthy {
 				n := ticks.Load()
 				r.minutes.Add(1)
-				if n == lastTicks && !r.backendRestart.Load() {
+				// The minute in which the backend was restarted does not count.
+				if n == lastTicks && time.Since(time.Unix(0, r.restartedAt.Load())) > 70*time.Second {
 					r.starved.Add(1)
 				}
 				lastTicks = n
