@@ -98,3 +98,93 @@ func TestVersionIsStamped(t *testing.T) {
 		t.Fatalf("gatehouse version: %q, want %s", out, want)
 	}
 }
+
+// TestXcaddyBuildShowsTheVersion: a binary built as users build it
+// (xcaddy.sh: xcaddy with the module replaced by this checkout at a given
+// version) registers every module of ours and not the demo backend, and
+// shows that version where a user looks: `list-modules --versions` beside
+// each module and `build-info` beside the dependency. It failed when the
+// root package imported the demo backend again, and when xcaddy.sh
+// replaced the module without a version (the build itself fails: `go get`
+// asks the module proxy for a version this checkout is not).
+func TestXcaddyBuildShowsTheVersion(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds Caddy with xcaddy: a minute or more")
+	}
+	const version = "v0.0.0-test"
+	bin := filepath.Join(t.TempDir(), "gatehouse")
+	build := exec.Command("bash", filepath.Join(repoRoot, "xcaddy.sh"), bin)
+	build.Env = append(os.Environ(), "GATEHOUSE_VERSION="+version)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("xcaddy.sh: %v\n%s", err, out)
+	}
+
+	out, err := exec.Command(bin, "list-modules", "--versions", "--skip-standard").Output()
+	if err != nil {
+		t.Fatalf("list-modules: %v", err)
+	}
+	listed := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) == 2 {
+			listed[f[0]] = f[1]
+		}
+	}
+	ours := moduleIDs(t)
+	if len(ours) < 10 {
+		t.Fatalf("found %d module IDs in caddymodule's source: %v", len(ours), ours)
+	}
+	for _, id := range ours {
+		switch v, ok := listed[id]; {
+		case !ok:
+			t.Errorf("list-modules does not show %s:\n%s", id, out)
+		case v != version:
+			t.Errorf("list-modules shows %s at %s, want %s", id, v, version)
+		}
+	}
+	for id := range listed {
+		if strings.Contains(id, "demo") {
+			t.Errorf("the xcaddy build registers %s", id)
+		}
+	}
+
+	out, err = exec.Command(bin, "build-info").Output()
+	if err != nil {
+		t.Fatalf("build-info: %v", err)
+	}
+	dep := regexp.MustCompile(`(?m)^dep\s+github\.com/gatehouse/gatehouse\s+` + regexp.QuoteMeta(version) + `\b`)
+	if !dep.Match(out) {
+		t.Errorf("build-info does not show github.com/gatehouse/gatehouse %s:\n%s", version, out)
+	}
+}
+
+// moduleIDs are the Caddy module IDs caddymodule's packages register,
+// read from their source (the demo backend's left out).
+func moduleIDs(t *testing.T) []string {
+	t.Helper()
+	idLine := regexp.MustCompile(`(?m)^\s*ID:\s+"([^"]+)",`)
+	var ids []string
+	err := filepath.WalkDir(filepath.Join(repoRoot, "caddymodule"), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "demobackend" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range idLine.FindAllSubmatch(src, -1) {
+			ids = append(ids, string(m[1]))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
