@@ -29,6 +29,11 @@ var allowedImports = map[string][]string{
 // language, the generator, the contract and its suite (no driver, no zap, no Caddy).
 var pure = []string{"queryproxy/iql", "queryproxy/sqlgen", "queryproxy/engine", "queryproxy/enginetest"}
 
+// otelAPI is all of OpenTelemetry a queryproxy package may import: the tracing API, whose
+// spans go to the provider of the request's span (Caddy's tracing directive); never the
+// SDK or an exporter, which are the process's to choose.
+var otelAPI = []string{"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/trace"}
+
 // rootImporter reports whether pkg may import the root queryproxy package (the handler):
 // the Caddy glue that wires it, and the benchmarks. Tests may too (go list leaves their
 // imports out).
@@ -38,9 +43,10 @@ func rootImporter(pkg string) bool {
 
 // TestImportTable fails when a queryproxy package imports a package of the module its row
 // does not allow, when a pure one imports anything outside the standard library and its
-// row, when a package under queryproxy has no row, or when a package but the Caddy glue
-// and the benchmarks imports the root. Tests may import more (an engine's tests run the
-// handler over it).
+// row, when one imports OpenTelemetry beyond otelAPI, when a package under queryproxy has
+// no row, or when a package but the Caddy glue and the benchmarks imports the root. Tests
+// may import more (an engine's tests run the handler over it; the trace tests record
+// spans with the SDK).
 func TestImportTable(t *testing.T) {
 	checked := 0
 	for _, p := range importtable.List(t, "..", importtable.Module+"...") {
@@ -66,6 +72,8 @@ func TestImportTable(t *testing.T) {
 				t.Errorf("%s imports %s, which the import table does not allow", pkg, dep)
 			case !ours && slices.Contains(pure, pkg) && !standard(imp):
 				t.Errorf("%s imports %s: it imports the standard library only, and its row", pkg, imp)
+			case strings.HasPrefix(imp, "go.opentelemetry.io/") && !slices.Contains(otelAPI, imp):
+				t.Errorf("%s imports %s: of OpenTelemetry, only the tracing API %v", pkg, imp, otelAPI)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -24,6 +23,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 			Message: what + " is not in the query language of this service's upstream"})
 		return
 	}
+	req.step(spanAuthorize)
 	cat, err := fw.Catalog(r.Context())
 	if err != nil {
 		h.fail(w, req, forwardError(err))
@@ -42,6 +42,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 	}
 	freq := engine.ForwardRequest{IQL: iql.Format(resolved), Token: req.caller.Token, RequestID: req.id,
 		Write: pl.write, Columns: cols, MaxRows: h.cfg.MaxRows}
+	req.step(spanEngine)
 	res, err := fw.Forward(r.Context(), freq)
 	if pl.write {
 		h.forwardedWrite(w, req, res, err)
@@ -89,7 +90,8 @@ func (h *Handler) forwardedWrite(w http.ResponseWriter, req *request, res *engin
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write([]byte(`{"RowsAffected":` + strconv.FormatInt(n, 10) + "}\n"))
-	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))
+	req.rows = n
+	h.done(req, "ok")
 }
 
 // forwardError maps a Forwarder's error: 502 a bad answer, 503 the
@@ -165,7 +167,8 @@ func (h *Handler) catalogueInMemory(w http.ResponseWriter, r *http.Request, req 
 		h.fail(w, req, engineError(err))
 		return
 	}
-	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))
+	req.rows = int64(len(rows))
+	h.done(req, "ok")
 }
 
 // memRows is a result held in memory.

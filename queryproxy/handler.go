@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/queryproxy/engine"
@@ -84,6 +86,9 @@ type Config struct {
 	// Logger receives the audit log of writes and the service's faults;
 	// never a statement, a value or a token. nil discards.
 	Logger *zap.Logger
+	// Trace says what a query's span holds, when its request is traced
+	// (trace.go).
+	Trace TraceConfig
 }
 
 // Metrics counts the service's requests. Table is a catalog table name,
@@ -142,6 +147,9 @@ type Handler struct {
 	log      *zap.Logger
 	users    userLimiter
 	rowCheck string // the engine's RowChecker function; "" for none
+	// traceAttrs are the attributes every query span starts with (the
+	// engine's name and target).
+	traceAttrs []attribute.KeyValue
 }
 
 // New builds the handler cfg configures.
@@ -172,7 +180,8 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	h := &Handler{cfg: cfg, policy: p, log: cfg.Logger, users: userLimiter{max: cfg.MaxConcurrentPerUser, n: map[string]int{}}}
+	h := &Handler{cfg: cfg, policy: p, log: cfg.Logger, users: userLimiter{max: cfg.MaxConcurrentPerUser, n: map[string]int{}},
+		traceAttrs: traceAttrs(cfg)}
 	if rc, ok := cfg.Engine.(engine.RowChecker); ok {
 		h.rowCheck = rc.RowCheck()
 	}
@@ -201,6 +210,17 @@ type request struct {
 	table    string // the metrics label
 	caller   *Caller
 	start    time.Time
+	kind     string // the statement's: select, insert, update, delete; "" before it is parsed
+	outcome  string // "ok" or the error code, once answered
+	failed   bool   // the service's or the engine's fault (5xx), or a result cut short
+	rows     int64  // the rows sent or affected; -1 when unknown
+
+	// The query's trace (trace.go); span is nil when the request is not
+	// traced.
+	span     trace.Span
+	stepSpan trace.Span // the step under way, or nil
+	tracer   trace.Tracer
+	tctx     context.Context // span's context, the steps' parent
 }
 
 // ServeHTTP routes, answers CORS preflights before authentication, then
@@ -210,11 +230,13 @@ type request struct {
 // internal_error when nothing was sent yet, else the result ends with
 // internal_error in the ErrorTrailer; the process goes on.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := &request{start: time.Now(), table: "unknown"}
+	req := &request{start: time.Now(), table: "unknown", rows: -1}
+	defer req.endTrace()
 	contain.Serve(h.log, "query.http", w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveHTTP(w, r, req) }),
 		func(w http.ResponseWriter, started bool) {
 			if started {
 				w.Header().Set(http.TrailerPrefix+ErrorTrailer, CodeInternal)
+				req.failed, req.outcome = true, CodeInternal
 				return
 			}
 			h.fail(w, req, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error",
@@ -248,12 +270,14 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, req *request
 		h.fail(w, req, errInvalid(fmt.Sprintf("Request-Id must be one header of 1 to %d visible ASCII characters", MaxRequestIDBytes)))
 		return
 	}
+	h.startTrace(r, req)
 	caller, ok := h.cfg.Authenticate(w, r)
 	if !ok {
-		h.cfg.Metrics.Request(req.table, endpoint, CodeUnauthorized, time.Since(req.start))
+		h.done(req, CodeUnauthorized)
 		return
 	}
 	req.caller = caller
+	h.traceCaller(req)
 	user := caller.Subject
 	if user == "" {
 		user = "client:" + caller.ClientID
@@ -266,12 +290,36 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, req *request
 	defer h.users.release(user)
 
 	contain.Point("query.request")
+	req.step(spanParse)
 	stmt, e := h.parse(r, endpoint, table)
 	if e != nil {
 		h.fail(w, req, e)
 		return
 	}
+	req.kind = kindOf(stmt)
 	h.serve(w, r, req, stmt)
+}
+
+// done counts the request, answered with outcome ("ok" or an error
+// code), and notes it for its span.
+func (h *Handler) done(req *request, outcome string) {
+	req.outcome = outcome
+	h.cfg.Metrics.Request(req.table, req.endpoint, outcome, time.Since(req.start))
+}
+
+// kindOf is the kind of stmt, as the audit log and the span name it.
+func kindOf(stmt iql.Statement) string {
+	switch stmt.(type) {
+	case *iql.Select:
+		return "select"
+	case *iql.Insert:
+		return "insert"
+	case *iql.Update:
+		return "update"
+	case *iql.Delete:
+		return "delete"
+	}
+	return "unknown"
 }
 
 // route splits a path into its endpoint and, for the structured ones, the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -28,6 +27,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, st
 		return
 	}
 	ctx := r.Context()
+	req.step(spanAuthorize)
 	cat, err := h.cfg.Engine.Catalog(ctx)
 	if err != nil {
 		h.fail(w, req, engineError(err))
@@ -69,6 +69,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, st
 
 // read runs a select and streams its result.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, req *request, st sqlgen.Statement) {
+	req.step(spanEngine)
 	rows, err := h.cfg.Engine.Query(r.Context(), st)
 	if err != nil {
 		h.fail(w, req, engineError(err))
@@ -87,7 +88,8 @@ func (h *Handler) stream(w http.ResponseWriter, req *request, rows engine.Rows, 
 	if err != nil {
 		if se, ok := errors.AsType[*StreamError](err); ok {
 			// The body is cut short and the trailer carries the code.
-			h.cfg.Metrics.Request(req.table, req.endpoint, se.Code, time.Since(req.start))
+			req.failed, req.rows = true, int64(sum.Rows)
+			h.done(req, se.Code)
 			h.log.Warn("query result cut short", zap.String("request_id", req.id), zap.String("table", req.table),
 				zap.String("code", se.Code), zap.Int("rows_sent", sum.Rows), zap.Error(se.Err))
 			return
@@ -96,20 +98,16 @@ func (h *Handler) stream(w http.ResponseWriter, req *request, rows engine.Rows, 
 		h.fail(w, req, errorOf(err))
 		return
 	}
-	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))
+	req.rows = int64(sum.Rows)
+	h.done(req, "ok")
 }
 
 // write runs an insert, update or delete in one transaction, answers the
 // rows affected, and writes an audit entry (who, table, kind, count;
 // never a value) whatever the outcome.
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, req *request, stmt iql.Statement, st sqlgen.Statement) {
-	kind := "insert"
-	switch stmt.(type) {
-	case *iql.Update:
-		kind = "update"
-	case *iql.Delete:
-		kind = "delete"
-	}
+	kind := kindOf(stmt)
+	req.step(spanEngine)
 	n, err := h.cfg.Engine.Exec(r.Context(), []sqlgen.Statement{st})
 	outcome := "ok"
 	var e *Error
@@ -127,7 +125,8 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, req *request, st
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write([]byte(`{"RowsAffected":` + strconv.FormatInt(n, 10) + "}\n"))
-	h.cfg.Metrics.Request(req.table, req.endpoint, "ok", time.Since(req.start))
+	req.rows = n
+	h.done(req, "ok")
 }
 
 // catalogue serves CatalogueTable: the tables the caller may read (Name,
@@ -217,7 +216,9 @@ func (t typedRows) Values() []any {
 // "RequestId"}}, counts it, and logs its cause when it is the service's
 // own fault.
 func (h *Handler) fail(w http.ResponseWriter, req *request, e *Error) {
-	h.cfg.Metrics.Request(req.table, req.endpoint, e.Code, time.Since(req.start))
+	req.failed = e.Status >= 500
+	req.endStep(e)
+	h.done(req, e.Code)
 	if e.Status >= 500 {
 		// Error for a fault of ours; the database's or the upstream's
 		// failures (unavailable, its time limit, a bad answer) are Warn:

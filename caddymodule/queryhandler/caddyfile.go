@@ -65,6 +65,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		max_insert_rows <n>
 //		max_nesting <n>
 //		realm <realm>
+//		trace_subject                       # the subject on the query spans (default: the client only)
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -106,6 +107,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxNesting, err = cfutil.PositiveIntArg(d)
 		case "realm":
 			h.Realm, err = cfutil.OneArg(d)
+		case "trace_subject":
+			h.TraceSubject, err = cfutil.Flag(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

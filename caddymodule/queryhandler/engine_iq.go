@@ -165,9 +165,14 @@ func (e *IQEngine) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
+// traceTarget names the engine and its upstream's URL (which holds no user
+// info, query or fragment: Validate) in the query spans.
+func (e *IQEngine) traceTarget() (string, string) { return "iq", e.URL }
+
 // Interface guards
 var (
 	_ ForwarderModule   = (*IQEngine)(nil)
+	_ tracedEngine      = (*IQEngine)(nil)
 	_ caddy.Provisioner = (*IQEngine)(nil)
 	_ caddy.Validator   = (*IQEngine)(nil)
 )

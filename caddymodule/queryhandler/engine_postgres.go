@@ -112,9 +112,14 @@ func (e *PostgresEngine) Cleanup() error {
 	return e.engine.Close()
 }
 
+// traceTarget names the engine and its server (user@host:port/database,
+// never the DSN) in the query spans.
+func (e *PostgresEngine) traceTarget() (string, string) { return "postgres", e.engine.Server() }
+
 // Interface guards
 var (
 	_ EngineModule       = (*PostgresEngine)(nil)
+	_ tracedEngine       = (*PostgresEngine)(nil)
 	_ caddy.Provisioner  = (*PostgresEngine)(nil)
 	_ caddy.Validator    = (*PostgresEngine)(nil)
 	_ caddy.CleanerUpper = (*PostgresEngine)(nil)

@@ -57,6 +57,7 @@ type SQLiteEngine struct {
 	TraceStatements bool `json:"trace_statements,omitempty"`
 
 	engine *sqliteengine.Engine
+	path   string // the database file, Path or its default
 	tmp    string // validating: the throwaway directory the database was opened in
 }
 
@@ -75,6 +76,7 @@ func (e *SQLiteEngine) Provision(ctx caddy.Context) error {
 	if path == "" {
 		path = filepath.Join(caddy.AppDataDir(), "gatehouse", "query.db")
 	}
+	e.path = path
 	cfg := sqliteengine.Config{Path: path, StatementTimeout: time.Duration(e.StatementTimeout), MaxReadConns: e.MaxReadConns, Logger: log}
 	if e.InitFile != "" {
 		b, err := os.ReadFile(e.InitFile)
@@ -157,9 +159,13 @@ func copyFile(src, dst string) error {
 	return nil
 }
 
+// traceTarget names the engine and its database file in the query spans.
+func (e *SQLiteEngine) traceTarget() (string, string) { return "sqlite", e.path }
+
 // Interface guards
 var (
 	_ EngineModule       = (*SQLiteEngine)(nil)
+	_ tracedEngine       = (*SQLiteEngine)(nil)
 	_ caddy.Provisioner  = (*SQLiteEngine)(nil)
 	_ caddy.Validator    = (*SQLiteEngine)(nil)
 	_ caddy.CleanerUpper = (*SQLiteEngine)(nil)

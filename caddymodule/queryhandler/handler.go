@@ -100,6 +100,14 @@ type Handler struct {
 	// "gatehouse".
 	Realm string `json:"realm,omitempty"`
 
+	// TraceSubject puts the caller's subject (the token's sub, a user id)
+	// on each query's span when Caddy's tracing directive traces the
+	// request; the client (client_id) is always there. Default false:
+	// traces are often kept longer, and read by more people, than the
+	// audit log. Never a token nor a value of the statement either way
+	// (docs/operations.md, "Traces").
+	TraceSubject bool `json:"trace_subject,omitempty"`
+
 	handler *queryproxy.Handler
 	logger  *zap.Logger
 }
@@ -116,7 +124,7 @@ func (h *Handler) config() queryproxy.Config {
 	return queryproxy.Config{
 		Tables: h.Tables, Prefix: h.Prefix, AllowedOrigins: h.AllowedOrigins,
 		MaxBodyBytes: h.MaxBodySize, MaxRows: h.MaxRows, MaxConcurrentPerUser: h.MaxConcurrentPerUser,
-		MaxUserShare: h.MaxUserShare,
+		MaxUserShare: h.MaxUserShare, Trace: queryproxy.TraceConfig{Subject: h.TraceSubject},
 		Limits: iql.Limits{MaxBytes: h.MaxStatementSize, MaxInList: h.MaxInList, MaxPredicates: h.MaxCriteria,
 			MaxRows: h.MaxInsertRows, MaxDepth: h.MaxNesting},
 	}
@@ -167,6 +175,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		cfg.Forwarder = m.Forwarder()
 	default:
 		return fmt.Errorf("gatehouse_query: module %T is not a query engine", mod)
+	}
+	if t, ok := mod.(tracedEngine); ok {
+		cfg.Trace.Engine, cfg.Trace.Target = t.traceTarget()
 	}
 	if err := registerMetrics(ctx); err != nil {
 		return err
@@ -223,6 +234,12 @@ func (h *Handler) ours(path string) bool {
 		return false
 	}
 	return len(path) == len(p) || path[len(p)] == '/'
+}
+
+// tracedEngine is an engine module that names itself and its target in
+// the query spans (queryproxy.TraceConfig): never a DSN or a password.
+type tracedEngine interface {
+	traceTarget() (engine, target string)
 }
 
 // nopEngine stands in for the engine in Validate, which builds nothing.

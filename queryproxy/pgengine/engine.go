@@ -100,6 +100,10 @@ var errEndedTx = errors.New("the statement ended the read-only transaction")
 // Dialect is sqlgen.PostgreSQL.
 func (e *Engine) Dialect() sqlgen.Dialect { return sqlgen.PostgreSQL }
 
+// Server names the database as user@host:port/database, as the engine's errors and
+// logs do: never the DSN, nor a password.
+func (e *Engine) Server() string { return e.server }
+
 // MaxConns is the connections the engine holds open: the query handler keeps any one
 // user to a share of them (engine.Pooled).
 func (e *Engine) MaxConns() int { return e.cfg.MaxConns }
