@@ -220,3 +220,27 @@ func loggedIn(t *testing.T, f *fixture) (*browser, string) {
 	}
 	return b, v.Get("code")
 }
+
+// crossSitePost posts form to path as a relying party's page on another
+// site makes the browser do it: Origin and Sec-Fetch-Site say so, and the
+// SameSite=Lax session cookies are not sent (only SameSite=None cookies
+// travel with a cross-site POST).
+func (b *browser) crossSitePost(path string, form url.Values, origin string) page {
+	b.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, testIssuer+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	return b.send(req, func(c *http.Cookie) bool { return c.Name != "gatehouse.session" && c.Name != "gatehouse.browser" })
+}
+
+// resubmit submits p's form (a Repost page) as its script does: a post
+// from our own page, same-site, with the browser's cookies.
+func (b *browser) resubmit(p page) page {
+	b.t.Helper()
+	m := regexp.MustCompile(`<form method="post" action="([^"]*)">`).FindStringSubmatch(p.body)
+	if p.status != http.StatusOK || m == nil || !strings.Contains(p.body, "document.forms[0].submit()") {
+		b.t.Fatalf("not a page that posts its form: %d %s", p.status, p.body)
+	}
+	return b.post(m[1], p.fields())
+}

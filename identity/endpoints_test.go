@@ -362,3 +362,36 @@ func TestIntrospectionNeedsCredentials(t *testing.T) {
 		})
 	}
 }
+
+// Every other token the server mints, signed with the same key, is refused
+// where an access token is expected: as the bearer token of userinfo, and
+// at introspection (inactive, whatever the hint). The hostile table makes
+// such tokens by hand; these are the server's own.
+func TestOtherTokenTypesAreNoAccessTokens(t *testing.T) {
+	f := newFixture(t)
+	login := f.login("demo", "demo-pw", "scope", "openid profile email offline_access Service/Market")
+	at, rt, idt := login.str("access_token"), login.str("refresh_token"), login.str("id_token")
+	if at == "" || rt == "" || idt == "" {
+		t.Fatalf("login: %s", login.raw)
+	}
+	logoutTok, _, err := f.srv.tokens.LogoutToken("app", "sub-demo", "sid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := f.userinfo("GET", at); res.status != 200 {
+		t.Fatalf("the access token itself: %d %s", res.status, res.raw)
+	}
+	svc := basic("svc", "svc-secret")
+	for name, tok := range map[string]string{"id token": idt, "logout token": logoutTok, "refresh token": rt} {
+		t.Run(name, func(t *testing.T) {
+			if res := f.userinfo("GET", tok); res.status != 401 || !strings.Contains(res.header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+				t.Errorf("userinfo: %d %s", res.status, res.raw)
+			}
+			for _, hint := range []string{"access_token", "refresh_token", ""} {
+				if res := f.introspect(tok, svc, "token_type_hint", hint); res.status != 200 || res.body["active"] != false {
+					t.Errorf("introspection (hint %q) by another client: %d %s", hint, res.status, res.raw)
+				}
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -289,4 +290,30 @@ func (f *fixture) parseToken(tok string, typ string) (jwt.MapClaims, map[string]
 		f.t.Fatalf("typ = %v, want %s", got, typ)
 	}
 	return claims, parsed.Header
+}
+
+// allocDuring is the bytes allocated (TotalAlloc) and the time fn took.
+func allocDuring(fn func()) (uint64, time.Duration) {
+	runtime.GC()
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	start := time.Now()
+	fn()
+	d := time.Since(start)
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc, d
+}
+
+// parallel runs fn(i) for i in [0, n), width at a time.
+func parallel(n, width int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, width)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
@@ -173,4 +174,34 @@ func toString(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// serviceWithTables is newServiceWith with extra table policies after the demo's.
+func serviceWithTables(t testing.TB, ecfg sqliteengine.Config, extraSQL string, extra []queryproxy.TablePolicy, mod func(*queryproxy.Config)) *testService {
+	t.Helper()
+	return newServiceWith(t, ecfg, extraSQL, func(c *queryproxy.Config) {
+		c.Tables = append(append([]queryproxy.TablePolicy{}, demoTables...), extra...)
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
+
+// timedPost posts body and returns the status and how long the answer took, giving up
+// after limit (status 0).
+func timedPost(t testing.TB, url, token, ct, body string, limit time.Duration) (int, string, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", ct)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error(), time.Since(start)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), time.Since(start)
 }

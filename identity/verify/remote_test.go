@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -220,5 +221,36 @@ func TestRemoteKeySetNoDowngrade(t *testing.T) {
 		if err := verify.NoDowngrade(tt.to, tt.via); (err == nil) != tt.ok {
 			t.Errorf("%s: error %v, want ok %v", tt.name, err, tt.ok)
 		}
+	}
+}
+
+// An unknown kid makes the remote key set fetch the issuer's JWKS on the
+// request's context, and the attempt counts against MinInterval whatever
+// its outcome. An attacker who sends a token with an unknown kid and drops
+// the connection at once (the request's context is cancelled) aborts that
+// fetch; for MinInterval every token of a key the issuer has just
+// published is refused as unknown_key, and doing it again at each interval
+// keeps a rotated issuer's tokens out until the scheduled refresh. A fetch
+// must not be abortable by the one request that caused it (nor its failure
+// then stop the next caller from fetching).
+func TestRemoteKeySetFetchNotAbortedByCaller(t *testing.T) {
+	advance, issuer, srv, _, v := newRemoteVerifier(t)
+	// The issuer rotates: its new key is published now.
+	srv.set(issuer.JWKS())
+	advance(verify.DefaultJWKSMinInterval + time.Second)
+
+	// The attacker: a token naming an unknown kid, on a request whose
+	// context is already gone.
+	h, c := issuer.Header(), issuer.Claims("attacker")
+	h["kid"] = "attacker-kid"
+	aborted, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _ = v.Verify(aborted, verifytest.Sign(h, c, issuer.Private))
+
+	// A legitimate user a moment later, with a token of the new key.
+	advance(100 * time.Millisecond)
+	if _, err := v.Verify(t.Context(), issuer.Token("alice")); err != nil {
+		t.Fatalf("a token of the newly published key refused after an attacker aborted the key-set fetch: %v (fetches %d)",
+			err, srv.hits.Load())
 	}
 }

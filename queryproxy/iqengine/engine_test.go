@@ -348,7 +348,7 @@ func TestMaxConns(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"Rows":[],"Columns":{"Code":{"Index":0}}}`)
 	})
-	srv := atkService(t, up, func(c *iqengine.Config) { c.MaxConns = 2; c.Timeout = 5 * time.Second }, nil)
+	srv := serviceOver(t, up, func(c *iqengine.Config) { c.MaxConns = 2; c.Timeout = 5 * time.Second }, nil)
 	var wg sync.WaitGroup
 	statuses := make([]int, 12)
 	for i := range statuses {
@@ -374,5 +374,69 @@ func TestMaxConns(t *testing.T) {
 	}
 	if m := most.Load(); m != 2 {
 		t.Errorf("%d statements in flight to the upstream at once, want 2 (max_conns)", m)
+	}
+}
+
+// hostile is an upstream whose answer is a function of the request.
+func hostile(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// serviceOver is the query handler over the iq engine in front of up.
+func serviceOver(t *testing.T, up *httptest.Server, ecfg func(*iqengine.Config), hcfg func(*queryproxy.Config)) *httptest.Server {
+	t.Helper()
+	cfg := iqengine.Config{URL: up.URL, Catalog: catalog, Timeout: 2 * time.Second}
+	if ecfg != nil {
+		ecfg(&cfg)
+	}
+	eng, err := iqengine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc := queryproxy.Config{Forwarder: eng, Tables: tables, MaxRows: 3,
+		Authenticate: func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
+			tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			scopes := []string{"Service/Market", "Service/Trading", "Service/OrderPad"}
+			if tok == "market-only" {
+				scopes = []string{"Service/Market"}
+			}
+			return &queryproxy.Caller{Subject: "u-" + tok, ClientID: "app", Token: tok, Scopes: scopes}, true
+		}}
+	if hcfg != nil {
+		hcfg(&qc)
+	}
+	h, err := queryproxy.New(qc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// selectWithTrailer POSTs stmt and returns the status, the trailer
+// queryproxy.ErrorTrailer and the body read whole.
+func selectWithTrailer(t *testing.T, srv *httptest.Server, stmt string) (int, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+"/query", strings.NewReader(stmt))
+	req.Header.Set("Authorization", "Bearer tok-123")
+	req.Header.Set("Content-Type", iqlType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Trailer.Get(queryproxy.ErrorTrailer), body
+}
+
+func answerWith(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = io.WriteString(w, body)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/gatehouse/gatehouse/examples/querydb"
-	"github.com/jackc/pgx/v5"
 	"net/http"
 	"regexp"
 	"slices"
@@ -14,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
 	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/enginetest"

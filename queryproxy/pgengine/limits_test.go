@@ -3,6 +3,8 @@ package pgengine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -231,5 +233,51 @@ func TestBoundedPool(t *testing.T) {
 	}
 	if st := e.pool.Stat(); st.TotalConns() > maxConns {
 		t.Fatalf("the pool holds %d connections", st.TotalConns())
+	}
+}
+
+// TestPostgresSlowReaderReleases: a client that asks for a large result and never reads
+// it does not keep its pool connection past the statement time limit: the rows expire
+// (rows.expire) while the handler is blocked writing to it. It failed when they had no
+// expiry: MaxConns such clients (one user suffices: the per-user bound is 4) held the
+// pool for as long as they kept their TCP connections open, and every other user's query
+// waited for a connection until its own time limit and failed with 504.
+func TestPostgresSlowReaderReleases(t *testing.T) {
+	const limit = 500 * time.Millisecond
+	srv, _ := bigTableService(t, Config{MaxConns: 2, StatementTimeout: limit})
+	for range 2 {
+		slowReader(t, srv, "attacker1", `SELECT Id, Note FROM Trade`)
+	}
+	time.Sleep(limit + 1500*time.Millisecond) // well past the attackers' statement time limit
+	var failed int
+	const victims = 3
+	for i := range victims {
+		st, body, d := postQuery(srv, "demo", "SELECT Code FROM Market", 20*time.Second)
+		t.Logf("victim %d: %d after %v: %.120s", i, st, d, body)
+		if st != 200 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d queries of another user failed: two clients that do not read their results hold the pool's connections past the time limit", failed, victims)
+	}
+}
+
+// TestPostgresTimeLimitAfterFirstRow: the statement whose first row is cheap and
+// whose later rows cost a long scan (the one that runs past the SQLite engine's limit) is
+// stopped on PostgreSQL by the server's statement_timeout. (It held when written.)
+func TestPostgresTimeLimitAfterFirstRow(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	srv, _ := bigTableService(t, Config{StatementTimeout: limit})
+	var b strings.Builder
+	b.WriteString("SELECT Id FROM Trade WHERE Id = 1")
+	pat := strings.Repeat("b", 200)
+	for i := 0; i < 250; i++ {
+		fmt.Fprintf(&b, " OR Note CONTAINS '%s%d'", pat, i)
+	}
+	st, body, d := postQuery(srv, "attacker1", b.String(), 60*time.Second)
+	t.Logf("status %d after %v: %.150s", st, d, body)
+	if d > limit+3*time.Second {
+		t.Errorf("a read ran %v against a time limit of %v", d, limit)
 	}
 }

@@ -3,13 +3,16 @@ package pgengine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gatehouse/gatehouse/examples/querydb"
 	"github.com/gatehouse/gatehouse/queryproxy"
@@ -182,4 +185,69 @@ func (r *response) column(t *testing.T, name string) []string {
 		}
 	}
 	return out
+}
+
+// bigTradeTable is a table of 10 000 rows of 4 000 bytes each (40 MB): a result more than
+// the loopback socket buffers hold.
+const bigTradeTable = `
+CREATE TABLE "Trade" ("Id" bigint PRIMARY KEY, "Note" text NOT NULL);
+INSERT INTO "Trade" SELECT g, repeat('x', 4000) FROM generate_series(1, 10000) g;`
+
+// bigTableService serves the demo database plus bigTradeTable on PostgreSQL with cfg; any
+// token "attackerN" is a user with the market scope.
+func bigTableService(t *testing.T, cfg Config) (*httptest.Server, string) {
+	t.Helper()
+	dsn, name := newDatabase(t, querydb.PostgresSQL+bigTradeTable)
+	cfg.DSN = dsn
+	eng := openEngine(t, cfg)
+	h, err := queryproxy.New(queryproxy.Config{
+		Engine: eng,
+		Tables: append(append([]queryproxy.TablePolicy{}, demoTables...), queryproxy.TablePolicy{Table: "Trade", Read: []string{"Service/Market"}}),
+		Authenticate: func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {
+			tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if c, ok := callers[tok]; ok {
+				return c, true
+			}
+			if strings.HasPrefix(tok, "attacker") {
+				return &queryproxy.Caller{Subject: tok, ClientID: "x", Scopes: []string{"Service/Market"}}, true
+			}
+			w.WriteHeader(http.StatusUnauthorized)
+			return nil, false
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, name
+}
+
+// slowReader sends one query on a raw connection and never reads the answer.
+func slowReader(t *testing.T, srv *httptest.Server, token, stmt string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST /query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s",
+		token, len(stmt), stmt)
+	return c
+}
+
+func postQuery(srv *httptest.Server, token, stmt string, limit time.Duration) (int, string, time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/query", strings.NewReader(stmt))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "text/plain")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error(), time.Since(start)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), time.Since(start)
 }

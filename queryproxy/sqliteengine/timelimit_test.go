@@ -104,11 +104,11 @@ func TestSQLiteReadersNotStarved(t *testing.T) {
 	}
 }
 
-// TestAttackSQLiteSlowReaderReleases: readers that ask for a large result and stop
+// TestSQLiteSlowReaderReleases: readers that ask for a large result and stop
 // reading it after a row (a client that does not read its answer) do not keep the read
-// connections past the time limit (rows.expire gives them back). (Held; compare
-// TestAttackPostgresSlowReaderHoldsConnections in pgengine.)
-func TestAttackSQLiteSlowReaderReleases(t *testing.T) {
+// connections past the time limit (rows.expire gives them back). (It held when written;
+// compare TestPostgresSlowReaderReleases in pgengine, which failed.)
+func TestSQLiteSlowReaderReleases(t *testing.T) {
 	const limit = 500 * time.Millisecond
 	big := `CREATE TABLE Trade (Id INTEGER PRIMARY KEY, Note TEXT NOT NULL);
 INSERT INTO Trade (Id, Note) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 10000)

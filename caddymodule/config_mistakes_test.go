@@ -1,9 +1,9 @@
 package caddymodule_test
 
-// From an attack on the configuration: configurations a reasonable
-// operator could write that left Gatehouse less secure than intended
-// instead of being refused at load, and load errors that quoted a secret.
-// Each test states the property it checks; each failed before its fix.
+// Configurations a reasonable operator could write that left Gatehouse
+// less secure than intended instead of being refused at load, and load
+// errors that quoted a secret. Each test states the property it checks;
+// each failed before its fix.
 
 import (
 	"context"
@@ -31,8 +31,8 @@ import (
 	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
-// attackSecretSHA256 is the SHA-256 of "demo-secret".
-const attackSecretSHA256 = "cd577fe2561ebff23505db0bb006300c7cdecbd46bc0e03c449afafaca2c25bf"
+// demoSecretSHA256 is the SHA-256 of "demo-secret".
+const demoSecretSHA256 = "cd577fe2561ebff23505db0bb006300c7cdecbd46bc0e03c449afafaca2c25bf"
 
 // parseWS runs the gatehouse_ws directive's parser on a Caddyfile
 // fragment (the directive and its block).
@@ -45,13 +45,13 @@ func parseWS(t *testing.T, src string) *wshandler.Handler {
 	return h
 }
 
-// TestAttackConfigWSDenyWildcard: an operator who adds `deny Trading *`
+// TestWSWildcardDenyDenies: an operator who adds `deny Trading *`
 // (or `deny * PlaceOrder`) to the message policy means that no session may
 // place orders through this gateway. The rule is accepted at load, so it
 // must deny what it names: Trading/PlaceOrder for a session holding
 // Service/OrderPad. (A wildcard deny that an exact default row shadows
 // should either win or be refused at load.)
-func TestAttackConfigWSDenyWildcard(t *testing.T) {
+func TestWSWildcardDenyDenies(t *testing.T) {
 	for _, rule := range []string{"deny Trading *", "deny * PlaceOrder"} {
 		t.Run(rule, func(t *testing.T) {
 			h := parseWS(t, "gatehouse_ws {\n\tupstream ws://127.0.0.1:1/ws\n\tpolicy {\n\t\t"+rule+"\n\t}\n}")
@@ -73,14 +73,14 @@ func TestAttackConfigWSDenyWildcard(t *testing.T) {
 	}
 }
 
-// TestAttackConfigWSRequireTLSScopes: require_tls names the scopes it
+// TestWSRequireTLSNamesKnownScopes: require_tls names the scopes it
 // withholds without TLS. Names that are no scope the message policy (or
 // the default withheld list) knows, such as the short names the directive's
 // own syntax comment uses ("default Trading, OrderPad"), would withhold
 // nothing and silently drop the default Service/Trading and
 // Service/OrderPad: the config must be refused. So must withheld_scopes
 // without require_tls (JSON), which withholds nothing.
-func TestAttackConfigWSRequireTLSScopes(t *testing.T) {
+func TestWSRequireTLSNamesKnownScopes(t *testing.T) {
 	t.Run("short names", func(t *testing.T) {
 		h := parseWS(t, "gatehouse_ws {\n\tupstream ws://127.0.0.1:1/ws\n\trequire_tls Trading OrderPad\n}")
 		if err := h.Validate(); err == nil {
@@ -99,11 +99,11 @@ func TestAttackConfigWSRequireTLSScopes(t *testing.T) {
 	})
 }
 
-// TestAttackConfigWSLimitOverrideLowers: a `limits client <id>` block
+// TestWSLimitOverrideBelowDefaultRefused: a `limits client <id>` block
 // reads as the limits of that client. Overrides can only raise limits, so
 // one whose every limit is below the default (an operator throttling a
 // scraper to 1 message/s) changes nothing: it must be refused at load.
-func TestAttackConfigWSLimitOverrideLowers(t *testing.T) {
+func TestWSLimitOverrideBelowDefaultRefused(t *testing.T) {
 	h := parseWS(t, "gatehouse_ws {\n\tupstream ws://127.0.0.1:1/ws\n\tlimits client scraper {\n\t\tmessages_per_second 1\n\t\tburst 2\n\t\tsubscriptions 5\n\t}\n}")
 	if err := h.Validate(); err == nil {
 		t.Errorf("limits client scraper { messages_per_second 1; burst 2; subscriptions 5 } loads, "+
@@ -112,7 +112,8 @@ func TestAttackConfigWSLimitOverrideLowers(t *testing.T) {
 	}
 }
 
-func attackFreePort(t *testing.T) int {
+// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -122,13 +123,13 @@ func attackFreePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestAttackConfigLockoutSubSecond: Caddy's JSON takes a bare number as a
+// TestLockoutUnderASecondRefused: Caddy's JSON takes a bare number as a
 // duration in nanoseconds. An operator who writes the lockout in seconds
 // ("duration": 900, "window": 900) gets a 900 ns lockout over a 900 ns
 // window: failures are forgotten at once and nothing is ever locked. A
 // lockout duration or window under a second protects nothing and must be
 // refused.
-func TestAttackConfigLockoutSubSecond(t *testing.T) {
+func TestLockoutUnderASecondRefused(t *testing.T) {
 	var app caddymodule.App
 	if err := json.Unmarshal([]byte(`{"issuer":"http://localhost:8080","lockout":{"duration":900,"window":900}}`), &app); err != nil {
 		t.Fatal(err)
@@ -139,12 +140,12 @@ func TestAttackConfigLockoutSubSecond(t *testing.T) {
 	}
 }
 
-// TestAttackConfigPlainHTTPRedirectURI: a redirect URI receives
+// TestPlainHTTPRedirectURIRefused: a redirect URI receives
 // authorization codes (and, with the implicit grant, tokens). One over
 // plain http to a host other than loopback (a missing "s") sends them in
 // the clear; OAuth 2.0 Security BCP (RFC 9700 §2.6) and RFC 8252 allow
 // http only for loopback. It must be refused at load.
-func TestAttackConfigPlainHTTPRedirectURI(t *testing.T) {
+func TestPlainHTTPRedirectURIRefused(t *testing.T) {
 	app := &caddymodule.App{
 		Issuer: "https://auth.example.com",
 		Clients: []caddymodule.Client{{ID: "web", Public: true, GrantTypes: []string{"authorization_code"},
@@ -160,13 +161,13 @@ func TestAttackConfigPlainHTTPRedirectURI(t *testing.T) {
 	}
 }
 
-// TestAttackConfigErrorsHideSecrets: a load error is printed on the
+// TestConfigErrorsHideSecrets: a load error is printed on the
 // operator's terminal, written to Caddy's log and answered by the admin
 // API; it must not quote a secret that a plausible mistake put in the
 // wrong field: a plain client secret in secret_sha256, the key itself in
 // encryption_key_env, a DSN in dsn_env, credentials in a URL, an unquoted
 // key=value DSN.
-func TestAttackConfigErrorsHideSecrets(t *testing.T) {
+func TestConfigErrorsHideSecrets(t *testing.T) {
 	const secret = "Sup3rS3cretValue-9f2c"
 	kek := strings.Repeat("ab", 32)
 	dsn := "postgres://gatehouse:" + secret + "@db.internal:5432/gatehouse"
@@ -274,14 +275,14 @@ func TestAttackConfigErrorsHideSecrets(t *testing.T) {
 	}
 }
 
-// TestAttackConfigWSAuthOwnerTrustedProxies: behind a TLS-ending proxy
+// TestWSAuthOwnerHonoursTrustedProxies: behind a TLS-ending proxy
 // the operator sets the server's trusted_proxies, and the brute-force
 // defence keys its lockout on (user, Caddy's client IP), "without letting
 // a stranger lock anyone out" (docs/design.md). The message gateway's
 // AuthOwner must honour trusted_proxies as the token endpoint does: a
 // stranger's wrong passwords, sent through the proxy, must not lock out
 // the same user logging in through the same proxy from another address.
-func TestAttackConfigWSAuthOwnerTrustedProxies(t *testing.T) {
+func TestWSAuthOwnerHonoursTrustedProxies(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		up := websocket.Upgrader{Subprotocols: []string{"ServiceJson"}}
 		c, err := up.Upgrade(w, r, nil)
@@ -298,7 +299,7 @@ func TestAttackConfigWSAuthOwnerTrustedProxies(t *testing.T) {
 	defer backend.Close()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	port := attackFreePort(t)
+	port := freePort(t)
 	cf := fmt.Sprintf(`{
 	admin off
 	persist_config off
@@ -408,15 +409,15 @@ http://127.0.0.1:%d {
 	}
 }
 
-// TestAttackConfigEmptyDefaultScopes: in JSON an operator can write
+// TestEmptyDefaultScopesMeansNone: in JSON an operator can write
 // "default_scopes": [] for a client, meaning that a request naming no
 // scope gets none. It is read as absent, and such a request gets every
 // scope the client may request, admin ones included. An explicit empty
 // list must mean none (or be refused).
-func TestAttackConfigEmptyDefaultScopes(t *testing.T) {
+func TestEmptyDefaultScopesMeansNone(t *testing.T) {
 	var app caddymodule.App
 	if err := json.Unmarshal([]byte(`{"issuer":"http://localhost:8080","clients":[{"id":"svc",
-		"secret_sha256":["`+attackSecretSHA256+`"],"grant_types":["client_credentials"],
+		"secret_sha256":["`+demoSecretSHA256+`"],"grant_types":["client_credentials"],
 		"scopes":["Service/Market","Service/Admin"],"default_scopes":[]}]}`), &app); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 package queryproxy_test
 
-// Second round of attacks on the query service over SQLite (see attack_test.go for the
-// first). Each test fails on the code it was written against and says what should hold.
+// Writes over SQLite that SQLite itself refuses (a key of the wrong type, a generated
+// column): each is the client's mistake, never a 500. Each test failed on the code it was
+// written against, and says what should hold and what happened before its fix.
 
 import (
 	"encoding/json"
@@ -53,7 +54,7 @@ func notesUnchanged(t *testing.T, s *testService) {
 // at error level, once per request (the error log and 5xx metrics are the caller's to
 // flood).
 func TestSQLiteKeyTypeMismatchIs400(t *testing.T) {
-	s := attackService(t, sqliteengine.Config{}, notesSchema, notesPolicy, nil)
+	s := serviceWithTables(t, sqliteengine.Config{}, notesSchema, notesPolicy, nil)
 	for _, tr := range []struct{ path, ct, body string }{
 		{"/query", textPlain, `insert into Note (Id, Body) values ('abc', 'x')`},
 		{"/query", textPlain, `insert into Note (Id, Body) values (1.5, 'x')`},
@@ -76,7 +77,7 @@ func TestSQLiteKeyTypeMismatchIs400(t *testing.T) {
 // ordinary ones, and SQLite's "cannot INSERT into generated column" / "cannot UPDATE
 // generated column" (SQLITE_ERROR) is unclassified: 500 internal_error.
 func TestSQLiteGeneratedColumnWriteRefused(t *testing.T) {
-	s := attackService(t, sqliteengine.Config{}, notesSchema, notesPolicy, nil)
+	s := serviceWithTables(t, sqliteengine.Config{}, notesSchema, notesPolicy, nil)
 	for _, tr := range []struct{ path, ct, body string }{
 		{"/query", textPlain, `insert into Note (Body, Len) values ('x', 5)`},
 		{"/query", textPlain, `update Note set Len = 3 where Id = 1`},
