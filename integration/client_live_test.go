@@ -259,8 +259,8 @@ func (l *liveConn) closed(timeout time.Duration) (int, time.Time) {
 				l.remember(m)
 				continue
 			}
-			var ce *websocket.CloseError
-			if !errors.As(l.err, &ce) {
+			ce, ok := errors.AsType[*websocket.CloseError](l.err)
+			if !ok {
 				l.t.Fatalf("%s: the connection ended without a close frame: %v", l.name, l.err)
 			}
 			if ce.Text != "" {

@@ -84,8 +84,7 @@ func TestChromiumDeviceFlow(t *testing.T) {
 		t.Fatalf("after Deny: %q %v", heading, err)
 	}
 	_, err = cfg.DeviceAccessToken(cctx, da2)
-	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) || re.ErrorCode != "access_denied" {
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); !ok || re.ErrorCode != "access_denied" {
 		t.Fatalf("DeviceAccessToken after Deny: %v", err)
 	}
 	g.CheckLogs(t)

@@ -125,8 +125,7 @@ func TestDeviceFlowDeniedGo(t *testing.T) {
 		t.Fatalf("after Deny: %d %.300s", done.status, done.body)
 	}
 	_, err = cfg.DeviceAccessToken(ctx, da)
-	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) || re.ErrorCode != "access_denied" {
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); !ok || re.ErrorCode != "access_denied" {
 		t.Fatalf("DeviceAccessToken after a denial: %v", err)
 	}
 	g.CheckLogs(t)

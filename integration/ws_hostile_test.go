@@ -47,8 +47,7 @@ func readClose(t *testing.T, c *websocket.Conn) int {
 		if err == nil {
 			continue
 		}
-		var ce *websocket.CloseError
-		if errors.As(err, &ce) {
+		if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
 			if ce.Text != "" {
 				t.Errorf("close %d carries detail %q", ce.Code, ce.Text)
 			}

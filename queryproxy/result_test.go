@@ -82,8 +82,7 @@ func TestWriteResultLimitBeforeSending(t *testing.T) {
 	if !errors.Is(err, ErrTooManyRows) {
 		t.Fatalf("error %v, want ErrTooManyRows", err)
 	}
-	var se *StreamError
-	if errors.As(err, &se) {
+	if _, ok := errors.AsType[*StreamError](err); ok {
 		t.Fatalf("error %v is a StreamError, but nothing should have been sent", err)
 	}
 	if sum.Sent || rec.Body.Len() != 0 || len(rec.Header()) != 0 || rec.Flushed {
@@ -100,8 +99,7 @@ func TestWriteResultLimitBeforeSending(t *testing.T) {
 func TestWriteResultLimitAfterSending(t *testing.T) {
 	rec := httptest.NewRecorder()
 	sum, err := WriteResult(rec, priceRows(51, nil), ResultOptions{MaxRows: 50, BufferSize: 100})
-	var se *StreamError
-	if !errors.As(err, &se) || se.Code != CodeResultTooLarge || !errors.Is(err, ErrTooManyRows) {
+	if se, ok := errors.AsType[*StreamError](err); !ok || se.Code != CodeResultTooLarge || !errors.Is(err, ErrTooManyRows) {
 		t.Fatalf("error %v, want a StreamError with code %s wrapping ErrTooManyRows", err, CodeResultTooLarge)
 	}
 	res := rec.Result()
@@ -143,8 +141,8 @@ func TestWriteResultEngineError(t *testing.T) {
 			if !errors.Is(err, engine.ErrTimeout) {
 				t.Fatalf("error %v, want one wrapping ErrTimeout", err)
 			}
-			var se *StreamError
-			if got := errors.As(err, &se); got != tt.wantSent || sum.Sent != tt.wantSent {
+			se, got := errors.AsType[*StreamError](err)
+			if got != tt.wantSent || sum.Sent != tt.wantSent {
 				t.Fatalf("StreamError %v, sent %v, want %v", got, sum.Sent, tt.wantSent)
 			}
 			res := rec.Result()
@@ -172,8 +170,7 @@ func TestWriteResultBadValueMidStream(t *testing.T) {
 	rows.rows = append(rows.rows, []any{"BAD", struct{}{}})
 	rec := httptest.NewRecorder()
 	_, err := WriteResult(rec, rows, ResultOptions{BufferSize: 64})
-	var se *StreamError
-	if !errors.As(err, &se) || se.Code != CodeInternal {
+	if se, ok := errors.AsType[*StreamError](err); !ok || se.Code != CodeInternal {
 		t.Fatalf("error %v, want a StreamError with code %s", err, CodeInternal)
 	}
 	if body := rec.Body.String(); body+"]}" != wholeResult(30) {
@@ -200,8 +197,7 @@ func (w *failingWriter) Write([]byte) (int, error) { return 0, errors.New("broke
 func TestWriteResultClientGone(t *testing.T) {
 	w := &failingWriter{*httptest.NewRecorder()}
 	_, err := WriteResult(w, priceRows(100, nil), ResultOptions{BufferSize: 64})
-	var se *StreamError
-	if !errors.As(err, &se) || se.Code != CodeCanceled {
+	if se, ok := errors.AsType[*StreamError](err); !ok || se.Code != CodeCanceled {
 		t.Fatalf("error %v, want a StreamError with code %s", err, CodeCanceled)
 	}
 }
@@ -215,8 +211,7 @@ func TestWriteResultOverHTTP(t *testing.T) {
 			n = 1000
 		}
 		_, err := WriteResult(w, priceRows(n, nil), ResultOptions{MaxRows: n - 1, BufferSize: 1024})
-		var se *StreamError
-		if !errors.As(err, &se) {
+		if _, ok := errors.AsType[*StreamError](err); !ok {
 			http.Error(w, `{"Error":{"Code":"result_too_large"}}`, http.StatusUnprocessableEntity)
 		}
 	})

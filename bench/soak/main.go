@@ -632,8 +632,7 @@ func (r *runState) once(ctx context.Context, rng *rand.Rand, kind sessionKind) (
 
 // cause names why a connection ended, and whether the run caused it on purpose.
 func (r *runState) cause(err error, kind sessionKind) (string, bool) {
-	var ce *websocket.CloseError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
 		switch {
 		case ce.Code == websocket.CloseGoingAway && r.backendRestart.Load():
 			return "backend restart", true

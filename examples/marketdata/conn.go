@@ -140,12 +140,12 @@ func (c *conn) readLoop() {
 
 // readFailed ends the connection for the reader's error.
 func (c *conn) readFailed(err error) {
-	var netErr net.Error
+	netErr, isNetErr := errors.AsType[net.Error](err)
 	switch {
 	case errors.Is(err, websocket.ErrReadLimit):
 		// gorilla has sent the close frame (1009) already.
 		c.kill(websocket.CloseMessageTooBig, "message too big")
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case isNetErr && netErr.Timeout():
 		c.kill(websocket.ClosePolicyViolation, "idle")
 	default: // the client closed (gorilla echoed its close frame) or vanished
 		c.kill(0, "")

@@ -157,12 +157,10 @@ func (c *client) closed() int {
 		if err == nil {
 			continue
 		}
-		var ce *websocket.CloseError
-		if errors.As(err, &ce) {
+		if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
 			return ce.Code
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			c.t.Fatalf("connection still open after %v", wait)
 		}
 		return -1

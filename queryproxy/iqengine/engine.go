@@ -198,9 +198,9 @@ func (e *Engine) insert(caller context.Context, req engine.ForwardRequest) (*eng
 	unknown := func(err error) error { return fmt.Errorf("%w (%w)", err, engine.ErrFateUnknown) }
 	resp, err := e.post(ctx, req)
 	if err != nil {
-		var ue *engine.UpstreamError
+		_, isUpstream := errors.AsType[*engine.UpstreamError](err)
 		switch {
-		case errors.As(err, &ue):
+		case isUpstream:
 		case sent.Load():
 			err = unknown(err)
 		}

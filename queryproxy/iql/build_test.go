@@ -68,8 +68,7 @@ func TestLiteralOf(t *testing.T) {
 	}
 	for _, tt := range bad {
 		_, err := LiteralOf(tt.in, Limits{})
-		var ie *InvalidError
-		if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.msg) || errors.Is(err, ErrTooLarge) != tt.tooLarge {
+		if _, ok := errors.AsType[*InvalidError](err); !ok || !strings.Contains(err.Error(), tt.msg) || errors.Is(err, ErrTooLarge) != tt.tooLarge {
 			t.Errorf("LiteralOf(%.40v) = %v; want an *InvalidError containing %q (too large: %v)", tt.in, err, tt.msg, tt.tooLarge)
 		}
 	}
@@ -139,8 +138,7 @@ func TestCriteriaExpr(t *testing.T) {
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := CriteriaExpr(tt.criteria, Limits{})
-			var ie *InvalidError
-			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.msg) {
+			if _, ok := errors.AsType[*InvalidError](err); !ok || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("CriteriaExpr = %v; want an *InvalidError containing %q", err, tt.msg)
 			}
 		})
@@ -210,8 +208,8 @@ func TestNewSelectAndInsert(t *testing.T) {
 		"table name":   func() (*Insert, error) { return NewInsert("", []string{"a"}, []any{1}, Limits{}) },
 		"value is NUL": func() (*Insert, error) { return NewInsert("T", []string{"a"}, []any{"\x00"}, Limits{}) },
 	} {
-		var ie *InvalidError
-		if _, err := f(); !errors.As(err, &ie) {
+		_, err := f()
+		if _, ok := errors.AsType[*InvalidError](err); !ok {
 			t.Errorf("%s: %v, want an *InvalidError", name, err)
 		}
 	}

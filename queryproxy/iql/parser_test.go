@@ -177,8 +177,8 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse(tt.src, Limits{})
-			var se *SyntaxError
-			if !errors.As(err, &se) {
+			se, ok := errors.AsType[*SyntaxError](err)
+			if !ok {
 				t.Fatalf("Parse(%q) = %v, want a *SyntaxError", tt.src, err)
 			}
 			if se.Line != tt.line || se.Column != tt.column || !strings.Contains(se.Msg, tt.msg) {

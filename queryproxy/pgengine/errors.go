@@ -24,8 +24,8 @@ func classify(parent, limited context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	pgErr, isPG := errors.AsType[*pgconn.PgError](err)
+	if isPG {
 		err = redact(err, pgErr)
 	}
 	var kind error
@@ -37,7 +37,7 @@ func classify(parent, limited context.Context, err error) error {
 		}
 	case limited.Err() != nil, errors.Is(err, context.DeadlineExceeded):
 		kind = engine.ErrTimeout
-	case pgErr != nil:
+	case isPG:
 		kind = sqlstateKind(pgErr.Code)
 	case errors.Is(err, errClosed), errors.Is(err, puddle.ErrClosedPool), connectionLost(err):
 		kind = engine.ErrUnavailable
@@ -75,9 +75,9 @@ func sqlstateKind(code string) error {
 // connectionLost reports whether err says that the server could not be reached or the
 // connection broke.
 func connectionLost(err error) bool {
-	var connErr *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connErr) || errors.As(err, &netErr) ||
+	_, isConnErr := errors.AsType[*pgconn.ConnectError](err)
+	_, isNetErr := errors.AsType[net.Error](err)
+	return isConnErr || isNetErr ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 

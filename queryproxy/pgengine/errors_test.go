@@ -69,8 +69,8 @@ func TestClassify(t *testing.T) {
 					t.Fatalf("classify = %v: is %v %v, want %v", got, s, errors.Is(got, s), tt.want)
 				}
 			}
-			var pg *pgconn.PgError
-			if _, isPG := tt.err.(*pgconn.PgError); isPG && !errors.As(got, &pg) || !isPG && !errors.Is(got, tt.err) {
+			_, gotPG := errors.AsType[*pgconn.PgError](got)
+			if _, isPG := tt.err.(*pgconn.PgError); isPG && !gotPG || !isPG && !errors.Is(got, tt.err) {
 				t.Fatalf("classify = %v lost the cause", got)
 			}
 		})
@@ -79,20 +79,20 @@ func TestClassify(t *testing.T) {
 
 // TestErrorsQuoteNoValue: PostgreSQL's messages can quote a value of the statement; the
 // engine's errors, which are logged, do not. The SQLSTATE and the names stay, and the
-// server's error is still there for errors.As.
+// server's error is still there for errors.AsType.
 func TestErrorsQuoteNoValue(t *testing.T) {
 	e, _ := openTest(t, Config{}, "")
 	const secret = "Zq7-secret-value"
 	_, _, err := queryAll(t, e, `SELECT "Code" FROM "Security" WHERE "Volume" = $1`, secret)
-	var pg *pgconn.PgError
-	if err == nil || !errors.As(err, &pg) || pg.Code != "22P02" || !strings.Contains(pg.Message, secret) {
+	pg, ok := errors.AsType[*pgconn.PgError](err)
+	if err == nil || !ok || pg.Code != "22P02" || !strings.Contains(pg.Message, secret) {
 		t.Fatalf("a number column compared with text: %v", err)
 	}
 	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "SQLSTATE 22P02") {
 		t.Fatalf("error text %q", err)
 	}
 	_, err = e.Exec(context.Background(), []sqlgen.Statement{{SQL: `INSERT INTO "Item" ("Id", "Name", "Qty") VALUES (7, $1, 1), (8, $1, 2)`, Args: []any{secret}}})
-	if !errors.As(err, &pg) || !strings.Contains(pg.Detail, secret) {
+	if pg, ok := errors.AsType[*pgconn.PgError](err); !ok || !strings.Contains(pg.Detail, secret) {
 		t.Fatalf("a duplicate key: %v", err)
 	}
 	if s := err.Error(); strings.Contains(s, secret) || !strings.Contains(s, `SQLSTATE 23505 (table "Item") (constraint "Item_Name_key")`) ||

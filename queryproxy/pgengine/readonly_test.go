@@ -111,8 +111,7 @@ func TestExecReadWrite(t *testing.T) {
 	}
 	// And a write through Query fails with PostgreSQL's read_only_sql_transaction.
 	_, _, err = queryAll(t, e, `INSERT INTO "Item" ("Name", "Qty") VALUES ('three', 3)`)
-	var pg *pgconn.PgError
-	if !errors.As(err, &pg) || pg.Code != "25006" {
+	if pg, ok := errors.AsType[*pgconn.PgError](err); !ok || pg.Code != "25006" {
 		t.Fatalf("insert through Query: %v, want SQLSTATE 25006", err)
 	}
 }

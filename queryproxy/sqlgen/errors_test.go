@@ -42,14 +42,14 @@ func TestGenerateErrors(t *testing.T) {
 			stmt := mustParse(t, tt.iql)
 			for _, d := range []Dialect{SQLite, PostgreSQL} {
 				_, err := Generate(d, testCatalog, stmt, tt.opts)
-				var ue *UnknownError
-				var se *StatementError
+				ue, isUnknown := errors.AsType[*UnknownError](err)
+				se, isStatement := errors.AsType[*StatementError](err)
 				switch {
 				case tt.unknown != nil:
-					if !errors.As(err, &ue) || !reflect.DeepEqual(ue, tt.unknown) {
+					if !isUnknown || !reflect.DeepEqual(ue, tt.unknown) {
 						t.Fatalf("%s: %v, want %#v", d, err, tt.unknown)
 					}
-				case !errors.As(err, &se) || !strings.Contains(se.Msg, tt.stmtMsg):
+				case !isStatement || !strings.Contains(se.Msg, tt.stmtMsg):
 					t.Fatalf("%s: %v, want a *StatementError containing %q", d, err, tt.stmtMsg)
 				}
 			}
@@ -106,9 +106,9 @@ func TestGenerateCallerErrors(t *testing.T) {
 	}
 	for name, f := range cases {
 		err := f()
-		var ue *UnknownError
-		var se *StatementError
-		if err == nil || errors.As(err, &ue) || errors.As(err, &se) {
+		_, unknown := errors.AsType[*UnknownError](err)
+		_, statement := errors.AsType[*StatementError](err)
+		if err == nil || unknown || statement {
 			t.Errorf("%s: %v, want a plain error (the caller's fault, not the client's)", name, err)
 		}
 	}
@@ -129,8 +129,7 @@ func TestTooManyArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Generate(SQLite, testCatalog, stmt, Options{})
-	var se *StatementError
-	if !errors.As(err, &se) || !errors.Is(err, iql.ErrTooLarge) {
+	if _, ok := errors.AsType[*StatementError](err); !ok || !errors.Is(err, iql.ErrTooLarge) {
 		t.Fatalf("SQLite: %v, want a *StatementError wrapping iql.ErrTooLarge", err)
 	}
 	if _, err := Generate(PostgreSQL, testCatalog, stmt, Options{}); err != nil {

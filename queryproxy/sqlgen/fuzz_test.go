@@ -62,9 +62,9 @@ func FuzzGenerate(f *testing.F) {
 func checkGenerated(t *testing.T, d Dialect, stmt iql.Statement, opts Options) {
 	st, err := Generate(d, testCatalog, stmt, opts)
 	if err != nil {
-		var ue *UnknownError
-		var se *StatementError
-		if !errors.As(err, &ue) && !errors.As(err, &se) {
+		_, unknown := errors.AsType[*UnknownError](err)
+		_, statement := errors.AsType[*StatementError](err)
+		if !unknown && !statement {
 			t.Fatalf("(e) %s: Generate(%s) failed with %T: %v", d, iql.Format(stmt), err, err)
 		}
 		return

@@ -58,8 +58,7 @@ func classify(parent, limited context.Context, err error) error {
 
 // sqliteCode is the (extended) SQLite result code of err, or 0 if err is not SQLite's.
 func sqliteCode(err error) int {
-	var e *sqlite.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*sqlite.Error](err); ok {
 		return e.Code()
 	}
 	return 0

@@ -45,11 +45,11 @@ func parseDSN(dsn string) (*pgxpool.Config, error) {
 		return nil, errors.New("empty DSN")
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
-	var perr *pgconn.ParseConfigError
+	_, isParseErr := errors.AsType[*pgconn.ParseConfigError](err)
 	switch {
 	case err == nil:
 		return cfg, nil
-	case errors.As(err, &perr):
+	case isParseErr:
 		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 			return nil, errors.New("invalid DSN: it does not parse as a postgres:// URL or one of its settings is invalid " +
 				"(the DSN is not shown, as it may hold a password; characters such as @ : / ? # % in the user " +

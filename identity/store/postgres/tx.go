@@ -61,8 +61,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // retryable reports whether err is a rollback that PostgreSQL chose, after
 // which the transaction may be run again.
 func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	if !ok {
 		return false
 	}
 	return pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected
@@ -71,6 +71,6 @@ func retryable(err error) bool {
 // isUnique reports whether err is the violation of a primary key or a
 // unique constraint.
 func isUnique(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pgErr.Code == codeUniqueViolation
 }

@@ -64,8 +64,8 @@ func decodeList(s string) ([]string, error) {
 // isUnique reports whether err is the violation of a primary key or a
 // unique constraint.
 func isUnique(err error) bool {
-	var e *sqlite.Error
-	if !errors.As(err, &e) {
+	e, ok := errors.AsType[*sqlite.Error](err)
+	if !ok {
 		return false
 	}
 	switch e.Code() {
