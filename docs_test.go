@@ -109,10 +109,28 @@ func TestDocLinksResolve(t *testing.T) {
 	}
 }
 
-// TestNoCitationOutsideTheRepository: no Go comment and no page cites the
-// documents the repository does not contain (the design notes and specs
-// it was written from), and every docs/… or *.md path a Go comment names
-// exists.
+// outsideCitation matches a citation the repository cannot resolve: the
+// notes and specs it was written from (../shared, DESIGN.md, interface.md,
+// zenith-protocol.md), and the numbers of an issue tracker it does not hold
+// ("issue 8", "issue #8", "(#8)"). A project's "owner/repo#8" says where
+// to look, and passes.
+var outsideCitation = regexp.MustCompile(`(?m)\.\./shared|\bDESIGN\.md|\binterface\.md|\bzenith-protocol\.md|(?i:\bissues? #?\d+)|(?:^|[\s(\[,;])#\d+\b`)
+
+// pendingCitations are the files whose citations a change in progress
+// replaces: wsauth's, which the gateway's own change rewrites. An entry
+// whose file cites nothing any more should go.
+var pendingCitations = map[string]bool{
+	"wsauth/config.go":               true,
+	"wsauth/policy/limits.go":        true,
+	"wsauth/zenith/envelope_test.go": true,
+}
+
+// TestNoCitationOutsideTheRepository: no Go comment and no page cites a
+// document the repository does not contain (the design notes and specs it
+// was written from) or an issue number (outsideCitation), and every docs/…
+// or *.md path a Go comment names exists. A comment must stay true for
+// someone who has only the repository: it says what the citation stood
+// for, or links to docs/.
 func TestNoCitationOutsideTheRepository(t *testing.T) {
 	mdPath := regexp.MustCompile(`(?:\b|\./)((?:docs|bench|examples)/[A-Za-z0-9_./-]+\.md|[A-Za-z0-9_-]+\.md)\b`)
 	fset := token.NewFileSet()
@@ -132,8 +150,8 @@ func TestNoCitationOutsideTheRepository(t *testing.T) {
 		}
 		for _, cg := range f.Comments {
 			text := cg.Text()
-			if strings.Contains(text, "../shared") || strings.Contains(text, "DESIGN.md") || strings.Contains(text, "zenith-protocol.md") {
-				t.Errorf("%s: a comment cites a document outside the repository: %.80q", path, text)
+			if m := outsideCitation.FindString(text); m != "" && !pendingCitations[filepath.ToSlash(path)] && path != "docs_test.go" { // this file names the forms
+				t.Errorf("%s: a comment cites %q, which the repository does not hold: %.80q", path, strings.TrimLeft(m, " \t\n([,;"), text)
 			}
 			for _, m := range mdPath.FindAllStringSubmatch(text, -1) {
 				name := m[1]
@@ -158,8 +176,8 @@ func TestNoCitationOutsideTheRepository(t *testing.T) {
 	}
 	for _, page := range markdownFiles(t) {
 		b, _ := os.ReadFile(page)
-		if strings.Contains(string(b), "../shared") {
-			t.Errorf("%s cites ../shared", page)
+		if m := outsideCitation.FindString(string(b)); m != "" {
+			t.Errorf("%s cites %q, which the repository does not hold", page, strings.TrimLeft(m, " \t\n([,;"))
 		}
 	}
 }

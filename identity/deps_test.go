@@ -12,8 +12,8 @@ const module = importtable.Module
 
 // allowedImports is the import table of identity (docs/architecture.md):
 // each package may import only the identity packages listed for it.
-// Endpoint packages (grant, authorize, and later device, logout) never
-// import each other, and the leaves import nothing from identity.
+// Endpoint packages (grant, authorize, device, logout) never import each
+// other, and the leaves import nothing from identity.
 var allowedImports = map[string][]string{
 	"identity/oauth":                 {},
 	"identity/store":                 {},
@@ -77,5 +77,14 @@ func TestImportTable(t *testing.T) {
 	}
 	if checked != len(allowedImports) {
 		t.Errorf("go list showed %d of the table's %d packages", checked, len(allowedImports))
+	}
+}
+
+// TestDocsNameTheirRow: each package's doc names the packages its row
+// allows, or says that it imports nothing of the module: a doc gives its
+// own row, and this table is the source of every row.
+func TestDocsNameTheirRow(t *testing.T) {
+	for pkg, row := range allowedImports {
+		importtable.CheckDoc(t, "..", pkg, row)
 	}
 }

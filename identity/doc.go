@@ -6,18 +6,22 @@
 // NewServer builds the packages below from one Config and routes to their
 // handlers:
 //
-//	oauth     wire vocabulary (errors, form, scopes, Basic, CORS); a leaf
+//	oauth     wire vocabulary (errors, form, scopes, Basic, CORS)
 //	clients   registered clients and API resources, client authentication
 //	users     password hashing, the users file, the password Checker
 //	keys      signing-key lifecycle, sealing, JWKS, signing
 //	tokens    claims, minting, refresh-token families, codes
 //	grant     the token endpoint, one file per grant
 //	authorize the authorization endpoint, its login and consent forms
+//	device    the device authorization endpoint and its verification page
+//	logout    end-session, front- and back-channel logout, check-session
 //	session   the login session's cookie and store, anti-forgery tokens
 //	web       the embedded HTML pages
 //	store     the Store interface (role interfaces), BrowserStore, backends
 //	verify    the one access-token check
 //
-// Endpoint packages never import each other, and nothing here imports
-// Caddy: caddymodule is the glue.
+// It may import every package above, and nothing of Caddy: caddymodule is
+// the glue. Only caddymodule, cmd and bench import it. (Its row of the
+// import table, identity/deps_test.go, which docs/architecture.md shows;
+// each package's doc gives its own row.)
 package identity

@@ -88,3 +88,12 @@ func standard(imp string) bool {
 	first, _, _ := strings.Cut(imp, "/")
 	return !strings.Contains(first, ".")
 }
+
+// TestDocsNameTheirRow: each package's doc names the packages its row
+// allows, or says that it imports nothing of the module: a doc gives its
+// own row, and this table is the source of every row.
+func TestDocsNameTheirRow(t *testing.T) {
+	for pkg, row := range allowedImports {
+		importtable.CheckDoc(t, "..", pkg, row)
+	}
+}

@@ -13,12 +13,12 @@
 //   - A query's trace (trace.go): a span per query and one per step (parse, authorize,
 //     engine), when the request's own span records, on that span's tracer provider.
 //
-// The contract with the engines (Engine, Rows, Forwarder, the errors) is package engine,
-// a leaf. Engines live in sub-packages (sqliteengine, pgengine, iqengine) and import
-// package engine, never this one; this package never imports them. It must not depend on
-// Caddy: caddymodule wires an engine to the handler.
-// It depends on sqlgen for the types the engines and sqlgen share (Catalog, Statement,
-// Dialect, Type), and on nothing that talks to a database. Of OpenTelemetry it imports
-// the tracing API only, never the SDK. deps_test.go holds the import table of queryproxy's
-// packages, and fails on an import outside it.
+// The contract with the engines (Engine, Rows, Forwarder, the errors) is package engine;
+// the engines live in sub-packages (sqliteengine, pgengine, iqengine). This package imports
+// engine, iql, sqlgen (for the types the engines and sqlgen share: Catalog, Statement,
+// Dialect, Type) and internal/contain, never an engine and nothing that talks to a
+// database. It must not depend on Caddy: caddymodule wires an engine to the handler, and
+// only it and the benchmarks import this package. Of OpenTelemetry it imports the tracing
+// API only, never the SDK. deps_test.go holds the import table of queryproxy's packages
+// (docs/architecture.md shows it), and fails on an import outside it.
 package queryproxy

@@ -20,6 +20,6 @@
 // refuse posts from another site.
 //
 // It imports the domain packages (clients, tokens, users, store), the
-// session and web packages, and the oauth vocabulary; no other endpoint
-// package imports it, nor does it import one.
+// session and web packages, the oauth vocabulary and verify (an
+// id_token_hint is one of our ID tokens); no other endpoint package.
 package authorize

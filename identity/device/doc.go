@@ -12,6 +12,7 @@
 // get no more than sequential ones): per source address, per session and
 // globally. Every form is CSRF-protected (session.Guard).
 //
-// It imports the domain packages, session and web; no other endpoint
+// It imports the domain packages (clients, tokens, users, store), the
+// session and web packages and the oauth vocabulary; no other endpoint
 // package.
 package device

@@ -5,6 +5,6 @@
 // codes; devicecode.go when it keeps device authorizations), renders
 // the answer, and logs and counts a failure through one failure path.
 //
-// It imports the domain packages (clients, users, tokens) and the oauth
-// vocabulary; no other endpoint package imports it, nor does it import one.
+// It imports the domain packages (clients, users, tokens, store) and the
+// oauth vocabulary; no other endpoint package.
 package grant

@@ -8,6 +8,8 @@
 // Connect Session Management 1.0).
 //
 // It builds on identity/session (the session and its browser state),
-// identity/tokens (logout tokens, revocation), identity/clients and
-// identity/web; it imports no other endpoint package and nothing of Caddy.
+// identity/tokens (logout tokens, revocation), identity/clients,
+// identity/web, identity/verify (an id_token_hint, expired or not),
+// identity/store and the oauth vocabulary; it imports no other endpoint
+// package and nothing of Caddy.
 package logout

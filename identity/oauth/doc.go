@@ -3,7 +3,5 @@
 // bodies, the request form (RFC 6749 §3.2), scope parsing (§3.3), Basic
 // client credentials (§2.3.1), response headers and CORS.
 //
-// It is a leaf: it imports nothing from identity, so the endpoint packages
-// (grant, and later authorize, device and logout) and the root identity
-// package all share it without importing each other.
+// It is a leaf: it imports nothing from identity.
 package oauth

@@ -12,5 +12,6 @@
 // share may also offer what shared.go defines: revocation notices
 // (RevocationNotifier) and a record of its outages (Outages).
 //
-// This package must not depend on Caddy, on net/http, or on any backend.
+// It imports nothing from identity, and must not depend on Caddy, on
+// net/http, or on any backend.
 package store

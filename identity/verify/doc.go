@@ -29,7 +29,8 @@
 // context it was made with, and its Run waits for that fetch before it
 // returns.
 //
-// This package must not depend on Caddy or on the identity server itself;
+// Of identity it imports package store only (the revocations' roles). It
+// must not depend on Caddy or on the identity server itself;
 // the server is one KeySource among others, and Caddy's placeholders reach
 // a HeaderPolicy only as the caller's expand function.
 package verify

@@ -1,10 +1,16 @@
 // Package importtable asks the go command what the module's packages
 // import, for the import-table tests (identity/deps_test.go,
-// wsauth/deps_test.go): each test holds its own table and rules.
+// queryproxy/deps_test.go, wsauth/deps_test.go): each test holds its own
+// table and rules. CheckDoc holds a package's doc to its row.
 package importtable
 
 import (
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -41,4 +47,54 @@ func List(t testing.TB, dir string, patterns ...string) []Package {
 		}
 	}
 	return pkgs
+}
+
+// leafWords are how a package doc says that its row is empty.
+var leafWords = regexp.MustCompile(`(?i)imports nothing from identity|no other gatehouse package|any gatehouse package`)
+
+// CheckDoc fails t unless the package doc of pkg (a row's key, under root)
+// names each package of its row by its last element ("store" for
+// identity/store), or, for an empty row, says it imports nothing of the
+// module: each package's doc gives its own row of the table.
+func CheckDoc(t testing.TB, root, pkg string, row []string) {
+	t.Helper()
+	doc := strings.Join(strings.Fields(Doc(t, filepath.Join(root, filepath.FromSlash(pkg)))), " ")
+	if doc == "" {
+		t.Errorf("%s has no package doc", pkg)
+		return
+	}
+	if len(row) == 0 && !leafWords.MatchString(doc) {
+		t.Errorf("%s: its package doc does not say that it imports nothing of the module, as its row says", pkg)
+	}
+	for _, dep := range row {
+		name := path.Base(dep)
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(doc) {
+			t.Errorf("%s: its package doc does not name %s, which its row of the import table allows", pkg, dep)
+		}
+	}
+}
+
+// Doc is the package comment of the Go package in dir (its non-test
+// files'), as go doc shows it.
+func Doc(t testing.TB, dir string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc strings.Builder
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if af.Doc != nil {
+			doc.WriteString(af.Doc.Text())
+		}
+	}
+	return doc.String()
 }

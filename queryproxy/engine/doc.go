@@ -16,9 +16,8 @@
 //   - CatalogCache (catalogcache.go): the catalog an SQL engine read last, checked against
 //     the schema's version at most once per interval, which the engines share.
 //
-// It is a leaf: it imports the standard library, package sqlgen (for Statement,
-// Dialect, Catalog and Column) and package iql (the statement a Forwarder checks), and
-// nothing else, neither the handler nor an engine nor a driver nor Caddy. The engines (sqliteengine, pgengine, iqengine) import it and never the
-// handler; the handler imports it and never an engine (queryproxy/deps_test.go fails
-// otherwise). Package enginetest holds the conformance suite every engine's tests run.
+// It imports the standard library, package sqlgen (for Statement, Dialect, Catalog and
+// Column) and package iql (the statement a Forwarder checks), and nothing else: neither the
+// handler nor an engine nor a driver nor Caddy (queryproxy/deps_test.go fails otherwise).
+// Package enginetest holds the conformance suite every engine's tests run.
 package engine

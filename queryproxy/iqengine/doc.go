@@ -15,6 +15,7 @@
 //   - answer.go: a select's answer, read as it arrives and checked against the columns
 //     asked, so that a result's memory is a row's whatever the answer's size.
 //
-// It imports engine, sqlgen (the catalog's types) and iql (the statement Check reads), no
-// database driver, nothing of the handler (queryproxy) and nothing of Caddy.
+// It imports engine, sqlgen (the catalog's types), iql (the statement Check reads) and
+// internal/contain, no database driver, nothing of the handler (queryproxy) and nothing of
+// Caddy.
 package iqengine

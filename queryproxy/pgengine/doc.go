@@ -100,5 +100,5 @@
 // the catalog again only when the digest changed.
 //
 // This package must not depend on Caddy (caddymodule wires it in); it imports engine,
-// sqlgen, pgx and zap.
+// sqlgen, internal/contain, pgx and zap.
 package pgengine

@@ -67,6 +67,6 @@
 // the catalog again only when it changed.
 //
 // This package must not depend on Caddy (caddymodule wires it in); it imports engine,
-// sqlgen, the driver (modernc.org/sqlite), zap, and internal/sqlitefile (the file and the
-// writer's settings, as the identity store's).
+// sqlgen, internal/contain, the driver (modernc.org/sqlite), zap, and internal/sqlitefile
+// (the file and the writer's settings, as the identity store's).
 package sqliteengine

@@ -30,5 +30,6 @@
 // ConsumeConcurrently also runs over several stores sharing one database.
 //
 // Every wait is bounded by Timeout. The package is imported only by tests; it
-// must not depend on any backend.
+// imports package store only, from identity, and must not depend on any
+// backend.
 package storetest

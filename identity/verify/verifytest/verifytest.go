@@ -1,7 +1,7 @@
 // Package verifytest makes access tokens for tests, good and hostile: one
 // table of attacks that every consumer of the verifier (route protection,
 // userinfo, the message and query services) runs, each refused with its
-// own reason.
+// own reason. Of identity it imports package verify only.
 package verifytest
 
 import (
