@@ -19,6 +19,9 @@ import (
 // (identifySubscription); any other Action gets Operation.Unknown.
 // Client reader only.
 func (s *session) handleAuth(env *zenith.Envelope) {
+	if s.tr.on() {
+		s.authAt = time.Now()
+	}
 	if env.Action != zenith.ActionPublish {
 		if (env.Action == zenith.ActionSub || env.Action == zenith.ActionUnsub) && env.TopicBase() == "Identify" {
 			s.identifySubscription(env)
@@ -134,6 +137,7 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	s.cfg.Metrics.Auth(method, AuthResultOK)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
+	s.tr.attempt(method, AuthResultOK, "")
 	if s.state == StateAuthenticated {
 		s.reauthenticate(method, id, at, topic, env)
 		return
@@ -150,6 +154,11 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *z
 	s.cfg.Metrics.Auth(method, result)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
 		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.id.Subject))
+	if s.state == StateAuthenticated {
+		s.tr.reauthenticated(s.authAt, method, result, reason, &s.id, false, 0, 0)
+	} else {
+		s.tr.attempt(method, result, reason)
+	}
 	s.replyIdentify(topic, env, false)
 }
 
@@ -193,6 +202,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.user = id.Subject
 	s.state = StateAuthenticated
 	s.g.giveUnauth(s.src)
+	s.tr.authenticated(&id)
 	bw, _ := bc.NetConn().(*wsframe.Conn)
 	s.mu.Lock()
 	s.bc, s.bw = bc, bw

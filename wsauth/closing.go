@@ -28,6 +28,7 @@ func (s *session) closeClient(code int) {
 	s.closeOnce.Do(func() {
 		by := time.Now().Add(s.cfg.CloseGrace)
 		s.closeBy.Store(by.UnixNano())
+		s.sentCode.Store(int32(code))
 		s.closing.Store(true)
 		s.cancel() // a verification or a dial under way stops
 		_ = s.cc.NetConn().SetReadDeadline(by)
@@ -110,6 +111,10 @@ func (g *Gateway) endLingering() {
 // client closed normally, else 1001), both sockets, then it waits for the
 // writer and the backend reader.
 func (s *session) teardown() {
+	var began time.Time
+	if s.tr.on() {
+		began = time.Now()
+	}
 	if s.stopping {
 		s.closeClient(s.stopCode) // if the writer has not yet
 	}
@@ -154,6 +159,29 @@ func (s *session) teardown() {
 	if s.counted {
 		s.g.leaveUser(s.slot)
 	}
+	s.traceClose(began, gauge)
+}
+
+// traceClose records the socket's end, which began at began, in its trace:
+// by whom, with which code, in which state. Client reader only.
+func (s *session) traceClose(began time.Time, state State) {
+	if !s.tr.on() {
+		return
+	}
+	by, code := "connection", 0
+	switch {
+	case s.sentCode.Load() != 0:
+		by, code = "gateway", int(s.sentCode.Load())
+	case s.clientCode != 0:
+		by, code = "client", s.clientCode
+	case s.gaveUp.Load():
+		by = "gateway"
+	}
+	var id *Identity
+	if s.state == StateAuthenticated {
+		id = &s.id
+	}
+	s.tr.closed(began, by, code, state, time.Since(s.began), id)
 }
 
 // endUnder marks the session ended, so the supervisor leaves it alone, and

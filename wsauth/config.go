@@ -252,6 +252,11 @@ type Config struct {
 	// server's trusted_proxies: else every client would count as the
 	// proxy, and a stranger's wrong passwords would lock anyone out.
 	ClientIP func(r *http.Request) string
+	// TraceSubject puts the subject (Identity.Subject) on a socket's
+	// spans, when its upgrade is traced (trace.go); the client is always
+	// there. Default false: traces are often kept longer, and read by more
+	// people, than the audit log.
+	TraceSubject bool
 
 	// Verifier checks access tokens. Required.
 	Verifier Verifier

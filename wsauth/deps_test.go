@@ -14,14 +14,17 @@ import (
 // module's own packages without the module's path). zenith, the wire
 // vocabulary, is a leaf; policy reads only zenith; wsframe, the RFC 6455
 // framing, reads only gorilla (its opcodes and errors); the gateway builds
-// on all three. Neither zenith nor policy imports wsauth, gorilla or zap;
-// wsframe imports nothing of wsauth.
+// on all three, and of OpenTelemetry imports the tracing API alone (its
+// spans go to the provider of the upgrade request's span; never the SDK
+// or an exporter). Neither zenith nor policy imports wsauth, gorilla or
+// zap; wsframe imports nothing of wsauth.
 var allowedImports = map[string][]string{
 	"wsauth/zenith":           {"github.com/go-json-experiment/json/jsontext"},
 	"wsauth/policy":           {"wsauth/zenith"},
 	"wsauth/internal/wsframe": {"github.com/gorilla/websocket"},
 	"wsauth": {"wsauth/zenith", "wsauth/policy", "wsauth/internal/wsframe", "internal/contain",
-		"github.com/gorilla/websocket", "go.uber.org/zap"},
+		"github.com/gorilla/websocket", "go.uber.org/zap",
+		"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/trace"},
 }
 
 // TestImportTable fails when a wsauth package imports, outside the

@@ -25,6 +25,9 @@
 //	relay.go     the backend leg (dial with failover, the backend reader),
 //	             the bounded send queue and its writers
 //	closing.go   the close handshake and the session's teardown
+//	trace.go     a socket's spans, when its upgrade is traced: the
+//	             upgrade and authentication, then re-authentications,
+//	             lapses and the close, each linked to the upgrade's
 //
 // Goroutines: a Gateway is safe for concurrent use; each socket
 // has a client reader (a goroutine ServeHTTP starts before it returns; it
@@ -41,7 +44,8 @@
 //
 // This package must not depend on Caddy (a test in caddymodule fails if it
 // does) nor on the identity server: it takes plain config structs, and the
-// Caddy glue (caddymodule/wshandler) wires it in. Of its own subpackages it
+// Caddy glue (caddymodule/wshandler) wires it in. Of OpenTelemetry it
+// imports the tracing API only, never the SDK. Of its own subpackages it
 // imports zenith, policy and wsframe; neither zenith nor policy imports
 // it, gorilla or zap, and wsframe imports nothing of it (deps_test.go
 // holds the table and fails on any import outside it).

@@ -108,8 +108,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.wg.Add(1)
 	}
 	g.mu.Unlock()
+	tr := startUpgrade(r, g.cfg.TraceSubject)
 	if closed {
-		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		refuse(w, &tr, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 		return
 	}
 	defer g.wg.Done()
@@ -123,23 +124,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor >= 2 {
 			msg = "websocket over HTTP/2 or HTTP/3 opens with an extended CONNECT (RFC 8441, RFC 9220)"
 		}
-		http.Error(w, msg, http.StatusBadRequest)
+		refuse(w, &tr, msg, http.StatusBadRequest)
 		return
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	version, hasVersion := q.Get("version"), q.Has("version")
 	if err != nil || hasVersion && (len(q["version"]) != 1 || !versionForm.MatchString(version)) {
-		http.Error(w, "bad version", http.StatusBadRequest)
+		refuse(w, &tr, "bad version", http.StatusBadRequest)
 		return
 	}
 	if !g.checkOrigin(r) {
-		http.Error(w, http.StatusText(http.StatusForbidden), http.StatusForbidden)
+		refuse(w, &tr, http.StatusText(http.StatusForbidden), http.StatusForbidden)
 		return
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.ContainsFunc(offered, func(p string) bool {
 		return slices.Contains(g.cfg.Subprotocols, p)
 	}) {
-		http.Error(w, "unsupported sub-protocol", http.StatusBadRequest)
+		refuse(w, &tr, "unsupported sub-protocol", http.StatusBadRequest)
 		return
 	}
 
@@ -154,7 +155,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var at time.Time // when the verifier was asked
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
 		if !g.take(&g.verifying, "ws header verification bound reached") {
-			http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+			refuse(w, &tr, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 			return
 		}
 		got, gotAt, status := func() (*Identity, time.Time, int) {
@@ -162,12 +163,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return g.headerAuth(r, h)
 		}()
 		if status != 0 {
-			http.Error(w, http.StatusText(status), status)
+			refuse(w, &tr, http.StatusText(status), status)
 			return
 		}
 		id, at = got, gotAt
+		tr.attempt(AuthHeader, AuthResultOK, "")
 	} else if !g.takeUnauth(src) {
-		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		refuse(w, &tr, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 		return
 	}
 
@@ -177,14 +179,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.giveUnauth(src)
 		}
 		g.log.Debug("ws upgrade failed", zap.Error(err))
+		tr.refused(0)
 		return // the Upgrader has answered
 	}
-	s := newSession(g, conn, r, version, hasVersion)
+	s := newSession(g, conn, r, version, hasVersion, tr)
 	if ok, code := g.track(s); !ok {
 		// Upgraded while Shutdown ran: closed as the live ones are.
 		if id == nil {
 			g.giveUnauth(src)
 		}
+		tr.closed(time.Now(), "gateway", code, StateUnauthenticated, 0, nil)
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.WriteTimeout))
 		_ = conn.Close()
 		return
@@ -205,6 +209,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.untrack(s)
 	s.run(id, at)
+}
+
+// refuse answers an upgrade with status before the 101, and ends its span.
+func refuse(w http.ResponseWriter, tr *sockTrace, msg string, status int) {
+	http.Error(w, msg, status)
+	tr.refused(status)
 }
 
 // take takes one of the MaxUnauthenticated places n counts; false, and

@@ -130,6 +130,7 @@ func (s *session) lapsed(a authority, id *Identity, refusal string) {
 		f = append(f, zap.String("refusal", refusal))
 	}
 	s.g.log.Info("ws authority lapsed", f...)
+	s.tr.lapsed(a.reason(), refusal, id)
 }
 
 // reauthenticate replaces the identity of an authenticated session with
@@ -189,6 +190,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
 		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.remote))
+	s.tr.reauthenticated(s.authAt, method, AuthResultOK, "", &id, !wasLive, len(resend), len(out)/2)
 	s.replyIdentify(topic, env, true)
 	for _, m := range out {
 		s.reply(m)

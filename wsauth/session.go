@@ -32,8 +32,10 @@ const CodeUnknown = "Operation.Unknown"
 //     own on an extended CONNECT: run and everything it calls: readLoop,
 //     handle, the auth handlers, openBackend, teardown) owns state,
 //     authDeadline, readBy, relLabel, relN, topic, the policy's cached
-//     answer (pol*), unauthMsgs, clientCode, buf, lr, insecure, limits
-//     and bucket, reads the client socket and writes the backend leg
+//     answer (pol*), unauthMsgs, clientCode, buf, lr, insecure, limits,
+//     bucket, authAt and the trace's upgrade span (tr.upgrade, tr.method:
+//     ServeHTTP's until the session runs), reads the client socket and
+//     writes the backend leg
 //     (under mu): its forwards are batched in the leg's wsframe.Conn and
 //     written when the client socket has nothing more to read, or before
 //     the reader waits on anything else (flushBackend);
@@ -65,17 +67,21 @@ const CodeUnknown = "Operation.Unknown"
 // released, and what is queued under it uses push, which never waits.
 //
 // omu guards the client's send queue (relay.go says how it works). Shared
-// otherwise: cw, dead, the close state (closeOnce, closing, closeBy),
-// ending and done.
+// otherwise: cw, dead, the close state (closeOnce, closing, closeBy,
+// sentCode), ending and done; the trace's tracer and link, set before the
+// session starts, which the supervisor reads for a lapse's span.
 type session struct {
 	g       *Gateway
 	cfg     *Config
 	cc      *websocket.Conn
 	remote  string
-	src     string // sourceKey(remote): what the unauthenticated places are shared by
-	slot    string // the subject whose session Gateway.enterUser counts this one as
-	counted bool   // slot is counted
-	query   string // "version=…" for the backend, or ""
+	src     string    // sourceKey(remote): what the unauthenticated places are shared by
+	slot    string    // the subject whose session Gateway.enterUser counts this one as
+	counted bool      // slot is counted
+	query   string    // "version=…" for the backend, or ""
+	tr      sockTrace // the socket's trace (trace.go); its zero value when the upgrade is not traced
+	began   time.Time // when the socket was upgraded, if it is traced
+	authAt  time.Time // when the Auth message being answered arrived, if it is traced
 	ctx     context.Context
 	cancel  context.CancelFunc
 
@@ -160,6 +166,7 @@ type session struct {
 	lbp       *[]byte      // lb's batch buffer (wsframe.GetBatch)
 	lbn       int          // the messages in lb
 	gaveUp    atomic.Bool  // the client's connection was dropped
+	sentCode  atomic.Int32 // the close code the gateway sent the client, 0 if none
 	done      chan struct{}
 	wg        sync.WaitGroup // the writer and the backend reader
 }
@@ -189,12 +196,12 @@ func (m *outMsg) release() {
 	m.buf = nil
 }
 
-func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool) *session {
+func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool, tr sockTrace) *session {
 	s := &session{
 		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r), src: sourceKey(g.cfg.ClientIP(r)),
-		state: StateUnauthenticated,
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		state: StateUnauthenticated, tr: tr,
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 	if cw, ok := cc.NetConn().(*wsframe.Conn); ok {
 		s.cw = cw
@@ -207,6 +214,9 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 	// The request's values, not its cancellation: the request ends at the
 	// upgrade (ServeHTTP returns), the session later.
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	if tr.on() {
+		s.began = time.Now()
+	}
 	return s
 }
 
@@ -224,6 +234,7 @@ func (s *session) run(id *Identity, at time.Time) {
 		if s.admitUser(id) {
 			s.authenticate(*id, at)
 		} else {
+			s.tr.attempt(AuthHeader, AuthResultNo, "too many sessions of this user")
 			s.closeAfterQueued(websocket.ClosePolicyViolation)
 		}
 	}

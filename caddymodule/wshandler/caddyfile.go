@@ -48,6 +48,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		header <Name> <template>...       # repeatable, one per name
 //		pass_authorization
 //		reload_delay <duration>
+//		trace_subject                     # the subject on the socket's spans (default: the client only)
 //		recheck_interval <duration>       # revocation reaches live sessions within it
 //		expiry_grace <duration>           # lapsed sessions wait this long for a fresh AuthToken
 //		transaction_ids int53|int32       # the backend's TransactionID type (default int53)
@@ -124,6 +125,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.PassAuthorization, err = cfutil.Flag(d)
 		case "reload_delay":
 			h.ReloadDelay, err = cfutil.DurationArg(d)
+		case "trace_subject":
+			h.TraceSubject, err = cfutil.Flag(d)
 		case "recheck_interval":
 			h.RecheckInterval, err = cfutil.DurationArg(d)
 		case "expiry_grace":

@@ -234,6 +234,14 @@ type Handler struct {
 	// 30s.
 	ReloadDelay caddy.Duration `json:"reload_delay,omitempty"`
 
+	// TraceSubject puts the subject (the token's sub, a user id) on a
+	// socket's spans when Caddy's tracing directive traces its upgrade;
+	// the client (client_id) is always there. Default false: traces are
+	// often kept longer, and read by more people, than the audit log.
+	// Never a token, a secret nor a message's content either way
+	// (docs/operations.md, "Traces").
+	TraceSubject bool `json:"trace_subject,omitempty"`
+
 	gw     *wsauth.Gateway
 	logger *zap.Logger
 }
@@ -268,7 +276,7 @@ func (h *Handler) config() (wsauth.Config, error) {
 		Profile:               zenith.Profile{Vendor: h.Vendor, Motif: h.Motif},
 		RecheckInterval:       time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
 		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
-		TransactionIDs: h.TransactionIDs,
+		TransactionIDs: h.TransactionIDs, TraceSubject: h.TraceSubject,
 		Secure:         secureConnection,
 		ClientIP: func(r *http.Request) string {
 			ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
