@@ -67,7 +67,7 @@ func querySpans(t *testing.T, rec *tracetest.SpanRecorder) (sdktrace.ReadOnlySpa
 func attrs(sp sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range sp.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -136,7 +136,7 @@ func TestTraceQuery(t *testing.T) {
 			}
 			for _, sp := range rec.Ended() {
 				for _, kv := range sp.Attributes() {
-					if v := kv.Value.Emit(); strings.Contains(v, "BHP") || strings.Contains(v, "ASX") || strings.Contains(v, "TRD-200001") {
+					if v := kv.Value.String(); strings.Contains(v, "BHP") || strings.Contains(v, "ASX") || strings.Contains(v, "TRD-200001") {
 						t.Errorf("%s: %s = %q, a value of the statement", sp.Name(), kv.Key, v)
 					}
 				}
