@@ -48,7 +48,7 @@ func ended(rec *tracetest.SpanRecorder) map[string][]sdktrace.ReadOnlySpan {
 func spanAttrs(sp sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range sp.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -117,7 +117,7 @@ func TestTraceSocket(t *testing.T) {
 			for _, ev := range up.Events() {
 				for _, kv := range ev.Attributes {
 					if kv.Key == attrResult {
-						results = append(results, kv.Value.Emit())
+						results = append(results, kv.Value.String())
 					}
 				}
 			}
@@ -168,7 +168,7 @@ func TestTraceSocket(t *testing.T) {
 			for _, sp := range rec.Ended() {
 				for _, kv := range sp.Attributes() {
 					for _, tok := range []string{tokDemo, other, later, "not-a-token"} {
-						if strings.Contains(kv.Value.Emit(), tok) {
+						if strings.Contains(kv.Value.String(), tok) {
 							t.Errorf("%s: %s holds a token", sp.Name(), kv.Key)
 						}
 					}

@@ -277,7 +277,7 @@ func (h *Handler) config() (wsauth.Config, error) {
 		RecheckInterval:       time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
 		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
 		TransactionIDs: h.TransactionIDs, TraceSubject: h.TraceSubject,
-		Secure:         secureConnection,
+		Secure: secureConnection,
 		ClientIP: func(r *http.Request) string {
 			ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 			return cmp.Or(ip, r.RemoteAddr)
