@@ -23,7 +23,8 @@
 //	limits.go    the entitlement limits enforced (subscriptions, message
 //	             rate) and require_tls's withheld scopes
 //	relay.go     the backend leg (dial with failover, the backend reader),
-//	             the bounded send queue and its writers
+//	             who writes the send queue to the client, and when
+//	queue.go     sendQueue, the client's bounded send queue
 //	closing.go   the close handshake and the session's teardown
 //	trace.go     a socket's spans, when its upgrade is traced: the
 //	             upgrade and authentication, then re-authentications,

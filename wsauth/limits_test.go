@@ -493,33 +493,6 @@ func TestRefusedLargeMessagesMakeLittleGarbage(t *testing.T) {
 	}
 }
 
-// TestQueueCountsWhatTheReaderHolds: the client's send queue counts, with
-// its own bytes, what the client reader holds (its message buffer and the
-// topic it keeps), so a client that sends large messages and reads
-// nothing holds SendQueueBytes in all; an empty queue still takes any
-// message, and a close marker always fits.
-func TestQueueCountsWhatTheReaderHolds(t *testing.T) {
-	s := &session{cfg: &Config{SendQueue: 256, SendQueueBytes: 1000}}
-	msg := func(n int) *outMsg { return &outMsg{typ: websocket.TextMessage, data: make([]byte, n)} }
-	s.held.Store(900)
-	if !s.fitsLocked(msg(5000)) {
-		t.Fatal("an empty queue refused a message")
-	}
-	s.pushLocked(*msg(50))
-	for _, tc := range []struct {
-		held, n int64
-		fits    bool
-	}{{0, 950, true}, {0, 951, false}, {600, 350, true}, {600, 351, false}, {950, 1, false}} {
-		s.held.Store(tc.held)
-		if got := s.fitsLocked(msg(int(tc.n))); got != tc.fits {
-			t.Errorf("queued 50, held %d: a %d-byte message fits %v, want %v", tc.held, tc.n, got, tc.fits)
-		}
-	}
-	if !s.fitsLocked(&outMsg{close: websocket.CloseGoingAway}) {
-		t.Error("a close marker did not fit")
-	}
-}
-
 // TestNonReadingSenderIsNotRead: a client that sends large messages and
 // reads nothing stops being read once its queue lacks room for another
 // reply besides what the reader holds: the reader never waits with a reply

@@ -215,13 +215,9 @@ func (s *session) backendIdle() {
 // writes its batch at once, without queueing it. false when it could
 // not. Backend reader only.
 func (s *session) writeLB() bool {
-	s.omu.Lock()
-	if s.qn != 0 || s.flushing {
-		s.omu.Unlock()
+	if !s.out.StartFlushEmpty() {
 		return false
 	}
-	s.flushing = true
-	s.omu.Unlock()
 	n := s.lbn
 	err := s.cw.WriteFrames(s.lb, s.lbp)
 	s.lb, s.lbp, s.lbn = nil, nil, 0
@@ -230,12 +226,8 @@ func (s *session) writeLB() bool {
 	} else {
 		s.cfg.Metrics.Delivered(n)
 	}
-	s.omu.Lock()
-	s.flushing = false
-	more := s.qn != 0
-	s.omu.Unlock()
-	if more {
-		s.drain() // queued meanwhile
+	if !s.out.EndFlush() {
+		s.flush() // queued meanwhile
 	}
 	return true
 }
@@ -327,19 +319,13 @@ func (s *session) backendEnded(err error) {
 	}
 }
 
-// The client's send queue: a ring of outMsg under omu, bounded by
-// SendQueue messages and SendQueueBytes bytes (a single larger message
-// passes when the queue is empty), holding no memory while empty. Its
-// producers are the client reader (replies), the backend reader (the
-// backend's messages), the supervisor and Shutdown (push, close markers).
-// One goroutine at a time, the flusher (flushing), takes messages from it
-// in order and writes them to the client, batched (drain): the backend
+// The client's send queue (sendQueue, queue.go) is written to the client
+// by one goroutine at a time, the flusher, batched (drain): the backend
 // reader for its own messages, before it reads the backend again, or the
 // client writer, woken (wake) by the other producers when nobody is
-// flushing. The flusher holds no lock while it writes. The backend reader
-// frames its messages itself, into a batch of its own (lb), which it
-// queues as one entry (handOff) when the backend has nothing more to read
-// or the batch is full.
+// flushing. The backend reader frames its messages itself, into a batch
+// of its own (lb), which it queues as one entry (handOff) when the backend
+// has nothing more to read or the batch is full.
 
 // producer is who queues a message, for put.
 type producer uint8
@@ -360,30 +346,29 @@ const (
 // session's legs ever wait here.
 func (s *session) put(m outMsg, from producer) bool {
 	var timer *time.Timer
+	var space <-chan struct{}
 	for {
-		s.omu.Lock()
-		if s.fitsLocked(&m) {
-			s.pushLocked(m)
-			wake := !s.flushing && from != fromBackendReader
-			s.omu.Unlock()
+		ok, flushing := s.out.Push(m)
+		if ok {
 			if timer != nil {
 				timer.Stop()
 			}
-			if wake {
+			if !flushing && from != fromBackendReader {
 				s.wakeWriter()
 			}
 			return true
 		}
-		if from == fromBackendReader && !s.flushing {
-			s.omu.Unlock()
+		if from == fromBackendReader && !flushing {
 			s.drain()
+			space = nil
 			continue
 		}
-		if s.space == nil {
-			s.space = make(chan struct{})
+		if space == nil {
+			// Then once more before waiting: a message taken before
+			// WaitForSpace does not close space.
+			space = s.out.WaitForSpace()
+			continue
 		}
-		space := s.space
-		s.omu.Unlock()
 		if from == fromClientReader {
 			s.replyWaits.Add(1)
 			s.flushBackend() // it must not wait behind the client
@@ -393,6 +378,7 @@ func (s *session) put(m outMsg, from producer) bool {
 		}
 		select {
 		case <-space:
+			space = nil
 		case <-timer.C:
 			return s.slow()
 		case <-s.done:
@@ -404,62 +390,11 @@ func (s *session) put(m outMsg, from producer) bool {
 
 // tryPut queues m without waiting; false when the queue is full.
 func (s *session) tryPut(m outMsg) bool {
-	s.omu.Lock()
-	ok := s.fitsLocked(&m)
-	if ok {
-		s.pushLocked(m)
-	}
-	wake := ok && !s.flushing
-	s.omu.Unlock()
-	if wake {
+	ok, flushing := s.out.Push(m)
+	if ok && !flushing {
 		s.wakeWriter()
 	}
 	return ok
-}
-
-// fitsLocked reports whether the queue has room for m: a close marker
-// needs a slot, a message a slot and its bytes (counted with what the
-// client reader holds, held), a batch a slot for each
-// of its messages and its bytes (an empty queue takes any batch). s.omu
-// held.
-func (s *session) fitsLocked(m *outMsg) bool {
-	if s.qmsgs != 0 && s.qmsgs+m.count() > s.cfg.SendQueue {
-		return false
-	}
-	n := int64(len(m.data))
-	return m.close != 0 || s.queued == 0 || s.queued+n+s.held.Load() <= s.cfg.SendQueueBytes
-}
-
-// pushLocked adds m at the queue's tail, growing the ring. s.omu held,
-// and room for m.
-func (s *session) pushLocked(m outMsg) {
-	if s.qn == len(s.ring) {
-		ring := make([]outMsg, max(8, 2*len(s.ring)))
-		for i := range s.qn {
-			ring[i] = s.ring[(s.qhead+i)&(len(s.ring)-1)]
-		}
-		s.ring, s.qhead = ring, 0
-	}
-	s.ring[(s.qhead+s.qn)&(len(s.ring)-1)] = m
-	s.qn++
-	s.qmsgs += m.count()
-	s.queued += int64(len(m.data))
-}
-
-// popLocked takes the message at the queue's head and tells the producers
-// waiting for room. s.omu held, the queue not empty.
-func (s *session) popLocked() outMsg {
-	m := s.ring[s.qhead]
-	s.ring[s.qhead] = outMsg{}
-	s.qhead = (s.qhead + 1) & (len(s.ring) - 1)
-	s.qn--
-	s.qmsgs -= m.count()
-	s.queued -= int64(len(m.data))
-	if s.space != nil {
-		close(s.space)
-		s.space = nil
-	}
-	return m
 }
 
 // wakeWriter tells the client writer the queue has messages.
@@ -473,34 +408,30 @@ func (s *session) wakeWriter() {
 // drain writes the queued messages to the client, in order, batched into
 // as few writes as it can (the client wsframe.Conn's AppendFrame and Flush,
 // each flush within WriteTimeout): the caller becomes the flusher, unless
-// another goroutine is, and writes until the queue is empty. A close
-// marker is sent after what precedes it is written. Once writes have
-// failed (dead) or the close handshake has begun, messages are only taken
-// and dropped, so no producer waits.
+// another goroutine is, and writes until the queue is empty (flush). A
+// close marker is sent after what precedes it is written. Once writes
+// have failed (dead) or the close handshake has begun, messages are only
+// taken and dropped, so no producer waits.
 func (s *session) drain() {
-	s.omu.Lock()
-	if s.flushing || s.qn == 0 {
-		s.omu.Unlock()
-		return
+	if s.out.StartFlush() {
+		s.flush()
 	}
-	s.flushing = true
+}
+
+// flush is drain's work, the caller being the flusher: it writes the
+// queue's messages until the queue is empty, and then ends its turn.
+func (s *session) flush() {
 	delivered := 0
 	for {
-		if s.qn == 0 {
-			s.omu.Unlock()
+		m, ok := s.out.Pop()
+		if !ok {
 			delivered = s.flushClient(delivered)
-			s.omu.Lock()
-			if s.qn == 0 {
-				s.flushing = false
-				s.omu.Unlock()
+			if s.out.EndFlush() {
 				return
 			}
 			continue
 		}
-		m := s.popLocked()
-		s.omu.Unlock()
 		delivered = s.writeOut(&m, delivered)
-		s.omu.Lock()
 	}
 }
 
@@ -587,11 +518,7 @@ func (s *session) writeLoop() {
 			contain.Point("ws.writer")
 			s.drain()
 		case <-ping.C:
-			s.omu.Lock()
-			if s.qn == 0 {
-				s.ring, s.qhead = nil, 0
-			}
-			s.omu.Unlock()
+			s.out.Trim()
 			if s.dead.Load() || s.closing.Load() {
 				continue
 			}

@@ -66,7 +66,8 @@ const CodeUnknown = "Operation.Unknown"
 // Nobody holding mu waits on the client: replies are queued after it is
 // released, and what is queued under it uses push, which never waits.
 //
-// omu guards the client's send queue (relay.go says how it works). Shared
+// The client's send queue (out, a sendQueue) has its own lock (queue.go
+// says what it guards, relay.go how the queue is written). Shared
 // otherwise: cw, dead, the close state (closeOnce, closing, closeBy,
 // sentCode), ending and done; the trace's tracer and link, set before the
 // session starts, which the supervisor reads for a lapse's span.
@@ -92,11 +93,6 @@ type session struct {
 	relLabel     string    // the controller label of the forwards not yet counted
 	relN         int       // how many (reportRelayed)
 	topic        string    // the last message's Topic, reused by the next alike (zenith.ScanReusing)
-	// held is what the client reader holds beyond the queue, published
-	// for fitsLocked: its message buffer's room and the topic it keeps.
-	// A client that sends large messages and reads nothing thus holds
-	// SendQueueBytes in all, not that and its messages too.
-	held atomic.Int64
 	// replyWaits counts the times the client reader waited in put with a
 	// reply the queue had no room for (awaitRoom should leave none).
 	replyWaits atomic.Int64
@@ -134,15 +130,7 @@ type session struct {
 
 	looking atomic.Bool // a goroutine waits for mu to do the supervisor's work (whenFree)
 
-	// The client's send queue (relay.go), guarded by omu.
-	omu      sync.Mutex
-	ring     []outMsg      // a power of two long, or nil
-	qhead    int           // the first message's index in ring
-	qn       int           // the entries in ring
-	qmsgs    int           // the messages in them (a batch holds several)
-	queued   int64         // their bytes
-	flushing bool          // a goroutine is draining the queue (drain)
-	space    chan struct{} // closed when a message is taken; nil unless a producer waits
+	out sendQueue // the client's send queue (queue.go), with its own lock
 
 	// Shared.
 	wake      chan struct{} // the client writer has messages to drain (capacity 1)
@@ -171,35 +159,11 @@ type session struct {
 	wg        sync.WaitGroup // the writer and the backend reader
 }
 
-// outMsg is one message in the client's send queue: a frame, or a close.
-type outMsg struct {
-	typ     int
-	data    []byte
-	backend bool    // from the backend (counted as delivered)
-	buf     *[]byte // data's pooled buffer (msgBufs; a wsframe batch buffer for a batch), or nil
-	close   int     // non-zero: send this close code instead
-	framed  int     // non-zero: data is this many backend messages, framed (handOff)
-}
-
-// count is how many messages m is, for SendQueue.
-func (m *outMsg) count() int { return max(1, m.framed) }
-
-// release gives back m's pooled buffer, if any.
-func (m *outMsg) release() {
-	switch {
-	case m.buf == nil:
-	case m.framed > 0:
-		wsframe.PutBatch(m.buf)
-	default:
-		releaseBuf(m.buf)
-	}
-	m.buf = nil
-}
-
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool, tr sockTrace) *session {
 	s := &session{
 		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r), src: sourceKey(g.cfg.ClientIP(r)),
 		state: StateUnauthenticated, tr: tr,
+		out:  sendQueue{maxMsgs: g.cfg.SendQueue, maxBytes: g.cfg.SendQueueBytes},
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
@@ -333,17 +297,17 @@ func (s *session) awaitRoom() bool {
 			timer.Stop()
 		}
 	}()
+	var space <-chan struct{}
 	for {
-		s.omu.Lock()
-		if s.queued == 0 || s.queued+s.held.Load()+need <= s.cfg.SendQueueBytes {
-			s.omu.Unlock()
+		if s.out.HasRoom(need) {
 			return true
 		}
-		if s.space == nil {
-			s.space = make(chan struct{})
+		if space == nil {
+			// Then once more before waiting: a message taken before
+			// WaitForSpace does not close space.
+			space = s.out.WaitForSpace()
+			continue
 		}
-		space := s.space
-		s.omu.Unlock()
 		s.flushBackend() // what the client sent goes before the wait
 		if timer == nil {
 			timer = time.NewTimer(s.cfg.WriteTimeout)
@@ -352,6 +316,7 @@ func (s *session) awaitRoom() bool {
 		}
 		select {
 		case <-space: // the queue moved: wait on, afresh
+			space = nil
 		case <-timer.C:
 			return s.slow()
 		case <-s.ctx.Done(): // closing for another reason: the reader drains
@@ -363,12 +328,11 @@ func (s *session) awaitRoom() bool {
 // errorEchoRoom is what an Error reply adds to the fields it echoes.
 const errorEchoRoom = 256
 
-// hold publishes what the client reader holds beyond the queue (held).
+// hold publishes what the client reader holds beyond the queue
+// (sendQueue.Hold): its message buffer's room and the topic it keeps.
 // Client reader only.
 func (s *session) hold() {
-	if h := int64(cap(s.msg) + len(s.topic)); h != s.held.Load() {
-		s.held.Store(h)
-	}
+	s.out.Hold(int64(cap(s.msg) + len(s.topic)))
 }
 
 // readCapped appends r's bytes to dst until r ends, limit bytes at most.
