@@ -39,7 +39,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 				drop = func(msg []byte) bool { return answersGateway(msg, own) }
 			}
 			if run, k := wsframe.VerbatimRun(c.Buffered(), limit, wsframe.BatchBytes-len(s.lb), drop); k > 0 {
-				if !s.dead.Load() && !s.closing.Load() {
+				if !s.close.writesEnded() {
 					s.takeLB()
 					s.lb = append(s.lb, c.Buffered()[:run]...)
 					s.lbn += k
@@ -64,7 +64,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 				return
 			}
 			switch {
-			case s.dead.Load() || s.closing.Load():
+			case s.close.writesEnded():
 			case s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
 			default:
 				if len(s.lb)+wsframe.MaxHeader+n > wsframe.BatchBytes && !s.flushLB() {

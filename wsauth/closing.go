@@ -2,6 +2,8 @@ package wsauth
 
 import (
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
@@ -9,14 +11,40 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// closer is a session's close state. once, closing, by and sentCode are
+// the close handshake's, which any goroutine may start (closeClient);
+// ending is teardown's, which the client reader starts; dead, gaveUp and
+// slowSeen are the client writes' fate, which any writer may find
+// (clientWriteFailed, giveUp, countSlow). stopping, stopCode and
+// clientCode are the client reader's, and it alone touches them: they
+// take no atomic.
+type closer struct {
+	once     sync.Once    // the close frame is written once (closeClient), or never (giveUp)
+	closing  atomic.Bool  // a close frame is sent or the socket is given up
+	by       atomic.Int64 // the read deadline while closing, Unix ns
+	ending   atomic.Bool  // teardown has begun: leg errors are expected
+	dead     atomic.Bool  // a write to the client failed: nothing more is written
+	gaveUp   atomic.Bool  // the client's connection was dropped
+	slowSeen atomic.Bool  // a slow client was counted
+	sentCode atomic.Int32 // the close code the gateway sent the client, 0 if none
+
+	stopping   bool // closeAfterQueued was called: the reader only drains
+	stopCode   int  // its code
+	clientCode int  // the close code the client sent, 0 if none
+}
+
+// writesEnded reports whether nothing more is written to the client: a
+// write to it failed (dead) or the close handshake has begun.
+func (c *closer) writesEnded() bool { return c.dead.Load() || c.closing.Load() }
+
 // closeAfterQueued closes the client with code once the replies already
 // queued are written (the close frame must not overtake them); meanwhile
 // the reader only drains. A full queue closes at once. Client reader only.
 func (s *session) closeAfterQueued(code int) {
-	if s.stopping {
+	if s.close.stopping {
 		return
 	}
-	s.stopping, s.stopCode = true, code
+	s.close.stopping, s.close.stopCode = true, code
 	if !s.tryPut(outMsg{close: code}) {
 		s.closeClient(code)
 	}
@@ -25,11 +53,11 @@ func (s *session) closeAfterQueued(code int) {
 // closeClient starts the close handshake with code, once: further reads
 // only drain, for CloseGrace at most. Safe from any goroutine.
 func (s *session) closeClient(code int) {
-	s.closeOnce.Do(func() {
+	s.close.once.Do(func() {
 		by := time.Now().Add(s.cfg.CloseGrace)
-		s.closeBy.Store(by.UnixNano())
-		s.sentCode.Store(int32(code))
-		s.closing.Store(true)
+		s.close.by.Store(by.UnixNano())
+		s.close.sentCode.Store(int32(code))
+		s.close.closing.Store(true)
 		s.cancel() // a verification or a dial under way stops
 		_ = s.cc.NetConn().SetReadDeadline(by)
 		_ = s.cc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(s.cfg.WriteTimeout))
@@ -115,16 +143,16 @@ func (s *session) teardown() {
 	if s.tr.on() {
 		began = time.Now()
 	}
-	if s.stopping {
-		s.closeClient(s.stopCode) // if the writer has not yet
+	if s.close.stopping {
+		s.closeClient(s.close.stopCode) // if the writer has not yet
 	}
-	s.ending.Store(true)
+	s.close.ending.Store(true)
 	s.reportRelayed()
 	s.cancel()
 	gauge := s.endUnder()
 	if s.bc != nil {
 		code := websocket.CloseGoingAway
-		if s.clientCode == websocket.CloseNormalClosure {
+		if s.close.clientCode == websocket.CloseNormalClosure {
 			code = websocket.CloseNormalClosure
 		}
 		_ = s.bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(time.Second))
@@ -140,9 +168,9 @@ func (s *session) teardown() {
 	// A close frame the client has not answered: the socket lingers
 	// (lingerClose) once the writer has ended, and nothing more is
 	// written to it.
-	linger := s.cw != nil && s.closing.Load() && s.clientCode == 0 && !s.gaveUp.Load()
+	linger := s.cw != nil && s.close.closing.Load() && s.close.clientCode == 0 && !s.close.gaveUp.Load()
 	if linger {
-		s.closeOnce.Do(func() {}) // the close frame is written (WriteTimeout at most)
+		s.close.once.Do(func() {}) // the close frame is written (WriteTimeout at most)
 		s.cw.Abort()
 	} else {
 		_ = s.cc.Close()
@@ -170,11 +198,11 @@ func (s *session) traceClose(began time.Time, state State) {
 	}
 	by, code := "connection", 0
 	switch {
-	case s.sentCode.Load() != 0:
-		by, code = "gateway", int(s.sentCode.Load())
-	case s.clientCode != 0:
-		by, code = "client", s.clientCode
-	case s.gaveUp.Load():
+	case s.close.sentCode.Load() != 0:
+		by, code = "gateway", int(s.close.sentCode.Load())
+	case s.close.clientCode != 0:
+		by, code = "client", s.close.clientCode
+	case s.close.gaveUp.Load():
 		by = "gateway"
 	}
 	var id *Identity
@@ -201,9 +229,9 @@ func (s *session) endUnder() State {
 // wait for the reader if it were in its idle hook), and teardown closes
 // the socket. No close handshake, no linger.
 func (s *session) giveUp() {
-	s.gaveUp.Store(true)
+	s.close.gaveUp.Store(true)
 	s.cancel() // a reader waiting for room (awaitRoom) stops waiting
-	s.closeOnce.Do(func() { s.closing.Store(true) })
-	s.closeBy.Store(aLongTimeAgo.UnixNano()) // extend, racing, sets this
+	s.close.once.Do(func() { s.close.closing.Store(true) })
+	s.close.by.Store(aLongTimeAgo.UnixNano()) // extend, racing, sets this
 	_ = s.cc.NetConn().SetReadDeadline(aLongTimeAgo)
 }

@@ -25,7 +25,8 @@
 //	relay.go     the backend leg (dial with failover, the backend reader),
 //	             who writes the send queue to the client, and when
 //	queue.go     sendQueue, the client's bounded send queue
-//	closing.go   the close handshake and the session's teardown
+//	closing.go   closer, a session's close state; the close handshake,
+//	             the lingering close and the session's teardown
 //	trace.go     a socket's spans, when its upgrade is traced: the
 //	             upgrade and authentication, then re-authentications,
 //	             lapses and the close, each linked to the upgrade's

@@ -94,10 +94,10 @@ func (s *session) unsubscribe() {
 		defer s.mu.Unlock()
 		return s.bw, s.id.Subject, s.writeOwedLocked()
 	}()
-	if err == nil && bw != nil && !s.ending.Load() {
+	if err == nil && bw != nil && !s.close.ending.Load() {
 		err = bw.Flush()
 	}
-	if err != nil && !s.ending.Load() {
+	if err != nil && !s.close.ending.Load() {
 		s.g.log.Warn("ws backend write failed", zap.String("user", user), zap.Error(err))
 		s.closeSoon(websocket.CloseInternalServerErr)
 	}

@@ -153,7 +153,7 @@ func (s *session) relayBackend(typ int, batch bool) bool {
 		return true // the backend's answer to the gateway's own message
 	}
 	if batch {
-		if s.dead.Load() || s.closing.Load() {
+		if s.close.writesEnded() {
 			return true
 		}
 		n := wsframe.MaxHeader + len(msg)
@@ -303,7 +303,7 @@ func releaseBuf(bp *[]byte) {
 // backend's own code when it sent one the client may receive (1000 for a
 // close without one), else 1011.
 func (s *session) backendEnded(err error) {
-	if s.ending.Load() || s.closing.Load() {
+	if s.close.ending.Load() || s.close.closing.Load() {
 		return
 	}
 	code := websocket.CloseInternalServerErr
@@ -443,7 +443,7 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 	case m.close != 0:
 		delivered = s.flushClient(delivered) // the close frame must not overtake them
 		s.closeClient(m.close)
-	case s.dead.Load() || s.closing.Load():
+	case s.close.writesEnded():
 	case m.framed > 0:
 		err := s.cw.AppendFrames(m.data, m.buf)
 		m.buf = nil // the wsframe.Conn's now
@@ -492,7 +492,7 @@ func (s *session) flushClient(delivered int) int {
 // connection dropped, which ends the reader. After a close frame nothing
 // more is written, and that is no failure.
 func (s *session) clientWriteFailed(err error) {
-	if errors.Is(err, websocket.ErrCloseSent) || s.dead.Swap(true) {
+	if errors.Is(err, websocket.ErrCloseSent) || s.close.dead.Swap(true) {
 		return
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
@@ -519,7 +519,7 @@ func (s *session) writeLoop() {
 			s.drain()
 		case <-ping.C:
 			s.out.Trim()
-			if s.dead.Load() || s.closing.Load() {
+			if s.close.writesEnded() {
 				continue
 			}
 			s.pingClient()
@@ -571,7 +571,7 @@ func (s *session) pingBackend() {
 	}
 	bc, bw := s.bc, s.bw
 	s.mu.Unlock()
-	if bc == nil || s.ending.Load() || bw != nil && bw.Writing() {
+	if bc == nil || s.close.ending.Load() || bw != nil && bw.Writing() {
 		return
 	}
 	_ = bc.WriteControl(websocket.PingMessage, nil, deadline(time.Second))
@@ -584,7 +584,7 @@ func (s *session) pingBackend() {
 // more to read, and before it waits on anything else.
 func (s *session) flushBackend() {
 	s.reportRelayed()
-	if s.bw == nil || s.ending.Load() {
+	if s.bw == nil || s.close.ending.Load() {
 		return
 	}
 	if err := s.bw.Flush(); err != nil {
@@ -613,7 +613,7 @@ func (s *session) slow() bool {
 // countSlow counts and logs a slow client once per session, and not once
 // the session is closing for another reason.
 func (s *session) countSlow(reason string) bool {
-	if s.closing.Load() || s.ending.Load() || !s.slowSeen.CompareAndSwap(false, true) {
+	if s.close.closing.Load() || s.close.ending.Load() || !s.close.slowSeen.CompareAndSwap(false, true) {
 		return false
 	}
 	s.cfg.Metrics.SlowClient()

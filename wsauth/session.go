@@ -32,9 +32,10 @@ const CodeUnknown = "Operation.Unknown"
 //     own on an extended CONNECT: run and everything it calls: readLoop,
 //     handle, the auth handlers, openBackend, teardown) owns state,
 //     authDeadline, readBy, relLabel, relN, topic, the policy's cached
-//     answer (pol*), unauthMsgs, clientCode, buf, lr, insecure, limits,
-//     bucket, authAt and the trace's upgrade span (tr.upgrade, tr.method:
-//     ServeHTTP's until the session runs), reads the client socket and
+//     answer (pol*), unauthMsgs, buf, lr, insecure, limits, bucket,
+//     authAt, the trace's upgrade span (tr.upgrade, tr.method:
+//     ServeHTTP's until the session runs), and of the close state
+//     stopping, stopCode and clientCode, reads the client socket and
 //     writes the backend leg
 //     (under mu): its forwards are batched in the leg's wsframe.Conn and
 //     written when the client socket has nothing more to read, or before
@@ -68,9 +69,10 @@ const CodeUnknown = "Operation.Unknown"
 //
 // The client's send queue (out, a sendQueue) has its own lock (queue.go
 // says what it guards, relay.go how the queue is written). Shared
-// otherwise: cw, dead, the close state (closeOnce, closing, closeBy,
-// sentCode), ending and done; the trace's tracer and link, set before the
-// session starts, which the supervisor reads for a lapse's span.
+// otherwise: cw, done, and the close state (close, a closer: once,
+// closing, by, ending, dead, gaveUp, slowSeen, sentCode); the trace's
+// tracer and link, set before the session starts, which the supervisor
+// reads for a lapse's span.
 type session struct {
 	g       *Gateway
 	cfg     *Config
@@ -102,9 +104,6 @@ type session struct {
 	polCtl     string
 	polTopic   string
 	unauthMsgs int
-	clientCode int           // the close code the client sent, 0 if none
-	stopping   bool          // closeAfterQueued was called: the reader only drains
-	stopCode   int           // its code
 	msg        []byte        // the message read, reused (readCapped)
 	insecure   bool          // RequireTLS, and the connection is not secure
 	limits     policy.Limits // the effective limits of the identity
@@ -130,33 +129,26 @@ type session struct {
 
 	looking atomic.Bool // a goroutine waits for mu to do the supervisor's work (whenFree)
 
-	out sendQueue // the client's send queue (queue.go), with its own lock
+	out   sendQueue // the client's send queue (queue.go), with its own lock
+	close closer    // the close state (closing.go)
 
 	// Shared.
-	wake      chan struct{} // the client writer has messages to drain (capacity 1)
-	cw        *wsframe.Conn // the client's connection, under cc
-	dead      atomic.Bool   // a write to the client failed: nothing more is written
-	user      string        // the subject, set once before the backend reader starts
-	closeOnce sync.Once
-	closing   atomic.Bool  // a close frame is sent or the socket is given up
-	closeBy   atomic.Int64 // the read deadline while closing, Unix ns
-	ending    atomic.Bool  // teardown has begun: leg errors are expected
-	slowSeen  atomic.Bool  // a slow client was counted
-	pmu       sync.Mutex   // guards pings
-	pings     []sentPing   // the pings the client has not answered, oldest first (pingClient, ponged)
-	ownSent   atomic.Bool  // the gateway has sent the backend a message of its own
-	scratch   *[]byte      // the backend reader's: the message it reads, a msgBufs buffer
-	bnc       net.Conn     // the backend reader's: the backend leg's connection, for its read deadline
-	bmsgAt    time.Time    // the backend reader's: when the message it reads began; zero between messages
-	breadBy   time.Time    // the backend reader's: the read deadline extendBackend set last
-	reading   bool         // the backend reader's: reading a message into scratch
-	lb        []byte       // the backend reader's: messages framed for the client, not yet queued
-	lbp       *[]byte      // lb's batch buffer (wsframe.GetBatch)
-	lbn       int          // the messages in lb
-	gaveUp    atomic.Bool  // the client's connection was dropped
-	sentCode  atomic.Int32 // the close code the gateway sent the client, 0 if none
-	done      chan struct{}
-	wg        sync.WaitGroup // the writer and the backend reader
+	wake    chan struct{} // the client writer has messages to drain (capacity 1)
+	cw      *wsframe.Conn // the client's connection, under cc
+	user    string        // the subject, set once before the backend reader starts
+	pmu     sync.Mutex    // guards pings
+	pings   []sentPing    // the pings the client has not answered, oldest first (pingClient, ponged)
+	ownSent atomic.Bool   // the gateway has sent the backend a message of its own
+	scratch *[]byte       // the backend reader's: the message it reads, a msgBufs buffer
+	bnc     net.Conn      // the backend reader's: the backend leg's connection, for its read deadline
+	bmsgAt  time.Time     // the backend reader's: when the message it reads began; zero between messages
+	breadBy time.Time     // the backend reader's: the read deadline extendBackend set last
+	reading bool          // the backend reader's: reading a message into scratch
+	lb      []byte        // the backend reader's: messages framed for the client, not yet queued
+	lbp     *[]byte       // lb's batch buffer (wsframe.GetBatch)
+	lbn     int           // the messages in lb
+	done    chan struct{}
+	wg      sync.WaitGroup // the writer and the backend reader
 }
 
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool, tr sockTrace) *session {
@@ -226,7 +218,7 @@ func (s *session) readLoop() {
 		return nil
 	})
 	for {
-		if !s.closing.Load() && !s.stopping && !s.awaitRoom() {
+		if !s.close.closing.Load() && !s.close.stopping && !s.awaitRoom() {
 			continue // closed as slow: the next read drains
 		}
 		if s.cw == nil {
@@ -243,7 +235,7 @@ func (s *session) readLoop() {
 			s.readFailed(err)
 			return
 		}
-		if s.stopping || s.closing.Load() {
+		if s.close.stopping || s.close.closing.Load() {
 			continue // draining; the next NextReader discards the message
 		}
 		if typ != websocket.TextMessage {
@@ -423,13 +415,14 @@ func (s *session) ponged(data string) {
 }
 
 // extend sets the read deadline: IdleTimeout from now (it runs before each
-// read from the client's socket, and again after the idle hook), no later than the auth deadline while unauthenticated; while
-// closing, closeBy. A deadline later than the one set by less than
+// read from the client's socket, and again after the idle hook), no later
+// than the auth deadline while unauthenticated; while closing, the close
+// state's (closer.by). A deadline later than the one set by less than
 // IdleTimeout/64 is not set (each costs a timer update, which a busy
 // client would pay per message): the idle timeout may end up to that much
 // early.
 func (s *session) extend() {
-	if s.closing.Load() {
+	if s.close.closing.Load() {
 		return
 	}
 	d := time.Now().Add(s.cfg.IdleTimeout)
@@ -441,8 +434,8 @@ func (s *session) extend() {
 	}
 	s.readBy = d
 	_ = s.cc.NetConn().SetReadDeadline(d)
-	if s.closing.Load() { // closeClient ran meanwhile: its deadline wins
-		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.closeBy.Load()))
+	if s.close.closing.Load() { // closeClient ran meanwhile: its deadline wins
+		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.close.by.Load()))
 	}
 }
 
@@ -480,10 +473,10 @@ func (s *session) setBackendMessageAt(t time.Time) {
 // readFailed handles the error that ends the read loop.
 func (s *session) readFailed(err error) {
 	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
-		s.clientCode = ce.Code // the client's close, or its answer to ours
+		s.close.clientCode = ce.Code // the client's close, or its answer to ours
 		return
 	}
-	if s.closing.Load() {
+	if s.close.closing.Load() {
 		return
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
