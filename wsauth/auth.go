@@ -210,7 +210,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.checkedAt = at
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
-	s.bnc = bc.NetConn()
+	s.back.conn = bc.NetConn()
 	if bw != nil {
 		bw.SetHooks(wsframe.Hooks{BeforeRead: s.extendBackend, Idle: s.backendIdle, Eager: true})
 	}

@@ -1,238 +1,321 @@
 package wsauth
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
-	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
 
-// backendFrames is the backend reader on a TCP backend leg (the leg's
-// wsframe.Conn has RawReads): it reads the frames itself from the Conn's
-// buffer, not through gorilla's reader, so a message the buffer holds
-// whole is framed for the client straight from it, one copy (socket to
-// buffer, buffer to batch). Otherwise it works as backendLoop, and answers
-// the backend as gorilla's reader would: a ping with a pong, a close with
-// the close echoed (the error is then a *websocket.CloseError), a message
-// over MaxBackendMessageBytes with close 1009 (websocket.ErrReadLimit), a
-// protocol error with close 1002; the end of the stream is a CloseError
-// with code 1006, as gorilla has it.
-func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
+// backendReader is the backend reader's state. The backend reader is the
+// goroutine that reads the backend leg (backendLoop, or backendFrames on a
+// TCP leg), with the leg's hooks, which run on it (extendBackend,
+// backendIdle): it frames the backend's messages into a batch of its own
+// (batch), and when the backend socket has nothing more to read queues the
+// batch (handOff) and writes the queue to the client itself (drain). It
+// alone touches this state; conn is set before it starts.
+type backendReader struct {
+	conn    net.Conn  // the backend leg's connection, for its read deadline
+	readBy  time.Time // the read deadline extendBackend set last
+	msgAt   time.Time // when the message it reads began; zero between messages
+	scratch *[]byte   // the message it reads, a msgBufs buffer
+	reading bool      // reading a message into scratch
+
+	batch     []byte  // messages framed for the client, not yet queued
+	batchBuf  *[]byte // batch's buffer (wsframe.GetBatch)
+	batchMsgs int     // the messages in batch
+}
+
+// full reports whether n more bytes would take a batch that holds
+// messages past wsframe.BatchBytes.
+func (b *backendReader) full(n int) bool {
+	return len(b.batch) > 0 && len(b.batch)+n > wsframe.BatchBytes
+}
+
+// frame appends msg to the batch, framed as one final frame of op.
+func (b *backendReader) frame(op byte, msg []byte) {
+	b.grow()
+	b.batch = wsframe.AppendHeader(b.batch, wsframe.FinalBit|op, len(msg), nil)
+	b.batch = append(b.batch, msg...)
+	b.batchMsgs++
+}
+
+// appendRun appends run, k frames as the backend sent them
+// (wsframe.VerbatimRun), to the batch.
+func (b *backendReader) appendRun(run []byte, k int) {
+	b.grow()
+	b.batch = append(b.batch, run...)
+	b.batchMsgs += k
+}
+
+// grow gives the batch a buffer when it has none.
+func (b *backendReader) grow() {
+	if b.batch == nil {
+		b.batchBuf = wsframe.GetBatch()
+		b.batch = (*b.batchBuf)[:0]
+	}
+}
+
+// takeBatch takes the batch, its buffer and its count of messages, and
+// leaves the reader none.
+func (b *backendReader) takeBatch() (frames []byte, buf *[]byte, msgs int) {
+	frames, buf, msgs = b.batch, b.batchBuf, b.batchMsgs
+	b.batch, b.batchBuf, b.batchMsgs = nil, nil, 0
+	return frames, buf, msgs
+}
+
+// releaseScratch gives back the message buffer between messages, so an
+// idle session holds none.
+func (b *backendReader) releaseScratch() {
+	if !b.reading && b.scratch != nil {
+		releaseBuf(b.scratch)
+		b.scratch = nil
+	}
+}
+
+// backendLoop is the backend reader: it reads each backend message whole
+// (the one copy, from the socket into its buffer; never JSON-parsed) and
+// queues it for the client, but for the backend's answers to the
+// gateway's own messages, found by their reserved TransactionID
+// (answersGateway), which it drops. Until the gateway has sent the backend
+// a message of its own (ownSent) there is no such answer, and the search
+// is skipped. It writes what it queued to the client itself, batched,
+// when the backend socket has nothing more to read (backendIdle, the
+// backend leg's idle) or a batch is full: a message waits only while the
+// reader has more to read, and no other goroutine is woken per message. It waits on the
+// client only for that write, or while this client's queue is full and
+// another goroutine writes it, WriteTimeout at most, after which the
+// client is closed as not reading (put, clientWriteFailed). When the
+// backend leg ends it queues the matching close behind the messages
+// already queued.
+func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.wg.Done()
-	batch := s.cw != nil && !s.cw.Deflate()
-	limit := s.cfg.MaxBackendMessageBytes
+	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
+	batch := s.cw != nil && !s.cw.Deflate() // else gorilla frames each message
 	for {
-		contain.Point("ws.backend_reader")
-		if batch {
-			// The commonest case of all: a run of such messages, whole in
-			// the buffer, goes to the batch as it came, in one copy.
-			var drop func([]byte) bool // the backend's answers to the gateway's own messages
-			if own := s.ownPrefix(); own != nil {
-				drop = func(msg []byte) bool { return answersGateway(msg, own) }
-			}
-			if run, k := wsframe.VerbatimRun(c.Buffered(), limit, wsframe.BatchBytes-len(s.lb), drop); k > 0 {
-				if !s.close.writesEnded() {
-					s.takeLB()
-					s.lb = append(s.lb, c.Buffered()[:run]...)
-					s.lbn += k
-				}
-				c.Consume(run)
-				continue
-			}
-		}
-		f, err := s.backendFrame(bc, c, false)
-		if err == nil && f.Len > limit {
-			err = backendOverLimit(bc)
-		}
+		typ, r, err := bc.NextReader()
 		if err != nil {
 			s.backendEnded(err)
 			return
 		}
-		if n := int(f.Len); batch && f.Fin && n <= len(c.Buffered()) && wsframe.MaxHeader+n <= wsframe.BatchBytes {
-			// The common message: whole in the buffer.
-			msg := c.Buffered()[:n]
-			if f.Op == websocket.TextMessage && !utf8.Valid(msg) {
-				s.backendEnded(backendInvalidText(bc))
-				return
-			}
-			switch {
-			case s.close.writesEnded():
-			case s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
-			default:
-				if len(s.lb)+wsframe.MaxHeader+n > wsframe.BatchBytes && !s.flushLB() {
-					return
-				}
-				s.takeLB()
-				s.lb = wsframe.AppendHeader(s.lb, wsframe.FinalBit|f.Op, n, nil)
-				s.lb = append(s.lb, msg...)
-				s.lbn++
-			}
-			c.Consume(n)
-			continue
+		if s.back.scratch == nil {
+			s.back.scratch = msgBufs.Get().(*[]byte)
 		}
-		if s.scratch == nil {
-			s.scratch = msgBufs.Get().(*[]byte)
-		}
-		if n := int(f.Len); n > 64<<10 && n > cap(*s.scratch) {
-			// A large frame: room for it at once, not grown by appends.
-			releaseBuf(s.scratch)
-			s.scratch = bigMsgBuf(n)
-		}
-		s.reading = true // the hook must leave scratch alone
+		s.back.reading = true // the hook must leave scratch alone
 		s.setBackendMessageAt(time.Now())
-		*s.scratch, err = s.backendMessage(bc, c, f, (*s.scratch)[:0], limit)
+		*s.back.scratch, err = readAll((*s.back.scratch)[:0], r)
 		s.setBackendMessageAt(time.Time{})
-		s.reading = false
-		if err == nil && f.Op == websocket.TextMessage && !utf8.Valid(*s.scratch) {
+		s.back.reading = false
+		if err == nil && typ == websocket.TextMessage && !utf8.Valid(*s.back.scratch) {
 			err = backendInvalidText(bc)
 		}
 		if err != nil {
 			s.backendEnded(err)
 			return
 		}
-		if !s.relayBackend(int(f.Op), batch) {
+		contain.Point("ws.backend_reader")
+		if !s.relayBackend(typ, batch) {
 			return
 		}
 	}
 }
 
-// backendFrame reads frame headers until a data frame's, answering the
-// control frames on the way; cont is true within a message (the frame
-// must be a continuation), false between messages (it must not).
-func (s *session) backendFrame(bc *websocket.Conn, c *wsframe.Conn, cont bool) (wsframe.Header, error) {
+// relayBackend passes on the backend message in scratch: it drops it when
+// it answers the gateway, or when nothing more is written to the client;
+// frames it into the reader's batch when batch (the client's frames
+// are the gateway's own); or else queues it. false when the session is
+// done. Backend reader only.
+func (s *session) relayBackend(typ int, batch bool) bool {
+	bp := s.back.scratch
+	msg := *bp
+	if s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix) {
+		return true // the backend's answer to the gateway's own message
+	}
+	if batch {
+		if s.close.writesEnded() {
+			return true
+		}
+		n := wsframe.MaxHeader + len(msg)
+		if s.back.full(n) && !s.flushBatch() {
+			return false
+		}
+		if n <= wsframe.BatchBytes {
+			s.back.frame(byte(typ), msg)
+			return true
+		}
+	}
+	s.back.scratch = nil // the queue has it
+	return s.put(outMsg{typ: typ, data: msg, buf: bp, backend: true}, fromBackendReader)
+}
+
+// handOff queues the backend reader's batch, its messages framed, as
+// one entry: drain writes it whole, usually at once, the reader being the
+// flusher. So a message costs the queue nothing. Backend reader only.
+func (s *session) handOff() bool {
+	if len(s.back.batch) == 0 {
+		return true
+	}
+	frames, buf, n := s.back.takeBatch()
+	return s.put(outMsg{data: frames, buf: buf, framed: n}, fromBackendReader)
+}
+
+// backendIdle runs when the backend socket has nothing to read, before
+// the reader waits (the backend leg's idle): it queues the reader's batch
+// (handOff) and writes the queue to the client (drain); between messages
+// the reader gives back its message buffer, so an idle session holds
+// none. Backend reader only.
+func (s *session) backendIdle() {
+	s.back.releaseScratch()
+	if len(s.back.batch) > 0 && s.writeBatch() {
+		return
+	}
+	s.handOff()
+	s.drain()
+}
+
+// writeBatch is handOff and drain's short cut when the queue is empty and
+// nobody is writing it, as it is most of the time: the reader, flusher,
+// writes its batch at once, without queueing it. false when it could
+// not. Backend reader only.
+func (s *session) writeBatch() bool {
+	if !s.out.StartFlushEmpty() {
+		return false
+	}
+	frames, buf, n := s.back.takeBatch()
+	if err := s.cw.WriteFrames(frames, buf); err != nil {
+		s.clientWriteFailed(err)
+	} else {
+		s.cfg.Metrics.Delivered(n)
+	}
+	if !s.out.EndFlush() {
+		s.flush() // queued meanwhile
+	}
+	return true
+}
+
+// flushBatch queues the reader's batch, full, and writes the queue (the
+// reader does not wait for its socket to run dry when there is a batch's
+// worth). false when the session is done. Backend reader only.
+func (s *session) flushBatch() bool {
+	if !s.handOff() {
+		return false
+	}
+	s.drain()
+	return true
+}
+
+// extendBackend sets the backend leg's read deadline: IdleTimeout from now
+// (it runs before each read from the backend's socket, and again after
+// the idle hook; the gateway's pings keep a live backend talking), and no
+// later than BackendMessageTimeout after the message being read began. As
+// extend, it skips a deadline later than the one set by less than
+// IdleTimeout/64. Backend reader only.
+func (s *session) extendBackend() {
+	b := &s.back
+	if b.conn == nil {
+		return
+	}
+	d := time.Now().Add(s.cfg.IdleTimeout)
+	if !b.msgAt.IsZero() {
+		if m := b.msgAt.Add(s.cfg.BackendMessageTimeout); m.Before(d) {
+			d = m
+		}
+	}
+	if ahead := d.Sub(b.readBy); ahead >= 0 && ahead < s.cfg.IdleTimeout/64 {
+		return
+	}
+	b.readBy = d
+	_ = b.conn.SetReadDeadline(d)
+}
+
+// setBackendMessageAt notes when the backend message being read began
+// (zero: it has been read) and sets the read deadline accordingly.
+// Backend reader only.
+func (s *session) setBackendMessageAt(t time.Time) {
+	s.back.msgAt = t
+	s.extendBackend()
+}
+
+// readAll appends what r holds, to its end, to b.
+func readAll(b []byte, r io.Reader) ([]byte, error) {
 	for {
-		p, err := c.Need(2)
-		if err != nil {
-			return wsframe.Header{}, backendReadError(err)
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
 		}
-		f, size, err := wsframe.ParseHeader(p, cont)
-		if err == nil && size > len(p) {
-			if p, err = c.Need(size); err != nil {
-				return wsframe.Header{}, backendReadError(err)
-			}
-			f, size, err = wsframe.ParseHeader(p, cont)
-		}
-		if pe, ok := errors.AsType[wsframe.ProtocolError](err); ok {
-			return wsframe.Header{}, backendProtocolError(bc, string(pe))
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
 		}
 		if err != nil {
-			return wsframe.Header{}, err
-		}
-		c.Consume(size)
-		if f.IsData() {
-			return f, nil
-		}
-		if p, err = c.Need(int(f.Len)); err != nil {
-			return wsframe.Header{}, backendReadError(err)
-		}
-		payload := string(p)
-		c.Consume(int(f.Len))
-		if err := backendControl(bc, f.Op, payload); err != nil {
-			return wsframe.Header{}, err
+			return b, err
 		}
 	}
 }
 
-// backendMessage appends to dst the payload of the message whose first
-// frame is f, frames and all, within limit.
-func (s *session) backendMessage(bc *websocket.Conn, c *wsframe.Conn, f wsframe.Header, dst []byte, limit int64) ([]byte, error) {
-	total := f.Len
-	for {
-		for n := f.Len; n > 0; {
-			b := c.Buffered()
-			if len(b) == 0 {
-				if err := c.Fill(); err != nil {
-					return dst, backendReadError(err)
-				}
-				continue
-			}
-			k := int(min(n, int64(len(b))))
-			dst = append(dst, b[:k]...)
-			c.Consume(k)
-			n -= int64(k)
+// msgBufs are the backend messages' buffers: each is read into once (the
+// one copy), written to the client, and reused; one grown past 64 KiB
+// goes to bigMsgBufs.
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// bigMsgBufs are the buffers of backend messages larger than 64 KiB,
+// reused (bigMsgBuf) so that a backend sending large messages does not
+// make one message of garbage each.
+var bigMsgBufs sync.Pool
+
+// bigMsgBuf is a buffer with room for n bytes: a reused one when the
+// pool has one large enough, else a new one of n.
+func bigMsgBuf(n int) *[]byte {
+	if bp, ok := bigMsgBufs.Get().(*[]byte); ok {
+		if cap(*bp) >= n {
+			return bp
 		}
-		if f.Fin {
-			return dst, nil
-		}
-		var err error
-		if f, err = s.backendFrame(bc, c, true); err != nil {
-			return dst, err
-		}
-		if total += f.Len; total < 0 || total > limit {
-			return dst, backendOverLimit(bc)
-		}
+		bigMsgBufs.Put(bp)
 	}
+	b := make([]byte, 0, n)
+	return &b
 }
 
-// backendControl answers a control frame's payload as gorilla's default
-// handlers do.
-func backendControl(bc *websocket.Conn, op byte, payload string) error {
-	switch int(op) {
-	case websocket.PingMessage:
-		err := bc.WriteControl(websocket.PongMessage, []byte(payload), time.Now().Add(time.Second))
-		if ne, ok := err.(net.Error); err == nil || err == websocket.ErrCloseSent || ok && ne.Timeout() {
-			return nil
-		}
-		return err
-	case websocket.CloseMessage:
-		code, text := websocket.CloseNoStatusReceived, ""
-		if len(payload) >= 2 {
-			code = int(binary.BigEndian.Uint16([]byte(payload[:2])))
-			if !validReceivedCloseCode(code) {
-				return backendProtocolError(bc, "bad close code "+strconv.Itoa(code))
-			}
-			text = payload[2:]
-			if !utf8.ValidString(text) {
-				return backendProtocolError(bc, "invalid utf8 payload in close frame")
-			}
-		}
-		_ = bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
-		return &websocket.CloseError{Code: code, Text: text}
+// releaseBuf returns a message's buffer to msgBufs, or bigMsgBufs when it
+// grew past 64 KiB: the client leg's flusher (drain) once the message is
+// copied into its batch or written, or the backend reader its scratch
+// buffer. Nothing holds a reference after.
+func releaseBuf(bp *[]byte) {
+	if bp == nil {
+		return
 	}
-	return nil // a pong
-}
-
-// backendProtocolError closes the leg with 1002 and msg, as gorilla does.
-func backendProtocolError(bc *websocket.Conn, msg string) error {
-	data := websocket.FormatCloseMessage(websocket.CloseProtocolError, msg)
-	if len(data) > 125 {
-		data = data[:125]
+	*bp = (*bp)[:0]
+	if cap(*bp) > 64<<10 {
+		bigMsgBufs.Put(bp)
+		return
 	}
-	_ = bc.WriteControl(websocket.CloseMessage, data, time.Now().Add(time.Second))
-	return errors.New("websocket: " + msg)
+	msgBufs.Put(bp)
 }
 
-// backendInvalidText closes the leg with 1007: a text message that is not
-// valid UTF-8 (RFC 6455 §8.1) is never passed to the client, whose
-// conforming reader would drop the connection without a reason.
-func backendInvalidText(bc *websocket.Conn) error {
-	_ = bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "invalid UTF-8"), time.Now().Add(time.Second))
-	return errBackendInvalidText
-}
-
-// errBackendInvalidText ends a backend leg that sent a text message that
-// is not valid UTF-8.
-var errBackendInvalidText = errors.New("the backend sent a text message that is not valid UTF-8")
-
-// backendOverLimit closes the leg with 1009, as gorilla does.
-func backendOverLimit(bc *websocket.Conn) error {
-	_ = bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, ""), time.Now().Add(time.Second))
-	return websocket.ErrReadLimit
-}
-
-// backendReadError is a read error as gorilla gives it: the stream's end
-// is an abnormal closure.
-func backendReadError(err error) error {
-	if err == io.EOF {
-		return &websocket.CloseError{Code: websocket.CloseAbnormalClosure, Text: io.ErrUnexpectedEOF.Error()}
+// backendEnded maps the backend leg's end to the client's close code: the
+// backend's own code when it sent one the client may receive (1000 for a
+// close without one), else 1011.
+func (s *session) backendEnded(err error) {
+	if s.close.ending.Load() || s.close.closing.Load() {
+		return
 	}
-	return err
+	code := websocket.CloseInternalServerErr
+	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
+		code = clientCloseCode(ce.Code)
+		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.user))
+	} else {
+		s.g.log.Warn("ws backend leg failed", zap.String("user", s.user), zap.Error(err))
+	}
+	s.handOff() // the messages read before the end go first
+	if !s.put(outMsg{close: code}, fromOther) {
+		s.closeClient(code)
+	}
 }

@@ -22,9 +22,15 @@
 //	supervise.go the gateway's supervisor: expiry, token rechecks, grace
 //	limits.go    the entitlement limits enforced (subscriptions, message
 //	             rate) and require_tls's withheld scopes
-//	relay.go     the backend leg (dial with failover, the backend reader),
-//	             who writes the send queue to the client, and when
+//	relay.go     the backend leg's dial with failover; who writes the send
+//	             queue to the client, and when; the client writer
 //	queue.go     sendQueue, the client's bounded send queue
+//	backendread.go
+//	             backendReader, the backend reader's state; its loop
+//	             through gorilla, its batch, the message buffers
+//	backendframes.go
+//	             the backend reader on a TCP leg: the frames read from the
+//	             leg's buffer, control frames answered as gorilla does
 //	closing.go   closer, a session's close state; the close handshake,
 //	             the lingering close and the session's teardown
 //	trace.go     a socket's spans, when its upgrade is traced: the

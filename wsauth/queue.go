@@ -185,7 +185,7 @@ func (q *sendQueue) StartFlush() bool { return q.startFlush(false) }
 
 // StartFlushEmpty makes the caller the flusher of an empty queue, so that
 // it may write to the client what it holds past the queue (the backend
-// reader's batch, writeLB); false when the queue holds messages or
+// reader's batch, writeBatch); false when the queue holds messages or
 // another goroutine is the flusher.
 func (q *sendQueue) StartFlushEmpty() bool { return q.startFlush(true) }
 

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
@@ -94,238 +91,13 @@ func checkUpgradeAnswer(resp *http.Response, asked []string) error {
 	return fmt.Errorf("the backend answered the upgrade with a sub-protocol the gateway did not ask for (%.64q)", strings.Join(protos, ", "))
 }
 
-// backendLoop is the backend reader: it reads each backend message whole
-// (the one copy, from the socket into its buffer; never JSON-parsed) and
-// queues it for the client, but for the backend's answers to the
-// gateway's own messages, found by their reserved TransactionID
-// (answersGateway), which it drops. Until the gateway has sent the backend
-// a message of its own (ownSent) there is no such answer, and the search
-// is skipped. It writes what it queued to the client itself, batched,
-// when the backend socket has nothing more to read (backendIdle, the
-// backend leg's idle) or a batch is full: a message waits only while the
-// reader has more to read, and no other goroutine is woken per message. It waits on the
-// client only for that write, or while this client's queue is full and
-// another goroutine writes it, WriteTimeout at most, after which the
-// client is closed as not reading (put, clientWriteFailed). When the
-// backend leg ends it queues the matching close behind the messages
-// already queued.
-func (s *session) backendLoop(bc *websocket.Conn) {
-	defer s.wg.Done()
-	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
-	batch := s.cw != nil && !s.cw.Deflate() // else gorilla frames each message
-	for {
-		typ, r, err := bc.NextReader()
-		if err != nil {
-			s.backendEnded(err)
-			return
-		}
-		if s.scratch == nil {
-			s.scratch = msgBufs.Get().(*[]byte)
-		}
-		s.reading = true // the hook must leave scratch alone
-		s.setBackendMessageAt(time.Now())
-		*s.scratch, err = readAll((*s.scratch)[:0], r)
-		s.setBackendMessageAt(time.Time{})
-		s.reading = false
-		if err == nil && typ == websocket.TextMessage && !utf8.Valid(*s.scratch) {
-			err = backendInvalidText(bc)
-		}
-		if err != nil {
-			s.backendEnded(err)
-			return
-		}
-		contain.Point("ws.backend_reader")
-		if !s.relayBackend(typ, batch) {
-			return
-		}
-	}
-}
-
-// relayBackend passes on the backend message in scratch: it drops it when
-// it answers the gateway, or when nothing more is written to the client;
-// frames it into the reader's batch (lb) when batch (the client's frames
-// are the gateway's own); or else queues it. false when the session is
-// done. Backend reader only.
-func (s *session) relayBackend(typ int, batch bool) bool {
-	bp := s.scratch
-	msg := *bp
-	if s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix) {
-		return true // the backend's answer to the gateway's own message
-	}
-	if batch {
-		if s.close.writesEnded() {
-			return true
-		}
-		n := wsframe.MaxHeader + len(msg)
-		if len(s.lb) > 0 && len(s.lb)+n > wsframe.BatchBytes && !s.flushLB() {
-			return false
-		}
-		if n <= wsframe.BatchBytes {
-			s.takeLB()
-			s.lb = wsframe.AppendHeader(s.lb, wsframe.FinalBit|byte(typ), len(msg), nil)
-			s.lb = append(s.lb, msg...)
-			s.lbn++
-			return true
-		}
-	}
-	s.scratch = nil // the queue has it
-	return s.put(outMsg{typ: typ, data: msg, buf: bp, backend: true}, fromBackendReader)
-}
-
-// takeLB gives the backend reader's batch (lb) a buffer when it has none.
-// Backend reader only.
-func (s *session) takeLB() {
-	if s.lb == nil {
-		s.lbp = wsframe.GetBatch()
-		s.lb = (*s.lbp)[:0]
-	}
-}
-
-// handOff queues the backend reader's batch (lb), its messages framed, as
-// one entry: drain writes it whole, usually at once, the reader being the
-// flusher. So a message costs the queue nothing. Backend reader only.
-func (s *session) handOff() bool {
-	if len(s.lb) == 0 {
-		return true
-	}
-	m := outMsg{data: s.lb, buf: s.lbp, framed: s.lbn}
-	s.lb, s.lbp, s.lbn = nil, nil, 0
-	return s.put(m, fromBackendReader)
-}
-
-// backendIdle runs when the backend socket has nothing to read, before
-// the reader waits (the backend leg's idle): it queues the reader's batch
-// (handOff) and writes the queue to the client (drain); between messages
-// the reader gives back its message buffer, so an idle session holds
-// none. Backend reader only.
-func (s *session) backendIdle() {
-	if !s.reading && s.scratch != nil {
-		releaseBuf(s.scratch)
-		s.scratch = nil
-	}
-	if len(s.lb) > 0 && s.writeLB() {
-		return
-	}
-	s.handOff()
-	s.drain()
-}
-
-// writeLB is handOff and drain's short cut when the queue is empty and
-// nobody is writing it, as it is most of the time: the reader, flusher,
-// writes its batch at once, without queueing it. false when it could
-// not. Backend reader only.
-func (s *session) writeLB() bool {
-	if !s.out.StartFlushEmpty() {
-		return false
-	}
-	n := s.lbn
-	err := s.cw.WriteFrames(s.lb, s.lbp)
-	s.lb, s.lbp, s.lbn = nil, nil, 0
-	if err != nil {
-		s.clientWriteFailed(err)
-	} else {
-		s.cfg.Metrics.Delivered(n)
-	}
-	if !s.out.EndFlush() {
-		s.flush() // queued meanwhile
-	}
-	return true
-}
-
-// flushLB queues the reader's batch, full, and writes the queue (the
-// reader does not wait for its socket to run dry when there is a batch's
-// worth). false when the session is done. Backend reader only.
-func (s *session) flushLB() bool {
-	if !s.handOff() {
-		return false
-	}
-	s.drain()
-	return true
-}
-
-// readAll appends what r holds, to its end, to b.
-func readAll(b []byte, r io.Reader) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
-}
-
-// msgBufs are the backend messages' buffers: each is read into once (the
-// one copy), written to the client, and reused; one grown past 64 KiB
-// goes to bigMsgBufs.
-var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-// bigMsgBufs are the buffers of backend messages larger than 64 KiB,
-// reused (bigMsgBuf) so that a backend sending large messages does not
-// make one message of garbage each.
-var bigMsgBufs sync.Pool
-
-// bigMsgBuf is a buffer with room for n bytes: a reused one when the
-// pool has one large enough, else a new one of n.
-func bigMsgBuf(n int) *[]byte {
-	if bp, ok := bigMsgBufs.Get().(*[]byte); ok {
-		if cap(*bp) >= n {
-			return bp
-		}
-		bigMsgBufs.Put(bp)
-	}
-	b := make([]byte, 0, n)
-	return &b
-}
-
-// releaseBuf returns a message's buffer to msgBufs, or bigMsgBufs when it
-// grew past 64 KiB: the client leg's flusher (drain) once the message is
-// copied into its batch or written, or the backend reader its scratch
-// buffer. Nothing holds a reference after.
-func releaseBuf(bp *[]byte) {
-	if bp == nil {
-		return
-	}
-	*bp = (*bp)[:0]
-	if cap(*bp) > 64<<10 {
-		bigMsgBufs.Put(bp)
-		return
-	}
-	msgBufs.Put(bp)
-}
-
-// backendEnded maps the backend leg's end to the client's close code: the
-// backend's own code when it sent one the client may receive (1000 for a
-// close without one), else 1011.
-func (s *session) backendEnded(err error) {
-	if s.close.ending.Load() || s.close.closing.Load() {
-		return
-	}
-	code := websocket.CloseInternalServerErr
-	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
-		code = clientCloseCode(ce.Code)
-		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.user))
-	} else {
-		s.g.log.Warn("ws backend leg failed", zap.String("user", s.user), zap.Error(err))
-	}
-	s.handOff() // the messages read before the end go first
-	if !s.put(outMsg{close: code}, fromOther) {
-		s.closeClient(code)
-	}
-}
-
 // The client's send queue (sendQueue, queue.go) is written to the client
 // by one goroutine at a time, the flusher, batched (drain): the backend
 // reader for its own messages, before it reads the backend again, or the
 // client writer, woken (wake) by the other producers when nobody is
 // flushing. The backend reader frames its messages itself, into a batch
-// of its own (lb), which it queues as one entry (handOff) when the backend
-// has nothing more to read or the batch is full.
+// of its own (backendReader.batch), which it queues as one entry (handOff)
+// when the backend has nothing more to read or the batch is full.
 
 // producer is who queues a message, for put.
 type producer uint8

@@ -40,11 +40,11 @@ const CodeUnknown = "Operation.Unknown"
 //     (under mu): its forwards are batched in the leg's wsframe.Conn and
 //     written when the client socket has nothing more to read, or before
 //     the reader waits on anything else (flushBackend);
-//   - the backend reader (backendLoop, backendFrames) owns scratch,
-//     reading, lb, lbp and lbn; it reads the backend leg, frames its
-//     messages into a batch of its own (lb), and when the backend socket
-//     has nothing more to read queues the batch (handOff) and writes the
-//     queue to the client itself (drain);
+//   - the backend reader (backendLoop, backendFrames) owns back, a
+//     backendReader (backendread.go says what it holds); it reads the
+//     backend leg, frames its messages into a batch of its own, and when
+//     the backend socket has nothing more to read queues the batch
+//     (handOff) and writes the queue to the client itself (drain);
 //   - the client writer (writeLoop) writes the queue when another producer
 //     (a reply, a push, a close) finds nobody writing it, and pings; it
 //     owns nothing;
@@ -129,8 +129,9 @@ type session struct {
 
 	looking atomic.Bool // a goroutine waits for mu to do the supervisor's work (whenFree)
 
-	out   sendQueue // the client's send queue (queue.go), with its own lock
-	close closer    // the close state (closing.go)
+	out   sendQueue     // the client's send queue (queue.go), with its own lock
+	back  backendReader // the backend reader's (backendread.go)
+	close closer        // the close state (closing.go)
 
 	// Shared.
 	wake    chan struct{} // the client writer has messages to drain (capacity 1)
@@ -139,14 +140,6 @@ type session struct {
 	pmu     sync.Mutex    // guards pings
 	pings   []sentPing    // the pings the client has not answered, oldest first (pingClient, ponged)
 	ownSent atomic.Bool   // the gateway has sent the backend a message of its own
-	scratch *[]byte       // the backend reader's: the message it reads, a msgBufs buffer
-	bnc     net.Conn      // the backend reader's: the backend leg's connection, for its read deadline
-	bmsgAt  time.Time     // the backend reader's: when the message it reads began; zero between messages
-	breadBy time.Time     // the backend reader's: the read deadline extendBackend set last
-	reading bool          // the backend reader's: reading a message into scratch
-	lb      []byte        // the backend reader's: messages framed for the client, not yet queued
-	lbp     *[]byte       // lb's batch buffer (wsframe.GetBatch)
-	lbn     int           // the messages in lb
 	done    chan struct{}
 	wg      sync.WaitGroup // the writer and the backend reader
 }
@@ -437,37 +430,6 @@ func (s *session) extend() {
 	if s.close.closing.Load() { // closeClient ran meanwhile: its deadline wins
 		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.close.by.Load()))
 	}
-}
-
-// extendBackend sets the backend leg's read deadline: IdleTimeout from now
-// (it runs before each read from the backend's socket, and again after
-// the idle hook; the gateway's pings keep a live backend talking), and no
-// later than BackendMessageTimeout after the message being read began. As
-// extend, it skips a deadline later than the one set by less than
-// IdleTimeout/64. Backend reader only.
-func (s *session) extendBackend() {
-	if s.bnc == nil {
-		return
-	}
-	d := time.Now().Add(s.cfg.IdleTimeout)
-	if !s.bmsgAt.IsZero() {
-		if m := s.bmsgAt.Add(s.cfg.BackendMessageTimeout); m.Before(d) {
-			d = m
-		}
-	}
-	if ahead := d.Sub(s.breadBy); ahead >= 0 && ahead < s.cfg.IdleTimeout/64 {
-		return
-	}
-	s.breadBy = d
-	_ = s.bnc.SetReadDeadline(d)
-}
-
-// setBackendMessageAt notes when the backend message being read began
-// (zero: it has been read) and sets the read deadline accordingly.
-// Backend reader only.
-func (s *session) setBackendMessageAt(t time.Time) {
-	s.bmsgAt = t
-	s.extendBackend()
 }
 
 // readFailed handles the error that ends the read loop.
