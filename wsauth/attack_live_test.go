@@ -335,7 +335,7 @@ func TestAttackSubBurstOneWrite(t *testing.T) {
 	}
 	s := atkSession(t, e)
 	s.mu.Lock()
-	n := len(s.subs)
+	n := len(s.subs.msgs)
 	s.mu.Unlock()
 	gauge := e.metrics.get(func(m *fakeMetrics) int { return m.subs["Market"] })
 	if n != len(held) || gauge != len(held) {
@@ -559,7 +559,7 @@ func TestAttackExpiryRace(t *testing.T) {
 			s := atkSession(t, e)
 			s.mu.Lock()
 			tracked := map[string]bool{}
-			for k := range s.subs {
+			for k := range s.subs.msgs {
 				tracked[k.controller+"/"+k.topic] = true
 			}
 			s.mu.Unlock()
@@ -834,7 +834,7 @@ func TestLapseUnderBackendBackpressure(t *testing.T) {
 			lapsed := func() bool {
 				s.mu.Lock()
 				defer s.mu.Unlock()
-				return s.authority != authLive
+				return s.auth.standing != authLive
 			}
 			for !lapsed() && time.Now().Before(limit) {
 				time.Sleep(50 * time.Millisecond)

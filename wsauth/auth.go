@@ -127,7 +127,7 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	case !id.Expiry.IsZero() && !id.Expiry.After(s.cfg.Now()):
 		s.refuse(method, AuthResultNo, "expired", topic, env)
 		return
-	case s.state == StateAuthenticated && id.Subject != s.id.Subject:
+	case s.state == StateAuthenticated && id.Subject != s.auth.id.Subject:
 		s.refuse(method, AuthResultNo, "another subject than the session's", topic, env)
 		return
 	case s.state != StateAuthenticated && !s.admitUser(&id):
@@ -153,9 +153,9 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 func (s *session) refuse(method AuthMethod, result, reason, topic string, env *zenith.Envelope) {
 	s.cfg.Metrics.Auth(method, result)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
-		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.id.Subject))
+		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.auth.id.Subject))
 	if s.state == StateAuthenticated {
-		s.tr.reauthenticated(s.authAt, method, result, reason, &s.id, false, 0, 0)
+		s.tr.reauthenticated(s.authAt, method, result, reason, &s.auth.id, false, 0, 0)
 	} else {
 		s.tr.attempt(method, result, reason)
 	}
@@ -190,7 +190,7 @@ func (s *session) admitUser(id *Identity) bool {
 func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.adopt(&id)
 	s.mu.Lock()
-	s.id = id
+	s.auth.id = id
 	s.mu.Unlock()
 	s.polValid = false
 	bc, code := s.dialBackend()
@@ -199,15 +199,16 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 		return false
 	}
 	s.limits = s.cfg.limitsFor(&id)
-	s.user = id.Subject
+	subject := id.Subject
+	s.auth.user.Store(&subject)
 	s.state = StateAuthenticated
 	s.g.giveUnauth(s.src)
 	s.tr.authenticated(&id)
 	bw, _ := bc.NetConn().(*wsframe.Conn)
 	s.mu.Lock()
-	s.bc, s.bw = bc, bw
-	s.gen++
-	s.checkedAt = at
+	s.auth.bc, s.auth.bw = bc, bw
+	s.auth.gen++
+	s.auth.checkedAt = at
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
 	s.back.conn = bc.NetConn()

@@ -63,7 +63,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 			}
 			switch {
 			case s.close.writesEnded():
-			case s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
+			case s.subs.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
 			default:
 				if s.back.full(wsframe.MaxHeader+n) && !s.flushBatch() {
 					return

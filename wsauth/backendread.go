@@ -136,7 +136,7 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 func (s *session) relayBackend(typ int, batch bool) bool {
 	bp := s.back.scratch
 	msg := *bp
-	if s.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix) {
+	if s.subs.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix) {
 		return true // the backend's answer to the gateway's own message
 	}
 	if batch {
@@ -310,9 +310,9 @@ func (s *session) backendEnded(err error) {
 	code := websocket.CloseInternalServerErr
 	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
 		code = clientCloseCode(ce.Code)
-		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.user))
+		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.auth.subject()))
 	} else {
-		s.g.log.Warn("ws backend leg failed", zap.String("user", s.user), zap.Error(err))
+		s.g.log.Warn("ws backend leg failed", zap.String("user", s.auth.subject()), zap.Error(err))
 	}
 	s.handOff() // the messages read before the end go first
 	if !s.put(outMsg{close: code}, fromOther) {

@@ -150,12 +150,12 @@ func (s *session) teardown() {
 	s.reportRelayed()
 	s.cancel()
 	gauge := s.endUnder()
-	if s.bc != nil {
+	if s.auth.bc != nil {
 		code := websocket.CloseGoingAway
 		if s.close.clientCode == websocket.CloseNormalClosure {
 			code = websocket.CloseNormalClosure
 		}
-		_ = s.bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(time.Second))
+		_ = s.auth.bc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(time.Second))
 		// The backend reader may be writing to the client in its idle
 		// hook, perhaps inside its read, which the Close would wait for:
 		// nothing more goes to the client now (its close frame went
@@ -163,7 +163,7 @@ func (s *session) teardown() {
 		if s.cw != nil {
 			s.cw.Abort()
 		}
-		_ = s.bc.Close()
+		_ = s.auth.bc.Close()
 	}
 	// A close frame the client has not answered: the socket lingers
 	// (lingerClose) once the writer has ended, and nothing more is
@@ -207,7 +207,7 @@ func (s *session) traceClose(began time.Time, state State) {
 	}
 	var id *Identity
 	if s.state == StateAuthenticated {
-		id = &s.id
+		id = &s.auth.id
 	}
 	s.tr.closed(began, by, code, state, time.Since(s.began), id)
 }
@@ -218,8 +218,8 @@ func (s *session) traceClose(began time.Time, state State) {
 func (s *session) endUnder() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ended = true
-	gauge := s.authority.state()
+	s.auth.ended = true
+	gauge := s.auth.standing.state()
 	s.dropSubsLocked()
 	return gauge
 }

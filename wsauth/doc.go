@@ -13,12 +13,13 @@
 //	session.go   one socket: its state, the client read loop, limits and
 //	             deadlines, authorization and forwarding
 //	auth.go      the Auth messages, answered by the gateway
-//	live.go      a session's authority over time: the lapse (expiry,
+//	live.go      authority, a session's identity and backend leg, and
+//	             what the identity allows over time: the lapse (expiry,
 //	             revocation), re-authentication (resubscribe, scope
 //	             shrink), the Identify subscription, pushes
-//	subs.go      the client's subscriptions as the gateway tracks them,
-//	             the forward under the session's lock, reserved
-//	             TransactionIDs
+//	subs.go      subscriptions, the client's subscriptions as the gateway
+//	             tracks them; the forward under the session's lock,
+//	             reserved TransactionIDs
 //	supervise.go the gateway's supervisor: expiry, token rechecks, grace
 //	limits.go    the entitlement limits enforced (subscriptions, message
 //	             rate) and require_tls's withheld scopes

@@ -139,7 +139,7 @@ func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 		if err := s.unsubBackendLocked(subKey{"Market", "Security!BHP.ASX"}); err != nil {
 			t.Error(err)
 		}
-		if err := s.bw.Flush(); err != nil {
+		if err := s.auth.bw.Flush(); err != nil {
 			t.Error(err)
 		}
 		s.mu.Unlock()

@@ -1,6 +1,7 @@
 package wsauth
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -11,18 +12,52 @@ import (
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
-// authority is what an authenticated session's identity allows now.
-type authority uint8
+// authority is a session's identity, its backend leg, and what the
+// identity allows now: what the client reader shares with the supervisor,
+// under the session's mu but for user and looking. The client reader
+// writes id, bc and bw only under mu and reads them, its own, without it;
+// the supervisor reads them under mu.
+type authority struct {
+	id          Identity        // the client reader reads it without mu
+	bc          *websocket.Conn // the backend leg, nil until authenticated; likewise
+	bw          *wsframe.Conn   // bc's connection; likewise
+	standing    standing        // what the identity allows now
+	gen         uint32          // one more at each (re-)authentication
+	lapsedAt    time.Time       // when authority lapsed (Config.Now)
+	checkedAt   time.Time       // the token's last verification (system clock)
+	ended       bool            // teardown has begun: nothing more is written or pushed
+	graceClosed bool            // closed for ExpiryGrace
+
+	// user is the subject, for the logs, set once, before the backend
+	// reader starts; without mu. It is atomic because the client writer
+	// may read it (countSlow, for a ping left unanswered) while the client
+	// reader sets it.
+	user    atomic.Pointer[string]
+	looking atomic.Bool // a goroutine waits for mu to do the supervisor's work (whenFree)
+}
+
+// subject is the authenticated subject, for the logs; "" before
+// authentication. Any goroutine.
+func (a *authority) subject() string {
+	if u := a.user.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// standing is what an authenticated session's identity allows now.
+type standing uint8
 
 const (
-	authNone    authority = iota // not authenticated
-	authLive                     // the identity holds: messages are forwarded
-	authExpired                  // its expiry passed
-	authRevoked                  // the verifier refuses its token now
+	authNone    standing = iota // not authenticated
+	authLive                    // the identity holds: messages are forwarded
+	authExpired                 // its expiry passed
+	authRevoked                 // the verifier refuses its token now
 )
 
-// state is the sessions gauge's state of a session with authority a.
-func (a authority) state() State {
+// state is the sessions gauge's state of a session whose identity's
+// standing is a.
+func (a standing) state() State {
 	switch a {
 	case authNone:
 		return StateUnauthenticated
@@ -32,7 +67,7 @@ func (a authority) state() State {
 	return StateExpired
 }
 
-func (a authority) reason() string {
+func (a standing) reason() string {
 	if a == authRevoked {
 		return LapseRevoked
 	}
@@ -41,12 +76,12 @@ func (a authority) reason() string {
 
 // setAuthorityLocked moves the session to a, keeping the sessions gauge
 // exact. s.mu held.
-func (s *session) setAuthorityLocked(a authority) {
-	if from, to := s.authority.state(), a.state(); from != to {
+func (s *session) setAuthorityLocked(a standing) {
+	if from, to := s.auth.standing.state(), a.state(); from != to {
 		s.cfg.Metrics.Sessions(from, -1)
 		s.cfg.Metrics.Sessions(to, 1)
 	}
-	s.authority = a
+	s.auth.standing = a
 }
 
 // live reports whether the session is authenticated and its authority
@@ -54,7 +89,7 @@ func (s *session) setAuthorityLocked(a authority) {
 func (s *session) live() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.authority == authLive
+	return s.auth.standing == authLive
 }
 
 // lapseLocked ends the session's authority (a is authExpired or
@@ -67,11 +102,11 @@ func (s *session) live() bool {
 // revocation the client is told with an Identify push whose Result is
 // Reject (Rejected in the motif profile). s.mu held, the authority live;
 // the caller calls lapsed once it has released s.mu.
-func (s *session) lapseLocked(a authority, now time.Time) {
+func (s *session) lapseLocked(a standing, now time.Time) {
 	s.setAuthorityLocked(a)
-	s.lapsedAt = now
-	if s.bc != nil {
-		s.owed = append(s.owed, s.subKeysLocked()...)
+	s.auth.lapsedAt = now
+	if s.auth.bc != nil {
+		s.subs.owed = append(s.subs.owed, s.subs.keys()...)
 		// Added under s.mu before teardown sets ended, so before its
 		// Wait; the writer is still counted.
 		s.wg.Add(1)
@@ -92,7 +127,7 @@ func (s *session) unsubscribe() {
 	bw, user, err := func() (*wsframe.Conn, string, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.bw, s.id.Subject, s.writeOwedLocked()
+		return s.auth.bw, s.auth.id.Subject, s.writeOwedLocked()
 	}()
 	if err == nil && bw != nil && !s.close.ending.Load() {
 		err = bw.Flush()
@@ -107,9 +142,9 @@ func (s *session) unsubscribe() {
 // anything else the session writes it after the lapse (a re-Sub). s.mu
 // held.
 func (s *session) writeOwedLocked() error {
-	keys := s.owed
-	s.owed = nil
-	if s.ended {
+	keys := s.subs.owed
+	s.subs.owed = nil
+	if s.auth.ended {
 		return nil
 	}
 	for _, k := range keys {
@@ -122,7 +157,7 @@ func (s *session) writeOwedLocked() error {
 
 // lapsed counts and logs (the audit entry) a lapse of id's authority,
 // with the verifier's refusal reason for a revocation.
-func (s *session) lapsed(a authority, id *Identity, refusal string) {
+func (s *session) lapsed(a standing, id *Identity, refusal string) {
 	s.cfg.Metrics.Lapsed(a.reason())
 	f := []zap.Field{zap.String("reason", a.reason()), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.String("remote", s.remote)}
@@ -157,25 +192,25 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 	func() { // under s.mu, released in a deferred call so that a panic leaves it free
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		wasLive = s.authority == authLive
-		s.id = id
+		wasLive = s.auth.standing == authLive
+		s.auth.id = id
 		s.polValid = false
-		s.gen++
-		gen = s.gen
-		s.checkedAt = at
+		s.auth.gen++
+		gen = s.auth.gen
+		s.auth.checkedAt = at
 		s.setAuthorityLocked(authLive)
-		s.limits = s.cfg.limitsFor(&s.id)
+		s.limits = s.cfg.limitsFor(&s.auth.id)
 		if !wasLive {
 			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
 		}
-		for _, k := range s.subKeysLocked() {
+		for _, k := range s.subs.keys() {
 			if ok, _ := s.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
 				if !wasLive {
 					resend = append(resend, k)
 				}
 				continue
 			}
-			sub, _ := zenith.Scan(s.subs[k]) // scanned once already: it reads
+			sub, _ := zenith.Scan(s.subs.msgs[k]) // scanned once already: it reads
 			out = append(out, zenith.AppendError(nil, &sub, zenith.CodeAuthority),
 				zenith.AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true))
 			if wasLive && err == nil {
@@ -183,7 +218,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 			}
 			s.untrackLocked(k)
 		}
-		push = s.identifySub
+		push = s.subs.identify
 	}()
 
 	s.cfg.Metrics.Reauthenticated()
@@ -213,11 +248,11 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 func (s *session) resubscribe(gen uint32, keys []subKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended || s.gen != gen || s.authority != authLive {
+	if s.auth.ended || s.auth.gen != gen || s.auth.standing != authLive {
 		return nil
 	}
 	for _, k := range keys {
-		if msg, ok := s.subs[k]; ok {
+		if msg, ok := s.subs.msgs[k]; ok {
 			if err := s.writeBackendLocked(msg); err != nil {
 				return err
 			}
@@ -245,8 +280,8 @@ func (s *session) identifySubscription(env *zenith.Envelope) {
 		return
 	}
 	s.mu.Lock()
-	s.identifySub = env.Action == zenith.ActionSub
-	live := s.authority == authLive
+	s.subs.identify = env.Action == zenith.ActionSub
+	live := s.auth.standing == authLive
 	s.mu.Unlock()
 	if env.Action == zenith.ActionSub {
 		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.cfg.Profile, s.cfg.Now()))
@@ -258,9 +293,9 @@ func (s *session) identifySubscription(env *zenith.Envelope) {
 func (s *session) identify(success bool) *zenith.Identify {
 	id := &zenith.Identify{Success: success}
 	if success {
-		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.id.DisplayName, s.id.Subject, s.id.Expiry, s.id.Scopes
-		if s.cfg.returnsToken(s.id.ClientID) {
-			id.AccessToken = s.id.Token
+		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.auth.id.DisplayName, s.auth.id.Subject, s.auth.id.Expiry, s.auth.id.Scopes
+		if s.cfg.returnsToken(s.auth.id.ClientID) {
+			id.AccessToken = s.auth.id.Token
 		}
 	}
 	return id

@@ -27,7 +27,7 @@ import (
 func (s *session) dialBackend() (*websocket.Conn, int) {
 	h := http.Header{}
 	if s.cfg.BackendHeaders != nil {
-		s.cfg.BackendHeaders(h, s.id)
+		s.cfg.BackendHeaders(h, s.auth.id)
 	}
 	d := s.g.dialer
 	if p := s.cc.Subprotocol(); p != "" {
@@ -341,7 +341,7 @@ func (s *session) pingBackend() {
 	if !s.mu.TryLock() {
 		return
 	}
-	bc, bw := s.bc, s.bw
+	bc, bw := s.auth.bc, s.auth.bw
 	s.mu.Unlock()
 	if bc == nil || s.close.ending.Load() || bw != nil && bw.Writing() {
 		return
@@ -356,10 +356,10 @@ func (s *session) pingBackend() {
 // more to read, and before it waits on anything else.
 func (s *session) flushBackend() {
 	s.reportRelayed()
-	if s.bw == nil || s.close.ending.Load() {
+	if s.auth.bw == nil || s.close.ending.Load() {
 		return
 	}
-	if err := s.bw.Flush(); err != nil {
+	if err := s.auth.bw.Flush(); err != nil {
 		s.backendWriteFailed(err)
 	}
 }
@@ -367,7 +367,7 @@ func (s *session) flushBackend() {
 // backendWriteFailed logs a failed write to the backend leg and closes the
 // client with 1011. Client reader only.
 func (s *session) backendWriteFailed(err error) {
-	s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
+	s.g.log.Warn("ws backend write failed", zap.String("user", s.auth.id.Subject), zap.Error(err))
 	s.closeAfterQueued(websocket.CloseInternalServerErr)
 }
 
@@ -389,6 +389,6 @@ func (s *session) countSlow(reason string) bool {
 		return false
 	}
 	s.cfg.Metrics.SlowClient()
-	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.user))
+	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.auth.subject()))
 	return true
 }

@@ -57,15 +57,15 @@ const CodeUnknown = "Operation.Unknown"
 // goroutine may call; the client wsframe.Conn writes them at once, after the
 // batch so far.
 //
-// mu guards what the client reader shares with the supervisor: id, bc, bw,
-// authority, gen, lapsedAt, checkedAt, subs, subBytes, identifySub, tidSeq,
-// owed, ended and graceClosed, and every data write to the backend leg (one
-// writer; the client's forwards and the gateway's own Unsubs and re-Subs
-// must not interleave, and a forward's authority check and its write are
-// one step). The client reader writes id, bc and bw only under mu and
-// reads them, its own, without it; the supervisor reads them under mu.
-// Nobody holding mu waits on the client: replies are queued after it is
-// released, and what is queued under it uses push, which never waits.
+// mu guards what the client reader shares with the supervisor, auth (an
+// authority: the identity, its backend leg and what it allows now) and
+// subs (the subscriptions; each type says which of its fields mu
+// guards), and every data write to the backend leg (one writer; the
+// client's forwards and the gateway's own Unsubs and re-Subs must not
+// interleave, and a forward's authority check and its write are one
+// step). Nobody holding mu waits on the client: replies are queued after
+// it is released, and what is queued under it uses push, which never
+// waits.
 //
 // The client's send queue (out, a sendQueue) has its own lock (queue.go
 // says what it guards, relay.go how the queue is written). Shared
@@ -110,38 +110,21 @@ type session struct {
 	bucket     bucket        // the message rate's
 	authBucket bucket        // the Auth messages' once authenticated
 
-	// Guarded by mu (written by the client reader, or the supervisor).
-	mu          sync.Mutex
-	id          Identity        // the client reader reads it without mu
-	bc          *websocket.Conn // the backend leg, nil until authenticated; likewise
-	bw          *wsframe.Conn   // bc's connection; likewise
-	authority   authority
-	gen         uint32    // one more at each (re-)authentication
-	lapsedAt    time.Time // when authority lapsed (Config.Now)
-	checkedAt   time.Time // the token's last verification (system clock)
-	subs        map[subKey][]byte
-	subBytes    int64    // the bytes of subs' messages and their keys' topics
-	identifySub bool     // the client subscribed to Auth/Identify
-	tidSeq      int64    // the next reserved TransactionID's offset
-	owed        []subKey // the backend's Unsubs since a lapse, not yet written (unsubscribe)
-	ended       bool     // teardown has begun: nothing more is written or pushed
-	graceClosed bool     // closed for ExpiryGrace
-
-	looking atomic.Bool // a goroutine waits for mu to do the supervisor's work (whenFree)
+	mu   sync.Mutex    // guards auth and subs, and the data writes to the backend leg
+	auth authority     // the identity and its backend leg (live.go)
+	subs subscriptions // the client's subscriptions (subs.go)
 
 	out   sendQueue     // the client's send queue (queue.go), with its own lock
 	back  backendReader // the backend reader's (backendread.go)
 	close closer        // the close state (closing.go)
 
 	// Shared.
-	wake    chan struct{} // the client writer has messages to drain (capacity 1)
-	cw      *wsframe.Conn // the client's connection, under cc
-	user    string        // the subject, set once before the backend reader starts
-	pmu     sync.Mutex    // guards pings
-	pings   []sentPing    // the pings the client has not answered, oldest first (pingClient, ponged)
-	ownSent atomic.Bool   // the gateway has sent the backend a message of its own
-	done    chan struct{}
-	wg      sync.WaitGroup // the writer and the backend reader
+	wake  chan struct{} // the client writer has messages to drain (capacity 1)
+	cw    *wsframe.Conn // the client's connection, under cc
+	pmu   sync.Mutex    // guards pings
+	pings []sentPing    // the pings the client has not answered, oldest first (pingClient, ponged)
+	done  chan struct{}
+	wg    sync.WaitGroup // the writer and the backend reader
 }
 
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool, tr sockTrace) *session {
@@ -446,7 +429,7 @@ func (s *session) readFailed(err error) {
 		if s.state != StateAuthenticated {
 			reason = "authentication timeout"
 		}
-		s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.id.Subject))
+		s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.auth.id.Subject))
 		s.closeClient(websocket.ClosePolicyViolation)
 		return
 	}
@@ -526,7 +509,7 @@ func (s *session) handle(msg []byte) {
 // and Topic until the identity changes (polValid). Client reader only.
 func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 	if !s.polValid || env.Controller != s.polCtl || env.Topic != s.polTopic {
-		s.polOK, s.polNeeded = s.cfg.Policy.Allowed(s.id.Scopes, env.Controller, env.Topic)
+		s.polOK, s.polNeeded = s.cfg.Policy.Allowed(s.auth.id.Scopes, env.Controller, env.Topic)
 		s.polCtl, s.polTopic, s.polValid = env.Controller, env.Topic, true
 	}
 	return s.polOK, s.polNeeded
@@ -560,7 +543,7 @@ func (s *session) messageFields(env *zenith.Envelope) []zap.Field {
 	if len(controller) > 128 {
 		controller = controller[:128]
 	}
-	f := []zap.Field{zap.String("user", s.id.Subject), zap.String("client_id", s.id.ClientID),
+	f := []zap.Field{zap.String("user", s.auth.id.Subject), zap.String("client_id", s.auth.id.ClientID),
 		zap.String("controller", controller), zap.String("topic", topic)}
 	if env.Present&zenith.HasTransactionID != 0 {
 		f = append(f, zap.Int64("transaction_id", env.TransactionID))

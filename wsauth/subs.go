@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
@@ -34,7 +35,7 @@ const CodeSession = "Session"
 // it received it (a number, in decimal, as the protocol has it); a nested
 // member named TransactionID with a reserved value, in a message's Data,
 // drops that message too. The search starts once the session has sent the
-// backend a message of its own (session.ownSent): before that, nothing
+// backend a message of its own (subscriptions.ownSent): before that, nothing
 // the backend sends can answer the gateway.
 type tidScheme struct {
 	min, max  int64  // a client's TransactionID must be within
@@ -84,13 +85,25 @@ func answersGateway(msg, prefix []byte) bool {
 	}
 }
 
-// nextTransactionIDLocked appends the next reserved TransactionID. s.mu
-// held.
-func (s *session) nextTransactionIDLocked(dst []byte) []byte {
-	sc := s.cfg.tids
-	n := sc.base + s.tidSeq
-	s.tidSeq = (s.tidSeq + 1) % sc.span
+// nextTransactionID appends the next reserved TransactionID of sc. The
+// session's mu held.
+func (t *subscriptions) nextTransactionID(dst []byte, sc *tidScheme) []byte {
+	n := sc.base + t.tidSeq
+	t.tidSeq = (t.tidSeq + 1) % sc.span
 	return strconv.AppendInt(dst, n, 10)
+}
+
+// subscriptions are the client's subscriptions as the gateway tracks them,
+// and the gateway's own messages to the backend: under the session's mu,
+// but ownSent, which the backend reader reads without it.
+type subscriptions struct {
+	msgs     map[subKey][]byte // each subscription's Sub message (a copy)
+	bytes    int64             // the bytes of the messages and their keys' topics
+	identify bool              // the client subscribed to Auth/Identify
+	tidSeq   int64             // the next reserved TransactionID's offset
+	owed     []subKey          // the backend's Unsubs since a lapse, not yet written (unsubscribe)
+
+	ownSent atomic.Bool // the gateway has sent the backend a message of its own
 }
 
 // subKey is a subscription: its Controller and its Topic with the "!"
@@ -120,7 +133,7 @@ func (s *session) forward(msg []byte, env *zenith.Envelope) {
 		s.limited(env, LimitSubscriptions)
 		return
 	case err != nil:
-		s.g.log.Warn("ws backend write failed", zap.String("user", s.id.Subject), zap.Error(err))
+		s.g.log.Warn("ws backend write failed", zap.String("user", s.auth.id.Subject), zap.Error(err))
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 		return
 	}
@@ -139,7 +152,7 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 	k := subKey{env.Controller, env.Topic}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.authority != authLive {
+	if s.auth.standing != authLive {
 		if env.Action == zenith.ActionUnsub {
 			s.untrackLocked(k)
 		}
@@ -173,25 +186,25 @@ func (s *session) reportRelayed() {
 // MaxSubscriptionBytes: its message and its key's topic (a string of its
 // own). s.mu held.
 func (s *session) trackLocked(k subKey, msg []byte) bool {
-	old, had := s.subs[k]
-	n := s.subBytes + int64(len(msg))
+	old, had := s.subs.msgs[k]
+	n := s.subs.bytes + int64(len(msg))
 	if had {
 		n -= int64(len(old))
 	} else {
 		n += int64(len(k.topic))
 	}
-	if !had && len(s.subs) >= s.limits.Subscriptions || n > s.cfg.MaxSubscriptionBytes {
+	if !had && len(s.subs.msgs) >= s.limits.Subscriptions || n > s.cfg.MaxSubscriptionBytes {
 		return false
 	}
-	if s.subs == nil {
-		s.subs = map[subKey][]byte{}
+	if s.subs.msgs == nil {
+		s.subs.msgs = map[subKey][]byte{}
 	}
 	if had && cap(old) >= len(msg) {
-		s.subs[k] = append(old[:0], msg...) // the Sub it replaces: its room is reused
+		s.subs.msgs[k] = append(old[:0], msg...) // the Sub it replaces: its room is reused
 	} else {
-		s.subs[k] = bytes.Clone(msg)
+		s.subs.msgs[k] = bytes.Clone(msg)
 	}
-	s.subBytes = n
+	s.subs.bytes = n
 	if !had {
 		s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), 1)
 	}
@@ -200,28 +213,28 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 
 // untrackLocked forgets the subscription k, if tracked. s.mu held.
 func (s *session) untrackLocked(k subKey) {
-	old, had := s.subs[k]
+	old, had := s.subs.msgs[k]
 	if !had {
 		return
 	}
-	delete(s.subs, k)
-	s.subBytes -= int64(len(old) + len(k.topic))
+	delete(s.subs.msgs, k)
+	s.subs.bytes -= int64(len(old) + len(k.topic))
 	s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), -1)
 }
 
 // dropSubsLocked forgets every subscription (teardown). s.mu held.
 func (s *session) dropSubsLocked() {
-	for k := range s.subs {
+	for k := range s.subs.msgs {
 		s.untrackLocked(k)
 	}
-	s.subs = nil
+	s.subs.msgs = nil
 }
 
-// subKeysLocked are the tracked subscriptions in order, so the backend
-// sees the gateway's own messages in a stable order. s.mu held.
-func (s *session) subKeysLocked() []subKey {
-	keys := make([]subKey, 0, len(s.subs))
-	for k := range s.subs {
+// keys are the tracked subscriptions in order, so the backend sees the
+// gateway's own messages in a stable order. The session's mu held.
+func (t *subscriptions) keys() []subKey {
+	keys := make([]subKey, 0, len(t.msgs))
+	for k := range t.msgs {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b subKey) int {
@@ -236,11 +249,11 @@ func (s *session) subKeysLocked() []subKey {
 // its Unsubs (unsubscribe); each write within WriteTimeout. s.mu held: it
 // is the leg's one data writer.
 func (s *session) writeBackendLocked(msg []byte) error {
-	if s.bw == nil {
-		_ = s.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
-		return s.bc.WriteMessage(websocket.TextMessage, msg)
+	if s.auth.bw == nil {
+		_ = s.auth.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+		return s.auth.bc.WriteMessage(websocket.TextMessage, msg)
 	}
-	return s.bw.AppendFrame(websocket.TextMessage, msg)
+	return s.auth.bw.AppendFrame(websocket.TextMessage, msg)
 }
 
 // unsubBackendLocked sends the backend the gateway's own Unsub of k, with
@@ -248,15 +261,15 @@ func (s *session) writeBackendLocked(msg []byte) error {
 // looks for the backend's answers to drop them (ownSent), before the
 // message can reach the backend.
 func (s *session) unsubBackendLocked(k subKey) error {
-	s.ownSent.Store(true)
-	msg := zenith.AppendUnsub(nil, k.controller, k.topic, s.nextTransactionIDLocked(nil), false)
+	s.subs.ownSent.Store(true)
+	msg := zenith.AppendUnsub(nil, k.controller, k.topic, s.subs.nextTransactionID(nil, s.cfg.tids), false)
 	return s.writeBackendLocked(msg)
 }
 
 // ownPrefix is how the gateway's own TransactionIDs are written, once it
 // has sent the backend a message of its own (ownSent); nil before.
 func (s *session) ownPrefix() []byte {
-	if s.ownSent.Load() {
+	if s.subs.ownSent.Load() {
 		return s.cfg.tids.prefix
 	}
 	return nil

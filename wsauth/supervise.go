@@ -126,7 +126,7 @@ func (g *Gateway) liveSessions(live []*session) []*session {
 // the lapse that f would make, or the verification it would record, has
 // not happened).
 func (s *session) whenFree(f func()) {
-	if !s.looking.CompareAndSwap(false, true) {
+	if !s.auth.looking.CompareAndSwap(false, true) {
 		return
 	}
 	// Counted by the gateway, which Shutdown waits for: only the
@@ -134,7 +134,7 @@ func (s *session) whenFree(f func()) {
 	s.g.wg.Add(1)
 	contain.Go(s.g.log, "ws.supervisor", func() {
 		defer s.g.wg.Done()
-		defer s.looking.Store(false)
+		defer s.auth.looking.Store(false)
 		f()
 	}, nil)
 }
@@ -155,20 +155,20 @@ func (s *session) inspectLocked(now, wall, changedAt time.Time) (recheck, bool) 
 }
 
 // inspectUnder is the part of inspectLocked under s.mu, which it releases.
-func (s *session) inspectUnder(now, wall, changedAt time.Time) (r recheck, due, closeIt bool, lapsed authority, id Identity) {
+func (s *session) inspectUnder(now, wall, changedAt time.Time) (r recheck, due, closeIt bool, lapsed standing, id Identity) {
 	defer s.mu.Unlock()
 	lapsed = authNone
 	switch {
-	case s.ended || s.authority == authNone:
-	case s.authority == authLive && !s.id.Expiry.IsZero() && !s.id.Expiry.After(now):
-		lapsed, id = authExpired, s.id
+	case s.auth.ended || s.auth.standing == authNone:
+	case s.auth.standing == authLive && !s.auth.id.Expiry.IsZero() && !s.auth.id.Expiry.After(now):
+		lapsed, id = authExpired, s.auth.id
 		s.lapseLocked(lapsed, now)
-	case s.authority == authLive:
-		if s.id.Token != "" && (wall.Sub(s.checkedAt) >= s.cfg.RecheckInterval || s.checkedAt.Before(changedAt)) {
-			r, due = recheck{s: s, token: s.id.Token, gen: s.gen}, true
+	case s.auth.standing == authLive:
+		if s.auth.id.Token != "" && (wall.Sub(s.auth.checkedAt) >= s.cfg.RecheckInterval || s.auth.checkedAt.Before(changedAt)) {
+			r, due = recheck{s: s, token: s.auth.id.Token, gen: s.auth.gen}, true
 		}
-	case !s.graceClosed && now.Sub(s.lapsedAt) > s.cfg.ExpiryGrace:
-		s.graceClosed, closeIt, id = true, true, s.id
+	case !s.auth.graceClosed && now.Sub(s.auth.lapsedAt) > s.cfg.ExpiryGrace:
+		s.auth.graceClosed, closeIt, id = true, true, s.auth.id
 	}
 	return r, due, closeIt, lapsed, id
 }
@@ -231,8 +231,8 @@ func (s *session) checked(gen uint32, wall time.Time, wait bool) {
 		return
 	}
 	defer s.mu.Unlock()
-	if s.gen == gen {
-		s.checkedAt = wall
+	if s.auth.gen == gen {
+		s.auth.checkedAt = wall
 	}
 }
 
@@ -251,17 +251,17 @@ func (s *session) revoke(gen uint32, why string, wait bool) {
 
 // revokeUnder is revoke's part under s.mu, which it releases: false when the
 // session re-authenticated, lapsed or ended meanwhile.
-func (s *session) revokeUnder(gen uint32) (a authority, id Identity, ok bool) {
+func (s *session) revokeUnder(gen uint32) (a standing, id Identity, ok bool) {
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
-	if s.ended || s.authority != authLive || s.gen != gen {
+	if s.auth.ended || s.auth.standing != authLive || s.auth.gen != gen {
 		return authNone, Identity{}, false
 	}
 	a = authRevoked
-	if !s.id.Expiry.IsZero() && !s.id.Expiry.After(now) {
+	if !s.auth.id.Expiry.IsZero() && !s.auth.id.Expiry.After(now) {
 		a = authExpired // the verifier's refusal is the expiry
 	}
-	id = s.id
+	id = s.auth.id
 	s.lapseLocked(a, now)
 	return a, id, true
 }

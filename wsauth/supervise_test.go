@@ -243,13 +243,13 @@ func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
 	e.gw.mu.Lock()
 	for x := range e.gw.sessions {
 		x.mu.Lock()
-		if x.id.Subject == "u-slow" {
+		if x.auth.id.Subject == "u-slow" {
 			s = x
 		}
 		x.mu.Unlock()
 	}
 	e.gw.mu.Unlock()
-	if err := s.bw.NetConn().(*net.TCPConn).SetWriteBuffer(4096); err != nil {
+	if err := s.auth.bw.NetConn().(*net.TCPConn).SetWriteBuffer(4096); err != nil {
 		t.Fatal(err)
 	}
 	e.backend.mu.Lock()
@@ -270,7 +270,7 @@ func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
 			return false
 		}
 		defer s.mu.Unlock()
-		return s.bw.Writing()
+		return s.auth.bw.Writing()
 	}
 	for i := 0; !flushWaits(); i++ {
 		if i == 300 {
