@@ -20,7 +20,7 @@ import (
 // Client reader only.
 func (s *session) handleAuth(env *zenith.Envelope) {
 	if s.tr.on() {
-		s.authAt = time.Now()
+		s.tr.authAt = time.Now()
 	}
 	if env.Action != zenith.ActionPublish {
 		if (env.Action == zenith.ActionSub || env.Action == zenith.ActionUnsub) && env.TopicBase() == "Identify" {
@@ -34,7 +34,7 @@ func (s *session) handleAuth(env *zenith.Envelope) {
 	case "AuthToken":
 		s.authToken(env)
 	case "QueryIdentify":
-		s.replyIdentify("QueryIdentify", env, s.state == StateAuthenticated && s.live())
+		s.replyIdentify("QueryIdentify", env, s.in.state == StateAuthenticated && s.live())
 	case "AuthOwner":
 		s.authOwner(env)
 	case "AuthCode":
@@ -102,10 +102,10 @@ func (s *session) authOwner(env *zenith.Envelope) {
 // while unauthenticated no longer than the auth deadline, so a hung
 // verifier cannot keep an unauthenticated socket open.
 func (s *session) checkContext() (context.Context, context.CancelFunc) {
-	if s.state == StateAuthenticated {
+	if s.in.state == StateAuthenticated {
 		return context.WithCancel(s.ctx)
 	}
-	return context.WithDeadline(s.ctx, s.authDeadline)
+	return context.WithDeadline(s.ctx, s.in.authDeadline)
 }
 
 // accept ends an authentication attempt that reached the verifier (err
@@ -127,10 +127,10 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	case !id.Expiry.IsZero() && !id.Expiry.After(s.cfg.Now()):
 		s.refuse(method, AuthResultNo, "expired", topic, env)
 		return
-	case s.state == StateAuthenticated && id.Subject != s.auth.id.Subject:
+	case s.in.state == StateAuthenticated && id.Subject != s.auth.id.Subject:
 		s.refuse(method, AuthResultNo, "another subject than the session's", topic, env)
 		return
-	case s.state != StateAuthenticated && !s.admitUser(&id):
+	case s.in.state != StateAuthenticated && !s.admitUser(&id):
 		s.refuse(method, AuthResultNo, "too many sessions of this user", topic, env)
 		return
 	}
@@ -138,7 +138,7 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
 	s.tr.attempt(method, AuthResultOK, "")
-	if s.state == StateAuthenticated {
+	if s.in.state == StateAuthenticated {
 		s.reauthenticate(method, id, at, topic, env)
 		return
 	}
@@ -154,8 +154,8 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *z
 	s.cfg.Metrics.Auth(method, result)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
 		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.auth.id.Subject))
-	if s.state == StateAuthenticated {
-		s.tr.reauthenticated(s.authAt, method, result, reason, &s.auth.id, false, 0, 0)
+	if s.in.state == StateAuthenticated {
+		s.tr.reauthenticated(s.tr.authAt, method, result, reason, &s.auth.id, false, 0, 0)
 	} else {
 		s.tr.attempt(method, result, reason)
 	}
@@ -178,7 +178,7 @@ func (s *session) admitUser(id *Identity) bool {
 			zap.String("user", id.Subject), zap.String("remote", s.remote))
 		return false
 	}
-	s.slot, s.counted = id.Subject, true
+	s.in.slot, s.in.counted = id.Subject, true
 	return true
 }
 
@@ -192,17 +192,17 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.mu.Lock()
 	s.auth.id = id
 	s.mu.Unlock()
-	s.polValid = false
+	s.in.policy.valid = false
 	bc, code := s.dialBackend()
 	if bc == nil {
 		s.closeAfterQueued(code)
 		return false
 	}
-	s.limits = s.cfg.limitsFor(&id)
+	s.in.limits = s.cfg.limitsFor(&id)
 	subject := id.Subject
 	s.auth.user.Store(&subject)
-	s.state = StateAuthenticated
-	s.g.giveUnauth(s.src)
+	s.in.state = StateAuthenticated
+	s.g.giveUnauth(s.in.src)
 	s.tr.authenticated(&id)
 	bw, _ := bc.NetConn().(*wsframe.Conn)
 	s.mu.Lock()

@@ -181,11 +181,11 @@ func (s *session) teardown() {
 		s.g.lingerClose(s.cw.NetConn())
 	}
 	s.cfg.Metrics.Sessions(gauge, -1)
-	if s.state != StateAuthenticated {
-		s.g.giveUnauth(s.src)
+	if s.in.state != StateAuthenticated {
+		s.g.giveUnauth(s.in.src)
 	}
-	if s.counted {
-		s.g.leaveUser(s.slot)
+	if s.in.counted {
+		s.g.leaveUser(s.in.slot)
 	}
 	s.traceClose(began, gauge)
 }
@@ -206,10 +206,10 @@ func (s *session) traceClose(began time.Time, state State) {
 		by = "gateway"
 	}
 	var id *Identity
-	if s.state == StateAuthenticated {
+	if s.in.state == StateAuthenticated {
 		id = &s.auth.id
 	}
-	s.tr.closed(began, by, code, state, time.Since(s.began), id)
+	s.tr.closed(began, by, code, state, time.Since(s.tr.began), id)
 }
 
 // endUnder marks the session ended, so the supervisor leaves it alone, and

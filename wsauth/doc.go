@@ -5,45 +5,56 @@
 // what (the Controller/Topic -> scope table, the entitlement limits). The
 // sockets, on top of them:
 //
-//	config.go    Config, its Default* limits and Validate
-//	hooks.go     what the Caddy glue fills in: Verifier, PasswordChecker,
-//	             Identity, Metrics
-//	gateway.go   Gateway (New, ServeHTTP, Shutdown): upgrade checks, header
-//	             auth before the 101, the hijack adapter
-//	session.go   one socket: its state, the client read loop, limits and
-//	             deadlines, authorization and forwarding
-//	auth.go      the Auth messages, answered by the gateway
-//	live.go      authority, a session's identity and backend leg, and
-//	             what the identity allows over time: the lapse (expiry,
-//	             revocation), re-authentication (resubscribe, scope
-//	             shrink), the Identify subscription, pushes
-//	subs.go      subscriptions, the client's subscriptions as the gateway
-//	             tracks them; the forward under the session's lock,
-//	             reserved TransactionIDs
-//	supervise.go the gateway's supervisor: expiry, token rechecks, grace
-//	limits.go    the entitlement limits enforced (subscriptions, message
-//	             rate) and require_tls's withheld scopes
-//	relay.go     the backend leg's dial with failover; who writes the send
-//	             queue to the client, and when; the client writer
-//	queue.go     sendQueue, the client's bounded send queue
-//	backendread.go
-//	             backendReader, the backend reader's state; its loop
-//	             through gorilla, its batch, the message buffers
-//	backendframes.go
-//	             the backend reader on a TCP leg: the frames read from the
-//	             leg's buffer, control frames answered as gorilla does
-//	closing.go   closer, a session's close state; the close handshake,
-//	             the lingering close and the session's teardown
-//	trace.go     a socket's spans, when its upgrade is traced: the
-//	             upgrade and authentication, then re-authentications,
-//	             lapses and the close, each linked to the upgrade's
+//	config.go         Config, its Default* limits and Validate
+//	hooks.go          what the Caddy glue fills in: Verifier,
+//	                  PasswordChecker, Identity, Metrics
+//	gateway.go        Gateway (New, ServeHTTP, Shutdown): upgrade checks,
+//	                  header auth before the 101, the hijack adapter
+//	xconnect.go       an extended CONNECT (HTTP/2, HTTP/3) as an upgrade
+//	session.go        one socket: its components and who owns each, its
+//	                  run, each client message authorized and forwarded,
+//	                  replies
+//	clientread.go     clientReader, the client reader's state; the read
+//	                  loop, the message bound, the read deadline
+//	auth.go           the Auth messages, answered by the gateway
+//	authcode.go       AuthCode: an authorization code exchanged
+//	live.go           authority, a session's identity and backend leg, and
+//	                  what the identity allows over time: the lapse
+//	                  (expiry, revocation), re-authentication (resubscribe,
+//	                  scope shrink), the Identify subscription, pushes
+//	subs.go           subscriptions, the client's subscriptions as the
+//	                  gateway tracks them; the forward under the session's
+//	                  lock, reserved TransactionIDs
+//	supervise.go      the gateway's supervisor: expiry, token rechecks,
+//	                  grace
+//	limits.go         the entitlement limits enforced (subscriptions,
+//	                  message rate) and require_tls's withheld scopes
+//	relay.go          the backend leg's dial with failover; who writes the
+//	                  send queue to the client, and when; the client writer
+//	queue.go          sendQueue, the client's bounded send queue
+//	backendread.go    backendReader, the backend reader's state; its loop
+//	                  through gorilla, its batch, the message buffers
+//	backendframes.go  the backend reader on a TCP leg: the frames read from
+//	                  the leg's buffer, control frames answered as gorilla
+//	                  does
+//	closing.go        closer, a session's close state; the close handshake,
+//	                  the lingering close and the session's teardown
+//	closecodes.go     what a backend's close code means to the client
+//	trace.go          a socket's spans, when its upgrade is traced: the
+//	                  upgrade and authentication, then re-authentications,
+//	                  lapses and the close, each linked to the upgrade's
 //
 // Goroutines: a Gateway is safe for concurrent use; each socket
 // has a client reader (a goroutine ServeHTTP starts before it returns; it
 // also writes the backend leg), a client writer and, once authenticated,
 // a backend reader (which also writes the client, when it can); one
 // supervisor per Gateway walks the authenticated sessions.
-// The session type says which owns what, and what its lock guards.
+// The session type says which goroutine owns which of its components and
+// what its lock guards: the client reader's clientReader, the
+// authority and subscriptions it shares with the supervisor under the
+// session's mu, the sendQueue with a lock of its own, the backend
+// reader's backendReader, and the closer any goroutine may close with.
+// Each component's type says what it holds.
 //
 // The RFC 6455 framing the session does itself, under gorilla's Conn, is
 // package internal/wsframe: frame headers, masking, the verbatim runs of

@@ -528,7 +528,7 @@ func TestNonReadingSenderIsNotRead(t *testing.T) {
 	if n := e.metrics.get(func(m *fakeMetrics) int { return m.limited[LimitSubscriptions] }); n < 2 {
 		t.Fatalf("%d messages refused before the close: the scenario did not run", n)
 	}
-	if n := s.replyWaits.Load(); n != 0 {
+	if n := s.in.replyWaits.Load(); n != 0 {
 		t.Fatalf("the client reader waited %d times with a reply beyond the queue", n)
 	}
 }

@@ -194,12 +194,12 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		defer s.mu.Unlock()
 		wasLive = s.auth.standing == authLive
 		s.auth.id = id
-		s.polValid = false
+		s.in.policy.valid = false
 		s.auth.gen++
 		gen = s.auth.gen
 		s.auth.checkedAt = at
 		s.setAuthorityLocked(authLive)
-		s.limits = s.cfg.limitsFor(&s.auth.id)
+		s.in.limits = s.cfg.limitsFor(&s.auth.id)
 		if !wasLive {
 			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
 		}
@@ -225,7 +225,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
 		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.remote))
-	s.tr.reauthenticated(s.authAt, method, AuthResultOK, "", &id, !wasLive, len(resend), len(out)/2)
+	s.tr.reauthenticated(s.tr.authAt, method, AuthResultOK, "", &id, !wasLive, len(resend), len(out)/2)
 	s.replyIdentify(topic, env, true)
 	for _, m := range out {
 		s.reply(m)
@@ -265,7 +265,7 @@ func (s *session) resubscribe(gen uint32, keys []subKey) error {
 // connection require_tls finds not secure, WithheldScopes are removed.
 // Client reader only.
 func (s *session) adopt(id *Identity) {
-	if s.insecure {
+	if s.in.insecure {
 		s.cfg.withhold(id)
 	}
 }
@@ -275,7 +275,7 @@ func (s *session) adopt(id *Identity) {
 // TransactionID) and Unsub (no reply); while subscribed, the client is
 // pushed its identity after each re-authentication. Client reader only.
 func (s *session) identifySubscription(env *zenith.Envelope) {
-	if s.state != StateAuthenticated {
+	if s.in.state != StateAuthenticated {
 		s.deny(env, "unauthenticated")
 		return
 	}

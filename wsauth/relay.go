@@ -36,11 +36,11 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 	code := websocket.CloseInternalServerErr
 	for i, u := range s.cfg.Upstreams {
 		target := u
-		if s.query != "" {
+		if s.in.query != "" {
 			if strings.Contains(u, "?") {
-				target += "&" + s.query
+				target += "&" + s.in.query
 			} else {
-				target += "?" + s.query
+				target += "?" + s.in.query
 			}
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
@@ -142,7 +142,7 @@ func (s *session) put(m outMsg, from producer) bool {
 			continue
 		}
 		if from == fromClientReader {
-			s.replyWaits.Add(1)
+			s.in.replyWaits.Add(1)
 			s.flushBackend() // it must not wait behind the client
 		}
 		if timer == nil {

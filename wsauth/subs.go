@@ -137,11 +137,11 @@ func (s *session) forward(msg []byte, env *zenith.Envelope) {
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 		return
 	}
-	if label := controllerLabel(env.Controller); label != s.relLabel {
+	if label := controllerLabel(env.Controller); label != s.in.relayed.label {
 		s.reportRelayed()
-		s.relLabel = label
+		s.in.relayed.label = label
 	}
-	s.relN++ // reported with the batch (flushBackend)
+	s.in.relayed.n++ // reported with the batch (flushBackend)
 }
 
 // forwardLocked is forward's work under mu, released by a deferred call
@@ -175,9 +175,9 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 // run of messages for one controller label at once, not one at a time.
 // Client reader only.
 func (s *session) reportRelayed() {
-	if s.relN > 0 {
-		s.cfg.Metrics.Relayed(s.relLabel, s.relN)
-		s.relN = 0
+	if s.in.relayed.n > 0 {
+		s.cfg.Metrics.Relayed(s.in.relayed.label, s.in.relayed.n)
+		s.in.relayed.n = 0
 	}
 }
 
@@ -193,7 +193,7 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	} else {
 		n += int64(len(k.topic))
 	}
-	if !had && len(s.subs.msgs) >= s.limits.Subscriptions || n > s.cfg.MaxSubscriptionBytes {
+	if !had && len(s.subs.msgs) >= s.in.limits.Subscriptions || n > s.cfg.MaxSubscriptionBytes {
 		return false
 	}
 	if s.subs.msgs == nil {

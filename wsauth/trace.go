@@ -58,15 +58,18 @@ const (
 const eventAuth = "gatehouse.ws.auth"
 
 // sockTrace is a socket's trace. Its zero value, for a socket whose upgrade
-// is not traced, does nothing and allocates nothing. tracer, subject and
-// link are set before the session starts and only read after; upgrade is
-// ServeHTTP's until the session runs, then the client reader's.
+// is not traced, does nothing and allocates nothing. tracer, subject, link
+// and began are set before the session starts and only read after;
+// upgrade is ServeHTTP's until the session runs, then the client reader's,
+// as are method and authAt.
 type sockTrace struct {
 	tracer  trace.Tracer // nil: not traced
 	subject bool         // Config.TraceSubject
 	link    trace.Link   // to the upgrade's span
+	began   time.Time    // when the socket was upgraded (newSession)
 	upgrade trace.Span   // open until the socket is authenticated, refused or closed; nil after
 	method  AuthMethod   // the last authentication attempt's, for the upgrade span
+	authAt  time.Time    // when the Auth message being answered arrived (handleAuth)
 }
 
 // startUpgrade starts the upgrade's span when r's own span records (Caddy's
