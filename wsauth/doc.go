@@ -8,8 +8,11 @@
 //	config.go         Config, its Default* limits and Validate
 //	hooks.go          what the Caddy glue fills in: Verifier,
 //	                  PasswordChecker, Identity, Metrics
-//	gateway.go        Gateway (New, ServeHTTP, Shutdown): upgrade checks,
-//	                  header auth before the 101, the hijack adapter
+//	gateway.go        Gateway (New, ServeHTTP, Shutdown): the upgrade, the
+//	                  live sessions, the hijack adapter
+//	admit.go          what an upgrade request must pass before the 101:
+//	                  its checks, header auth, the unauthenticated places
+//	                  and the sessions of each user
 //	xconnect.go       an extended CONNECT (HTTP/2, HTTP/3) as an upgrade
 //	session.go        one socket: its components and who owns each, its
 //	                  run, each client message authorized and forwarded,

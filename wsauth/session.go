@@ -96,10 +96,12 @@ type session struct {
 	wg    sync.WaitGroup // the writer and the backend reader
 }
 
-func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string, hasVersion bool, tr sockTrace) *session {
+// newSession is the session of a client socket, cc, upgraded from r,
+// which admit admitted as adm.
+func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission, tr sockTrace) *session {
 	s := &session{
 		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r), tr: tr,
-		in:   clientReader{state: StateUnauthenticated, src: sourceKey(g.cfg.ClientIP(r))},
+		in:   clientReader{state: StateUnauthenticated, src: adm.src},
 		out:  sendQueue{maxMsgs: g.cfg.SendQueue, maxBytes: g.cfg.SendQueueBytes},
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
@@ -108,8 +110,8 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, version string,
 		s.cw = cw
 		cw.SetHooks(wsframe.Hooks{BeforeRead: s.extend, Idle: s.flushBackend, Stamp: true})
 	}
-	if hasVersion {
-		s.in.query = "version=" + version // its form is checked: nothing to escape
+	if adm.hasVersion {
+		s.in.query = "version=" + adm.version // its form is checked: nothing to escape
 	}
 	s.in.insecure = g.cfg.RequireTLS && !g.cfg.Secure(r)
 	// The request's values, not its cancellation: the request ends at the
