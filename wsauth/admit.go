@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,20 @@ type admission struct {
 	src        string    // sourceKey of the client's address
 	id         *Identity // verified from the Authorization header; nil without one
 	at         time.Time // when the verifier was asked
+}
+
+// places are what a Gateway counts to admit sockets: the places of the
+// sockets not yet authenticated (MaxUnauthenticated), in all and by
+// source, the upgrades whose Authorization header is being verified, and
+// the authenticated sessions of each user (Limits.Sessions). unauth and
+// verifying are atomic; mu guards the maps.
+type places struct {
+	unauth    atomic.Int64 // sockets open and not yet authenticated
+	verifying atomic.Int64 // upgrades whose Authorization header is being verified
+
+	mu       sync.Mutex
+	bySource map[string]int // unauthenticated sockets by source (sourceKey)
+	users    map[string]int // authenticated sessions by subject
 }
 
 // status is the HTTP answer to an upgrade request refused before the 101:
@@ -91,11 +106,11 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 		}
 		return adm, status{}
 	}
-	if !g.take(&g.verifying, "ws header verification bound reached") {
+	if !g.take(&g.places.verifying, "ws header verification bound reached") {
 		return admission{}, status{code: http.StatusServiceUnavailable}
 	}
 	id, at, code := func() (*Identity, time.Time, int) {
-		defer g.verifying.Add(-1)
+		defer g.places.verifying.Add(-1)
 		return g.headerAuth(r, h)
 	}()
 	if code != 0 {
@@ -131,17 +146,17 @@ func (g *Gateway) take(n *atomic.Int64, msg string) bool {
 // it cannot set an Authorization header) out. false, logged, when none is
 // left.
 func (g *Gateway) takeUnauth(src string) bool {
-	if !g.take(&g.unauth, "ws unauthenticated socket bound reached") {
+	if !g.take(&g.places.unauth, "ws unauthenticated socket bound reached") {
 		return false
 	}
-	g.srcMu.Lock()
-	defer g.srcMu.Unlock()
-	if g.srcUnauth[src] >= max(g.cfg.MaxUnauthenticated/16, 1) {
-		g.unauth.Add(-1)
+	g.places.mu.Lock()
+	defer g.places.mu.Unlock()
+	if g.places.bySource[src] >= max(g.cfg.MaxUnauthenticated/16, 1) {
+		g.places.unauth.Add(-1)
 		g.log.Warn("ws unauthenticated socket bound of one source reached", zap.String("source", src))
 		return false
 	}
-	g.srcUnauth[src]++
+	g.places.bySource[src]++
 	return true
 }
 
@@ -149,18 +164,18 @@ func (g *Gateway) takeUnauth(src string) bool {
 // (one whose Authorization header was accepted, until authenticate gives
 // its place back).
 func (g *Gateway) addUnauth(src string) {
-	g.unauth.Add(1)
-	g.srcMu.Lock()
-	g.srcUnauth[src]++
-	g.srcMu.Unlock()
+	g.places.unauth.Add(1)
+	g.places.mu.Lock()
+	g.places.bySource[src]++
+	g.places.mu.Unlock()
 }
 
 // giveUnauth gives back a place takeUnauth or addUnauth took.
 func (g *Gateway) giveUnauth(src string) {
-	g.unauth.Add(-1)
-	g.srcMu.Lock()
-	uncount(g.srcUnauth, src)
-	g.srcMu.Unlock()
+	g.places.unauth.Add(-1)
+	g.places.mu.Lock()
+	uncount(g.places.bySource, src)
+	g.places.mu.Unlock()
 }
 
 // uncount takes one from m[k], deleting the key at zero.
@@ -174,22 +189,22 @@ func uncount(m map[string]int, k string) {
 
 // enterUser counts a session of subject, false when the user has limit
 // live sessions already (then nothing is counted). Check and count are
-// one step, under srcMu: a burst of authentications cannot pass the limit.
+// one step, under places.mu: a burst of authentications cannot pass the limit.
 func (g *Gateway) enterUser(subject string, limit int) bool {
-	g.srcMu.Lock()
-	defer g.srcMu.Unlock()
-	if g.users[subject] >= limit {
+	g.places.mu.Lock()
+	defer g.places.mu.Unlock()
+	if g.places.users[subject] >= limit {
 		return false
 	}
-	g.users[subject]++
+	g.places.users[subject]++
 	return true
 }
 
 // leaveUser uncounts a session enterUser counted.
 func (g *Gateway) leaveUser(subject string) {
-	g.srcMu.Lock()
-	uncount(g.users, subject)
-	g.srcMu.Unlock()
+	g.places.mu.Lock()
+	uncount(g.places.users, subject)
+	g.places.mu.Unlock()
 }
 
 // sourceKey is the source a client address (host[:port]) counts as: the

@@ -184,7 +184,7 @@ func TestHeaderAuthWithinAuthBounds(t *testing.T) {
 	if n := hv.most.Load(); n < 1 || n > bound {
 		t.Fatalf("%d verifications under way at once, bound %d", n, bound)
 	}
-	eventually(t, "the verification count back to 0", func() bool { return e.gw.verifying.Load() == 0 })
+	eventually(t, "the verification count back to 0", func() bool { return e.gw.places.verifying.Load() == 0 })
 }
 
 // hungVerifier's verifications wait for their context to end; most is the
@@ -235,7 +235,7 @@ func TestAttackUnauthBoundBurst(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	eventually(t, "the unauthenticated count to return to 0", func() bool { return e.gw.unauth.Load() == 0 })
+	eventually(t, "the unauthenticated count to return to 0", func() bool { return e.gw.places.unauth.Load() == 0 })
 	e.dial(nil)
 }
 
@@ -527,7 +527,7 @@ func TestAttackPreAuthSlowloris(t *testing.T) {
 	if closed != n {
 		t.Fatalf("%d of %d slow unauthenticated sockets closed within %v", closed, n, time.Since(start))
 	}
-	eventually(t, "the sessions to end", func() bool { return e.sessions() == 0 && e.gw.unauth.Load() == 0 })
+	eventually(t, "the sessions to end", func() bool { return e.sessions() == 0 && e.gw.places.unauth.Load() == 0 })
 	eventually(t, "goroutines back", func() bool { return goroutines() <= base+2 })
 }
 

@@ -178,7 +178,7 @@ func (s *session) admitUser(id *Identity) bool {
 			zap.String("user", id.Subject), zap.String("remote", s.remote))
 		return false
 	}
-	s.in.slot, s.in.counted = id.Subject, true
+	s.in.place.slot, s.in.place.counted = id.Subject, true
 	return true
 }
 
@@ -202,7 +202,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	subject := id.Subject
 	s.auth.user.Store(&subject)
 	s.in.state = StateAuthenticated
-	s.g.giveUnauth(s.in.src)
+	s.g.giveUnauth(s.in.place.src)
 	s.tr.authenticated(&id)
 	bw, _ := bc.NetConn().(*wsframe.Conn)
 	s.mu.Lock()

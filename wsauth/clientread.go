@@ -19,7 +19,7 @@ import (
 // clientReader is the client reader's state. The client reader is the
 // goroutine ServeHTTP starts after the upgrade (on an extended CONNECT,
 // ServeHTTP's own): run and everything it calls. It alone touches this
-// state; src, query and insecure are set before it starts.
+// state; place.src, query and insecure are set before it starts.
 type clientReader struct {
 	state        State
 	authDeadline time.Time
@@ -34,14 +34,21 @@ type clientReader struct {
 	authBucket   bucket        // the Auth messages' once authenticated
 	insecure     bool          // RequireTLS, and the connection is not secure
 	query        string        // "version=…" for the backend, or ""
-	src          string        // sourceKey(remote): what the unauthenticated places are shared by
-	slot         string        // the subject whose session Gateway.enterUser counts this one as
-	counted      bool          // slot is counted
+	place        heldPlace     // what the session holds of the Gateway's places
 
 	// replyWaits counts the times the client reader waited in put with a
 	// reply the queue had no room for (awaitRoom should leave none); a
 	// test reads it.
 	replyWaits atomic.Int64
+}
+
+// heldPlace is what a session holds of the Gateway's places (admit.go):
+// an unauthenticated place, counted by its source until it authenticates,
+// and then one of its user's sessions. Teardown gives back what it holds.
+type heldPlace struct {
+	src     string // sourceKey(remote): what the unauthenticated places are shared by
+	slot    string // the subject whose session Gateway.enterUser counts this one as
+	counted bool   // slot is counted
 }
 
 // policyCache is the policy's answer (ok, needed) for one Controller and

@@ -182,10 +182,10 @@ func (s *session) teardown() {
 	}
 	s.cfg.Metrics.Sessions(gauge, -1)
 	if s.in.state != StateAuthenticated {
-		s.g.giveUnauth(s.in.src)
+		s.g.giveUnauth(s.in.place.src)
 	}
-	if s.in.counted {
-		s.g.leaveUser(s.in.slot)
+	if s.in.place.counted {
+		s.g.leaveUser(s.in.place.slot)
 	}
 	s.traceClose(began, gauge)
 }

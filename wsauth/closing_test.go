@@ -89,7 +89,7 @@ func TestHeaderAuthBackendDown(t *testing.T) {
 		t.Fatalf("close code %d", got)
 	}
 	eventually(t, "the session to end", func() bool { return e.sessions() == 0 })
-	if n := e.gw.unauth.Load(); n != 0 {
+	if n := e.gw.places.unauth.Load(); n != 0 {
 		t.Fatalf("unauthenticated count %d", n)
 	}
 }

@@ -33,20 +33,15 @@ import (
 // Gateway (supervise.go), started with the first session and ended by
 // Shutdown, watches the authenticated sessions' expiry, revocation and
 // grace. The Gateway's own state (the live sessions, the closed flag, the
-// supervisor's handles) is guarded by mu; the unauthenticated count is
-// atomic.
+// supervisor's handles) is guarded by mu; what admit counts (places) has
+// its own lock.
 type Gateway struct {
 	cfg      Config
 	log      *zap.Logger
 	upgrader websocket.Upgrader
 	dialer   websocket.Dialer
 
-	unauth    atomic.Int64 // sockets open and not yet authenticated
-	verifying atomic.Int64 // upgrades whose Authorization header is being verified
-
-	srcMu     sync.Mutex
-	srcUnauth map[string]int // unauthenticated sockets by source (sourceKey)
-	users     map[string]int // authenticated sessions by subject (srcMu too)
+	places places // what admit counts (admit.go)
 
 	mu        sync.Mutex
 	closed    bool                  // Shutdown was called: no new sockets
@@ -66,7 +61,8 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{}, srcUnauth: map[string]int{}, users: map[string]int{}}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
+		places: places{bySource: map[string]int{}, users: map[string]int{}}}
 	g.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  cfg.WriteTimeout,
 		Subprotocols:      slices.Clone(cfg.Subprotocols),

@@ -137,7 +137,7 @@ func TestAuthLimits(t *testing.T) {
 		// Authenticating frees the place (the reply may come a moment
 		// before the count drops).
 		roundTrip(t, c, `{"Controller":"Auth","Topic":"AuthToken","Data":{"Provider":"Bearer","AccessToken":"`+tokDemo+`"}}`)
-		eventually(t, "the place to free", func() bool { return e.gw.unauth.Load() == 0 })
+		eventually(t, "the place to free", func() bool { return e.gw.places.unauth.Load() == 0 })
 		e.dial(nil)
 	})
 	t.Run("idle", func(t *testing.T) {
@@ -287,7 +287,7 @@ func TestClientVanishes(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("sessions gauge %d", n)
 	}
-	if n := e.gw.unauth.Load(); n != 0 {
+	if n := e.gw.places.unauth.Load(); n != 0 {
 		t.Fatalf("unauthenticated count %d", n)
 	}
 }

@@ -101,7 +101,7 @@ type session struct {
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission, tr sockTrace) *session {
 	s := &session{
 		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r), tr: tr,
-		in:   clientReader{state: StateUnauthenticated, src: adm.src},
+		in:   clientReader{state: StateUnauthenticated, place: heldPlace{src: adm.src}},
 		out:  sendQueue{maxMsgs: g.cfg.SendQueue, maxBytes: g.cfg.SendQueueBytes},
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
@@ -133,7 +133,7 @@ func (s *session) run(id *Identity, at time.Time) {
 	s.in.authDeadline = time.Now().Add(s.cfg.AuthTimeout)
 	s.cfg.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
-		s.g.addUnauth(s.in.src) // authenticate gives it back again
+		s.g.addUnauth(s.in.place.src) // authenticate gives it back again
 		if s.admitUser(id) {
 			s.authenticate(*id, at)
 		} else {
