@@ -73,7 +73,7 @@ type relayCount struct {
 func (s *session) readLoop() {
 	cc := s.cc
 	var maxMsg int64 // the bound of the next message: s.maxMessage
-	cc.SetPongHandler(func(data string) error { s.ponged(data); s.extend(); return nil })
+	cc.SetPongHandler(func(data string) error { s.pings.Pong(data); s.extend(); return nil })
 	cc.SetPingHandler(func(data string) error {
 		s.extend()
 		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.cfg.WriteTimeout))

@@ -35,6 +35,7 @@
 //	relay.go          the backend leg's dial with failover; who writes the
 //	                  send queue to the client, and when; the client writer
 //	queue.go          sendQueue, the client's bounded send queue
+//	ping.go           clientPings, the pings the client has not answered
 //	backendread.go    backendReader, the backend reader's state; its loop
 //	                  through gorilla, its batch, the message buffers
 //	backendframes.go  the backend reader on a TCP leg: the frames read from
@@ -56,7 +57,8 @@
 // what its lock guards: the client reader's clientReader, the
 // authority and subscriptions it shares with the supervisor under the
 // session's mu, the sendQueue with a lock of its own, the backend
-// reader's backendReader, and the closer any goroutine may close with.
+// reader's backendReader, the closer any goroutine may close with, and the
+// clientPings the client writer and the client reader share.
 // Each component's type says what it holds.
 //
 // The RFC 6455 framing the session does itself, under gorilla's Conn, is

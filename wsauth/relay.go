@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -300,31 +298,23 @@ func (s *session) writeLoop() {
 	}
 }
 
-// pingClient pings the client, its payload the time it is sent, unless the
-// oldest ping the client has not answered is older than IdleTimeout: a
-// client that does not answer pings does not read (a pong is written only
-// as its reader reaches the ping), however much it sends, so it is closed
-// (1008) and counted as a slow client. Its backlog behind the ping is then
-// at most IdleTimeout and a PingInterval old, and its socket lingers that
-// long after the close (CloseLinger), so it still reaches the close frame.
-// Client writer only.
+// pingClient pings the client, its payload a random tag (clientPings),
+// unless the oldest ping the client has not answered is older than
+// IdleTimeout: a client that does not answer pings does not read (a pong
+// is written only as its reader reaches the ping), however much it sends,
+// so it is closed (1008) and counted as a slow client. Its backlog behind
+// the ping is then at most IdleTimeout and a PingInterval old, and its
+// socket lingers that long after the close (CloseLinger), so it still
+// reaches the close frame. Client writer only.
 func (s *session) pingClient() {
-	now := time.Now()
-	s.pmu.Lock()
-	if len(s.pings) > 0 && now.Sub(s.pings[0].at) > s.cfg.IdleTimeout {
-		s.pmu.Unlock()
+	payload, overdue := s.pings.Send(time.Now(), s.cfg.IdleTimeout)
+	if overdue {
 		if s.countSlow("client not answering pings") {
 			s.closeClient(websocket.ClosePolicyViolation)
 		}
 		return
 	}
-	if len(s.pings) == maxPingsOut {
-		s.pings = append(s.pings[:0], s.pings[1:]...)
-	}
-	p := sentPing{at: now, tag: rand.Uint64()}
-	s.pings = append(s.pings, p)
-	s.pmu.Unlock()
-	_ = s.cc.WriteControl(websocket.PingMessage, strconv.AppendUint(nil, p.tag, 16), deadline(s.cfg.WriteTimeout))
+	_ = s.cc.WriteControl(websocket.PingMessage, payload, deadline(s.cfg.WriteTimeout))
 }
 
 // pingBackend pings the backend leg, if open, so that a live backend that

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -40,8 +39,10 @@ const CodeUnknown = "Operation.Unknown"
 //     nothing more to read queues the batch (handOff) and writes the queue
 //     to the client itself (drain);
 //   - the client writer (writeLoop) writes the queue when another producer
-//     (a reply, a push, a close) finds nobody writing it, and pings; it
-//     owns nothing;
+//     (a reply, a push, a close) finds nobody writing it, and pings (the
+//     pings it sends, and the client reader the pongs it reads, are noted
+//     in pings, a clientPings with its own lock, ping.go); it owns
+//     nothing;
 //   - the gateway's supervisor (supervise.go), one for all sessions,
 //     inspects each authenticated session every SuperviseInterval.
 //
@@ -90,8 +91,7 @@ type session struct {
 	close closer        // the close state (closing.go)
 
 	wake  chan struct{} // the client writer has messages to drain (capacity 1)
-	pmu   sync.Mutex    // guards pings
-	pings []sentPing    // the pings the client has not answered, oldest first (pingClient, ponged)
+	pings clientPings   // the pings the client has not answered (ping.go), with its own lock
 	done  chan struct{}
 	wg    sync.WaitGroup // the writer and the backend reader
 }
@@ -151,35 +151,6 @@ func (s *session) run(id *Identity, at time.Time) {
 // from any goroutine; it takes no lock of the session's.
 func (s *session) crashed() {
 	s.closeClient(websocket.CloseInternalServerErr)
-}
-
-// sentPing is a ping the gateway sent the client: when, and its payload,
-// a random tag the client can learn only by reading the ping.
-type sentPing struct {
-	at  time.Time
-	tag uint64
-}
-
-// maxPingsOut bounds the unanswered pings a session remembers.
-const maxPingsOut = 16
-
-// ponged notes the client's pong: one that carries the tag of an
-// outstanding ping answers it and every older one (the client reads in
-// order). An unsolicited pong, or one with a tag the client could not have
-// read, answers nothing. Client reader only.
-func (s *session) ponged(data string) {
-	tag, err := strconv.ParseUint(data, 16, 64)
-	if err != nil {
-		return
-	}
-	s.pmu.Lock()
-	defer s.pmu.Unlock()
-	for i, p := range s.pings {
-		if p.tag == tag {
-			s.pings = append(s.pings[:0], s.pings[i+1:]...)
-			return
-		}
-	}
 }
 
 // handle answers or forwards one client message.
