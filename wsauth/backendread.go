@@ -272,13 +272,13 @@ var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b 
 var bigMsgBufs sync.Pool
 
 // bigMsgBuf is a buffer with room for n bytes: a reused one when the
-// pool has one large enough, else a new one of n.
+// pool has one large enough, else a new one of n. A pooled buffer too
+// small is dropped, so that the new one takes its place: put back, it
+// would be found first again, and each message of n bytes would allocate
+// anew.
 func bigMsgBuf(n int) *[]byte {
-	if bp, ok := bigMsgBufs.Get().(*[]byte); ok {
-		if cap(*bp) >= n {
-			return bp
-		}
-		bigMsgBufs.Put(bp)
+	if bp, ok := bigMsgBufs.Get().(*[]byte); ok && cap(*bp) >= n {
+		return bp
 	}
 	b := make([]byte, 0, n)
 	return &b

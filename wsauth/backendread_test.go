@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +288,34 @@ func TestBackendFrameRunsAcrossBatches(t *testing.T) {
 		if typ != 1+i%2 || string(data) != payload(i) {
 			t.Fatalf("message %d: %d %.20q (%d bytes), want %d %.20q (%d bytes)", i, typ, data, len(data), 1+i%2, payload(i), len(payload(i)))
 		}
+	}
+}
+
+// TestBigMsgBufReusesLargerBuffers: a pooled buffer too small for the
+// message asked for does not keep a larger one from being reused: a
+// client repeating a large refused message, its Error reply built in a
+// bigMsgBuf, allocates the reply's buffer once, not each time. It failed
+// when bigMsgBuf put the small buffer back: the next Get found it first,
+// and each reply allocated its size anew (so
+// TestRefusedLargeMessagesMakeLittleGarbage failed whenever an earlier
+// test had left a smaller buffer in the pool).
+func TestBigMsgBufReusesLargerBuffers(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	// One P, so that the pool's per-P slot is this goroutine's, and no
+	// collection, which empties pools.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	small := make([]byte, 0, 100<<10)
+	bigMsgBufs.Put(&small)
+	first := bigMsgBuf(600 << 10)
+	releaseBuf(first)
+	for i := range 10 {
+		bp := bigMsgBuf(600 << 10)
+		if bp != first {
+			t.Fatalf("message %d: a new buffer (cap %d), not the one released", i+1, cap(*bp))
+		}
+		releaseBuf(bp)
 	}
 }
