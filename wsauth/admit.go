@@ -86,7 +86,7 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 		return admission{}, status{code: http.StatusForbidden}
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.ContainsFunc(offered, func(p string) bool {
-		return slices.Contains(g.cfg.Subprotocols, p)
+		return slices.Contains(g.cfg.Transport.Subprotocols, p)
 	}) {
 		return admission{}, status{http.StatusBadRequest, "unsupported sub-protocol"}
 	}
@@ -94,11 +94,11 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 	// A socket without a credential counts against MaxUnauthenticated,
 	// and against its source's share of it, until it authenticates. An
 	// upgrade with an Authorization header counts against a bound of its
-	// own, as large, while its token is verified (within AuthTimeout): a
+	// own, as large, while its token is verified (within Auth.Timeout): a
 	// hung verifier holds no more requests than that, none longer than
-	// AuthTimeout, and sockets without a credential cannot keep clients
+	// Auth.Timeout, and sockets without a credential cannot keep clients
 	// with one out.
-	adm := admission{version: version, hasVersion: hasVersion, src: sourceKey(g.cfg.ClientIP(r))}
+	adm := admission{version: version, hasVersion: hasVersion, src: sourceKey(g.cfg.Hooks.ClientIP(r))}
 	h := r.Header.Values("Authorization")
 	if len(h) == 0 {
 		if !g.takeUnauth(adm.src) {
@@ -131,11 +131,11 @@ func (g *Gateway) giveBack(adm *admission) {
 // take takes one of the MaxUnauthenticated places n counts; false, and
 // msg logged, when none is left.
 func (g *Gateway) take(n *atomic.Int64, msg string) bool {
-	if n.Add(1) <= int64(g.cfg.MaxUnauthenticated) {
+	if n.Add(1) <= int64(g.cfg.Auth.MaxUnauthenticated) {
 		return true
 	}
 	n.Add(-1)
-	g.log.Warn(msg, zap.Int("max", g.cfg.MaxUnauthenticated))
+	g.log.Warn(msg, zap.Int("max", g.cfg.Auth.MaxUnauthenticated))
 	return false
 }
 
@@ -151,7 +151,7 @@ func (g *Gateway) takeUnauth(src string) bool {
 	}
 	g.places.mu.Lock()
 	defer g.places.mu.Unlock()
-	if g.places.bySource[src] >= max(g.cfg.MaxUnauthenticated/16, 1) {
+	if g.places.bySource[src] >= max(g.cfg.Auth.MaxUnauthenticated/16, 1) {
 		g.places.unauth.Add(-1)
 		g.log.Warn("ws unauthenticated socket bound of one source reached", zap.String("source", src))
 		return false
@@ -226,42 +226,42 @@ func sourceKey(addr string) string {
 }
 
 // headerAuth verifies an upgrade's Authorization header, "<Provider>
-// <token>" with Provider Bearer (any case, RFC 7235), within AuthTimeout,
+// <token>" with Provider Bearer (any case, RFC 7235), within Auth.Timeout,
 // and says when it asked the verifier. status is 0 when it is accepted,
 // else the HTTP status to answer.
 func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time, int) {
-	m := g.cfg.Metrics
+	m := g.cfg.Hooks.Metrics
 	scheme, token, ok := strings.Cut(h[0], " ")
 	token = strings.TrimLeft(token, " ")
-	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > g.cfg.MaxTokenBytes {
+	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > g.cfg.Auth.MaxTokenBytes {
 		m.Auth(AuthHeader, AuthResultNo)
 		g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
-			zap.String("reason", "malformed authorization header"), zap.String("remote", g.cfg.ClientIP(r)))
+			zap.String("reason", "malformed authorization header"), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
 		return nil, time.Time{}, http.StatusForbidden
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.AuthTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Auth.Timeout)
 	defer cancel()
 	at := time.Now()
-	id, err := g.cfg.Verifier.VerifyAccessToken(ctx, token)
+	id, err := g.cfg.Hooks.Verifier.VerifyAccessToken(ctx, token)
 	if err != nil {
 		if errors.Is(err, ErrRefused) {
 			m.Auth(AuthHeader, AuthResultNo)
 			g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
-				zap.String("reason", refusalReason(err)), zap.String("remote", g.cfg.ClientIP(r)))
+				zap.String("reason", refusalReason(err)), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
 			return nil, time.Time{}, http.StatusForbidden
 		}
 		m.Auth(AuthHeader, AuthResultErr)
 		g.log.Error("ws token verification failed", zap.Error(err))
 		return nil, time.Time{}, http.StatusServiceUnavailable
 	}
-	if !id.Expiry.IsZero() && !id.Expiry.After(g.cfg.Now()) {
+	if !id.Expiry.IsZero() && !id.Expiry.After(g.cfg.Hooks.Now()) {
 		m.Auth(AuthHeader, AuthResultNo)
 		return nil, time.Time{}, http.StatusForbidden
 	}
 	id.Token = token
 	m.Auth(AuthHeader, AuthResultOK)
 	g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultOK),
-		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", g.cfg.ClientIP(r)))
+		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
 	return &id, at, 0
 }
 
@@ -282,12 +282,12 @@ func (g *Gateway) checkOrigin(r *http.Request) bool {
 	if len(origin) > 1 {
 		return false
 	}
-	if len(g.cfg.AllowedOrigins) == 0 {
+	if len(g.cfg.Transport.AllowedOrigins) == 0 {
 		o := origin[0]
 		_, host, ok := strings.Cut(o, "://")
 		return ok && strings.EqualFold(host, r.Host)
 	}
-	for _, a := range g.cfg.AllowedOrigins {
+	for _, a := range g.cfg.Transport.AllowedOrigins {
 		if a == "*" || a == strings.TrimSuffix(origin[0], "/") {
 			return true
 		}

@@ -32,13 +32,13 @@ func heapInUse() int64 {
 // TestUnauthPlacesPerSource: one source (an address, an IPv6 /64; here
 // as ClientIP reads it from a test header) gets at most a sixteenth of
 // the unauthenticated places, so a burst from one address that holds them
-// for AuthTimeout does not keep out the clients that authenticate by an
+// for Auth.Timeout does not keep out the clients that authenticate by an
 // AuthToken message (every browser). Another source still gets its
 // socket, and the attacker's places come back when its sockets close.
 // (It failed with one global bound: the burst took all 1,024 places.)
 func TestUnauthPlacesPerSource(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Source") }
+		c.Hooks.ClientIP = func(r *http.Request) string { return r.Header.Get("X-Test-Source") }
 	})
 	share := DefaultMaxUnauthenticated / 16
 	const burst = DefaultMaxUnauthenticated + 16
@@ -101,8 +101,8 @@ func TestUnauthPlacesPerSource(t *testing.T) {
 func TestSessionsPerUser(t *testing.T) {
 	const limit, burst = 5, 40
 	e := newTestEnv(t, func(c *Config) {
-		c.Limits.Sessions = limit
-		c.LimitOverrides = []policy.LimitOverride{{Scope: "Service/Wide", Limits: policy.Limits{Sessions: limit + 2}}}
+		c.Limits.Default.Sessions = limit
+		c.Limits.Overrides = []policy.LimitOverride{{Scope: "Service/Wide", Limits: policy.Limits{Sessions: limit + 2}}}
 	})
 	conns := make([]*websocket.Conn, burst)
 	var wg sync.WaitGroup

@@ -129,7 +129,7 @@ func afDeflate(t testing.TB, data []byte) []byte {
 // soon as the inflated message passes the bound, and an AuthToken with a
 // token of MaxTokenBytes, its text escaped, still fits.
 func TestPreAuthMessageBound(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 20 * time.Second })
+	e := newTestEnv(t, func(c *Config) { c.Auth.Timeout = 20 * time.Second })
 	prefix := `{"Controller":"Auth","Topic":"AuthToken","TransactionID":1,"Data":{"Provider":"Bearer","AccessToken":"`
 	body := append([]byte(prefix), bytes.Repeat([]byte("A"), DefaultMaxMessageBytes-len(prefix)-64)...)
 	frame := afFrame(0x40|websocket.TextMessage, afDeflate(t, body)) // RSV1, text, no FIN: the message goes on
@@ -156,7 +156,7 @@ func TestPreAuthMessageBound(t *testing.T) {
 }
 
 // TestHeaderAuthWithinAuthBounds: an upgrade's Authorization header is
-// verified within AuthTimeout, and counts against MaxUnauthenticated while
+// verified within Auth.Timeout, and counts against MaxUnauthenticated while
 // it is: a parallel burst of header upgrades against a verifier that hangs
 // is answered (503) and never has more verifications under way than the
 // bound. It failed when the header was verified under the request's
@@ -166,9 +166,9 @@ func TestHeaderAuthWithinAuthBounds(t *testing.T) {
 	const burst, bound = 12, 2
 	hv := &hungVerifier{}
 	e := newTestEnv(t, func(c *Config) {
-		c.AuthTimeout = 300 * time.Millisecond
-		c.MaxUnauthenticated = bound
-		c.Verifier = hv
+		c.Auth.Timeout = 300 * time.Millisecond
+		c.Auth.MaxUnauthenticated = bound
+		c.Hooks.Verifier = hv
 	})
 	conns := make([]*afConn, burst)
 	var wg sync.WaitGroup
@@ -207,7 +207,7 @@ func (v *hungVerifier) VerifyAccessToken(ctx context.Context, _ string) (Identit
 // count returns to zero once they close.
 func TestAttackUnauthBoundBurst(t *testing.T) {
 	const bound, burst = 8, 64
-	e := newTestEnv(t, func(c *Config) { c.MaxUnauthenticated = bound })
+	e := newTestEnv(t, func(c *Config) { c.Auth.MaxUnauthenticated = bound })
 	conns := make([]*afConn, burst)
 	var wg sync.WaitGroup
 	for i := range conns {
@@ -478,7 +478,7 @@ func TestAttackHostileClientFrames(t *testing.T) {
 // large message a few bytes at a time and pings meanwhile is closed at
 // the auth deadline all the same, and its goroutines end.
 func TestAttackPreAuthSlowloris(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 500 * time.Millisecond })
+	e := newTestEnv(t, func(c *Config) { c.Auth.Timeout = 500 * time.Millisecond })
 	base := goroutines()
 	const n = 16
 	conns := make([]*afConn, n)
@@ -534,7 +534,7 @@ func TestAttackPreAuthSlowloris(t *testing.T) {
 // TestAttackPreAuthPingFlood: pings do not extend an unauthenticated
 // socket past its auth deadline.
 func TestAttackPreAuthPingFlood(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 400 * time.Millisecond })
+	e := newTestEnv(t, func(c *Config) { c.Auth.Timeout = 400 * time.Millisecond })
 	c := e.dial(nil)
 	done := make(chan struct{})
 	go func() {
@@ -576,7 +576,7 @@ func TestAttackBackendCannotSmuggleFrames(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			url := rawBackend(t, tt.frame, func(c net.Conn, br *bufio.Reader) { _, _ = io.Copy(io.Discard, br) })
-			e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+			e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
 			c := afDial(t, e, "Authorization: Bearer "+tokDemo+"\r\n", 5*time.Second)
 			if c.resp == nil || c.resp.StatusCode != http.StatusSwitchingProtocols {
 				t.Fatal("no upgrade")
@@ -606,7 +606,7 @@ func TestAttackBackendCannotSmuggleFrames(t *testing.T) {
 // refused AuthToken or AuthOwner, puts the secret into the logs.
 func TestAttackOddAuthorizationHeaders(t *testing.T) {
 	const secret = "s3cr3t-TOKEN-value"
-	e := newTestEnv(t, func(c *Config) { c.Passwords = fakePasswords{} })
+	e := newTestEnv(t, func(c *Config) { c.Hooks.Passwords = fakePasswords{} })
 	for _, h := range []string{
 		"Authorization: Bearer\t" + tokDemo + "\r\n",
 		"Authorization: Bearer " + tokDemo + ", Bearer " + secret + "\r\n",
@@ -685,7 +685,7 @@ func TestAttackH2StreamsPreAuth(t *testing.T) {
 		return
 	}
 	const bound, streams = 3, 8
-	e := newTestEnv(t, func(c *Config) { c.MaxUnauthenticated, c.AuthTimeout = 16*bound, 400*time.Millisecond })
+	e := newTestEnv(t, func(c *Config) { c.Auth.MaxUnauthenticated, c.Auth.Timeout = 16*bound, 400*time.Millisecond })
 	fr, authority := h2Client(t, e)
 	// Wait for the server's SETTINGS (extended CONNECT enabled).
 	for {

@@ -242,11 +242,11 @@ func TestRevocationSignalledDuringAuthentication(t *testing.T) {
 			})
 			reauth := strings.HasPrefix(how, "re-")
 			e, _ := newLiveEnv(t, func(c *Config) {
-				c.RecheckInterval = time.Hour
-				c.RevocationsChanged = sig.wait
-				c.Verifier = gv
+				c.Live.RecheckInterval = time.Hour
+				c.Hooks.RevocationsChanged = sig.wait
+				c.Hooks.Verifier = gv
 				if !reauth {
-					c.Upstreams = []string{gb.url()}
+					c.Backend.Upstreams = []string{gb.url()}
 				}
 			})
 			var c *websocket.Conn
@@ -308,7 +308,7 @@ func TestRevocationSignalledDuringAuthentication(t *testing.T) {
 func TestAttackSubBurstOneWrite(t *testing.T) {
 	const limit = 5
 	e := newTestEnv(t, func(c *Config) {
-		c.Limits = policy.Limits{Subscriptions: limit, MessagesPerSecond: 1e6, Burst: 1 << 20}
+		c.Limits.Default = policy.Limits{Subscriptions: limit, MessagesPerSecond: 1e6, Burst: 1 << 20}
 	})
 	c := e.dial(bearer(tokDemo))
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -375,7 +375,7 @@ func TestAttackReservedTransactionIDSpellings(t *testing.T) {
 		`"TransactionID ":` + r,
 		`"Data":{"TransactionID":` + r + `},"TransactionID":1`,
 	}
-	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
+	e := newTestEnv(t, func(c *Config) { c.Limits.Default = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
 	c := e.dial(bearer(tokDemo))
 	var msgs []string
 	for _, sp := range spellings {
@@ -473,7 +473,7 @@ func TestAttackExpiryRace(t *testing.T) {
 	for round := range 4 {
 		t.Run(strconv.Itoa(round), func(t *testing.T) {
 			e, clock := newLiveEnv(t, func(c *Config) {
-				c.Limits = policy.Limits{Subscriptions: 8, MessagesPerSecond: 1e6, Burst: 1 << 20}
+				c.Limits.Default = policy.Limits{Subscriptions: 8, MessagesPerSecond: 1e6, Burst: 1 << 20}
 			})
 			c := e.dial(bearer(tokDemo))
 			stop := make(chan struct{})
@@ -581,8 +581,8 @@ func TestAttackExpiryRace(t *testing.T) {
 // and the socket closes with 1008 when the grace ends.
 func TestAttackGracePeriodSpam(t *testing.T) {
 	e, clock := newLiveEnv(t, func(c *Config) {
-		c.ExpiryGrace = time.Minute
-		c.Limits = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20}
+		c.Live.ExpiryGrace = time.Minute
+		c.Limits.Default = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20}
 	})
 	c := e.dial(bearer(tokDemo))
 	subscribe(t, c, "Market", "Security!A", 1)
@@ -610,7 +610,7 @@ func TestAttackGracePeriodSpam(t *testing.T) {
 // one message for the rate limit: exactly Burst are forwarded.
 func TestAttackRateLimitFragments(t *testing.T) {
 	const burst = 5
-	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: burst} })
+	e := newTestEnv(t, func(c *Config) { c.Limits.Default = policy.Limits{MessagesPerSecond: 0.001, Burst: burst} })
 	c := e.dial(bearer(tokDemo))
 	var buf []byte
 	const n = 60
@@ -766,8 +766,8 @@ func TestLapseUnderBackendBackpressure(t *testing.T) {
 			tb := newThrottledBackend(t, 100*time.Millisecond) // a backend taking 100 ms per message
 			// The default supervisor intervals (1 s walks, 3 s rechecks).
 			e, clock := newLiveEnv(t, func(c *Config) {
-				c.Upstreams = []string{tb.url()}
-				c.SuperviseInterval, c.RecheckInterval = DefaultSuperviseInterval, DefaultRecheckInterval
+				c.Backend.Upstreams = []string{tb.url()}
+				c.Live.SuperviseInterval, c.Live.RecheckInterval = DefaultSuperviseInterval, DefaultRecheckInterval
 			})
 			tok := madeUpToken("u-flood", []string{policy.ScopeMarket}, 24*time.Hour)
 			c := e.dial(bearer(tok))

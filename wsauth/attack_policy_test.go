@@ -147,7 +147,7 @@ func readUntilContains(t testing.TB, c *websocket.Conn, marker string) []string 
 // answer. One within the range, next to the reserved prefix, comes back.
 func TestTransactionIDsADoubleHolds(t *testing.T) {
 	nb := newNumberBackend(t)
-	e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{nb.url()} })
+	e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{nb.url()} })
 	c := e.dial(bearer(tokDemo)) // Market, News
 	if got := roundTrip(t, c, subMsg("News", "News!ASX", 1)); !strings.Contains(got, `"snapshot"`) {
 		t.Fatalf("Sub: %s", got)
@@ -270,8 +270,8 @@ func tick(t testing.TB, c *websocket.Conn, tid int) []string {
 func TestOwnUnsubReadableByInt32Backend(t *testing.T) {
 	ib := newDotnetBackend(t, true)
 	e := newTestEnv(t, func(c *Config) {
-		c.Upstreams = []string{ib.url()}
-		c.TransactionIDs = TransactionIDsInt32
+		c.Backend.Upstreams = []string{ib.url()}
+		c.Backend.TransactionIDs = TransactionIDsInt32
 	})
 	c := e.dial(bearer(tokDemo)) // Market, News
 	subscribe(t, c, "News", "News!ASX", 1)
@@ -332,12 +332,12 @@ func TestUnsubTheBackendCannotRead(t *testing.T) {
 	}
 	env := func(t *testing.T, db *modelBackend, int32 bool, subs int) *testEnv {
 		return newTestEnv(t, func(c *Config) {
-			c.Upstreams = []string{db.url()}
+			c.Backend.Upstreams = []string{db.url()}
 			if int32 {
-				c.TransactionIDs = TransactionIDsInt32
+				c.Backend.TransactionIDs = TransactionIDsInt32
 			}
 			if subs > 0 {
-				c.Limits.Subscriptions = subs
+				c.Limits.Default.Subscriptions = subs
 			}
 		})
 	}
@@ -426,7 +426,7 @@ func TestAttackPolicyNoScopeRowsLenientBackend(t *testing.T) {
 			topics = append(topics, r.Topic)
 		}
 	}
-	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
+	e := newTestEnv(t, func(c *Config) { c.Limits.Default = policy.Limits{MessagesPerSecond: 1e6, Burst: 1 << 20} })
 	c := e.dial(bearer(madeUpToken("u-none", nil, 0)))
 	msgs := []string{
 		`{"Controller":"Trading","Topic":"Configure"}`, // forwarded
@@ -522,9 +522,9 @@ func TestAttackPolicyAuthTokenHostileTokens(t *testing.T) {
 	}
 	for _, motif := range []bool{false, true} {
 		e := newTestEnv(t, func(c *Config) {
-			c.Verifier, c.Now = realVerifier{v}, time.Now
+			c.Hooks.Verifier, c.Hooks.Now = realVerifier{v}, time.Now
 			c.Profile.Motif = motif
-			c.ReturnAccessToken = []string{"motif-web"}
+			c.Auth.ReturnAccessToken = []string{"motif-web"}
 		})
 		topic, reject := `"Topic":"Identify"`, `{"Result":"Reject"}`
 		if motif {

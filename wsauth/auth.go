@@ -55,7 +55,7 @@ func (s *session) otherReplyTopic(env *zenith.Envelope) string {
 
 func (s *session) authToken(env *zenith.Envelope) {
 	topic := s.cfg.Profile.AuthTokenReplyTopic()
-	req, err := zenith.ParseAuthToken(env.Data, s.cfg.MaxTokenBytes)
+	req, err := zenith.ParseAuthToken(env.Data, s.cfg.Auth.MaxTokenBytes)
 	switch {
 	case err != nil:
 		reason := "malformed AuthToken"
@@ -71,7 +71,7 @@ func (s *session) authToken(env *zenith.Envelope) {
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.cfg.Verifier.VerifyAccessToken(ctx, req.AccessToken)
+	id, err := s.cfg.Hooks.Verifier.VerifyAccessToken(ctx, req.AccessToken)
 	if err == nil {
 		id.Token = req.AccessToken
 	}
@@ -80,7 +80,7 @@ func (s *session) authToken(env *zenith.Envelope) {
 
 func (s *session) authOwner(env *zenith.Envelope) {
 	topic := s.otherReplyTopic(env)
-	if s.cfg.Passwords == nil {
+	if s.cfg.Hooks.Passwords == nil {
 		s.refuse(AuthOwnerMsg, AuthResultNo, "no password checker", topic, env)
 		return
 	}
@@ -94,7 +94,7 @@ func (s *session) authOwner(env *zenith.Envelope) {
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.cfg.Passwords.CheckOwner(ctx, cred)
+	id, err := s.cfg.Hooks.Passwords.CheckOwner(ctx, cred)
 	s.accept(AuthOwnerMsg, id, at, err, topic, env)
 }
 
@@ -124,7 +124,7 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 		s.g.log.Error("ws credential check failed", zap.String("method", string(method)), zap.Error(err))
 		s.refuse(method, AuthResultErr, "verifier fault", topic, env)
 		return
-	case !id.Expiry.IsZero() && !id.Expiry.After(s.cfg.Now()):
+	case !id.Expiry.IsZero() && !id.Expiry.After(s.cfg.Hooks.Now()):
 		s.refuse(method, AuthResultNo, "expired", topic, env)
 		return
 	case s.in.state == StateAuthenticated && id.Subject != s.auth.id.Subject:
@@ -134,7 +134,7 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 		s.refuse(method, AuthResultNo, "too many sessions of this user", topic, env)
 		return
 	}
-	s.cfg.Metrics.Auth(method, AuthResultOK)
+	s.cfg.Hooks.Metrics.Auth(method, AuthResultOK)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
 	s.tr.attempt(method, AuthResultOK, "")
@@ -151,7 +151,7 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 // refuse answers Reject (Rejected in the motif profile), counts and logs
 // it. reason is the gateway's or the verifier's fixed wording.
 func (s *session) refuse(method AuthMethod, result, reason, topic string, env *zenith.Envelope) {
-	s.cfg.Metrics.Auth(method, result)
+	s.cfg.Hooks.Metrics.Auth(method, result)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
 		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.auth.id.Subject))
 	if s.in.state == StateAuthenticated {
@@ -165,15 +165,15 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *z
 // replyIdentify sends the Identify data of the session's identity, or the
 // failure result.
 func (s *session) replyIdentify(topic string, env *zenith.Envelope, success bool) {
-	s.reply(zenith.AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Now()))
+	s.reply(zenith.AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Hooks.Now()))
 }
 
 // admitUser counts the session as one of its user's (Limits.Sessions of
 // id's limits), before its first authentication; false, counted and
 // logged, when the user has as many already. Teardown uncounts it.
 func (s *session) admitUser(id *Identity) bool {
-	if !s.g.enterUser(id.Subject, s.cfg.limitsFor(id).Sessions) {
-		s.cfg.Metrics.Limited(LimitSessions)
+	if !s.g.enterUser(id.Subject, s.cfg.Limits.limitsFor(id).Sessions) {
+		s.cfg.Hooks.Metrics.Limited(LimitSessions)
 		s.g.log.Info("ws session refused", zap.String("reason", "too many sessions of this user"),
 			zap.String("user", id.Subject), zap.String("remote", s.remote))
 		return false
@@ -198,7 +198,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 		s.closeAfterQueued(code)
 		return false
 	}
-	s.in.limits = s.cfg.limitsFor(&id)
+	s.in.limits = s.cfg.Limits.limitsFor(&id)
 	subject := id.Subject
 	s.auth.user.Store(&subject)
 	s.in.state = StateAuthenticated

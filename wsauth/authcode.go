@@ -40,11 +40,11 @@ func parseCode(data []byte) (CodeCredentials, bool) {
 	return c, c.ClientID != "" && c.Code != ""
 }
 
-// authCode answers an AuthCode message: the code exchanged by Config.Codes,
+// authCode answers an AuthCode message: the code exchanged by Hooks.Codes,
 // the session authenticated as the identity of the access token it gives.
 func (s *session) authCode(env *zenith.Envelope) {
 	topic := s.otherReplyTopic(env)
-	if s.cfg.Codes == nil {
+	if s.cfg.Hooks.Codes == nil {
 		s.refuse(AuthCodeMsg, AuthResultNo, "no code exchange", topic, env)
 		return
 	}
@@ -57,6 +57,6 @@ func (s *session) authCode(env *zenith.Envelope) {
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.cfg.Codes.ExchangeCode(ctx, cred)
+	id, err := s.cfg.Hooks.Codes.ExchangeCode(ctx, cred)
 	s.accept(AuthCodeMsg, id, at, err, topic, env)
 }

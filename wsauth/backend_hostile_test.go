@@ -83,8 +83,8 @@ func TestBackendUpgradeAnswerBounded(t *testing.T) {
 				}
 			})
 			e := newTestEnv(t, func(c *Config) {
-				c.Upstreams = []string{url}
-				c.DialTimeout = 20 * time.Second
+				c.Backend.Upstreams = []string{url}
+				c.Backend.DialTimeout = 20 * time.Second
 			})
 			start := time.Now()
 			c := e.dial(bearer(tokDemo))
@@ -127,7 +127,7 @@ func TestBackendUpgradeAnswerChecked(t *testing.T) {
 				_, _ = c.Write(rawFrame(true, 1, `{"Controller":"Zenith","Topic":"Hello"}`, 0))
 				_, _ = br.ReadByte() // until the gateway hangs up
 			})
-			e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+			e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
 			c := e.dial(bearer(tokDemo))
 			if code := closeCode(t, c); code != websocket.CloseInternalServerErr {
 				t.Errorf("client close %d, want 1011", code)
@@ -144,7 +144,7 @@ func TestBackendUpgradeAnswerChecked(t *testing.T) {
 				_, _ = c.Write(rawFrame(true, 1, `{"Controller":"Zenith","Topic":"Hello"}`, 0))
 				_, _ = br.ReadByte()
 			})
-			e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+			e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
 			c := e.dial(bearer(tokDemo))
 			if m := readMsg(t, c); !strings.Contains(m, "Hello") {
 				t.Fatalf("got %q", m)
@@ -180,7 +180,7 @@ func TestBackendInvalidUTF8(t *testing.T) {
 				p, _ := backendGets(br, websocket.CloseMessage)
 				got <- p
 			})
-			e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+			e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
 			d := &websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}, EnableCompression: tt.deflate}
 			c, _, err := e.tryDial(bearer(tokDemo), d)
 			if err != nil {
@@ -224,7 +224,7 @@ func TestBackendCloseCodes(t *testing.T) {
 			url := rawBackend(t, rawFrame(true, 8, string(payload[:]), 0), func(c net.Conn, br *bufio.Reader) {
 				_, _ = backendGets(br, websocket.CloseMessage)
 			})
-			e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+			e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
 			c := e.dial(bearer(tokDemo))
 			if code := closeCode(t, c); code != tt.client {
 				t.Errorf("backend close %d: client got %d, want %d", tt.backend, code, tt.client)
@@ -267,22 +267,22 @@ func pongingBackend(t *testing.T, send <-chan []byte, pings *atomic.Int64) strin
 // PingInterval; a backend that answers stays however long it says
 // nothing; one that stops answering is lost after IdleTimeout (1011 to the
 // client); one that stalls mid-message, its pongs still coming, is lost
-// after BackendMessageTimeout.
+// after Backend.MessageTimeout.
 // It failed when: the gateway never pinged the backend and had no read
 // deadline on that leg (a stalled backend held the session until the
 // client left).
 func TestBackendKeepAlive(t *testing.T) {
 	timing := func(c *Config) {
-		c.PingInterval = 200 * time.Millisecond
-		c.IdleTimeout = time.Second
-		c.BackendMessageTimeout = 1500 * time.Millisecond
+		c.Transport.PingInterval = 200 * time.Millisecond
+		c.Transport.IdleTimeout = time.Second
+		c.Backend.MessageTimeout = 1500 * time.Millisecond
 	}
 	t.Run("answers", func(t *testing.T) {
 		var pings atomic.Int64
 		send := make(chan []byte, 1)
 		defer close(send)
 		url := pongingBackend(t, send, &pings)
-		e := newTestEnv(t, func(c *Config) { timing(c); c.Upstreams = []string{url} })
+		e := newTestEnv(t, func(c *Config) { timing(c); c.Backend.Upstreams = []string{url} })
 		c := e.dial(bearer(tokDemo))
 		go func() { // the client answers the gateway's pings (gorilla's reader does)
 			for {
@@ -303,7 +303,7 @@ func TestBackendKeepAlive(t *testing.T) {
 		url := rawBackend(t, nil, func(c net.Conn, br *bufio.Reader) {
 			time.Sleep(7 * time.Second) // reads nothing, sends nothing
 		})
-		e := newTestEnv(t, func(c *Config) { timing(c); c.Upstreams = []string{url} })
+		e := newTestEnv(t, func(c *Config) { timing(c); c.Backend.Upstreams = []string{url} })
 		c := e.dial(bearer(tokDemo))
 		start := time.Now()
 		if code := closeCode(t, c); code != websocket.CloseInternalServerErr {
@@ -318,7 +318,7 @@ func TestBackendKeepAlive(t *testing.T) {
 		send := make(chan []byte, 1)
 		defer close(send)
 		url := pongingBackend(t, send, &pings)
-		e := newTestEnv(t, func(c *Config) { timing(c); c.Upstreams = []string{url} })
+		e := newTestEnv(t, func(c *Config) { timing(c); c.Backend.Upstreams = []string{url} })
 		c := e.dial(bearer(tokDemo))
 		// A 1 MB message's first frame, then nothing but pongs.
 		send <- append([]byte{0x01, 127}, binary.BigEndian.AppendUint64(nil, 1<<20)...)

@@ -22,13 +22,13 @@ import (
 // buffer, buffer to batch). Otherwise it works as backendLoop, and answers
 // the backend as gorilla's reader would: a ping with a pong, a close with
 // the close echoed (the error is then a *websocket.CloseError), a message
-// over MaxBackendMessageBytes with close 1009 (websocket.ErrReadLimit), a
+// over Backend.MaxMessageBytes with close 1009 (websocket.ErrReadLimit), a
 // protocol error with close 1002; the end of the stream is a CloseError
 // with code 1006, as gorilla has it.
 func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 	defer s.wg.Done()
 	batch := s.cw != nil && !s.cw.Deflate()
-	limit := s.cfg.MaxBackendMessageBytes
+	limit := s.cfg.Backend.MaxMessageBytes
 	for {
 		contain.Point("ws.backend_reader")
 		if batch {

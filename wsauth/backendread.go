@@ -98,7 +98,7 @@ func (b *backendReader) releaseScratch() {
 // already queued.
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.wg.Done()
-	bc.SetReadLimit(s.cfg.MaxBackendMessageBytes)
+	bc.SetReadLimit(s.cfg.Backend.MaxMessageBytes)
 	batch := s.cw != nil && !s.cw.Deflate() // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
@@ -193,7 +193,7 @@ func (s *session) writeBatch() bool {
 	if err := s.cw.WriteFrames(frames, buf); err != nil {
 		s.clientWriteFailed(err)
 	} else {
-		s.cfg.Metrics.Delivered(n)
+		s.cfg.Hooks.Metrics.Delivered(n)
 	}
 	if !s.out.EndFlush() {
 		s.flush() // queued meanwhile
@@ -215,7 +215,7 @@ func (s *session) flushBatch() bool {
 // extendBackend sets the backend leg's read deadline: IdleTimeout from now
 // (it runs before each read from the backend's socket, and again after
 // the idle hook; the gateway's pings keep a live backend talking), and no
-// later than BackendMessageTimeout after the message being read began. As
+// later than Backend.MessageTimeout after the message being read began. As
 // extend, it skips a deadline later than the one set by less than
 // IdleTimeout/64. Backend reader only.
 func (s *session) extendBackend() {
@@ -223,13 +223,13 @@ func (s *session) extendBackend() {
 	if b.conn == nil {
 		return
 	}
-	d := time.Now().Add(s.cfg.IdleTimeout)
+	d := time.Now().Add(s.cfg.Transport.IdleTimeout)
 	if !b.msgAt.IsZero() {
-		if m := b.msgAt.Add(s.cfg.BackendMessageTimeout); m.Before(d) {
+		if m := b.msgAt.Add(s.cfg.Backend.MessageTimeout); m.Before(d) {
 			d = m
 		}
 	}
-	if ahead := d.Sub(b.readBy); ahead >= 0 && ahead < s.cfg.IdleTimeout/64 {
+	if ahead := d.Sub(b.readBy); ahead >= 0 && ahead < s.cfg.Transport.IdleTimeout/64 {
 		return
 	}
 	b.readBy = d

@@ -158,9 +158,9 @@ func TestBackendFrames(t *testing.T) {
 			got := make(chan result, 1)
 			url := rawBackend(t, tt.first, func(c net.Conn, br *bufio.Reader) { got <- tt.run(c, br) })
 			e := newTestEnv(t, func(c *Config) {
-				c.Upstreams = []string{url}
+				c.Backend.Upstreams = []string{url}
 				if tt.limit != 0 {
-					c.MaxBackendMessageBytes = tt.limit
+					c.Backend.MaxMessageBytes = tt.limit
 				}
 			})
 			c := e.dial(bearer(tokDemo))
@@ -227,7 +227,7 @@ func TestBackendFrameRuns(t *testing.T) {
 		pong <- p
 		_, _ = backendGets(br, websocket.CloseMessage)
 	})
-	e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+	e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
 	c := e.dial(bearer(tokDemo))
 	want := []struct {
 		typ  int
@@ -277,7 +277,7 @@ func TestBackendFrameRunsAcrossBatches(t *testing.T) {
 		}
 		_, _ = backendGets(br, websocket.CloseMessage)
 	})
-	e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{url} })
+	e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
 	c := e.dial(bearer(tokDemo))
 	for i := range n {
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))

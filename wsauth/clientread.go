@@ -76,7 +76,7 @@ func (s *session) readLoop() {
 	cc.SetPongHandler(func(data string) error { s.pings.Pong(data); s.extend(); return nil })
 	cc.SetPingHandler(func(data string) error {
 		s.extend()
-		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.cfg.WriteTimeout))
+		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.cfg.Transport.WriteTimeout))
 		return nil
 	})
 	for {
@@ -164,9 +164,9 @@ func (s *session) awaitRoom() bool {
 		}
 		s.flushBackend() // what the client sent goes before the wait
 		if timer == nil {
-			timer = time.NewTimer(s.cfg.WriteTimeout)
+			timer = time.NewTimer(s.cfg.Transport.WriteTimeout)
 		} else {
-			timer.Reset(s.cfg.WriteTimeout)
+			timer.Reset(s.cfg.Transport.WriteTimeout)
 		}
 		select {
 		case <-space: // the queue moved: wait on, afresh
@@ -227,9 +227,9 @@ func readCapped(dst []byte, r io.Reader, limit int64) ([]byte, error) {
 // deadline. Client reader only.
 func (s *session) maxMessage() int64 {
 	if s.in.state == StateAuthenticated {
-		return s.cfg.MaxMessageBytes
+		return s.cfg.Transport.MaxMessageBytes
 	}
-	return min(s.cfg.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.cfg.MaxTokenBytes)+8<<10))
+	return min(s.cfg.Transport.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.cfg.Auth.MaxTokenBytes)+8<<10))
 }
 
 func isConnError(err error) bool {
@@ -258,11 +258,11 @@ func (s *session) extend() {
 	if s.close.closing.Load() {
 		return
 	}
-	d := time.Now().Add(s.cfg.IdleTimeout)
+	d := time.Now().Add(s.cfg.Transport.IdleTimeout)
 	if s.in.state != StateAuthenticated && s.in.authDeadline.Before(d) {
 		d = s.in.authDeadline
 	}
-	if ahead := d.Sub(s.in.readBy); ahead >= 0 && ahead < s.cfg.IdleTimeout/64 {
+	if ahead := d.Sub(s.in.readBy); ahead >= 0 && ahead < s.cfg.Transport.IdleTimeout/64 {
 		return
 	}
 	s.in.readBy = d

@@ -15,7 +15,7 @@ import (
 )
 
 func TestRepliesPrecedeTheCloseFrame(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.AuthMaxMessages = 1 })
+	e := newTestEnv(t, func(c *Config) { c.Auth.MaxMessages = 1 })
 	c := e.dial(nil)
 	// The first message gets its Error reply, the second closes the
 	// socket: the reply, queued first, must reach the client before the
@@ -156,7 +156,7 @@ func TestShutdown(t *testing.T) {
 // what was not yet sent. linger's own case is a client whose receive
 // window is full, which needs a slow network to show.)
 func TestCloseFrameSurvivesUnreadInput(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.MaxMessageBytes = 64 << 10 })
+	e := newTestEnv(t, func(c *Config) { c.Transport.MaxMessageBytes = 64 << 10 })
 	c := e.dial(nil)
 	nc := c.NetConn()
 	// One frame header announcing 1 MiB of text, then its payload: the
@@ -191,9 +191,9 @@ func TestCloseFrameSurvivesUnreadInput(t *testing.T) {
 // the soak's slow readers saw exactly that at a backend restart.)
 func TestSlowReaderReachesTheCloseFrame(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.CloseGrace = 200 * time.Millisecond
-		c.PingInterval = 50 * time.Millisecond
-		c.IdleTimeout = time.Minute
+		c.Transport.CloseGrace = 200 * time.Millisecond
+		c.Transport.PingInterval = 50 * time.Millisecond
+		c.Transport.IdleTimeout = time.Minute
 	})
 	c := e.dial(bearer(tokDemo))
 	time.Sleep(300 * time.Millisecond) // pings wait in the client's backlog
@@ -234,8 +234,8 @@ func TestSlowReaderReachesTheCloseFrame(t *testing.T) {
 // its goroutine ends.
 func TestShutdownEndsLingeringSockets(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.CloseGrace = 100 * time.Millisecond
-		c.CloseLinger = time.Hour
+		c.Transport.CloseGrace = 100 * time.Millisecond
+		c.Transport.CloseLinger = time.Hour
 	})
 	before := goroutines()
 	c := e.dial(bearer(tokDemo))
@@ -277,7 +277,7 @@ func TestTeardownClosesAStubbornBackend(t *testing.T) {
 		close(ended)
 	}))
 	defer stubborn.Close()
-	e := newTestEnv(t, func(c *Config) { c.Upstreams = []string{"ws" + strings.TrimPrefix(stubborn.URL, "http") + "/"} })
+	e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{"ws" + strings.TrimPrefix(stubborn.URL, "http") + "/"} })
 	c := e.dial(bearer(tokDemo))
 	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Echo"}`)); err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func TestTeardownClosesAStubbornBackend(t *testing.T) {
 func TestTeardownDoesNotWaitForAStuckWrite(t *testing.T) {
 	const writeTimeout = 6 * time.Second
 	e := newTestEnv(t, func(c *Config) {
-		c.WriteTimeout = writeTimeout
+		c.Transport.WriteTimeout = writeTimeout
 	})
 	c := e.dial(bearer(tokDemo))
 	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Blast","Data":2000000}`)); err != nil {
@@ -358,8 +358,8 @@ func TestGiveUpStillClosesTheBackend(t *testing.T) {
 	}))
 	defer backend.Close()
 	e := newTestEnv(t, func(c *Config) {
-		c.Upstreams = []string{"ws" + strings.TrimPrefix(backend.URL, "http") + "/"}
-		c.SendQueue, c.SendQueueBytes, c.WriteTimeout = 16, 64<<10, 300*time.Millisecond
+		c.Backend.Upstreams = []string{"ws" + strings.TrimPrefix(backend.URL, "http") + "/"}
+		c.Transport.SendQueue, c.Transport.SendQueueBytes, c.Transport.WriteTimeout = 16, 64<<10, 300*time.Millisecond
 	})
 	_ = e.dial(bearer(tokDemo)) // reads nothing
 	eventually(t, "the slow client to be counted", func() bool {

@@ -5,9 +5,11 @@
 // what (the Controller/Topic -> scope table, the entitlement limits). The
 // sockets, on top of them:
 //
-//	config.go         Config, its Default* limits and Validate
-//	hooks.go          what the Caddy glue fills in: Verifier,
-//	                  PasswordChecker, Identity, Metrics
+//	config.go         Config and its groups Auth and Live, the Default*
+//	                  limits, Validate (each group's, and what spans groups)
+//	config_legs.go    Config's groups of the two legs: Backend and Transport
+//	hooks.go          what the Caddy glue fills in: Hooks (Verifier,
+//	                  PasswordChecker, Metrics, ...), Identity
 //	gateway.go        Gateway (New, ServeHTTP, Shutdown): the upgrade, the
 //	                  live sessions, the hijack adapter
 //	admit.go          what an upgrade request must pass before the 101:
@@ -30,8 +32,9 @@
 //	                  lock, reserved TransactionIDs
 //	supervise.go      the gateway's supervisor: expiry, token rechecks,
 //	                  grace
-//	limits.go         the entitlement limits enforced (subscriptions,
-//	                  message rate) and require_tls's withheld scopes
+//	limits.go         Limits, Config's group of the entitlement limits;
+//	                  the limits enforced (subscriptions, message rate)
+//	                  and require_tls's withheld scopes
 //	relay.go          the backend leg's dial with failover; who writes the
 //	                  send queue to the client, and when; the client writer
 //	queue.go          sendQueue, the client's bounded send queue

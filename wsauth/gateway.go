@@ -61,23 +61,23 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Logger, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
+	g := &Gateway{cfg: cfg, log: cfg.Hooks.Logger, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
 		places: places{bySource: map[string]int{}, users: map[string]int{}}}
 	g.upgrader = websocket.Upgrader{
-		HandshakeTimeout:  cfg.WriteTimeout,
-		Subprotocols:      slices.Clone(cfg.Subprotocols),
+		HandshakeTimeout:  cfg.Transport.WriteTimeout,
+		Subprotocols:      slices.Clone(cfg.Transport.Subprotocols),
 		CheckOrigin:       g.checkOrigin,
-		EnableCompression: !cfg.DisableCompression,
+		EnableCompression: !cfg.Transport.DisableCompression,
 		Error: func(w http.ResponseWriter, _ *http.Request, status int, _ error) {
 			http.Error(w, http.StatusText(status), status)
 		},
 	}
 	g.upgrader.WriteBufferPool = &bufferPool{}
 	g.dialer = websocket.Dialer{
-		HandshakeTimeout:  cfg.DialTimeout,
+		HandshakeTimeout:  cfg.Backend.DialTimeout,
 		Proxy:             nil,
-		NetDialContext:    wsframe.Dial(cfg.WriteTimeout),
-		NetDialTLSContext: wsframe.DialTLS(cfg.WriteTimeout),
+		NetDialContext:    wsframe.Dial(cfg.Transport.WriteTimeout),
+		NetDialTLSContext: wsframe.DialTLS(cfg.Transport.WriteTimeout),
 		WriteBufferPool:   &bufferPool{},
 		// The wsframe.Conn reads a TCP socket 32 KiB at a time; gorilla's
 		// own buffer, held by every connection, holds frame headers.
@@ -125,7 +125,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // An upgrade that fails, or that Shutdown overtakes, gives back the place
 // admit took, and ends the upgrade's span.
 func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request, adm admission, tr sockTrace, extended bool) {
-	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg.WriteTimeout}, r, nil)
+	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg.Transport.WriteTimeout}, r, nil)
 	if err != nil {
 		g.giveBack(&adm)
 		g.log.Debug("ws upgrade failed", zap.Error(err))
@@ -137,7 +137,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request, adm admission,
 		// Upgraded while Shutdown ran: closed as the live ones are.
 		g.giveBack(&adm)
 		tr.closed(time.Now(), "gateway", code, StateUnauthenticated, 0, nil)
-		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.WriteTimeout))
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.Transport.WriteTimeout))
 		_ = conn.Close()
 		return
 	}
@@ -253,7 +253,7 @@ func (b *bufferPool) Put(v any) { b.p.Put(v) }
 // says nothing of the backend's WebSocket service, only that something listens.
 func (g *Gateway) CheckBackend(ctx context.Context) error {
 	var errs []error
-	for _, u := range g.cfg.Upstreams {
+	for _, u := range g.cfg.Backend.Upstreams {
 		addr, err := upstreamAddr(u)
 		if err != nil {
 			errs = append(errs, err)

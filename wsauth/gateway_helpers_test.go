@@ -294,17 +294,19 @@ func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	core, logs := observer.New(zap.DebugLevel)
 	e.logs = logs
 	cfg := Config{
-		Upstreams: []string{e.backend.url()},
-		Verifier:  e.ver,
-		Metrics:   e.metrics,
-		Logger:    zap.New(core),
-		Now:       func() time.Time { return testNow },
-		BackendHeaders: func(h http.Header, id Identity) {
-			h.Set("X-User-Id", id.Subject)
-			h.Set("X-Client-Id", id.ClientID)
-			h.Set("X-Scopes", strings.Join(id.Scopes, " "))
+		Backend:   Backend{Upstreams: []string{e.backend.url()}},
+		Transport: Transport{CloseGrace: 500 * time.Millisecond},
+		Hooks: Hooks{
+			Verifier: e.ver,
+			Metrics:  e.metrics,
+			Logger:   zap.New(core),
+			Now:      func() time.Time { return testNow },
+			BackendHeaders: func(h http.Header, id Identity) {
+				h.Set("X-User-Id", id.Subject)
+				h.Set("X-Client-Id", id.ClientID)
+				h.Set("X-Scopes", strings.Join(id.Scopes, " "))
+			},
 		},
-		CloseGrace: 500 * time.Millisecond,
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -103,7 +103,7 @@ func TestMessageAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t, func(c *Config) {
 				if tt.motif {
-					c.Profile.Motif, c.ReturnAccessToken = true, []string{"*"}
+					c.Profile.Motif, c.Auth.ReturnAccessToken = true, []string{"*"}
 				}
 			})
 			c := e.dial(nil)
@@ -201,7 +201,7 @@ func TestAuthOwnerAndAuthCode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newTestEnv(t, func(c *Config) { c.Passwords, c.Codes = tt.checker, tt.codes })
+			e := newTestEnv(t, func(c *Config) { c.Hooks.Passwords, c.Hooks.Codes = tt.checker, tt.codes })
 			c := e.dial(nil)
 			if got := roundTrip(t, c, tt.msg); got != tt.want {
 				t.Fatalf("got %s\nwant %s", got, tt.want)
@@ -331,12 +331,12 @@ func TestUpgradeChecks(t *testing.T) {
 		{name: "two versions", path: "/ws?version=1.1&version=2.0", status: 400},
 		{name: "same-host origin", header: http.Header{"Origin": {"http://HOST"}}, status: 101},
 		{name: "foreign origin", header: http.Header{"Origin": {"http://evil.example"}}, status: 403},
-		{name: "allowed origin", mod: func(c *Config) { c.AllowedOrigins = []string{"https://app.example"} },
+		{name: "allowed origin", mod: func(c *Config) { c.Transport.AllowedOrigins = []string{"https://app.example"} },
 			header: http.Header{"Origin": {"https://app.example"}}, status: 101},
-		{name: "origin not in the list", mod: func(c *Config) { c.AllowedOrigins = []string{"https://app.example"} },
+		{name: "origin not in the list", mod: func(c *Config) { c.Transport.AllowedOrigins = []string{"https://app.example"} },
 			header: http.Header{"Origin": {"https://app.example.evil"}}, status: 403},
 		{name: "unsupported sub-protocol", protos: []string{"Other"}, status: 400},
-		{name: "configured sub-protocol", mod: func(c *Config) { c.Subprotocols = []string{"ZenithJson"} }, protos: []string{"ZenithJson"}, status: 101},
+		{name: "configured sub-protocol", mod: func(c *Config) { c.Transport.Subprotocols = []string{"ZenithJson"} }, protos: []string{"ZenithJson"}, status: 101},
 		{name: "no sub-protocol", noProto: true, status: 101},
 	}
 	for _, tt := range tests {
@@ -383,7 +383,7 @@ func TestAccessTokenReturnedOnlyToPermittedClients(t *testing.T) {
 		{"every client", []string{"*"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newTestEnv(t, func(c *Config) { c.ReturnAccessToken = tt.allowed })
+			e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken = tt.allowed })
 			c := e.dial(nil)
 			got := roundTrip(t, c, authToken("Bearer", tokDemo))
 			if has := strings.Contains(got, `"AccessToken":"`+tokB64+`"`); has != tt.want {

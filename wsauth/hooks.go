@@ -3,8 +3,84 @@ package wsauth
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
+
+	"go.uber.org/zap"
 )
+
+// Hooks are what the caller plugs into a Gateway: the credential checks,
+// the backend leg's identity headers, the revocation signal, the metrics,
+// the log, the clock, and how a request's client and security are read.
+// The Caddy glue fills them in.
+type Hooks struct {
+	// Verifier checks access tokens. Required.
+	Verifier Verifier
+	// Passwords answers AuthOwner; nil answers Reject.
+	Passwords PasswordChecker
+	// Codes answers AuthCode; nil answers Reject.
+	Codes CodeExchanger
+	// BackendHeaders sets the identity headers of the backend leg's
+	// upgrade request; nil sends none.
+	BackendHeaders func(h http.Header, id Identity)
+	// RevocationsChanged, when set, returns a channel that is closed the
+	// next time the Verifier's refusals may have grown (a revocation came
+	// in; the Caddy glue passes the identity verifier's
+	// RevocationsChanged), and is called again after each close. The
+	// supervisor then walks at once and verifies again every live session
+	// last checked before the change, instead of waiting for
+	// Live.RecheckInterval: a revocation ends the sessions it covers as
+	// soon as the verifier applies it. Default nil: RecheckInterval alone.
+	RevocationsChanged func() <-chan struct{}
+	// Metrics receives the gateway's counts; nil discards them.
+	Metrics Metrics
+	// Logger receives the audit log and the gateway's faults; nil
+	// discards them.
+	Logger *zap.Logger
+	// Now is the clock of the Auth replies (ExpiresIn), of the expiry
+	// checks and of Live.ExpiryGrace; nil means time.Now. Socket deadlines
+	// and Live.RecheckInterval use the system clock.
+	Now func() time.Time
+	// ClientIP is the client's address: what AuthOwner's brute-force
+	// defence counts failures by (OwnerCredentials.RemoteAddr), and the
+	// sessions' log lines show. nil means r.RemoteAddr. Behind a proxy
+	// the Caddy glue supplies Caddy's client IP, which honours the
+	// server's trusted_proxies: else every client would count as the
+	// proxy, and a stranger's wrong passwords would lock anyone out.
+	ClientIP func(r *http.Request) string
+	// Secure reports whether the client's connection is secure
+	// (Auth.RequireTLS); nil means r.TLS != nil. Behind a proxy that ends
+	// TLS the Caddy glue supplies one that trusts X-Forwarded-Proto only
+	// from trusted proxies.
+	Secure func(r *http.Request) bool
+}
+
+// Validate checks h and changes nothing.
+func (h *Hooks) Validate() error {
+	if h.Verifier == nil {
+		return errors.New("no verifier")
+	}
+	return nil
+}
+
+func (h Hooks) withDefaults() Hooks {
+	if h.ClientIP == nil {
+		h.ClientIP = func(r *http.Request) string { return r.RemoteAddr }
+	}
+	if h.Secure == nil {
+		h.Secure = func(r *http.Request) bool { return r.TLS != nil }
+	}
+	if h.Metrics == nil {
+		h.Metrics = nopMetrics{}
+	}
+	if h.Logger == nil {
+		h.Logger = zap.NewNop()
+	}
+	if h.Now == nil {
+		h.Now = time.Now
+	}
+	return h
+}
 
 // Identity is who a session speaks for, as the Verifier or the
 // PasswordChecker found it. The gateway treats it as read-only.
@@ -21,7 +97,7 @@ type Identity struct {
 	// Expiry is when the authentication expires; zero for never.
 	Expiry time.Time
 	// Token is the access token the identity was verified from, for an
-	// Identify reply's AccessToken (Config.ReturnAccessToken) and for a
+	// Identify reply's AccessToken (Auth.ReturnAccessToken) and for a
 	// BackendHeaders hook that passes the original Authorization on. It
 	// must never be logged.
 	Token string
@@ -44,7 +120,7 @@ type OwnerCredentials struct {
 	ClientSecret string
 	Username     string
 	Password     string
-	// RemoteAddr is the client's address (Config.ClientIP), for the
+	// RemoteAddr is the client's address (Hooks.ClientIP), for the
 	// brute-force defence.
 	RemoteAddr string
 }
@@ -100,10 +176,10 @@ const (
 
 // The kinds of limit Metrics.Limited counts.
 const (
-	LimitSubscriptions = "subscriptions" // Limits.Subscriptions, or MaxSubscriptionBytes
-	LimitRate          = "rate"          // Limits.MessagesPerSecond and Burst
+	LimitSubscriptions = "subscriptions" // policy.Limits.Subscriptions, or Limits.MaxSubscriptionBytes
+	LimitRate          = "rate"          // policy.Limits.MessagesPerSecond and Burst
 	LimitAuth          = "auth"          // Auth messages on an authenticated session (authLimits)
-	LimitSessions      = "sessions"      // Limits.Sessions: a user's live sessions
+	LimitSessions      = "sessions"      // policy.Limits.Sessions: a user's live sessions
 )
 
 // AuthMethod is how a session tried to authenticate.

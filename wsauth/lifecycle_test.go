@@ -101,7 +101,7 @@ func TestCompressedBombIsSmallOnTheWire(t *testing.T) {
 
 func TestAuthLimits(t *testing.T) {
 	t.Run("too many messages", func(t *testing.T) {
-		e := newTestEnv(t, func(c *Config) { c.AuthMaxMessages = 3 })
+		e := newTestEnv(t, func(c *Config) { c.Auth.MaxMessages = 3 })
 		c := e.dial(nil)
 		for i := range 3 {
 			roundTrip(t, c, `{"Controller":"Auth","Topic":"AuthToken","TransactionID":`+strconv.Itoa(i)+`,"Data":{"Provider":"Bearer","AccessToken":"x"}}`)
@@ -112,14 +112,14 @@ func TestAuthLimits(t *testing.T) {
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
-		e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 200 * time.Millisecond })
+		e := newTestEnv(t, func(c *Config) { c.Auth.Timeout = 200 * time.Millisecond })
 		c := e.dial(nil)
 		if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
 			t.Fatalf("close code %d", got)
 		}
 	})
 	t.Run("deadline during a hung verification", func(t *testing.T) {
-		e := newTestEnv(t, func(c *Config) { c.AuthTimeout = 200 * time.Millisecond })
+		e := newTestEnv(t, func(c *Config) { c.Auth.Timeout = 200 * time.Millisecond })
 		c := e.dial(nil)
 		_ = c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Auth","Topic":"AuthToken","Data":{"Provider":"Bearer","AccessToken":"`+tokHang+`"}}`))
 		if got := closeCode(t, c); got != websocket.ClosePolicyViolation {
@@ -127,7 +127,7 @@ func TestAuthLimits(t *testing.T) {
 		}
 	})
 	t.Run("unauthenticated bound", func(t *testing.T) {
-		e := newTestEnv(t, func(c *Config) { c.MaxUnauthenticated = 1 })
+		e := newTestEnv(t, func(c *Config) { c.Auth.MaxUnauthenticated = 1 })
 		c := e.dial(nil)
 		if _, resp, err := e.tryDial(nil, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("second unauthenticated socket: %v %v", resp, err)
@@ -141,7 +141,9 @@ func TestAuthLimits(t *testing.T) {
 		e.dial(nil)
 	})
 	t.Run("idle", func(t *testing.T) {
-		e := newTestEnv(t, func(c *Config) { c.PingInterval, c.IdleTimeout = 50*time.Millisecond, 300*time.Millisecond })
+		e := newTestEnv(t, func(c *Config) {
+			c.Transport.PingInterval, c.Transport.IdleTimeout = 50*time.Millisecond, 300*time.Millisecond
+		})
 		c := e.dial(bearer(tokDemo))
 		// A client that answers no ping is silent.
 		c.SetPingHandler(func(string) error { return nil })
@@ -155,7 +157,9 @@ func TestAuthLimits(t *testing.T) {
 		eventually(t, "the session to end", func() bool { return e.sessions() == 0 })
 	})
 	t.Run("pongs keep it open", func(t *testing.T) {
-		e := newTestEnv(t, func(c *Config) { c.PingInterval, c.IdleTimeout = 50*time.Millisecond, 300*time.Millisecond })
+		e := newTestEnv(t, func(c *Config) {
+			c.Transport.PingInterval, c.Transport.IdleTimeout = 50*time.Millisecond, 300*time.Millisecond
+		})
 		c := e.dial(bearer(tokDemo))
 		// Reading answers pings; one second is several idle periods.
 		_ = c.SetReadDeadline(time.Now().Add(time.Second))
@@ -178,7 +182,7 @@ func (e *testEnv) sessions() int {
 
 func TestSlowClientIsClosed(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.SendQueue, c.SendQueueBytes, c.WriteTimeout = 16, 64<<10, 300*time.Millisecond
+		c.Transport.SendQueue, c.Transport.SendQueueBytes, c.Transport.WriteTimeout = 16, 64<<10, 300*time.Millisecond
 	})
 	c := e.dial(bearer(tokDemo))
 	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Blast","Data":200000}`)); err != nil {
@@ -217,9 +221,9 @@ func TestBackendDown(t *testing.T) {
 		code    int
 		relayed bool
 	}{
-		{"unreachable", func(_ *testEnv, c *Config) { c.Upstreams = []string{dead()} }, websocket.CloseTryAgainLater, false},
+		{"unreachable", func(_ *testEnv, c *Config) { c.Backend.Upstreams = []string{dead()} }, websocket.CloseTryAgainLater, false},
 		{"refusing", nil, websocket.CloseInternalServerErr, false},
-		{"failover", func(e *testEnv, c *Config) { c.Upstreams = append([]string{dead()}, c.Upstreams...) }, 0, true},
+		{"failover", func(e *testEnv, c *Config) { c.Backend.Upstreams = append([]string{dead()}, c.Backend.Upstreams...) }, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -364,7 +368,7 @@ func TestReauthentication(t *testing.T) {
 // one does not overtake the tiny one.
 func TestRelayIntegrity(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.Limits = policy.Limits{MessagesPerSecond: 1e9, Burst: 1 << 30}
+		c.Limits.Default = policy.Limits{MessagesPerSecond: 1e9, Burst: 1 << 30}
 	})
 	const sessions, perSession = 4, 60
 	type exchange struct {
@@ -450,7 +454,7 @@ func TestRelayIntegrity(t *testing.T) {
 // or not, answers and stays.
 func TestClientThatDoesNotReadPingsIsClosed(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.PingInterval, c.IdleTimeout = 200*time.Millisecond, 1500*time.Millisecond
+		c.Transport.PingInterval, c.Transport.IdleTimeout = 200*time.Millisecond, 1500*time.Millisecond
 	})
 	deaf := e.dial(bearer(tokDemo))
 	reader := e.dial(bearer(tokDemo))

@@ -161,20 +161,20 @@ func TestSubscriptionLimit(t *testing.T) {
 		mod   func(*Config)
 		limit int
 	}{
-		{"config limit", func(c *Config) { c.Limits.Subscriptions = 2 }, 2},
+		{"config limit", func(c *Config) { c.Limits.Default.Subscriptions = 2 }, 2},
 		{"override by client", func(c *Config) {
-			c.Limits.Subscriptions = 2
-			c.LimitOverrides = []policy.LimitOverride{{ClientID: "demo-app", Limits: policy.Limits{Subscriptions: 3}}}
+			c.Limits.Default.Subscriptions = 2
+			c.Limits.Overrides = []policy.LimitOverride{{ClientID: "demo-app", Limits: policy.Limits{Subscriptions: 3}}}
 		}, 3},
 		{"override by scope", func(c *Config) {
-			c.Limits.Subscriptions = 2
-			c.LimitOverrides = []policy.LimitOverride{{Scope: policy.ScopeNews, Limits: policy.Limits{Subscriptions: 4}}, {Scope: policy.ScopeTrading, Limits: policy.Limits{Subscriptions: 9}}}
+			c.Limits.Default.Subscriptions = 2
+			c.Limits.Overrides = []policy.LimitOverride{{Scope: policy.ScopeNews, Limits: policy.Limits{Subscriptions: 4}}, {Scope: policy.ScopeTrading, Limits: policy.Limits{Subscriptions: 9}}}
 		}, 4},
 		{"override for another client", func(c *Config) {
-			c.Limits.Subscriptions = 2
-			c.LimitOverrides = []policy.LimitOverride{{ClientID: "other-app", Limits: policy.Limits{Subscriptions: 5}}}
+			c.Limits.Default.Subscriptions = 2
+			c.Limits.Overrides = []policy.LimitOverride{{ClientID: "other-app", Limits: policy.Limits{Subscriptions: 5}}}
 		}, 2},
-		{"bytes kept", func(c *Config) { c.MaxSubscriptionBytes = int64(3*sub0 - 1) }, 2},
+		{"bytes kept", func(c *Config) { c.Limits.MaxSubscriptionBytes = int64(3*sub0 - 1) }, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t, tt.mod)
@@ -212,10 +212,10 @@ func TestRateLimit(t *testing.T) {
 		mod   func(*Config)
 		burst int
 	}{
-		{"config limit", func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: 3} }, 3},
+		{"config limit", func(c *Config) { c.Limits.Default = policy.Limits{MessagesPerSecond: 0.001, Burst: 3} }, 3},
 		{"override by scope", func(c *Config) {
-			c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: 3}
-			c.LimitOverrides = []policy.LimitOverride{{Scope: policy.ScopeMarket, Limits: policy.Limits{Burst: 5}}}
+			c.Limits.Default = policy.Limits{MessagesPerSecond: 0.001, Burst: 3}
+			c.Limits.Overrides = []policy.LimitOverride{{Scope: policy.ScopeMarket, Limits: policy.Limits{Burst: 5}}}
 		}, 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,7 +258,7 @@ func TestRateLimit(t *testing.T) {
 // any other (its Error reply costs the gateway as much): past the burst,
 // it is answered Error/Limited.
 func TestRateLimitMalformed(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.Limits = policy.Limits{MessagesPerSecond: 0.001, Burst: 3} })
+	e := newTestEnv(t, func(c *Config) { c.Limits.Default = policy.Limits{MessagesPerSecond: 0.001, Burst: 3} })
 	c := e.dial(bearer(tokDemo))
 	for i := range 5 {
 		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Echo","TransactionID":`+strconv.Itoa(i)+`,"Action":"Get"}`)); err != nil {
@@ -315,7 +315,7 @@ func TestRequireTLS(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t, func(c *Config) {
-				c.RequireTLS, c.Secure, c.Passwords = tt.require, tt.secure, fakePasswords{}
+				c.Auth.RequireTLS, c.Hooks.Secure, c.Hooks.Passwords = tt.require, tt.secure, fakePasswords{}
 			})
 			var c *websocket.Conn
 			owner := `{"Controller":"Auth","Topic":"AuthOwner","TransactionID":1,"Data":{"ClientID":"demo-app","Username":"trader","Password":"trader"}}`
@@ -501,7 +501,7 @@ func TestRefusedLargeMessagesMakeLittleGarbage(t *testing.T) {
 // session is closed as slow once the queue stops moving.
 func TestNonReadingSenderIsNotRead(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) {
-		c.SendQueueBytes, c.WriteTimeout = 4<<20, time.Second
+		c.Transport.SendQueueBytes, c.Transport.WriteTimeout = 4<<20, time.Second
 	})
 	c := e.dial(bearer(tokDemo))
 	msg := []byte(`{"Controller":"Market","Topic":"Security!` + strings.Repeat("X", 600<<10) + `","Action":"Sub","TransactionID":7}`)

@@ -23,7 +23,7 @@ type authority struct {
 	bw          *wsframe.Conn   // bc's connection; likewise
 	standing    standing        // what the identity allows now
 	gen         uint32          // one more at each (re-)authentication
-	lapsedAt    time.Time       // when authority lapsed (Config.Now)
+	lapsedAt    time.Time       // when authority lapsed (Hooks.Now)
 	checkedAt   time.Time       // the token's last verification (system clock)
 	ended       bool            // teardown has begun: nothing more is written or pushed
 	graceClosed bool            // closed for ExpiryGrace
@@ -78,8 +78,8 @@ func (a standing) reason() string {
 // exact. s.mu held.
 func (s *session) setAuthorityLocked(a standing) {
 	if from, to := s.auth.standing.state(), a.state(); from != to {
-		s.cfg.Metrics.Sessions(from, -1)
-		s.cfg.Metrics.Sessions(to, 1)
+		s.cfg.Hooks.Metrics.Sessions(from, -1)
+		s.cfg.Hooks.Metrics.Sessions(to, 1)
 	}
 	s.auth.standing = a
 }
@@ -158,7 +158,7 @@ func (s *session) writeOwedLocked() error {
 // lapsed counts and logs (the audit entry) a lapse of id's authority,
 // with the verifier's refusal reason for a revocation.
 func (s *session) lapsed(a standing, id *Identity, refusal string) {
-	s.cfg.Metrics.Lapsed(a.reason())
+	s.cfg.Hooks.Metrics.Lapsed(a.reason())
 	f := []zap.Field{zap.String("reason", a.reason()), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.String("remote", s.remote)}
 	if refusal != "" {
@@ -199,7 +199,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		gen = s.auth.gen
 		s.auth.checkedAt = at
 		s.setAuthorityLocked(authLive)
-		s.in.limits = s.cfg.limitsFor(&s.auth.id)
+		s.in.limits = s.cfg.Limits.limitsFor(&s.auth.id)
 		if !wasLive {
 			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
 		}
@@ -221,7 +221,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		push = s.subs.identify
 	}()
 
-	s.cfg.Metrics.Reauthenticated()
+	s.cfg.Hooks.Metrics.Reauthenticated()
 	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
 		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.remote))
@@ -231,7 +231,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		s.reply(m)
 	}
 	if push {
-		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, s.identify(true), s.cfg.Profile, s.cfg.Now()))
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, s.identify(true), s.cfg.Profile, s.cfg.Hooks.Now()))
 	}
 	if err == nil && len(resend) > 0 {
 		err = s.resubscribe(gen, resend)
@@ -266,7 +266,7 @@ func (s *session) resubscribe(gen uint32, keys []subKey) error {
 // Client reader only.
 func (s *session) adopt(id *Identity) {
 	if s.in.insecure {
-		s.cfg.withhold(id)
+		s.cfg.Auth.withhold(id)
 	}
 }
 
@@ -284,7 +284,7 @@ func (s *session) identifySubscription(env *zenith.Envelope) {
 	live := s.auth.standing == authLive
 	s.mu.Unlock()
 	if env.Action == zenith.ActionSub {
-		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.cfg.Profile, s.cfg.Now()))
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.cfg.Profile, s.cfg.Hooks.Now()))
 	}
 }
 
@@ -294,7 +294,7 @@ func (s *session) identify(success bool) *zenith.Identify {
 	id := &zenith.Identify{Success: success}
 	if success {
 		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.auth.id.DisplayName, s.auth.id.Subject, s.auth.id.Expiry, s.auth.id.Scopes
-		if s.cfg.returnsToken(s.auth.id.ClientID) {
+		if s.cfg.Auth.returnsToken(s.auth.id.ClientID) {
 			id.AccessToken = s.auth.id.Token
 		}
 	}

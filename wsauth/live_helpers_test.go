@@ -11,7 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// testClock is a Config.Now the test sets.
+// testClock is a Hooks.Now the test sets.
 type testClock struct{ ns atomic.Int64 }
 
 func newTestClock(t time.Time) *testClock {
@@ -36,8 +36,8 @@ func newLiveEnv(t testing.TB, mod func(*Config)) (*testEnv, *testClock) {
 	t.Helper()
 	clock := newTestClock(testNow)
 	e := newTestEnv(t, func(c *Config) {
-		c.Now = clock.now
-		c.SuperviseInterval, c.RecheckInterval = testTick, testRecheck
+		c.Hooks.Now = clock.now
+		c.Live.SuperviseInterval, c.Live.RecheckInterval = testTick, testRecheck
 		if mod != nil {
 			mod(c)
 		}

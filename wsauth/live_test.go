@@ -105,7 +105,7 @@ func TestExpiryGrace(t *testing.T) {
 		resume bool
 	}{{"grace passed", false}, {"resumed within the grace", true}} {
 		t.Run(tt.name, func(t *testing.T) {
-			e, clock := newLiveEnv(t, func(c *Config) { c.ExpiryGrace = time.Minute })
+			e, clock := newLiveEnv(t, func(c *Config) { c.Live.ExpiryGrace = time.Minute })
 			c := e.dial(bearer(tokDemo))
 			subscribe(t, c, "Market", "Security!BHP.ASX", 11)
 			clock.set(testExpiry)

@@ -8,8 +8,8 @@ import (
 )
 
 // sendQueue is the client's send queue: a ring of outMsg, bounded by
-// maxMsgs messages (Config.SendQueue) and maxBytes bytes
-// (Config.SendQueueBytes; a single larger message passes when the queue is
+// maxMsgs messages (Transport.SendQueue) and maxBytes bytes
+// (Transport.SendQueueBytes; a single larger message passes when the queue is
 // empty), holding no memory while empty (Trim).
 //
 // Its producers are the client reader (replies), the backend reader (the

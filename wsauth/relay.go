@@ -24,15 +24,15 @@ import (
 // else 1013 (try again later). Neither carries detail.
 func (s *session) dialBackend() (*websocket.Conn, int) {
 	h := http.Header{}
-	if s.cfg.BackendHeaders != nil {
-		s.cfg.BackendHeaders(h, s.auth.id)
+	if s.cfg.Hooks.BackendHeaders != nil {
+		s.cfg.Hooks.BackendHeaders(h, s.auth.id)
 	}
 	d := s.g.dialer
 	if p := s.cc.Subprotocol(); p != "" {
 		d.Subprotocols = []string{p}
 	}
 	code := websocket.CloseInternalServerErr
-	for i, u := range s.cfg.Upstreams {
+	for i, u := range s.cfg.Backend.Upstreams {
 		target := u
 		if s.in.query != "" {
 			if strings.Contains(u, "?") {
@@ -41,7 +41,7 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 				target += "?" + s.in.query
 			}
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Backend.DialTimeout)
 		var dd wsframe.Dialed
 		bc, resp, err := d.DialContext(dd.Context(ctx), target, h)
 		cancel()
@@ -144,7 +144,7 @@ func (s *session) put(m outMsg, from producer) bool {
 			s.flushBackend() // it must not wait behind the client
 		}
 		if timer == nil {
-			timer = time.NewTimer(s.cfg.WriteTimeout)
+			timer = time.NewTimer(s.cfg.Transport.WriteTimeout)
 		}
 		select {
 		case <-space:
@@ -224,11 +224,11 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 		}
 	case s.cw == nil || s.cw.Deflate():
 		// Compressed: gorilla frames it, and writes it at once.
-		_ = s.cc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+		_ = s.cc.SetWriteDeadline(deadline(s.cfg.Transport.WriteTimeout))
 		if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
 			s.clientWriteFailed(err)
 		} else if m.backend {
-			s.cfg.Metrics.Delivered(1)
+			s.cfg.Hooks.Metrics.Delivered(1)
 		}
 	default:
 		if err := s.cw.AppendFrame(m.typ, m.data); err != nil {
@@ -252,7 +252,7 @@ func (s *session) flushClient(delivered int) int {
 		return 0
 	}
 	if delivered > 0 {
-		s.cfg.Metrics.Delivered(delivered)
+		s.cfg.Hooks.Metrics.Delivered(delivered)
 	}
 	return 0
 }
@@ -278,7 +278,7 @@ func (s *session) clientWriteFailed(err error) {
 // its own.
 func (s *session) writeLoop() {
 	defer s.wg.Done()
-	ping := time.NewTicker(s.cfg.PingInterval)
+	ping := time.NewTicker(s.cfg.Transport.PingInterval)
 	defer ping.Stop()
 	for {
 		select {
@@ -307,14 +307,14 @@ func (s *session) writeLoop() {
 // socket lingers that long after the close (CloseLinger), so it still
 // reaches the close frame. Client writer only.
 func (s *session) pingClient() {
-	payload, overdue := s.pings.Send(time.Now(), s.cfg.IdleTimeout)
+	payload, overdue := s.pings.Send(time.Now(), s.cfg.Transport.IdleTimeout)
 	if overdue {
 		if s.countSlow("client not answering pings") {
 			s.closeClient(websocket.ClosePolicyViolation)
 		}
 		return
 	}
-	_ = s.cc.WriteControl(websocket.PingMessage, payload, deadline(s.cfg.WriteTimeout))
+	_ = s.cc.WriteControl(websocket.PingMessage, payload, deadline(s.cfg.Transport.WriteTimeout))
 }
 
 // pingBackend pings the backend leg, if open, so that a live backend that
@@ -378,7 +378,7 @@ func (s *session) countSlow(reason string) bool {
 	if s.close.closing.Load() || s.close.ending.Load() || !s.close.slowSeen.CompareAndSwap(false, true) {
 		return false
 	}
-	s.cfg.Metrics.SlowClient()
+	s.cfg.Hooks.Metrics.SlowClient()
 	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.auth.subject()))
 	return true
 }

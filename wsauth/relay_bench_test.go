@@ -18,8 +18,8 @@ import (
 func BenchmarkRelay(b *testing.B) {
 	const batch = 2000
 	e := newTestEnv(b, func(c *Config) {
-		c.Logger, c.SendQueue = zap.NewNop(), 1024
-		c.Limits = policy.Limits{MessagesPerSecond: 1e9, Burst: 1 << 30} // one Blast per batch, not a client's rate
+		c.Hooks.Logger, c.Transport.SendQueue = zap.NewNop(), 1024
+		c.Limits.Default = policy.Limits{MessagesPerSecond: 1e9, Burst: 1 << 30} // one Blast per batch, not a client's rate
 	})
 	gw := e.dial(bearer(tokDemo))
 	direct, _, err := (&websocket.Dialer{Subprotocols: []string{DefaultSubprotocol}}).Dial(e.backend.url(), nil)

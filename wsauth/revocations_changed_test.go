@@ -8,7 +8,7 @@ import (
 	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
-// changes is a Config.RevocationsChanged the test fires.
+// changes is a Hooks.RevocationsChanged the test fires.
 type changes struct {
 	mu sync.Mutex
 	ch chan struct{}
@@ -34,14 +34,14 @@ func (c *changes) fire() {
 
 // TestRevocationsChanged: with the supervisor's walks and rechecks an
 // hour apart, a revocation ends a live session's authority only once
-// Config.RevocationsChanged signals, and then at once; a session whose
+// Hooks.RevocationsChanged signals, and then at once; a session whose
 // token the verifier still accepts is checked and goes on; and the next
 // signal (a fresh channel) works as the first.
 func TestRevocationsChanged(t *testing.T) {
 	sig := new(changes)
 	e, _ := newLiveEnv(t, func(c *Config) {
-		c.SuperviseInterval, c.RecheckInterval = time.Hour, time.Hour
-		c.RevocationsChanged = sig.wait
+		c.Live.SuperviseInterval, c.Live.RecheckInterval = time.Hour, time.Hour
+		c.Hooks.RevocationsChanged = sig.wait
 	})
 	revoked, kept, later := madeUpToken("u-1", []string{policy.ScopeMarket}, 24*time.Hour), madeUpToken("u-2", []string{policy.ScopeMarket}, 24*time.Hour),
 		madeUpToken("u-3", []string{policy.ScopeMarket}, 24*time.Hour)

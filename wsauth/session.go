@@ -75,7 +75,7 @@ type session struct {
 	cfg    *Config
 	cc     *websocket.Conn
 	cw     *wsframe.Conn // the client's connection, under cc
-	remote string        // the client's address (Config.ClientIP)
+	remote string        // the client's address (Hooks.ClientIP)
 	tr     sockTrace     // the socket's trace (trace.go); its zero value when the upgrade is not traced
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -100,9 +100,9 @@ type session struct {
 // which admit admitted as adm.
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission, tr sockTrace) *session {
 	s := &session{
-		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.ClientIP(r), tr: tr,
+		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.Hooks.ClientIP(r), tr: tr,
 		in:   clientReader{state: StateUnauthenticated, place: heldPlace{src: adm.src}},
-		out:  sendQueue{maxMsgs: g.cfg.SendQueue, maxBytes: g.cfg.SendQueueBytes},
+		out:  sendQueue{maxMsgs: g.cfg.Transport.SendQueue, maxBytes: g.cfg.Transport.SendQueueBytes},
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
@@ -113,7 +113,7 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission,
 	if adm.hasVersion {
 		s.in.query = "version=" + adm.version // its form is checked: nothing to escape
 	}
-	s.in.insecure = g.cfg.RequireTLS && !g.cfg.Secure(r)
+	s.in.insecure = g.cfg.Auth.RequireTLS && !g.cfg.Hooks.Secure(r)
 	// The request's values, not its cancellation: the request ends at the
 	// upgrade (ServeHTTP returns), the session later.
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
@@ -130,8 +130,8 @@ func (s *session) run(id *Identity, at time.Time) {
 	defer contain.Recover(s.g.log, "ws.client_reader", s.crashed)
 	s.wg.Add(1)
 	contain.Go(s.g.log, "ws.writer", s.writeLoop, s.crashed)
-	s.in.authDeadline = time.Now().Add(s.cfg.AuthTimeout)
-	s.cfg.Metrics.Sessions(StateUnauthenticated, 1)
+	s.in.authDeadline = time.Now().Add(s.cfg.Auth.Timeout)
+	s.cfg.Hooks.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
 		s.g.addUnauth(s.in.place.src) // authenticate gives it back again
 		if s.admitUser(id) {
@@ -157,7 +157,7 @@ func (s *session) crashed() {
 func (s *session) handle(msg []byte) {
 	if s.in.state != StateAuthenticated {
 		s.in.unauthMsgs++
-		if s.in.unauthMsgs > s.cfg.AuthMaxMessages {
+		if s.in.unauthMsgs > s.cfg.Auth.MaxMessages {
 			s.g.log.Info("ws session closed", zap.String("reason", "too many messages before authentication"), zap.String("remote", s.remote))
 			s.closeAfterQueued(websocket.ClosePolicyViolation)
 			return
@@ -180,7 +180,7 @@ func (s *session) handle(msg []byte) {
 		return
 	}
 	if env.Controller == "Auth" {
-		// Unauthenticated, AuthMaxMessages bounds them; afterwards a bucket
+		// Unauthenticated, Auth.MaxMessages bounds them; afterwards a bucket
 		// of their own, so a client cannot keep the verifier busy.
 		if s.in.state == StateAuthenticated && !s.in.authBucket.take(s.now(), &authLimits) {
 			s.limited(&env, LimitAuth)
@@ -235,7 +235,7 @@ func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 
 // deny answers env with Error/Authority, counts and logs it.
 func (s *session) deny(env *zenith.Envelope, why string) {
-	s.cfg.Metrics.Denied(controllerLabel(env.Controller))
+	s.cfg.Hooks.Metrics.Denied(controllerLabel(env.Controller))
 	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
 	s.replyError(env, zenith.CodeAuthority)
 }
@@ -243,7 +243,7 @@ func (s *session) deny(env *zenith.Envelope, why string) {
 // limited answers env with Error/Limited and counts it; kind is
 // LimitSubscriptions or LimitRate.
 func (s *session) limited(env *zenith.Envelope, kind string) {
-	s.cfg.Metrics.Limited(kind)
+	s.cfg.Hooks.Metrics.Limited(kind)
 	if ce := s.g.log.Check(zap.DebugLevel, "ws message limited"); ce != nil {
 		ce.Write(append(s.messageFields(env), zap.String("limit", kind))...)
 	}

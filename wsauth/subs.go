@@ -22,7 +22,7 @@ const CodeSession = "Session"
 // Reserved TransactionIDs. The gateway's own messages to the backend (the
 // Unsubs it sends when authority lapses or a scope is lost) carry
 // TransactionIDs of a reserved range, which the backend must be able to
-// read (Config.TransactionIDs): a tidScheme's base plus a per-session
+// read (Backend.TransactionIDs): a tidScheme's base plus a per-session
 // counter, wrapping within span, all of them written with the scheme's
 // prefix. A client message whose TransactionID is written with the prefix
 // (for TransactionIDsInt53, after any minus sign) is refused with
@@ -45,7 +45,7 @@ type tidScheme struct {
 	span      int64  // how many there are, from base up
 }
 
-// The schemes of Config.TransactionIDs.
+// The schemes of Backend.TransactionIDs.
 var (
 	// int53: the integers a double holds exactly, as JavaScript and the
 	// web client have them; the gateway's from 9007199254000000 to
@@ -176,7 +176,7 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 // Client reader only.
 func (s *session) reportRelayed() {
 	if s.in.relayed.n > 0 {
-		s.cfg.Metrics.Relayed(s.in.relayed.label, s.in.relayed.n)
+		s.cfg.Hooks.Metrics.Relayed(s.in.relayed.label, s.in.relayed.n)
 		s.in.relayed.n = 0
 	}
 }
@@ -193,7 +193,7 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	} else {
 		n += int64(len(k.topic))
 	}
-	if !had && len(s.subs.msgs) >= s.in.limits.Subscriptions || n > s.cfg.MaxSubscriptionBytes {
+	if !had && len(s.subs.msgs) >= s.in.limits.Subscriptions || n > s.cfg.Limits.MaxSubscriptionBytes {
 		return false
 	}
 	if s.subs.msgs == nil {
@@ -206,7 +206,7 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	}
 	s.subs.bytes = n
 	if !had {
-		s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), 1)
+		s.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), 1)
 	}
 	return true
 }
@@ -219,7 +219,7 @@ func (s *session) untrackLocked(k subKey) {
 	}
 	delete(s.subs.msgs, k)
 	s.subs.bytes -= int64(len(old) + len(k.topic))
-	s.cfg.Metrics.Subscriptions(controllerLabel(k.controller), -1)
+	s.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), -1)
 }
 
 // dropSubsLocked forgets every subscription (teardown). s.mu held.
@@ -250,7 +250,7 @@ func (t *subscriptions) keys() []subKey {
 // is the leg's one data writer.
 func (s *session) writeBackendLocked(msg []byte) error {
 	if s.auth.bw == nil {
-		_ = s.auth.bc.SetWriteDeadline(deadline(s.cfg.WriteTimeout))
+		_ = s.auth.bc.SetWriteDeadline(deadline(s.cfg.Transport.WriteTimeout))
 		return s.auth.bc.WriteMessage(websocket.TextMessage, msg)
 	}
 	return s.auth.bw.AppendFrame(websocket.TextMessage, msg)

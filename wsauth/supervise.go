@@ -20,13 +20,13 @@ const maxRecheckTimeout = 2 * time.Second
 // Every SuperviseInterval it walks the live sessions and, for each
 // authenticated one:
 //
-//   - ends the authority of an identity whose expiry (Config.Now) has
+//   - ends the authority of an identity whose expiry (Hooks.Now) has
 //     passed (lapseLocked);
 //   - every RecheckInterval verifies its token again, outside the
 //     session's lock: ErrRefused is a revocation, and ends authority as
 //     expiry does; a fault changes nothing, and the walk's other
 //     verifications wait for the next walk;
-//   - when Config.RevocationsChanged signals, walks at once and verifies
+//   - when Hooks.RevocationsChanged signals, walks at once and verifies
 //     again every session last checked before the signal (one skipped
 //     because its lock was busy is due at the next walk);
 //   - closes with 1008 a session whose authority lapsed more than
@@ -44,13 +44,13 @@ const maxRecheckTimeout = 2 * time.Second
 // loses its authority as soon as the write in progress ends, not when a
 // walk happens to find the lock free.
 func (g *Gateway) supervise(ctx context.Context) {
-	tick := time.NewTicker(g.cfg.SuperviseInterval)
+	tick := time.NewTicker(g.cfg.Live.SuperviseInterval)
 	defer tick.Stop()
 	var live []*session
 	var due []recheck
 	var changed <-chan struct{} // nil without RevocationsChanged: never ready
-	if g.cfg.RevocationsChanged != nil {
-		changed = g.cfg.RevocationsChanged()
+	if g.cfg.Hooks.RevocationsChanged != nil {
+		changed = g.cfg.Hooks.RevocationsChanged()
 	}
 	var changedAt time.Time // sessions checked before it are due
 	if g.supStarts.Add(1) > 1 {
@@ -64,11 +64,11 @@ func (g *Gateway) supervise(ctx context.Context) {
 			return
 		case <-tick.C:
 		case <-changed:
-			changed = g.cfg.RevocationsChanged()
+			changed = g.cfg.Hooks.RevocationsChanged()
 			changedAt = time.Now()
 		}
 		live = g.liveSessions(live)
-		now, wall := g.cfg.Now(), time.Now()
+		now, wall := g.cfg.Hooks.Now(), time.Now()
 		for _, s := range live {
 			if r, ok := s.inspect(ctx, now, wall, changedAt); ok {
 				due = append(due, r)
@@ -89,7 +89,7 @@ type recheck struct {
 	gen   uint32
 }
 
-// inspect is the supervisor's look at one session at now (Config.Now) and
+// inspect is the supervisor's look at one session at now (Hooks.Now) and
 // wall (the system clock): it lapses an expired identity, closes a session
 // past its grace, and reports a token due for verification (every
 // RecheckInterval, and when it was last checked before changedAt, the
@@ -100,7 +100,7 @@ func (s *session) inspect(ctx context.Context, now, wall, changedAt time.Time) (
 	if !s.mu.TryLock() {
 		s.whenFree(func() {
 			s.mu.Lock()
-			if r, due := s.inspectLocked(s.cfg.Now(), time.Now(), changedAt); due {
+			if r, due := s.inspectLocked(s.cfg.Hooks.Now(), time.Now(), changedAt); due {
 				s.g.verify(ctx, r, true)
 			}
 		})
@@ -164,10 +164,10 @@ func (s *session) inspectUnder(now, wall, changedAt time.Time) (r recheck, due, 
 		lapsed, id = authExpired, s.auth.id
 		s.lapseLocked(lapsed, now)
 	case s.auth.standing == authLive:
-		if s.auth.id.Token != "" && (wall.Sub(s.auth.checkedAt) >= s.cfg.RecheckInterval || s.auth.checkedAt.Before(changedAt)) {
+		if s.auth.id.Token != "" && (wall.Sub(s.auth.checkedAt) >= s.cfg.Live.RecheckInterval || s.auth.checkedAt.Before(changedAt)) {
 			r, due = recheck{s: s, token: s.auth.id.Token, gen: s.auth.gen}, true
 		}
-	case !s.auth.graceClosed && now.Sub(s.auth.lapsedAt) > s.cfg.ExpiryGrace:
+	case !s.auth.graceClosed && now.Sub(s.auth.lapsedAt) > s.cfg.Live.ExpiryGrace:
 		s.auth.graceClosed, closeIt, id = true, true, s.auth.id
 	}
 	return r, due, closeIt, lapsed, id
@@ -193,8 +193,8 @@ func (g *Gateway) recheck(ctx context.Context, due []recheck) {
 // false on a fault or at Shutdown.
 func (g *Gateway) verify(ctx context.Context, r recheck, wait bool) bool {
 	at := time.Now()
-	vctx, cancel := context.WithTimeout(ctx, min(g.cfg.RecheckInterval, maxRecheckTimeout))
-	_, err := g.cfg.Verifier.VerifyAccessToken(vctx, r.token)
+	vctx, cancel := context.WithTimeout(ctx, min(g.cfg.Live.RecheckInterval, maxRecheckTimeout))
+	_, err := g.cfg.Hooks.Verifier.VerifyAccessToken(vctx, r.token)
 	cancel()
 	switch {
 	case err == nil:
@@ -253,7 +253,7 @@ func (s *session) revoke(gen uint32, why string, wait bool) {
 // session re-authenticated, lapsed or ended meanwhile.
 func (s *session) revokeUnder(gen uint32) (a standing, id Identity, ok bool) {
 	defer s.mu.Unlock()
-	now := s.cfg.Now()
+	now := s.cfg.Hooks.Now()
 	if s.auth.ended || s.auth.standing != authLive || s.auth.gen != gen {
 		return authNone, Identity{}, false
 	}

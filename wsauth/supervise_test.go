@@ -92,7 +92,7 @@ func TestRevocation(t *testing.T) {
 // only under its lock; every gauge returns to zero.
 func TestManySessionsLapseAndReauthenticate(t *testing.T) {
 	const sessions, rounds = 16, 3
-	e, clock := newLiveEnv(t, func(c *Config) { c.RecheckInterval = testTick })
+	e, clock := newLiveEnv(t, func(c *Config) { c.Live.RecheckInterval = testTick })
 	conns := make([]*websocket.Conn, sessions)
 	for i := range conns {
 		subject := "u-" + strconv.Itoa(i)
@@ -231,7 +231,7 @@ func TestSupervisorLifecycle(t *testing.T) {
 // not once the slow leg's write has timed out.
 func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
 	const writeTimeout = 5 * time.Second
-	e, clock := newLiveEnv(t, func(c *Config) { c.WriteTimeout = writeTimeout })
+	e, clock := newLiveEnv(t, func(c *Config) { c.Transport.WriteTimeout = writeTimeout })
 	slow := dialAuthenticated(t, e, madeUpToken("u-slow", []string{policy.ScopeMarket}, -30*time.Minute), false)
 	subscribe(t, slow, "Market", "Security!BHP.ASX", 1)
 	other := dialAuthenticated(t, e, tokDemo, false)

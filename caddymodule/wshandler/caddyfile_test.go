@@ -24,8 +24,8 @@ func TestSendQueueSubdirectives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.SendQueueBytes != 1<<20 || cfg.SendQueue != 64 {
-		t.Fatalf("send queue %d bytes, %d messages; want 1048576 and 64", cfg.SendQueueBytes, cfg.SendQueue)
+	if cfg.Transport.SendQueueBytes != 1<<20 || cfg.Transport.SendQueue != 64 {
+		t.Fatalf("send queue %d bytes, %d messages; want 1048576 and 64", cfg.Transport.SendQueueBytes, cfg.Transport.SendQueue)
 	}
 	for _, bad := range []string{"send_queue_bytes 0", "send_queue_bytes -1", "send_queue_bytes", "send_queue 0", "send_queue many"} {
 		var h Handler
@@ -37,28 +37,41 @@ func TestSendQueueSubdirectives(t *testing.T) {
 }
 
 // TestValidateNamesAreJSONKeys: every knob a wsauth.Config.Validate error
-// can name is a JSON key of this module, so a JSON user reads the name
-// they wrote, or one of the core's own knobs this module never sets (their
-// defaults always pass). It failed when: the core said max_message_bytes
-// for the field JSON called max_message_size.
+// can name (Config.Validate and the Validate of each of its groups) is a
+// JSON key of this module, so a JSON user reads the name they wrote, or
+// one of the core's own knobs this module never sets (their defaults
+// always pass). It failed when: the core said max_message_bytes for the
+// field JSON called max_message_size.
 func TestValidateNamesAreJSONKeys(t *testing.T) {
 	coreOnly := map[string]bool{"close_grace": true, "dial_timeout": true, "max_backend_message_bytes": true,
-		"max_token_bytes": true, "supervise_interval": true, "write_timeout": true}
-	src, err := os.ReadFile(filepath.Join("..", "..", "wsauth", "config.go"))
+		"max_subscription_bytes": true, "max_token_bytes": true, "supervise_interval": true, "write_timeout": true}
+	files, err := filepath.Glob(filepath.Join("..", "..", "wsauth", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := string(src)
-	start := strings.Index(body, "func (c *Config) Validate() error {")
-	if start < 0 {
-		t.Fatal("wsauth.Config.Validate not found")
-	}
-	end := strings.Index(body[start:], "\n}\n")
+	// The validating methods of Config and of its groups, to their end.
+	method := regexp.MustCompile(`(?m)^func \(\w+ \*(?:Config|Backend|Transport|Auth|Live|Limits|Hooks)\) [Vv]alidate\w*\(\) error \{\n(?:.*\n)*?\}\n`)
 	names := map[string]bool{}
-	for _, lit := range regexp.MustCompile(`"[^"\n]*"`).FindAllString(body[start:start+end], -1) {
-		for _, n := range regexp.MustCompile(`\b[a-z]+(?:_[a-z]+)+\b`).FindAllString(lit, -1) {
-			names[n] = true
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
 		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, body := range method.FindAllString(string(src), -1) {
+			found++
+			for _, lit := range regexp.MustCompile(`"[^"\n]*"`).FindAllString(body, -1) {
+				for _, n := range regexp.MustCompile(`\b[a-z]+(?:_[a-z]+)+\b`).FindAllString(lit, -1) {
+					names[n] = true
+				}
+			}
+		}
+	}
+	if found < 8 {
+		t.Fatalf("only %d validating methods found: the scan is broken", found)
 	}
 	keys := map[string]bool{}
 	for _, typ := range []reflect.Type{reflect.TypeFor[Handler](), reflect.TypeFor[policy.Limits](), reflect.TypeFor[policy.LimitOverride]()} {
@@ -81,8 +94,8 @@ func TestValidateNamesAreJSONKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.CloseGrace != 0 || cfg.DialTimeout != 0 || cfg.MaxBackendMessageBytes != 0 || cfg.MaxTokenBytes != 0 ||
-		cfg.SuperviseInterval != 0 || cfg.WriteTimeout != 0 {
+	if cfg.Transport.CloseGrace != 0 || cfg.Backend.DialTimeout != 0 || cfg.Backend.MaxMessageBytes != 0 || cfg.Auth.MaxTokenBytes != 0 ||
+		cfg.Live.SuperviseInterval != 0 || cfg.Transport.WriteTimeout != 0 || cfg.Limits.MaxSubscriptionBytes != 0 {
 		t.Errorf("the module sets a core-only knob: %+v", cfg)
 	}
 }
@@ -101,8 +114,8 @@ func TestMaxMessageSizeIsAnAlias(t *testing.T) {
 	}{{h, 2048}, {Handler{MaxMessageSize: 4096}, 4096}, {Handler{MaxMessageSize: 4096, MaxMessageBytes: 8192}, 8192}} {
 		tc.h.Upstreams = []string{"ws://127.0.0.1:9090/"}
 		cfg, err := tc.h.config()
-		if err != nil || cfg.MaxMessageBytes != tc.want {
-			t.Errorf("%+v: max message bytes %d, %v; want %d", tc.h, cfg.MaxMessageBytes, err, tc.want)
+		if err != nil || cfg.Transport.MaxMessageBytes != tc.want {
+			t.Errorf("%+v: max message bytes %d, %v; want %d", tc.h, cfg.Transport.MaxMessageBytes, err, tc.want)
 		}
 	}
 }

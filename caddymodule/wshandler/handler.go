@@ -266,25 +266,36 @@ var defaultHeaders = map[string][]string{
 // without the parts only Provision has (verifier, passwords, logger).
 func (h *Handler) config() (wsauth.Config, error) {
 	cfg := wsauth.Config{
-		Upstreams: h.Upstreams, Subprotocols: h.Subprotocols, AllowedOrigins: h.AllowedOrigins,
-		DisableCompression: h.DisableCompression, MaxMessageBytes: cmp.Or(h.MaxMessageBytes, h.MaxMessageSize),
-		SendQueueBytes: h.SendQueueBytes, SendQueue: h.SendQueue,
-		AuthTimeout: time.Duration(h.AuthTimeout), AuthMaxMessages: h.AuthMaxMessages,
-		MaxUnauthenticated: h.MaxUnauthenticated, PingInterval: time.Duration(h.PingInterval),
-		IdleTimeout: time.Duration(h.IdleTimeout), ReturnAccessToken: h.ReturnAccessToken,
-		BackendMessageTimeout: time.Duration(h.BackendMessageTimeout),
-		Profile:               zenith.Profile{Vendor: h.Vendor, Motif: h.Motif},
-		RecheckInterval:       time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace),
-		LimitOverrides: h.LimitOverrides, RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
-		TransactionIDs: h.TransactionIDs, TraceSubject: h.TraceSubject,
-		Secure: secureConnection,
-		ClientIP: func(r *http.Request) string {
-			ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
-			return cmp.Or(ip, r.RemoteAddr)
+		Backend: wsauth.Backend{
+			Upstreams:      h.Upstreams,
+			MessageTimeout: time.Duration(h.BackendMessageTimeout),
+			TransactionIDs: h.TransactionIDs,
+		},
+		Transport: wsauth.Transport{
+			Subprotocols: h.Subprotocols, AllowedOrigins: h.AllowedOrigins,
+			DisableCompression: h.DisableCompression, MaxMessageBytes: cmp.Or(h.MaxMessageBytes, h.MaxMessageSize),
+			SendQueueBytes: h.SendQueueBytes, SendQueue: h.SendQueue,
+			PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout),
+		},
+		Auth: wsauth.Auth{
+			Timeout: time.Duration(h.AuthTimeout), MaxMessages: h.AuthMaxMessages,
+			MaxUnauthenticated: h.MaxUnauthenticated, ReturnAccessToken: h.ReturnAccessToken,
+			RequireTLS: h.RequireTLS, WithheldScopes: h.WithheldScopes,
+		},
+		Live:         wsauth.Live{RecheckInterval: time.Duration(h.RecheckInterval), ExpiryGrace: time.Duration(h.ExpiryGrace)},
+		Limits:       wsauth.Limits{Overrides: h.LimitOverrides},
+		Profile:      zenith.Profile{Vendor: h.Vendor, Motif: h.Motif},
+		TraceSubject: h.TraceSubject,
+		Hooks: wsauth.Hooks{
+			Secure: secureConnection,
+			ClientIP: func(r *http.Request) string {
+				ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+				return cmp.Or(ip, r.RemoteAddr)
+			},
 		},
 	}
 	if h.Limits != nil {
-		cfg.Limits = *h.Limits
+		cfg.Limits.Default = *h.Limits
 	}
 	if h.Policy != nil {
 		if err := h.Policy.Validate(); err != nil {
@@ -305,7 +316,7 @@ func (h *Handler) config() (wsauth.Config, error) {
 		return cfg, fmt.Errorf("gatehouse_ws: headers: %w", err)
 	}
 	pass := h.PassAuthorization
-	cfg.BackendHeaders = func(hdr http.Header, id wsauth.Identity) {
+	cfg.Hooks.BackendHeaders = func(hdr http.Header, id wsauth.Identity) {
 		headerPolicy.Apply(hdr, identityExpander(id))
 		if pass && id.Token != "" {
 			hdr.Set("Authorization", "Bearer "+id.Token)
@@ -349,7 +360,7 @@ func (h *Handler) Validate() error {
 	if err != nil {
 		return err
 	}
-	cfg.Verifier = nopVerifier{} // Provision fills the real one
+	cfg.Hooks.Verifier = nopVerifier{} // Provision fills the real one
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("gatehouse_ws: %w", err)
 	}
@@ -380,19 +391,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if v == nil {
 		return errors.New("gatehouse_ws: the gatehouse app has no verifier")
 	}
-	cfg.Verifier = verifierAdapter{v: v}
+	cfg.Hooks.Verifier = verifierAdapter{v: v}
 	// A revocation read by the verifier (at its poll, or at once on a
 	// notice from a shared store) has the live sessions checked again.
-	cfg.RevocationsChanged = v.RevocationsChanged
+	cfg.Hooks.RevocationsChanged = v.RevocationsChanged
 	if srv := app.Server(); srv != nil {
-		cfg.Passwords = ownerAdapter{srv: srv, v: v}
-		cfg.Codes = codeAdapter{srv: srv, v: v}
+		cfg.Hooks.Passwords = ownerAdapter{srv: srv, v: v}
+		cfg.Hooks.Codes = codeAdapter{srv: srv, v: v}
 	}
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
-	cfg.Metrics = metrics{}
-	cfg.Logger = h.logger
+	cfg.Hooks.Metrics = metrics{}
+	cfg.Hooks.Logger = h.logger
 	if h.gw, err = wsauth.New(cfg); err != nil {
 		return fmt.Errorf("gatehouse_ws: %w", err)
 	}

@@ -23,7 +23,7 @@ const (
 )
 
 // Limits are a session's entitlement limits. A zero field is "not set":
-// in the gateway's limits (wsauth.Config.Limits) it takes its Default*, in
+// in the gateway's limits (wsauth.Limits.Default) it takes its Default*, in
 // a LimitOverride it leaves the other limits to decide.
 type Limits struct {
 	// Subscriptions bounds the subscriptions a session holds at once
@@ -33,8 +33,8 @@ type Limits struct {
 	Subscriptions int `json:"subscriptions,omitempty"`
 	// MessagesPerSecond and Burst are a token bucket over the session's
 	// client messages other than Auth ones (which have their own bounds:
-	// AuthMaxMessages, the verifier's): Burst messages at once, then
-	// MessagesPerSecond on average. A message over it is answered
+	// the gateway's auth_max_messages, the verifier's): Burst messages at
+	// once, then MessagesPerSecond on average. A message over it is answered
 	// Error/Limited and not forwarded. Defaults DefaultMessagesPerSecond
 	// and DefaultBurst.
 	MessagesPerSecond float64 `json:"messages_per_second,omitempty"`
@@ -87,7 +87,7 @@ func (l Limits) validate(where string) []error {
 }
 
 // ValidateLimits checks a gateway's limits and their overrides (the
-// Limits and LimitOverrides of a wsauth.Config) and changes nothing.
+// Default and Overrides of a wsauth.Limits) and changes nothing.
 func ValidateLimits(limits Limits, overrides []LimitOverride) error {
 	errs := limits.validate("limits")
 	for i, o := range overrides {
