@@ -63,7 +63,7 @@ func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string) error
 		return err
 	}
 	defer caddy.Stop()
-	direct, stopDirect, err := startDirect(dbPath)
+	direct, stopDirect, err := startDirect(dbPath, c)
 	if err != nil {
 		return err
 	}
@@ -213,13 +213,16 @@ func startGatehouse(dir, dbPath string, nrows int, pgDSN string, clients int) (*
 	sum := sha256.Sum256([]byte(g.secret))
 	handlers := []obj{
 		{"handler": "gatehouse_identity"},
-		{"handler": "gatehouse_query", "max_rows": nrows + 1, "max_concurrent_per_user": clients,
-			"engine": obj{"engine": "sqlite", "path": dbPath, "max_read_conns": runtime.GOMAXPROCS(0) * 2, "statement_timeout": int64(10 * time.Minute)},
+		// One token drives every client: the per-user bounds (the queries at
+		// once and the share of the engine's connections) are lifted to them.
+		{"handler": "gatehouse_query", "max_rows": nrows + 1, "max_concurrent_per_user": clients, "max_user_share": 100,
+			"engine": obj{"engine": "sqlite", "path": dbPath, "max_read_conns": readConns(clients), "statement_timeout": int64(10 * time.Minute)},
 			"tables": []obj{{"table": "Security", "read": []string{"Service/Market"}}, {"table": "Ticks", "read": []string{"Service/Market"}}}},
 	}
 	if pgDSN != "" {
 		pg := pgRoute(pgDSN)
 		pg["max_concurrent_per_user"] = clients
+		pg["max_user_share"] = 100
 		handlers = append(handlers[:1], append([]obj{pg}, handlers[1:]...)...)
 	}
 	cfg := obj{
@@ -268,15 +271,21 @@ func (g *gatehouse) token() (string, error) {
 	return t.AccessToken, nil
 }
 
+// readConns is the read connections of both SQLite paths: one per client
+// at least (gatehouse answers 429 to a user's query past its share of
+// them, where database/sql would queue it; one token drives every client),
+// and twice the cores.
+func readConns(clients int) int { return max(clients, runtime.GOMAXPROCS(0)*2) }
+
 // startDirect serves the baseline: a minimal handler that runs the same
 // parameterized point select on a read-only connection and encodes the
 // same result shape with encoding/json.
-func startDirect(dbPath string) (string, func(), error) {
+func startDirect(dbPath string, clients int) (string, func(), error) {
 	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {
 		return "", nil, err
 	}
-	db.SetMaxOpenConns(runtime.GOMAXPROCS(0) * 2)
+	db.SetMaxOpenConns(readConns(clients))
 	st, err := db.Prepare(`SELECT "Code", "LastPrice", "Volume" FROM "Security" WHERE "Code" = ? AND "Exchange" = ?`)
 	if err != nil {
 		return "", nil, err
