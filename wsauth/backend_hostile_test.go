@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/binary"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -272,12 +273,14 @@ func pongingBackend(t *testing.T, send <-chan []byte, pings *atomic.Int64) strin
 // deadline on that leg (a stalled backend held the session until the
 // client left).
 func TestBackendKeepAlive(t *testing.T) {
+	t.Parallel() // an env of its own in each subtest, each mostly waiting
 	timing := func(c *Config) {
 		c.Transport.PingInterval = 200 * time.Millisecond
 		c.Transport.IdleTimeout = time.Second
 		c.Backend.MessageTimeout = 1500 * time.Millisecond
 	}
 	t.Run("answers", func(t *testing.T) {
+		t.Parallel()
 		var pings atomic.Int64
 		send := make(chan []byte, 1)
 		defer close(send)
@@ -300,6 +303,7 @@ func TestBackendKeepAlive(t *testing.T) {
 		}
 	})
 	t.Run("stops answering", func(t *testing.T) {
+		t.Parallel()
 		url := rawBackend(t, nil, func(c net.Conn, br *bufio.Reader) {
 			time.Sleep(7 * time.Second) // reads nothing, sends nothing
 		})
@@ -314,6 +318,7 @@ func TestBackendKeepAlive(t *testing.T) {
 		}
 	})
 	t.Run("stalls mid-message", func(t *testing.T) {
+		t.Parallel()
 		var pings atomic.Int64
 		send := make(chan []byte, 1)
 		defer close(send)
@@ -333,4 +338,49 @@ func TestBackendKeepAlive(t *testing.T) {
 			t.Errorf("the backend was never pinged")
 		}
 	})
+}
+
+// TestBackendCannotSmuggleFrames: a backend's frames that are not
+// plain data frames (a reserved opcode, a masked frame, RSV1, a close
+// with a code no endpoint may send) never reach the client as they are:
+// the client gets 1011. A backend close with a 4xxx code is relayed as a
+// code, without the backend's reason text.
+func TestBackendCannotSmuggleFrames(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		frame []byte
+		code  int
+	}{
+		{"reserved opcode", rawFrame(true, 0x3, "x", 0), websocket.CloseInternalServerErr},
+		{"masked", append([]byte{0x81, 0x81, 1, 2, 3, 4}, 'x'^1), websocket.CloseInternalServerErr},
+		{"RSV1", rawFrame(true, websocket.TextMessage, "x", 0x40), websocket.CloseInternalServerErr},
+		{"close 1005", rawFrame(true, websocket.CloseMessage, "\x03\xed", 0), websocket.CloseInternalServerErr},
+		{"close 1015", rawFrame(true, websocket.CloseMessage, "\x03\xf7", 0), websocket.CloseInternalServerErr},
+		{"close 4000 with a reason", rawFrame(true, websocket.CloseMessage, "\x0f\xa0secret-internal-detail", 0), 4000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url := rawBackend(t, tt.frame, func(c net.Conn, br *bufio.Reader) { _, _ = io.Copy(io.Discard, br) })
+			e := newTestEnv(t, func(c *Config) { c.Backend.Upstreams = []string{url} })
+			c := handDial(t, e, "Authorization: Bearer "+tokDemo+"\r\n", 5*time.Second)
+			if c.resp == nil || c.resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatal("no upgrade")
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for {
+				b0, p, err := readFrame(c.br)
+				if err != nil {
+					t.Fatalf("no close frame: %v", err)
+				}
+				if b0 != 0x80|websocket.CloseMessage && b0 != 0x80|websocket.PingMessage {
+					t.Fatalf("frame %#x %q reached the client", b0, p)
+				}
+				if b0&0xf == websocket.CloseMessage {
+					if code := int(binary.BigEndian.Uint16(p)); code != tt.code || len(p) != 2 {
+						t.Fatalf("close %d %q, want %d", code, p[2:], tt.code)
+					}
+					return
+				}
+			}
+		})
+	}
 }

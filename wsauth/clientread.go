@@ -232,9 +232,11 @@ func (s *session) maxMessage() int64 {
 	return min(s.cfg.Transport.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.cfg.Auth.MaxTokenBytes)+8<<10))
 }
 
+// isConnError reports whether err is the connection's failure (a network
+// error, a stream cut short, a closed socket) rather than the message's.
 func isConnError(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+	_, isNet := errors.AsType[net.Error](err)
+	return isNet || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
 // now is the time the client's last bytes arrived (the last read from its

@@ -12,8 +12,10 @@ import (
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
-// Defaults of the gateway's limits (issue 8, "Limits"; docs/protocol.md,
-// "Transport"). A zero Config field means its default.
+// Defaults of the gateway's limits: the bounds that keep one socket, or
+// one client without a credential, from holding more of the gateway than
+// its share (docs/protocol.md, "Transport"). A zero Config field means its
+// default.
 const (
 	// DefaultSubprotocol is the sub-protocol negotiated when
 	// Transport.Subprotocols names none (docs/api-surface.md §9).

@@ -453,6 +453,7 @@ func TestRelayIntegrity(t *testing.T) {
 // send queue does not see) grew without end. A client that reads, slowly
 // or not, answers and stays.
 func TestClientThatDoesNotReadPingsIsClosed(t *testing.T) {
+	t.Parallel() // its own env; 5 s of sending, mostly waiting
 	e := newTestEnv(t, func(c *Config) {
 		c.Transport.PingInterval, c.Transport.IdleTimeout = 200*time.Millisecond, 1500*time.Millisecond
 	})

@@ -1,14 +1,22 @@
 package wsauth
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
+	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
 
 // testClock is a Hooks.Now the test sets.
@@ -150,3 +158,188 @@ func (e *testEnv) noTokenLogged(t testing.TB, tokens ...string) {
 }
 
 const queryIdentify = `{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":2}`
+
+// writePipelined writes msgs as text frames in ONE write to the socket.
+func writePipelined(t testing.TB, c *websocket.Conn, msgs ...string) {
+	t.Helper()
+	var buf []byte
+	for _, m := range msgs {
+		buf = append(buf, handFrame(wsframe.FinalBit|websocket.TextMessage, []byte(m))...)
+	}
+	if _, err := c.NetConn().Write(buf); err != nil {
+		t.Fatalf("pipelined write: %v", err)
+	}
+}
+
+// readUntil reads messages until one equals marker, returning those
+// before it.
+func readUntil(t testing.TB, c *websocket.Conn, marker string) []string {
+	t.Helper()
+	var got []string
+	for range 100_000 {
+		m := readMsg(t, c)
+		if m == marker {
+			return got
+		}
+		got = append(got, m)
+	}
+	t.Fatal("marker never came")
+	return nil
+}
+
+// decodedEnv is an envelope as encoding/json reads it, names matched
+// without regard to case (backendSubs).
+type decodedEnv struct {
+	Controller    string
+	Topic         string
+	Action        string
+	TransactionID json.RawMessage
+}
+
+// backendSubs replays what the backend received as a backend that
+// keys subscriptions by Controller and Topic would: it returns the most
+// subscriptions held at once and those held at the end.
+func backendSubs(msgs []string) (maxHeld int, held map[string]bool) {
+	held = map[string]bool{}
+	for _, m := range msgs {
+		var env decodedEnv
+		if json.Unmarshal([]byte(m), &env) != nil {
+			continue
+		}
+		if env.Controller == "" {
+			env.Controller = zenith.DefaultController
+		}
+		k := env.Controller + "/" + env.Topic
+		switch env.Action {
+		case zenith.ActionSub:
+			held[k] = true
+		case zenith.ActionUnsub:
+			delete(held, k)
+		}
+		maxHeld = max(maxHeld, len(held))
+	}
+	return maxHeld, held
+}
+
+// onlySession is the gateway's only session.
+func onlySession(t testing.TB, e *testEnv) *session {
+	t.Helper()
+	var s *session
+	eventually(t, "one session", func() bool {
+		e.gw.mu.Lock()
+		defer e.gw.mu.Unlock()
+		if len(e.gw.sessions) != 1 {
+			return false
+		}
+		for x := range e.gw.sessions {
+			s = x
+		}
+		return true
+	})
+	return s
+}
+
+// gatedBackend is a backend whose upgrade waits for gate: a backend slow
+// to accept (under load, far away). Once upgraded it echoes every message.
+type gatedBackend struct {
+	srv     *httptest.Server
+	entered chan struct{} // one value per upgrade request
+	gate    chan struct{} // closed: upgrades proceed
+	once    sync.Once
+}
+
+func newGatedBackend(t testing.TB) *gatedBackend {
+	b := &gatedBackend{entered: make(chan struct{}, 16), gate: make(chan struct{})}
+	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol, "ZenithJson"}}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.entered <- struct{}{}
+		select {
+		case <-b.gate:
+		case <-time.After(20 * time.Second):
+			http.Error(w, "timeout", http.StatusServiceUnavailable)
+			return
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			typ, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			if c.WriteMessage(typ, msg) != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() { b.open(); b.srv.Close() })
+	return b
+}
+
+func (b *gatedBackend) open() { b.once.Do(func() { close(b.gate) }) }
+
+func (b *gatedBackend) url() string { return "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/zenith" }
+
+// gatedVerifier wraps a fakeVerifier; a verification of hold decides
+// (asks the inner verifier) at once, then waits for release before it
+// answers: a verifier whose answer is in flight (a remote introspection,
+// a slow database read) when the revocation lands.
+type gatedVerifier struct {
+	inner   *fakeVerifier
+	hold    string
+	decided chan struct{}
+	release chan struct{}
+}
+
+func (v *gatedVerifier) VerifyAccessToken(ctx context.Context, token string) (Identity, error) {
+	id, err := v.inner.VerifyAccessToken(ctx, token)
+	if token == v.hold && err == nil {
+		select {
+		case v.decided <- struct{}{}:
+		default:
+		}
+		select {
+		case <-v.release:
+		case <-ctx.Done():
+		}
+	}
+	return id, err
+}
+
+// waitArmed waits until the supervisor has taken the signal and asked for
+// the next one, then for a few more walks.
+func waitArmed(t testing.TB, sig *changes) {
+	t.Helper()
+	eventually(t, "the supervisor re-armed after the signal", func() bool {
+		sig.mu.Lock()
+		defer sig.mu.Unlock()
+		return sig.ch != nil
+	})
+	time.Sleep(10 * testTick)
+}
+
+// stillLive reports whether the session keeps its authority for 10 s:
+// it sends an Echo every 100 ms until one is refused (Error/Authority, or
+// a Reject pushed), and returns true, with the last echo, if none is. The
+// failure it catches kept the authority for RecheckInterval (an hour);
+// a loaded machine may take a few walks of the supervisor to end it.
+func stillLive(t testing.TB, c *websocket.Conn) (bool, string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tid := 777; time.Now().Before(deadline); tid++ {
+		echo := `{"Controller":"Market","Topic":"Echo","TransactionID":` + strconv.Itoa(tid) + `}`
+		if err := c.WriteMessage(websocket.TextMessage, []byte(echo)); err != nil {
+			t.Fatal(err)
+		}
+		for m := ""; m != echo; {
+			m = readMsg(t, c)
+			if strings.Contains(m, `"Result":"Reject"`) || strings.Contains(m, `"Data":"Authority"`) {
+				return false, m
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true, "an Echo forwarded after 10 s"
+}

@@ -230,6 +230,7 @@ func TestSupervisorLifecycle(t *testing.T) {
 // after it, the other lapses within a few walks, its Unsub at its backend,
 // not once the slow leg's write has timed out.
 func TestSlowBackendDoesNotDelayOthers(t *testing.T) {
+	t.Parallel() // its own env; it waits out the slow leg's WriteTimeout
 	const writeTimeout = 5 * time.Second
 	e, clock := newLiveEnv(t, func(c *Config) { c.Transport.WriteTimeout = writeTimeout })
 	slow := dialAuthenticated(t, e, madeUpToken("u-slow", []string{policy.ScopeMarket}, -30*time.Minute), false)

@@ -8,7 +8,8 @@ import (
 	"slices"
 )
 
-// Defaults of the entitlement limits (issue 10, "Entitlement limits").
+// Defaults of the entitlement limits: what one session may hold and send
+// unless the gateway's configuration says otherwise.
 const (
 	// DefaultSubscriptions bounds a session's live subscriptions.
 	DefaultSubscriptions = 500

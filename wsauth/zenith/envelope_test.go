@@ -126,8 +126,11 @@ func TestScanDataAliasesMessage(t *testing.T) {
 	}
 }
 
-// scanRefusals are the hostile messages of issue 8 and more, with the
-// error and reason Scan must give; they seed FuzzScan too.
+// scanRefusals are hostile messages, with the error and reason Scan must
+// give: what is not one JSON object, and envelopes a lenient backend could
+// read otherwise than the gateway (case, escaped or duplicate member
+// names, values of the wrong type, TransactionIDs a double cannot hold,
+// nesting deeper than a .NET backend reads). They seed FuzzScan too.
 var scanRefusals = []struct {
 	name   string
 	msg    string
