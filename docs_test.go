@@ -116,15 +116,6 @@ func TestDocLinksResolve(t *testing.T) {
 // to look, and passes.
 var outsideCitation = regexp.MustCompile(`(?m)\.\./shared|\bDESIGN\.md|\binterface\.md|\bzenith-protocol\.md|(?i:\bissues? #?\d+)|(?:^|[\s(\[,;])#\d+\b`)
 
-// pendingCitations are the files whose citations a change in progress
-// replaces: wsauth's, which the gateway's own change rewrites. An entry
-// whose file cites nothing any more should go.
-var pendingCitations = map[string]bool{
-	"wsauth/config.go":               true,
-	"wsauth/policy/limits.go":        true,
-	"wsauth/zenith/envelope_test.go": true,
-}
-
 // TestNoCitationOutsideTheRepository: no Go comment and no page cites a
 // document the repository does not contain (the design notes and specs it
 // was written from) or an issue number (outsideCitation), and every docs/…
@@ -150,7 +141,7 @@ func TestNoCitationOutsideTheRepository(t *testing.T) {
 		}
 		for _, cg := range f.Comments {
 			text := cg.Text()
-			if m := outsideCitation.FindString(text); m != "" && !pendingCitations[filepath.ToSlash(path)] && path != "docs_test.go" { // this file names the forms
+			if m := outsideCitation.FindString(text); m != "" && path != "docs_test.go" { // this file names the forms
 				t.Errorf("%s: a comment cites %q, which the repository does not hold: %.80q", path, strings.TrimLeft(m, " \t\n([,;"), text)
 			}
 			for _, m := range mdPath.FindAllStringSubmatch(text, -1) {
