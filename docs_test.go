@@ -110,10 +110,11 @@ func TestDocLinksResolve(t *testing.T) {
 }
 
 // outsideCitation matches a citation the repository cannot resolve: the
-// notes and specs it was written from (../shared, DESIGN.md, interface.md,
-// zenith-protocol.md), and the numbers of an issue tracker it does not hold
-// ("issue 8", "issue #8", "(#8)"). A project's "owner/repo#8" says where
-// to look, and passes.
+// names of the notes and specs it was written from (the pattern spells
+// them), and the numbers of an issue tracker it does not hold (the word
+// issue before a number, with or without a hash, or a hash and a number
+// after a space or a bracket). A project's "owner/repo" before the hash
+// says where to look, and passes.
 var outsideCitation = regexp.MustCompile(`(?m)\.\./shared|\bDESIGN\.md|\binterface\.md|\bzenith-protocol\.md|(?i:\bissues? #?\d+)|(?:^|[\s(\[,;])#\d+\b`)
 
 // TestNoCitationOutsideTheRepository: no Go comment and no page cites a
