@@ -145,3 +145,13 @@ func FromClaim(v any) (Set, error) {
 	}
 	return FromDetails(ds)
 }
+
+// ParseClaim reads an authorization_details claim from a verified token's
+// JSON as FromClaim does (repeated members refused).
+func ParseClaim(raw []byte) (Set, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return Set{}, fmt.Errorf("%w: %w", ErrDetails, err)
+	}
+	return FromClaim(v)
+}

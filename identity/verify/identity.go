@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/gatehouse/gatehouse/entitle"
 )
 
 // Identity is who a verified token speaks for. It is shared between
@@ -19,6 +21,9 @@ type Identity struct {
 	Expiry   time.Time
 	IssuedAt time.Time
 	AuthTime time.Time // zero for tokens without a user
+	// Entitlements are the market-data pairs of the token's
+	// authorization_details (docs/entitlements.md); empty when it has none.
+	Entitlements entitle.Set
 
 	payload    []byte // the verified claims, decoded on demand
 	claimsOnce sync.Once

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"crypto"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -353,6 +355,7 @@ type claims struct {
 	Iss, Sub, Jti, ClientID, Fid string
 	Aud, Scope                   any
 	Exp, Nbf, Iat, AuthTime      *float64
+	Details                      json.RawMessage // authorization_details, when present
 }
 
 // parseClaims decodes a verified payload strictly: exact member names,
@@ -377,6 +380,7 @@ func parseClaims(payload []byte) (*claims, error) {
 	if _, err := member(m, "scope", &c.Scope); err != nil {
 		return nil, err
 	}
+	c.Details = m["authorization_details"]
 	for _, d := range []struct {
 		name string
 		dst  **float64
@@ -415,6 +419,15 @@ func (v *Verifier) checkClaims(c *claims, payload []byte) (*Identity, *Error) {
 	}
 	if c.AuthTime != nil {
 		id.AuthTime = unixTime(*c.AuthTime)
+	}
+	if c.Details != nil {
+		// A token whose entitlements cannot be read is refused, not read
+		// as granting none: it was signed by someone who meant something.
+		set, err := entitle.ParseClaim(c.Details)
+		if err != nil {
+			return nil, refuse(ReasonMalformed, err)
+		}
+		id.Entitlements = set
 	}
 	switch s := c.Scope.(type) {
 	case string:

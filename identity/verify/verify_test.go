@@ -119,8 +119,20 @@ func TestGoodToken(t *testing.T) {
 	c["scope"] = []string{"a", "b"}
 	c["aud"] = []string{"other", "gatehouse"}
 	id, err = f.v.Verify(t.Context(), verifytest.Sign(h, c, f.issuer.Private))
-	if err != nil || !slices.Equal(id.Scopes, []string{"a", "b"}) {
+	if err != nil || !slices.Equal(id.Scopes, []string{"a", "b"}) || !id.Entitlements.IsEmpty() {
 		t.Fatalf("%+v %v", id, err)
+	}
+	// Entitlements: the market_data entries of authorization_details;
+	// entries of other types are not ours to read.
+	c = f.issuer.Claims("carol")
+	c["authorization_details"] = []any{
+		map[string]any{"type": "market_data", "venue": "NZX", "feeds": []string{"quotes"}},
+		map[string]any{"type": "payment_initiation", "amount": 1},
+		map[string]any{"type": "market_data", "venue": "ASX", "feeds": []string{"quotes", "depth"}},
+	}
+	id, err = f.v.Verify(t.Context(), verifytest.Sign(f.issuer.Header(), c, f.issuer.Private))
+	if err != nil || id.Entitlements.String() != "ASX:depth ASX:quotes NZX:quotes" {
+		t.Fatalf("entitlements %v, %v", id.Entitlements, err)
 	}
 }
 
@@ -304,6 +316,15 @@ func TestMalformedTokens(t *testing.T) {
 		{"scope of numbers", with(func(_, c map[string]any) { c["scope"] = []int{1} }), verify.ReasonMalformed},
 		{"iat in the future", with(func(_, c map[string]any) { c["iat"] = f.now.Add(time.Hour).Unix() }), verify.ReasonNotYetValid},
 		{"exp as a string", with(func(_, c map[string]any) { c["exp"] = "tomorrow" }), verify.ReasonMalformed},
+		{"market_data entry with two venues", with(func(_, c map[string]any) {
+			c["authorization_details"] = []any{map[string]any{"type": "market_data", "venue": "ASX", "venues": []string{"NZX"}, "feeds": []string{"quotes"}}}
+		}), verify.ReasonMalformed},
+		{"market_data venue in lower case", with(func(_, c map[string]any) {
+			c["authorization_details"] = []any{map[string]any{"type": "market_data", "venue": "asx", "feeds": []string{"quotes"}}}
+		}), verify.ReasonMalformed},
+		{"authorization_details an object", with(func(_, c map[string]any) {
+			c["authorization_details"] = map[string]any{"type": "market_data"}
+		}), verify.ReasonMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
