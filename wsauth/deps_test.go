@@ -12,7 +12,8 @@ import (
 // wsauth, zenith, policy and wsframe say it in words): besides the
 // standard library, each package may import only what its row lists (the
 // module's own packages without the module's path). zenith, the wire
-// vocabulary, is a leaf; policy reads only zenith; wsframe, the RFC 6455
+// vocabulary, is a leaf; policy reads only zenith and entitle (the
+// entitlements' vocabulary, a leaf of the module); wsframe, the RFC 6455
 // framing, reads only gorilla (its opcodes and errors); the gateway builds
 // on all three, and of OpenTelemetry imports the tracing API alone (its
 // spans go to the provider of the upgrade request's span; never the SDK
@@ -20,9 +21,9 @@ import (
 // zap; wsframe imports nothing of wsauth.
 var allowedImports = map[string][]string{
 	"wsauth/zenith":           {"github.com/go-json-experiment/json/jsontext"},
-	"wsauth/policy":           {"wsauth/zenith"},
+	"wsauth/policy":           {"wsauth/zenith", "entitle"},
 	"wsauth/internal/wsframe": {"github.com/gorilla/websocket"},
-	"wsauth": {"wsauth/zenith", "wsauth/policy", "wsauth/internal/wsframe", "internal/contain",
+	"wsauth": {"wsauth/zenith", "wsauth/policy", "wsauth/internal/wsframe", "internal/contain", "entitle",
 		"github.com/gorilla/websocket", "go.uber.org/zap",
 		"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/trace"},
 }
