@@ -47,15 +47,15 @@ func (s *session) handleAuth(env *zenith.Envelope) {
 // otherReplyTopic is the reply Topic of AuthOwner and AuthCode: Identify,
 // or the request's own topic in the motif profile.
 func (s *session) otherReplyTopic(env *zenith.Envelope) string {
-	if s.cfg.Profile.Motif {
+	if s.g.cfg.Profile.Motif {
 		return env.TopicBase()
 	}
 	return "Identify"
 }
 
 func (s *session) authToken(env *zenith.Envelope) {
-	topic := s.cfg.Profile.AuthTokenReplyTopic()
-	req, err := zenith.ParseAuthToken(env.Data, s.cfg.Auth.MaxTokenBytes)
+	topic := s.g.cfg.Profile.AuthTokenReplyTopic()
+	req, err := zenith.ParseAuthToken(env.Data, s.g.cfg.Auth.MaxTokenBytes)
 	switch {
 	case err != nil:
 		reason := "malformed AuthToken"
@@ -71,7 +71,7 @@ func (s *session) authToken(env *zenith.Envelope) {
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.cfg.Hooks.Verifier.VerifyAccessToken(ctx, req.AccessToken)
+	id, err := s.g.cfg.Hooks.Verifier.VerifyAccessToken(ctx, req.AccessToken)
 	if err == nil {
 		id.Token = req.AccessToken
 	}
@@ -80,7 +80,7 @@ func (s *session) authToken(env *zenith.Envelope) {
 
 func (s *session) authOwner(env *zenith.Envelope) {
 	topic := s.otherReplyTopic(env)
-	if s.cfg.Hooks.Passwords == nil {
+	if s.g.cfg.Hooks.Passwords == nil {
 		s.refuse(AuthOwnerMsg, AuthResultNo, "no password checker", topic, env)
 		return
 	}
@@ -90,11 +90,11 @@ func (s *session) authOwner(env *zenith.Envelope) {
 		return
 	}
 	cred := OwnerCredentials{ClientID: req.ClientID, ClientSecret: req.ClientSecret, Username: req.Username,
-		Password: req.Password, RemoteAddr: s.remote}
+		Password: req.Password, RemoteAddr: s.client.remote}
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.cfg.Hooks.Passwords.CheckOwner(ctx, cred)
+	id, err := s.g.cfg.Hooks.Passwords.CheckOwner(ctx, cred)
 	s.accept(AuthOwnerMsg, id, at, err, topic, env)
 }
 
@@ -103,9 +103,9 @@ func (s *session) authOwner(env *zenith.Envelope) {
 // verifier cannot keep an unauthenticated socket open.
 func (s *session) checkContext() (context.Context, context.CancelFunc) {
 	if s.in.state == StateAuthenticated {
-		return context.WithCancel(s.ctx)
+		return context.WithCancel(s.life.ctx)
 	}
-	return context.WithDeadline(s.ctx, s.in.authDeadline)
+	return context.WithDeadline(s.life.ctx, s.in.authDeadline)
 }
 
 // accept ends an authentication attempt that reached the verifier (err
@@ -118,13 +118,13 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	case errors.Is(err, ErrRefused):
 		s.refuse(method, AuthResultNo, refusalReason(err), topic, env)
 		return
-	case err != nil && s.ctx.Err() != nil:
+	case err != nil && s.life.ctx.Err() != nil:
 		return // the session is closing: no reply, no fault
 	case err != nil:
 		s.g.log.Error("ws credential check failed", zap.String("method", string(method)), zap.Error(err))
 		s.refuse(method, AuthResultErr, "verifier fault", topic, env)
 		return
-	case !id.Expiry.IsZero() && !id.Expiry.After(s.cfg.Hooks.Now()):
+	case !id.Expiry.IsZero() && !id.Expiry.After(s.g.cfg.Hooks.Now()):
 		s.refuse(method, AuthResultNo, "expired", topic, env)
 		return
 	case s.in.state == StateAuthenticated && id.Subject != s.auth.id.Subject:
@@ -134,9 +134,9 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 		s.refuse(method, AuthResultNo, "too many sessions of this user", topic, env)
 		return
 	}
-	s.cfg.Hooks.Metrics.Auth(method, AuthResultOK)
+	s.g.cfg.Hooks.Metrics.Auth(method, AuthResultOK)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
-		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
+		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.client.remote))
 	s.tr.attempt(method, AuthResultOK, "")
 	if s.in.state == StateAuthenticated {
 		s.reauthenticate(method, id, at, topic, env)
@@ -151,9 +151,9 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 // refuse answers Reject (Rejected in the motif profile), counts and logs
 // it. reason is the gateway's or the verifier's fixed wording.
 func (s *session) refuse(method AuthMethod, result, reason, topic string, env *zenith.Envelope) {
-	s.cfg.Hooks.Metrics.Auth(method, result)
+	s.g.cfg.Hooks.Metrics.Auth(method, result)
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
-		zap.String("reason", reason), zap.String("remote", s.remote), zap.String("session_user", s.auth.id.Subject))
+		zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("session_user", s.auth.id.Subject))
 	if s.in.state == StateAuthenticated {
 		s.tr.reauthenticated(s.tr.authAt, method, result, reason, &s.auth.id, false, 0, 0)
 	} else {
@@ -165,17 +165,17 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *z
 // replyIdentify sends the Identify data of the session's identity, or the
 // failure result.
 func (s *session) replyIdentify(topic string, env *zenith.Envelope, success bool) {
-	s.reply(zenith.AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.cfg.Profile, s.cfg.Hooks.Now()))
+	s.reply(zenith.AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.g.cfg.Profile, s.g.cfg.Hooks.Now()))
 }
 
 // admitUser counts the session as one of its user's (Limits.Sessions of
 // id's limits), before its first authentication; false, counted and
 // logged, when the user has as many already. Teardown uncounts it.
 func (s *session) admitUser(id *Identity) bool {
-	if !s.g.enterUser(id.Subject, s.cfg.Limits.limitsFor(id).Sessions) {
-		s.cfg.Hooks.Metrics.Limited(LimitSessions)
+	if !s.g.enterUser(id.Subject, s.g.cfg.Limits.limitsFor(id).Sessions) {
+		s.g.cfg.Hooks.Metrics.Limited(LimitSessions)
 		s.g.log.Info("ws session refused", zap.String("reason", "too many sessions of this user"),
-			zap.String("user", id.Subject), zap.String("remote", s.remote))
+			zap.String("user", id.Subject), zap.String("remote", s.client.remote))
 		return false
 	}
 	s.in.place.slot, s.in.place.counted = id.Subject, true
@@ -198,7 +198,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 		s.closeAfterQueued(code)
 		return false
 	}
-	s.in.limits = s.cfg.Limits.limitsFor(&id)
+	s.in.limits = s.g.cfg.Limits.limitsFor(&id)
 	subject := id.Subject
 	s.auth.user.Store(&subject)
 	s.in.state = StateAuthenticated
@@ -215,7 +215,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	if bw != nil {
 		bw.SetHooks(wsframe.Hooks{BeforeRead: s.extendBackend, Idle: s.backendIdle, Eager: true})
 	}
-	s.wg.Add(1)
+	s.life.wg.Add(1)
 	if bw != nil && bw.RawReads() {
 		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendFrames(bc, bw) }, s.crashed)
 	} else {

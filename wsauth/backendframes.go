@@ -26,9 +26,9 @@ import (
 // protocol error with close 1002; the end of the stream is a CloseError
 // with code 1006, as gorilla has it.
 func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
-	defer s.wg.Done()
-	batch := s.cw != nil && !s.cw.Deflate()
-	limit := s.cfg.Backend.MaxMessageBytes
+	defer s.life.wg.Done()
+	batch := s.client.wire != nil && !s.client.wire.Deflate()
+	limit := s.g.cfg.Backend.MaxMessageBytes
 	for {
 		contain.Point("ws.backend_reader")
 		if batch {
@@ -63,7 +63,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 			}
 			switch {
 			case s.close.writesEnded():
-			case s.subs.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix):
+			case s.subs.ownSent.Load() && answersGateway(msg, s.g.cfg.tids.prefix):
 			default:
 				if s.back.full(wsframe.MaxHeader+n) && !s.flushBatch() {
 					return

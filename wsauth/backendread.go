@@ -97,9 +97,9 @@ func (b *backendReader) releaseScratch() {
 // backend leg ends it queues the matching close behind the messages
 // already queued.
 func (s *session) backendLoop(bc *websocket.Conn) {
-	defer s.wg.Done()
-	bc.SetReadLimit(s.cfg.Backend.MaxMessageBytes)
-	batch := s.cw != nil && !s.cw.Deflate() // else gorilla frames each message
+	defer s.life.wg.Done()
+	bc.SetReadLimit(s.g.cfg.Backend.MaxMessageBytes)
+	batch := s.client.wire != nil && !s.client.wire.Deflate() // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
 		if err != nil {
@@ -136,7 +136,7 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 func (s *session) relayBackend(typ int, batch bool) bool {
 	bp := s.back.scratch
 	msg := *bp
-	if s.subs.ownSent.Load() && answersGateway(msg, s.cfg.tids.prefix) {
+	if s.subs.ownSent.Load() && answersGateway(msg, s.g.cfg.tids.prefix) {
 		return true // the backend's answer to the gateway's own message
 	}
 	if batch {
@@ -190,10 +190,10 @@ func (s *session) writeBatch() bool {
 		return false
 	}
 	frames, buf, n := s.back.takeBatch()
-	if err := s.cw.WriteFrames(frames, buf); err != nil {
+	if err := s.client.wire.WriteFrames(frames, buf); err != nil {
 		s.clientWriteFailed(err)
 	} else {
-		s.cfg.Hooks.Metrics.Delivered(n)
+		s.g.cfg.Hooks.Metrics.Delivered(n)
 	}
 	if !s.out.EndFlush() {
 		s.flush() // queued meanwhile
@@ -223,13 +223,13 @@ func (s *session) extendBackend() {
 	if b.conn == nil {
 		return
 	}
-	d := time.Now().Add(s.cfg.Transport.IdleTimeout)
+	d := time.Now().Add(s.g.cfg.Transport.IdleTimeout)
 	if !b.msgAt.IsZero() {
-		if m := b.msgAt.Add(s.cfg.Backend.MessageTimeout); m.Before(d) {
+		if m := b.msgAt.Add(s.g.cfg.Backend.MessageTimeout); m.Before(d) {
 			d = m
 		}
 	}
-	if ahead := d.Sub(b.readBy); ahead >= 0 && ahead < s.cfg.Transport.IdleTimeout/64 {
+	if ahead := d.Sub(b.readBy); ahead >= 0 && ahead < s.g.cfg.Transport.IdleTimeout/64 {
 		return
 	}
 	b.readBy = d

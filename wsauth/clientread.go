@@ -71,20 +71,20 @@ type relayCount struct {
 // readLoop reads client messages until the socket fails or closes. After
 // closeClient it only drains, until the client answers or CloseGrace ends.
 func (s *session) readLoop() {
-	cc := s.cc
+	cc := s.client.ws
 	var maxMsg int64 // the bound of the next message: s.maxMessage
 	cc.SetPongHandler(func(data string) error { s.pings.Pong(data); s.extend(); return nil })
 	cc.SetPingHandler(func(data string) error {
 		s.extend()
-		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.cfg.Transport.WriteTimeout))
+		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.g.cfg.Transport.WriteTimeout))
 		return nil
 	})
 	for {
 		if !s.close.closing.Load() && !s.close.stopping && !s.awaitRoom() {
 			continue // closed as slow: the next read drains
 		}
-		if s.cw == nil {
-			s.extend() // else before each read from the socket (cw.beforeRead)
+		if s.client.wire == nil {
+			s.extend() // else before each read from the socket (wire's BeforeRead hook)
 		}
 		if m := s.maxMessage(); m != maxMsg {
 			// gorilla's limit counts bytes on the wire, compressed; the
@@ -164,16 +164,16 @@ func (s *session) awaitRoom() bool {
 		}
 		s.flushBackend() // what the client sent goes before the wait
 		if timer == nil {
-			timer = time.NewTimer(s.cfg.Transport.WriteTimeout)
+			timer = time.NewTimer(s.g.cfg.Transport.WriteTimeout)
 		} else {
-			timer.Reset(s.cfg.Transport.WriteTimeout)
+			timer.Reset(s.g.cfg.Transport.WriteTimeout)
 		}
 		select {
 		case <-space: // the queue moved: wait on, afresh
 			space = nil
 		case <-timer.C:
 			return s.slow()
-		case <-s.ctx.Done(): // closing for another reason: the reader drains
+		case <-s.life.ctx.Done(): // closing for another reason: the reader drains
 			return false
 		}
 	}
@@ -227,9 +227,9 @@ func readCapped(dst []byte, r io.Reader, limit int64) ([]byte, error) {
 // deadline. Client reader only.
 func (s *session) maxMessage() int64 {
 	if s.in.state == StateAuthenticated {
-		return s.cfg.Transport.MaxMessageBytes
+		return s.g.cfg.Transport.MaxMessageBytes
 	}
-	return min(s.cfg.Transport.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.cfg.Auth.MaxTokenBytes)+8<<10))
+	return min(s.g.cfg.Transport.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.g.cfg.Auth.MaxTokenBytes)+8<<10))
 }
 
 // isConnError reports whether err is the connection's failure (a network
@@ -243,8 +243,8 @@ func isConnError(err error) bool {
 // socket returned), for the rate limits: one clock
 // reading per read, not per message. Client reader only.
 func (s *session) now() time.Time {
-	if s.cw != nil && !s.cw.ReadAt().IsZero() {
-		return s.cw.ReadAt()
+	if s.client.wire != nil && !s.client.wire.ReadAt().IsZero() {
+		return s.client.wire.ReadAt()
 	}
 	return time.Now()
 }
@@ -260,17 +260,17 @@ func (s *session) extend() {
 	if s.close.closing.Load() {
 		return
 	}
-	d := time.Now().Add(s.cfg.Transport.IdleTimeout)
+	d := time.Now().Add(s.g.cfg.Transport.IdleTimeout)
 	if s.in.state != StateAuthenticated && s.in.authDeadline.Before(d) {
 		d = s.in.authDeadline
 	}
-	if ahead := d.Sub(s.in.readBy); ahead >= 0 && ahead < s.cfg.Transport.IdleTimeout/64 {
+	if ahead := d.Sub(s.in.readBy); ahead >= 0 && ahead < s.g.cfg.Transport.IdleTimeout/64 {
 		return
 	}
 	s.in.readBy = d
-	_ = s.cc.NetConn().SetReadDeadline(d)
+	_ = s.client.ws.NetConn().SetReadDeadline(d)
 	if s.close.closing.Load() { // closeClient ran meanwhile: its deadline wins
-		_ = s.cc.NetConn().SetReadDeadline(time.Unix(0, s.close.by.Load()))
+		_ = s.client.ws.NetConn().SetReadDeadline(time.Unix(0, s.close.by.Load()))
 	}
 }
 
@@ -288,9 +288,9 @@ func (s *session) readFailed(err error) {
 		if s.in.state != StateAuthenticated {
 			reason = "authentication timeout"
 		}
-		s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.auth.id.Subject))
+		s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("user", s.auth.id.Subject))
 		s.closeClient(websocket.ClosePolicyViolation)
 		return
 	}
-	s.g.log.Debug("ws client gone", zap.String("remote", s.remote), zap.Error(err))
+	s.g.log.Debug("ws client gone", zap.String("remote", s.client.remote), zap.Error(err))
 }

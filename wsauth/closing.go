@@ -54,13 +54,13 @@ func (s *session) closeAfterQueued(code int) {
 // only drain, for CloseGrace at most. Safe from any goroutine.
 func (s *session) closeClient(code int) {
 	s.close.once.Do(func() {
-		by := time.Now().Add(s.cfg.Transport.CloseGrace)
+		by := time.Now().Add(s.g.cfg.Transport.CloseGrace)
 		s.close.by.Store(by.UnixNano())
 		s.close.sentCode.Store(int32(code))
 		s.close.closing.Store(true)
-		s.cancel() // a verification or a dial under way stops
-		_ = s.cc.NetConn().SetReadDeadline(by)
-		_ = s.cc.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(s.cfg.Transport.WriteTimeout))
+		s.life.cancel() // a verification or a dial under way stops
+		_ = s.client.ws.NetConn().SetReadDeadline(by)
+		_ = s.client.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(s.g.cfg.Transport.WriteTimeout))
 	})
 }
 
@@ -148,7 +148,7 @@ func (s *session) teardown() {
 	}
 	s.close.ending.Store(true)
 	s.reportRelayed()
-	s.cancel()
+	s.life.cancel()
 	gauge := s.endUnder()
 	if s.auth.bc != nil {
 		code := websocket.CloseGoingAway
@@ -160,27 +160,27 @@ func (s *session) teardown() {
 		// hook, perhaps inside its read, which the Close would wait for:
 		// nothing more goes to the client now (its close frame went
 		// first).
-		if s.cw != nil {
-			s.cw.Abort()
+		if s.client.wire != nil {
+			s.client.wire.Abort()
 		}
 		_ = s.auth.bc.Close()
 	}
 	// A close frame the client has not answered: the socket lingers
 	// (lingerClose) once the writer has ended, and nothing more is
 	// written to it.
-	linger := s.cw != nil && s.close.closing.Load() && s.close.clientCode == 0 && !s.close.gaveUp.Load()
+	linger := s.client.wire != nil && s.close.closing.Load() && s.close.clientCode == 0 && !s.close.gaveUp.Load()
 	if linger {
 		s.close.once.Do(func() {}) // the close frame is written (WriteTimeout at most)
-		s.cw.Abort()
+		s.client.wire.Abort()
 	} else {
-		_ = s.cc.Close()
+		_ = s.client.ws.Close()
 	}
-	close(s.done)
-	s.wg.Wait()
+	close(s.life.done)
+	s.life.wg.Wait()
 	if linger {
-		s.g.lingerClose(s.cw.NetConn())
+		s.g.lingerClose(s.client.wire.NetConn())
 	}
-	s.cfg.Hooks.Metrics.Sessions(gauge, -1)
+	s.g.cfg.Hooks.Metrics.Sessions(gauge, -1)
 	if s.in.state != StateAuthenticated {
 		s.g.giveUnauth(s.in.place.src)
 	}
@@ -230,8 +230,8 @@ func (s *session) endUnder() State {
 // the socket. No close handshake, no linger.
 func (s *session) giveUp() {
 	s.close.gaveUp.Store(true)
-	s.cancel() // a reader waiting for room (awaitRoom) stops waiting
+	s.life.cancel() // a reader waiting for room (awaitRoom) stops waiting
 	s.close.once.Do(func() { s.close.closing.Store(true) })
 	s.close.by.Store(aLongTimeAgo.UnixNano()) // extend, racing, sets this
-	_ = s.cc.NetConn().SetReadDeadline(aLongTimeAgo)
+	_ = s.client.ws.NetConn().SetReadDeadline(aLongTimeAgo)
 }

@@ -16,9 +16,10 @@
 //	                  its checks, header auth, the unauthenticated places
 //	                  and the sessions of each user
 //	xconnect.go       an extended CONNECT (HTTP/2, HTTP/3) as an upgrade
-//	session.go        one socket: its components and who owns each, its
-//	                  run, each client message authorized and forwarded,
-//	                  replies
+//	session.go        one socket: its components and who owns each (and
+//	                  clientConn, the client's socket, and lifetime, the
+//	                  session's context and end), its run, each client
+//	                  message authorized and forwarded, replies
 //	clientread.go     clientReader, the client reader's state; the read
 //	                  loop, the message bound, the read deadline
 //	auth.go           the Auth messages, answered by the gateway
@@ -60,8 +61,9 @@
 // what its lock guards: the client reader's clientReader, the
 // authority and subscriptions it shares with the supervisor under the
 // session's mu, the sendQueue with a lock of its own, the backend
-// reader's backendReader, the closer any goroutine may close with, and the
-// clientPings the client writer and the client reader share.
+// reader's backendReader, the closer any goroutine may close with, the
+// clientPings the client writer and the client reader share, and the
+// clientConn and lifetime set once and used by all of them.
 // Each component's type says what it holds.
 //
 // The RFC 6455 framing the session does itself, under gorilla's Conn, is

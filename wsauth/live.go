@@ -78,8 +78,8 @@ func (a standing) reason() string {
 // exact. s.mu held.
 func (s *session) setAuthorityLocked(a standing) {
 	if from, to := s.auth.standing.state(), a.state(); from != to {
-		s.cfg.Hooks.Metrics.Sessions(from, -1)
-		s.cfg.Hooks.Metrics.Sessions(to, 1)
+		s.g.cfg.Hooks.Metrics.Sessions(from, -1)
+		s.g.cfg.Hooks.Metrics.Sessions(to, 1)
 	}
 	s.auth.standing = a
 }
@@ -109,11 +109,11 @@ func (s *session) lapseLocked(a standing, now time.Time) {
 		s.subs.owed = append(s.subs.owed, s.subs.keys()...)
 		// Added under s.mu before teardown sets ended, so before its
 		// Wait; the writer is still counted.
-		s.wg.Add(1)
+		s.life.wg.Add(1)
 		contain.Go(s.g.log, "ws.unsubscribe", s.unsubscribe, s.crashed)
 	}
 	if a == authRevoked {
-		s.push(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, &zenith.Identify{}, s.cfg.Profile, now))
+		s.push(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, &zenith.Identify{}, s.g.cfg.Profile, now))
 	}
 }
 
@@ -123,7 +123,7 @@ func (s *session) lapseLocked(a standing, now time.Time) {
 // write fails. It waits on the backend as the client reader would, not
 // as the supervisor may: the supervisor skips the session meanwhile.
 func (s *session) unsubscribe() {
-	defer s.wg.Done()
+	defer s.life.wg.Done()
 	bw, user, err := func() (*wsframe.Conn, string, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -158,9 +158,9 @@ func (s *session) writeOwedLocked() error {
 // lapsed counts and logs (the audit entry) a lapse of id's authority,
 // with the verifier's refusal reason for a revocation.
 func (s *session) lapsed(a standing, id *Identity, refusal string) {
-	s.cfg.Hooks.Metrics.Lapsed(a.reason())
+	s.g.cfg.Hooks.Metrics.Lapsed(a.reason())
 	f := []zap.Field{zap.String("reason", a.reason()), zap.String("user", id.Subject),
-		zap.String("client_id", id.ClientID), zap.String("remote", s.remote)}
+		zap.String("client_id", id.ClientID), zap.String("remote", s.client.remote)}
 	if refusal != "" {
 		f = append(f, zap.String("refusal", refusal))
 	}
@@ -199,12 +199,12 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		gen = s.auth.gen
 		s.auth.checkedAt = at
 		s.setAuthorityLocked(authLive)
-		s.in.limits = s.cfg.Limits.limitsFor(&s.auth.id)
+		s.in.limits = s.g.cfg.Limits.limitsFor(&s.auth.id)
 		if !wasLive {
 			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
 		}
 		for _, k := range s.subs.keys() {
-			if ok, _ := s.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
+			if ok, _ := s.g.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
 				if !wasLive {
 					resend = append(resend, k)
 				}
@@ -221,17 +221,17 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		push = s.subs.identify
 	}()
 
-	s.cfg.Hooks.Metrics.Reauthenticated()
+	s.g.cfg.Hooks.Metrics.Reauthenticated()
 	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
-		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.remote))
+		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.client.remote))
 	s.tr.reauthenticated(s.tr.authAt, method, AuthResultOK, "", &id, !wasLive, len(resend), len(out)/2)
 	s.replyIdentify(topic, env, true)
 	for _, m := range out {
 		s.reply(m)
 	}
 	if push {
-		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, s.identify(true), s.cfg.Profile, s.cfg.Hooks.Now()))
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, s.identify(true), s.g.cfg.Profile, s.g.cfg.Hooks.Now()))
 	}
 	if err == nil && len(resend) > 0 {
 		err = s.resubscribe(gen, resend)
@@ -266,7 +266,7 @@ func (s *session) resubscribe(gen uint32, keys []subKey) error {
 // Client reader only.
 func (s *session) adopt(id *Identity) {
 	if s.in.insecure {
-		s.cfg.Auth.withhold(id)
+		s.g.cfg.Auth.withhold(id)
 	}
 }
 
@@ -284,7 +284,7 @@ func (s *session) identifySubscription(env *zenith.Envelope) {
 	live := s.auth.standing == authLive
 	s.mu.Unlock()
 	if env.Action == zenith.ActionSub {
-		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.cfg.Profile, s.cfg.Hooks.Now()))
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.g.cfg.Profile, s.g.cfg.Hooks.Now()))
 	}
 }
 
@@ -294,7 +294,7 @@ func (s *session) identify(success bool) *zenith.Identify {
 	id := &zenith.Identify{Success: success}
 	if success {
 		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.auth.id.DisplayName, s.auth.id.Subject, s.auth.id.Expiry, s.auth.id.Scopes
-		if s.cfg.Auth.returnsToken(s.auth.id.ClientID) {
+		if s.g.cfg.Auth.returnsToken(s.auth.id.ClientID) {
 			id.AccessToken = s.auth.id.Token
 		}
 	}

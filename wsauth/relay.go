@@ -24,15 +24,15 @@ import (
 // else 1013 (try again later). Neither carries detail.
 func (s *session) dialBackend() (*websocket.Conn, int) {
 	h := http.Header{}
-	if s.cfg.Hooks.BackendHeaders != nil {
-		s.cfg.Hooks.BackendHeaders(h, s.auth.id)
+	if s.g.cfg.Hooks.BackendHeaders != nil {
+		s.g.cfg.Hooks.BackendHeaders(h, s.auth.id)
 	}
 	d := s.g.dialer
-	if p := s.cc.Subprotocol(); p != "" {
+	if p := s.client.ws.Subprotocol(); p != "" {
 		d.Subprotocols = []string{p}
 	}
 	code := websocket.CloseInternalServerErr
-	for i, u := range s.cfg.Backend.Upstreams {
+	for i, u := range s.g.cfg.Backend.Upstreams {
 		target := u
 		if s.in.query != "" {
 			if strings.Contains(u, "?") {
@@ -41,7 +41,7 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 				target += "?" + s.in.query
 			}
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Backend.DialTimeout)
+		ctx, cancel := context.WithTimeout(s.life.ctx, s.g.cfg.Backend.DialTimeout)
 		var dd wsframe.Dialed
 		bc, resp, err := d.DialContext(dd.Context(ctx), target, h)
 		cancel()
@@ -144,14 +144,14 @@ func (s *session) put(m outMsg, from producer) bool {
 			s.flushBackend() // it must not wait behind the client
 		}
 		if timer == nil {
-			timer = time.NewTimer(s.cfg.Transport.WriteTimeout)
+			timer = time.NewTimer(s.g.cfg.Transport.WriteTimeout)
 		}
 		select {
 		case <-space:
 			space = nil
 		case <-timer.C:
 			return s.slow()
-		case <-s.done:
+		case <-s.life.done:
 			timer.Stop()
 			return false
 		}
@@ -215,23 +215,23 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 		s.closeClient(m.close)
 	case s.close.writesEnded():
 	case m.framed > 0:
-		err := s.cw.AppendFrames(m.data, m.buf)
+		err := s.client.wire.AppendFrames(m.data, m.buf)
 		m.buf = nil // the wsframe.Conn's now
 		if err != nil {
 			s.clientWriteFailed(err)
 		} else {
 			delivered += m.framed
 		}
-	case s.cw == nil || s.cw.Deflate():
+	case s.client.wire == nil || s.client.wire.Deflate():
 		// Compressed: gorilla frames it, and writes it at once.
-		_ = s.cc.SetWriteDeadline(deadline(s.cfg.Transport.WriteTimeout))
-		if err := s.cc.WriteMessage(m.typ, m.data); err != nil {
+		_ = s.client.ws.SetWriteDeadline(deadline(s.g.cfg.Transport.WriteTimeout))
+		if err := s.client.ws.WriteMessage(m.typ, m.data); err != nil {
 			s.clientWriteFailed(err)
 		} else if m.backend {
-			s.cfg.Hooks.Metrics.Delivered(1)
+			s.g.cfg.Hooks.Metrics.Delivered(1)
 		}
 	default:
-		if err := s.cw.AppendFrame(m.typ, m.data); err != nil {
+		if err := s.client.wire.AppendFrame(m.typ, m.data); err != nil {
 			s.clientWriteFailed(err)
 		} else if m.backend {
 			delivered++
@@ -244,15 +244,15 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 // flushClient writes the client's batch and counts its delivered backend
 // messages; it returns 0, the count of the next batch. The flusher only.
 func (s *session) flushClient(delivered int) int {
-	if s.cw == nil {
+	if s.client.wire == nil {
 		return 0
 	}
-	if err := s.cw.Flush(); err != nil {
+	if err := s.client.wire.Flush(); err != nil {
 		s.clientWriteFailed(err)
 		return 0
 	}
 	if delivered > 0 {
-		s.cfg.Hooks.Metrics.Delivered(delivered)
+		s.g.cfg.Hooks.Metrics.Delivered(delivered)
 	}
 	return 0
 }
@@ -277,12 +277,12 @@ func (s *session) clientWriteFailed(err error) {
 // back to the collector: an idle session holds none, a busy one keeps
 // its own.
 func (s *session) writeLoop() {
-	defer s.wg.Done()
-	ping := time.NewTicker(s.cfg.Transport.PingInterval)
+	defer s.life.wg.Done()
+	ping := time.NewTicker(s.g.cfg.Transport.PingInterval)
 	defer ping.Stop()
 	for {
 		select {
-		case <-s.done:
+		case <-s.life.done:
 			return
 		case <-s.wake:
 			contain.Point("ws.writer")
@@ -307,14 +307,14 @@ func (s *session) writeLoop() {
 // socket lingers that long after the close (CloseLinger), so it still
 // reaches the close frame. Client writer only.
 func (s *session) pingClient() {
-	payload, overdue := s.pings.Send(time.Now(), s.cfg.Transport.IdleTimeout)
+	payload, overdue := s.pings.Send(time.Now(), s.g.cfg.Transport.IdleTimeout)
 	if overdue {
 		if s.countSlow("client not answering pings") {
 			s.closeClient(websocket.ClosePolicyViolation)
 		}
 		return
 	}
-	_ = s.cc.WriteControl(websocket.PingMessage, payload, deadline(s.cfg.Transport.WriteTimeout))
+	_ = s.client.ws.WriteControl(websocket.PingMessage, payload, deadline(s.g.cfg.Transport.WriteTimeout))
 }
 
 // pingBackend pings the backend leg, if open, so that a live backend that
@@ -378,7 +378,7 @@ func (s *session) countSlow(reason string) bool {
 	if s.close.closing.Load() || s.close.ending.Load() || !s.close.slowSeen.CompareAndSwap(false, true) {
 		return false
 	}
-	s.cfg.Hooks.Metrics.SlowClient()
-	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.remote), zap.String("user", s.auth.subject()))
+	s.g.cfg.Hooks.Metrics.SlowClient()
+	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("user", s.auth.subject()))
 	return true
 }

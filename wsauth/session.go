@@ -29,10 +29,10 @@ const CodeUnknown = "Operation.Unknown"
 //     (clientread.go), of the close state stopping, stopCode and
 //     clientCode, and of the trace the upgrade's span, method and authAt
 //     (ServeHTTP's until the session runs); it reads the client socket and
-//     writes the backend leg
-//     (under mu): its forwards are batched in the leg's wsframe.Conn and
-//     written when the client socket has nothing more to read, or before
-//     the reader waits on anything else (flushBackend);
+//     writes the backend leg (under mu): its forwards are batched in the
+//     leg's wsframe.Conn and written when the client socket has nothing
+//     more to read, or before the reader waits on anything else
+//     (flushBackend);
 //   - the backend reader (backendLoop, backendFrames) owns back, a
 //     backendReader (backendread.go); it reads the backend leg, frames its
 //     messages into a batch of its own, and when the backend socket has
@@ -64,21 +64,17 @@ const CodeUnknown = "Operation.Unknown"
 //
 // The client's send queue (out, a sendQueue) has its own lock (queue.go
 // says what it guards, relay.go how the queue is written). Shared
-// otherwise: cw, wake, done, the close state (close, a closer,
-// closing.go, which says which of it any goroutine may touch), and the
-// socket's trace (tr, a sockTrace, trace.go, which says who touches
-// what: the supervisor reads its tracer and link for a lapse's span).
-// otherwise: cw, wake, done, and the close state (close, a closer,
-// closing.go, which says which of it any goroutine may touch).
+// otherwise: the client's connection (client, a clientConn), wake, the
+// session's lifetime (life, a lifetime), the close state (close, a
+// closer, closing.go, which says which of it any goroutine may touch),
+// and the socket's trace (tr, a sockTrace, trace.go, which says who
+// touches what: the supervisor reads its tracer and link for a lapse's
+// span). The configuration is the gateway's, g.cfg, read only.
 type session struct {
 	g      *Gateway
-	cfg    *Config
-	cc     *websocket.Conn
-	cw     *wsframe.Conn // the client's connection, under cc
-	remote string        // the client's address (Hooks.ClientIP)
-	tr     sockTrace     // the socket's trace (trace.go); its zero value when the upgrade is not traced
-	ctx    context.Context
-	cancel context.CancelFunc
+	client clientConn // the client's socket, set once by newSession
+	tr     sockTrace  // the socket's trace (trace.go); its zero value when the upgrade is not traced
+	life   lifetime   // the session's context and its end
 
 	in clientReader // the client reader's (clientread.go)
 
@@ -92,22 +88,52 @@ type session struct {
 
 	wake  chan struct{} // the client writer has messages to drain (capacity 1)
 	pings clientPings   // the pings the client has not answered (ping.go), with its own lock
-	done  chan struct{}
-	wg    sync.WaitGroup // the writer and the backend reader
+}
+
+// clientConn is the client's socket, the counterpart of the authority's
+// bc and bw. newSession sets it and nobody changes it after; how it is
+// used is the goroutines' division in session: the client reader reads
+// ws, the flusher alone writes data frames (through wire, or through ws
+// when wire is nil or deflates), any goroutine may write control frames
+// (ws.WriteControl) and move the read deadline to end the reads
+// (closeClient, giveUp), and teardown closes it.
+type clientConn struct {
+	ws     *websocket.Conn
+	wire   *wsframe.Conn // ws's connection, which frames the session's batches; nil when it is not one
+	remote string        // the client's address (Hooks.ClientIP), for the logs and the verifier
+}
+
+// lifetime is how long the session lasts, for the goroutines it starts
+// and the calls it makes. Set once by newSession; ctx, cancel and done
+// are safe from any goroutine, and wg is counted as its comments say.
+type lifetime struct {
+	// ctx bounds a verification, a dial and the client reader's wait for
+	// room; cancel ends it when the session begins to close
+	// (closeClient), gives the client up (giveUp) or tears down.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// done is closed by teardown, once the client socket is closed or
+	// lingering: the client writer stops, and so does a producer waiting
+	// for room in the queue.
+	done chan struct{}
+	// wg counts the session's own goroutines (the writer, the backend
+	// reader, an unsubscribe after a lapse): teardown waits for them
+	// after closing done.
+	wg sync.WaitGroup
 }
 
 // newSession is the session of a client socket, cc, upgraded from r,
 // which admit admitted as adm.
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission, tr sockTrace) *session {
 	s := &session{
-		g: g, cfg: &g.cfg, cc: cc, remote: g.cfg.Hooks.ClientIP(r), tr: tr,
+		g: g, client: clientConn{ws: cc, remote: g.cfg.Hooks.ClientIP(r)}, tr: tr,
 		in:   clientReader{state: StateUnauthenticated, place: heldPlace{src: adm.src}},
 		out:  sendQueue{maxMsgs: g.cfg.Transport.SendQueue, maxBytes: g.cfg.Transport.SendQueueBytes},
 		wake: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		life: lifetime{done: make(chan struct{})},
 	}
 	if cw, ok := cc.NetConn().(*wsframe.Conn); ok {
-		s.cw = cw
+		s.client.wire = cw
 		cw.SetHooks(wsframe.Hooks{BeforeRead: s.extend, Idle: s.flushBackend, Stamp: true})
 	}
 	if adm.hasVersion {
@@ -116,7 +142,7 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission,
 	s.in.insecure = g.cfg.Auth.RequireTLS && !g.cfg.Hooks.Secure(r)
 	// The request's values, not its cancellation: the request ends at the
 	// upgrade (ServeHTTP returns), the session later.
-	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	s.life.ctx, s.life.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
 	if tr.on() {
 		s.tr.began = time.Now()
 	}
@@ -128,10 +154,10 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission,
 func (s *session) run(id *Identity, at time.Time) {
 	defer s.teardown()
 	defer contain.Recover(s.g.log, "ws.client_reader", s.crashed)
-	s.wg.Add(1)
+	s.life.wg.Add(1)
 	contain.Go(s.g.log, "ws.writer", s.writeLoop, s.crashed)
-	s.in.authDeadline = time.Now().Add(s.cfg.Auth.Timeout)
-	s.cfg.Hooks.Metrics.Sessions(StateUnauthenticated, 1)
+	s.in.authDeadline = time.Now().Add(s.g.cfg.Auth.Timeout)
+	s.g.cfg.Hooks.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
 		s.g.addUnauth(s.in.place.src) // authenticate gives it back again
 		if s.admitUser(id) {
@@ -157,8 +183,8 @@ func (s *session) crashed() {
 func (s *session) handle(msg []byte) {
 	if s.in.state != StateAuthenticated {
 		s.in.unauthMsgs++
-		if s.in.unauthMsgs > s.cfg.Auth.MaxMessages {
-			s.g.log.Info("ws session closed", zap.String("reason", "too many messages before authentication"), zap.String("remote", s.remote))
+		if s.in.unauthMsgs > s.g.cfg.Auth.MaxMessages {
+			s.g.log.Info("ws session closed", zap.String("reason", "too many messages before authentication"), zap.String("remote", s.client.remote))
 			s.closeAfterQueued(websocket.ClosePolicyViolation)
 			return
 		}
@@ -170,7 +196,7 @@ func (s *session) handle(msg []byte) {
 			s.closeAfterQueued(websocket.CloseInvalidFramePayloadData)
 			return
 		}
-		s.g.log.Debug("ws message refused", zap.String("reason", se.Reason), zap.Int64("offset", se.Offset), zap.String("remote", s.remote))
+		s.g.log.Debug("ws message refused", zap.String("reason", se.Reason), zap.Int64("offset", se.Offset), zap.String("remote", s.client.remote))
 		if s.in.state == StateAuthenticated && !s.in.bucket.take(s.now(), &s.in.limits) {
 			// A refused message costs its reply: it counts as any other.
 			s.limited(&se.Echo, LimitRate)
@@ -198,12 +224,12 @@ func (s *session) handle(msg []byte) {
 		s.limited(&env, LimitRate)
 		return
 	}
-	if env.Present&zenith.HasTransactionID != 0 && (env.TransactionID < s.cfg.tids.min || env.TransactionID > s.cfg.tids.max) {
+	if env.Present&zenith.HasTransactionID != 0 && (env.TransactionID < s.g.cfg.tids.min || env.TransactionID > s.g.cfg.tids.max) {
 		// The backend could not read it: nor would it act on it.
 		s.replyError(&env, zenith.CodeDeserialise)
 		return
 	}
-	if s.cfg.tids.reserved(env.TransactionIDText) {
+	if s.g.cfg.tids.reserved(env.TransactionIDText) {
 		if ce := s.g.log.Check(zap.DebugLevel, "ws reserved transaction id refused"); ce != nil {
 			ce.Write(s.messageFields(&env)...)
 		}
@@ -227,7 +253,7 @@ func (s *session) handle(msg []byte) {
 func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 	c := &s.in.policy
 	if !c.valid || env.Controller != c.controller || env.Topic != c.topic {
-		c.ok, c.needed = s.cfg.Policy.Allowed(s.auth.id.Scopes, env.Controller, env.Topic)
+		c.ok, c.needed = s.g.cfg.Policy.Allowed(s.auth.id.Scopes, env.Controller, env.Topic)
 		c.controller, c.topic, c.valid = env.Controller, env.Topic, true
 	}
 	return c.ok, c.needed
@@ -235,7 +261,7 @@ func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 
 // deny answers env with Error/Authority, counts and logs it.
 func (s *session) deny(env *zenith.Envelope, why string) {
-	s.cfg.Hooks.Metrics.Denied(controllerLabel(env.Controller))
+	s.g.cfg.Hooks.Metrics.Denied(controllerLabel(env.Controller))
 	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
 	s.replyError(env, zenith.CodeAuthority)
 }
@@ -243,7 +269,7 @@ func (s *session) deny(env *zenith.Envelope, why string) {
 // limited answers env with Error/Limited and counts it; kind is
 // LimitSubscriptions or LimitRate.
 func (s *session) limited(env *zenith.Envelope, kind string) {
-	s.cfg.Hooks.Metrics.Limited(kind)
+	s.g.cfg.Hooks.Metrics.Limited(kind)
 	if ce := s.g.log.Check(zap.DebugLevel, "ws message limited"); ce != nil {
 		ce.Write(append(s.messageFields(env), zap.String("limit", kind))...)
 	}
@@ -266,7 +292,7 @@ func (s *session) messageFields(env *zenith.Envelope) []zap.Field {
 	if env.Present&zenith.HasTransactionID != 0 {
 		f = append(f, zap.Int64("transaction_id", env.TransactionID))
 	}
-	return append(f, zap.String("remote", s.remote))
+	return append(f, zap.String("remote", s.client.remote))
 }
 
 // reply queues one of the gateway's own messages for the client.

@@ -176,7 +176,7 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 // Client reader only.
 func (s *session) reportRelayed() {
 	if s.in.relayed.n > 0 {
-		s.cfg.Hooks.Metrics.Relayed(s.in.relayed.label, s.in.relayed.n)
+		s.g.cfg.Hooks.Metrics.Relayed(s.in.relayed.label, s.in.relayed.n)
 		s.in.relayed.n = 0
 	}
 }
@@ -193,7 +193,7 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	} else {
 		n += int64(len(k.topic))
 	}
-	if !had && len(s.subs.msgs) >= s.in.limits.Subscriptions || n > s.cfg.Limits.MaxSubscriptionBytes {
+	if !had && len(s.subs.msgs) >= s.in.limits.Subscriptions || n > s.g.cfg.Limits.MaxSubscriptionBytes {
 		return false
 	}
 	if s.subs.msgs == nil {
@@ -206,7 +206,7 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	}
 	s.subs.bytes = n
 	if !had {
-		s.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), 1)
+		s.g.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), 1)
 	}
 	return true
 }
@@ -219,7 +219,7 @@ func (s *session) untrackLocked(k subKey) {
 	}
 	delete(s.subs.msgs, k)
 	s.subs.bytes -= int64(len(old) + len(k.topic))
-	s.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), -1)
+	s.g.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), -1)
 }
 
 // dropSubsLocked forgets every subscription (teardown). s.mu held.
@@ -250,7 +250,7 @@ func (t *subscriptions) keys() []subKey {
 // is the leg's one data writer.
 func (s *session) writeBackendLocked(msg []byte) error {
 	if s.auth.bw == nil {
-		_ = s.auth.bc.SetWriteDeadline(deadline(s.cfg.Transport.WriteTimeout))
+		_ = s.auth.bc.SetWriteDeadline(deadline(s.g.cfg.Transport.WriteTimeout))
 		return s.auth.bc.WriteMessage(websocket.TextMessage, msg)
 	}
 	return s.auth.bw.AppendFrame(websocket.TextMessage, msg)
@@ -262,7 +262,7 @@ func (s *session) writeBackendLocked(msg []byte) error {
 // message can reach the backend.
 func (s *session) unsubBackendLocked(k subKey) error {
 	s.subs.ownSent.Store(true)
-	msg := zenith.AppendUnsub(nil, k.controller, k.topic, s.subs.nextTransactionID(nil, s.cfg.tids), false)
+	msg := zenith.AppendUnsub(nil, k.controller, k.topic, s.subs.nextTransactionID(nil, s.g.cfg.tids), false)
 	return s.writeBackendLocked(msg)
 }
 
@@ -270,7 +270,7 @@ func (s *session) unsubBackendLocked(k subKey) error {
 // has sent the backend a message of its own (ownSent); nil before.
 func (s *session) ownPrefix() []byte {
 	if s.subs.ownSent.Load() {
-		return s.cfg.tids.prefix
+		return s.g.cfg.tids.prefix
 	}
 	return nil
 }

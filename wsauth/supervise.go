@@ -100,7 +100,7 @@ func (s *session) inspect(ctx context.Context, now, wall, changedAt time.Time) (
 	if !s.mu.TryLock() {
 		s.whenFree(func() {
 			s.mu.Lock()
-			if r, due := s.inspectLocked(s.cfg.Hooks.Now(), time.Now(), changedAt); due {
+			if r, due := s.inspectLocked(s.g.cfg.Hooks.Now(), time.Now(), changedAt); due {
 				s.g.verify(ctx, r, true)
 			}
 		})
@@ -148,7 +148,7 @@ func (s *session) inspectLocked(now, wall, changedAt time.Time) (recheck, bool) 
 	}
 	if closeIt {
 		s.g.log.Info("ws session closed", zap.String("reason", "authority lapsed past the grace period"),
-			zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.remote))
+			zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.client.remote))
 		s.closeSoon(websocket.ClosePolicyViolation)
 	}
 	return r, due
@@ -164,10 +164,10 @@ func (s *session) inspectUnder(now, wall, changedAt time.Time) (r recheck, due, 
 		lapsed, id = authExpired, s.auth.id
 		s.lapseLocked(lapsed, now)
 	case s.auth.standing == authLive:
-		if s.auth.id.Token != "" && (wall.Sub(s.auth.checkedAt) >= s.cfg.Live.RecheckInterval || s.auth.checkedAt.Before(changedAt)) {
+		if s.auth.id.Token != "" && (wall.Sub(s.auth.checkedAt) >= s.g.cfg.Live.RecheckInterval || s.auth.checkedAt.Before(changedAt)) {
 			r, due = recheck{s: s, token: s.auth.id.Token, gen: s.auth.gen}, true
 		}
-	case !s.auth.graceClosed && now.Sub(s.auth.lapsedAt) > s.cfg.Live.ExpiryGrace:
+	case !s.auth.graceClosed && now.Sub(s.auth.lapsedAt) > s.g.cfg.Live.ExpiryGrace:
 		s.auth.graceClosed, closeIt, id = true, true, s.auth.id
 	}
 	return r, due, closeIt, lapsed, id
@@ -253,7 +253,7 @@ func (s *session) revoke(gen uint32, why string, wait bool) {
 // session re-authenticated, lapsed or ended meanwhile.
 func (s *session) revokeUnder(gen uint32) (a standing, id Identity, ok bool) {
 	defer s.mu.Unlock()
-	now := s.cfg.Hooks.Now()
+	now := s.g.cfg.Hooks.Now()
 	if s.auth.ended || s.auth.standing != authLive || s.auth.gen != gen {
 		return authNone, Identity{}, false
 	}
