@@ -192,7 +192,7 @@ func FuzzVenueArgument(f *testing.F) {
 		f.Add(s, uint8(0xff))
 		f.Add(s, uint8(1))
 	}
-	pairs := []entitle.Pair{{"ASX", "quotes"}, {"ASX", "depth"}, {"NZX", "quotes"}, {"NZX", "depth"}, {"AS", "quotes"}, {"ASXX", "quotes"}, {"X", "depth"}, {"A1", "quotes"}}
+	pairs := entitle.MustParse("ASX:quotes ASX:depth NZX:quotes NZX:depth AS:quotes ASXX:quotes X:depth A1:quotes").Pairs()
 	f.Fuzz(func(t *testing.T, arg string, mask uint8) {
 		var held []entitle.Pair
 		for i, p := range pairs {
