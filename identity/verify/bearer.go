@@ -100,6 +100,8 @@ func Description(err error) string {
 		return "the access token expired"
 	case ReasonRevoked:
 		return "the access token was revoked"
+	case ReasonEntitlementsChanged:
+		return "the entitlements of the access token changed: refresh it"
 	case ReasonKeysUnavailable:
 		return "the access token cannot be checked now"
 	}

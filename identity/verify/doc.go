@@ -11,7 +11,11 @@
 // Revocations are read into memory every RevocationRefresh and, when the
 // store notifies them (store.RevocationNotifier), as soon as any instance
 // commits one; RevocationsChanged tells a holder of long-lived sessions
-// that they grew, so it can check its tokens again at once.
+// that they grew, so it can check its tokens again at once. A change of a
+// subject's market-data entitlements is a revocation of its own kind: a
+// token it covers is refused as ReasonEntitlementsChanged, and the Error
+// carries the identity narrowed to the pairs the subject still holds, for
+// a long-lived session to go on with (see Verify).
 //
 // On top of the check it owns route protection and the identity headers:
 // Verifier.Authorize reads the bearer token of a request (RFC 6750 §2.1)

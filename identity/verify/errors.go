@@ -21,6 +21,10 @@ const (
 	ReasonAudience        Reason = "wrong_audience"   // aud lacks the configured audience
 	ReasonRevoked         Reason = "revoked"          // jti was revoked
 	ReasonKeysUnavailable Reason = "keys_unavailable" // the key set could not be fetched
+	// ReasonEntitlementsChanged: the subject's market-data entitlements
+	// changed after the token was issued (and nothing else revoked it);
+	// the Error's Narrowed is what the token still holds.
+	ReasonEntitlementsChanged Reason = "entitlements_changed"
 )
 
 // Error is a refused token. Reason is safe to log and to count; Cause is
@@ -28,6 +32,15 @@ const (
 type Error struct {
 	Reason Reason
 	Cause  error
+	// Narrowed, with ReasonEntitlementsChanged only, is the token's
+	// identity as it stands after the change: its Entitlements are the
+	// token's pairs that the subject still holds (possibly none), every
+	// other field the token's (Claims are the token's as signed). A holder
+	// of a long-lived session (the message gateway) may keep its session
+	// with it, ending only what needed a pair it lost; an HTTP resource
+	// refuses the token (Authorize does), as the client gets a token of
+	// the new set by refreshing. Shared like any Identity: read-only.
+	Narrowed *Identity
 }
 
 func (e *Error) Error() string {

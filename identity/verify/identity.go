@@ -53,6 +53,14 @@ func (id *Identity) Authenticated() time.Time {
 	return id.IssuedAt
 }
 
+// narrowed is a copy of id whose Entitlements are those of id that set
+// holds.
+func (id *Identity) narrowed(set entitle.Set) *Identity {
+	return &Identity{Subject: id.Subject, ClientID: id.ClientID, Scopes: id.Scopes, Issuer: id.Issuer, JTI: id.JTI,
+		FamilyID: id.FamilyID, Expiry: id.Expiry, IssuedAt: id.IssuedAt, AuthTime: id.AuthTime,
+		Entitlements: id.Entitlements.Intersect(set), payload: id.payload}
+}
+
 // HasScope reports whether the token grants scope.
 func (id *Identity) HasScope(scope string) bool {
 	return slices.Contains(id.Scopes, scope)

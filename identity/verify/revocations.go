@@ -14,16 +14,29 @@ import (
 )
 
 // revocationSet is an immutable set of revocations: access tokens by
-// jti, every access token of a refresh family, and a subject's tokens
-// issued before a time.
+// jti, every access token of a refresh family, a subject's tokens issued
+// before a time, and a subject's last entitlement change.
 type revocationSet struct {
 	jtis     map[string]struct{}
 	families map[string]struct{}
 	subjects map[string]time.Time // subject -> not before
+	changes  map[string]store.Revocation
 }
 
 func newRevocationSet() *revocationSet {
-	return &revocationSet{jtis: map[string]struct{}{}, families: map[string]struct{}{}, subjects: map[string]time.Time{}}
+	return &revocationSet{jtis: map[string]struct{}{}, families: map[string]struct{}{}, subjects: map[string]time.Time{},
+		changes: map[string]store.Revocation{}}
+}
+
+// supersedes reports whether the entitlement change r replaces old, the
+// one held for its subject: it is another record of the subject's change
+// (a later one, or the same one read again with another set), not an
+// older one read late.
+func supersedes(r, old *store.Revocation) bool {
+	if r.RevokedAt.Before(old.RevokedAt) {
+		return false
+	}
+	return !r.RevokedAt.Equal(old.RevokedAt) || !r.NotBefore.Equal(old.NotBefore) || !r.Entitlements.Equal(*old.Entitlements)
 }
 
 // lacks reports whether set lacks r: adding it would refuse a token set
@@ -33,6 +46,9 @@ func (set *revocationSet) lacks(r *store.Revocation) bool {
 	case r.JTI != "":
 		_, ok := set.jtis[r.JTI]
 		return !ok
+	case r.Entitlements != nil:
+		old, ok := set.changes[r.Subject]
+		return !ok || supersedes(r, &old)
 	case r.FamilyID != "":
 		_, ok := set.families[r.FamilyID]
 		return !ok
@@ -42,7 +58,9 @@ func (set *revocationSet) lacks(r *store.Revocation) bool {
 	return false
 }
 
-func (set *revocationSet) size() int { return len(set.jtis) + len(set.families) + len(set.subjects) }
+func (set *revocationSet) size() int {
+	return len(set.jtis) + len(set.families) + len(set.subjects) + len(set.changes)
+}
 
 // revoked is an immutable snapshot of what is revoked, as checks read it
 // through an atomic pointer: a large base, replaced by a full read, and a
@@ -86,6 +104,17 @@ func (rv *revoked) with(list []store.Revocation) *revoked {
 // covers reports whether a revocation in rv covers id.
 func (rv *revoked) covers(id *Identity) bool { return rv.base.covers(id) || rv.delta.covers(id) }
 
+// change is the subject's entitlement change in force, if any: the
+// delta's when it supersedes the base's.
+func (rv *revoked) change(subject string) (store.Revocation, bool) {
+	b, inBase := rv.base.changes[subject]
+	d, inDelta := rv.delta.changes[subject]
+	if inDelta && (!inBase || supersedes(&d, &b)) {
+		return d, true
+	}
+	return b, inBase
+}
+
 // merge adds every revocation of o to set.
 func (set *revocationSet) merge(o *revocationSet) {
 	maps.Copy(set.jtis, o.jtis)
@@ -95,11 +124,23 @@ func (set *revocationSet) merge(o *revocationSet) {
 			set.subjects[sub] = nbf
 		}
 	}
+	for _, c := range o.changes {
+		set.addChange(c)
+	}
+}
+
+// addChange holds the entitlement change c for its subject unless the
+// one held supersedes it.
+func (set *revocationSet) addChange(c store.Revocation) {
+	if old, ok := set.changes[c.Subject]; !ok || supersedes(&c, &old) {
+		set.changes[c.Subject] = c
+	}
 }
 
 // with returns a copy of set with list added (set is not changed).
 func (set *revocationSet) with(list []store.Revocation) *revocationSet {
-	out := &revocationSet{jtis: maps.Clone(set.jtis), families: maps.Clone(set.families), subjects: maps.Clone(set.subjects)}
+	out := &revocationSet{jtis: maps.Clone(set.jtis), families: maps.Clone(set.families), subjects: maps.Clone(set.subjects),
+		changes: maps.Clone(set.changes)}
 	out.add(list)
 	return out
 }
@@ -111,6 +152,10 @@ func (set *revocationSet) add(list []store.Revocation) {
 			set.jtis[r.JTI] = struct{}{}
 		case r.FamilyID != "":
 			set.families[r.FamilyID] = struct{}{}
+		case r.Entitlements != nil:
+			if r.Subject != "" {
+				set.addChange(r)
+			}
 		case r.Subject != "":
 			if r.NotBefore.After(set.subjects[r.Subject]) {
 				set.subjects[r.Subject] = r.NotBefore
@@ -134,10 +179,21 @@ func (set *revocationSet) covers(id *Identity) bool {
 	return ok && id.Authenticated().Before(nbf)
 }
 
-// isRevoked reports whether id is revoked by the last list read.
-func (v *Verifier) isRevoked(id *Identity) bool {
+// checkRevoked refuses id when the last list read covers it: as revoked,
+// or, when only an entitlement change of its subject covers it, as
+// changed, with the identity narrowed to the pairs it still holds.
+func (v *Verifier) checkRevoked(id *Identity) *Error {
 	set := v.revoked.Load()
-	return set != nil && set.covers(id)
+	if set == nil {
+		return nil
+	}
+	if set.covers(id) {
+		return refuse(ReasonRevoked, nil)
+	}
+	if c, ok := set.change(id.Subject); ok && c.Narrows(id.IssuedAt, id.Entitlements) {
+		return &Error{Reason: ReasonEntitlementsChanged, Narrowed: id.narrowed(*c.Entitlements)}
+	}
+	return nil
 }
 
 // revocationReads is the bookkeeping of reading the list: one read at a

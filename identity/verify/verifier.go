@@ -202,6 +202,15 @@ func asymmetric(alg string) bool {
 }
 
 // Verify checks a bearer token and returns its identity, or an *Error.
+//
+// A token refused only because its subject's entitlements changed after
+// it was issued (store.Revocation.Narrows) is an *Error with the Reason
+// ReasonEntitlementsChanged whose Narrowed is the token's identity with
+// the pairs the subject still holds (the token's ∩ the subject's current
+// set): a holder of a long-lived session may go on with that identity
+// and end only what needed a pair it lost. Every other caller refuses
+// the token like any other. A revocation of the token, its family or its
+// subject refuses it as ReasonRevoked whatever changes there were.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) {
 	if len(token) > v.cfg.MaxTokenSize {
 		v.stats.count(ReasonTooLarge)
@@ -210,9 +219,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) 
 	now := v.cfg.Now()
 	if v.cache != nil {
 		if e, ok := v.cache.get(token); ok && now.Before(e.id.Expiry) && v.cfg.Keys.Published(e.kid, e.key) {
-			if v.isRevoked(e.id) {
-				v.stats.count(ReasonRevoked)
-				return nil, refuse(ReasonRevoked, nil)
+			if rerr := v.checkRevoked(e.id); rerr != nil {
+				v.stats.count(rerr.Reason)
+				return nil, rerr
 			}
 			v.stats.hits.Add(1)
 			return e.id, nil
@@ -223,9 +232,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) 
 		v.stats.count(verr.Reason)
 		return nil, verr
 	}
-	if v.isRevoked(id) {
-		v.stats.count(ReasonRevoked)
-		return nil, refuse(ReasonRevoked, nil)
+	if rerr := v.checkRevoked(id); rerr != nil {
+		v.stats.count(rerr.Reason)
+		return nil, rerr
 	}
 	v.stats.misses.Add(1)
 	if v.cache != nil {
