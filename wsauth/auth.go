@@ -190,7 +190,7 @@ func (s *session) admitUser(id *Identity) bool {
 func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.adopt(&id)
 	s.mu.Lock()
-	s.auth.id = id
+	s.auth.id, s.auth.ent = id, id.Entitlements
 	s.mu.Unlock()
 	s.in.policy.valid = false
 	bc, code := s.dialBackend()

@@ -79,7 +79,7 @@ var DefaultWithheldScopes = []string{policy.ScopeTrading, policy.ScopeOrderPad}
 // client's socket and the timers of both legs (Transport), authentication
 // (Auth), a live session's authority over time (Live), what a session may
 // hold and send (Limits), and what the caller plugs in (Hooks); beside
-// them the message policy, the Auth replies' spelling and what a socket's
+// them the message policy and the venue table, the Auth replies' spelling and what a socket's
 // spans show (Policy, Profile, TraceSubject). Zero fields take their
 // Default*; Validate checks it without changing it, New fills the defaults
 // into its own copy.
@@ -91,6 +91,12 @@ type Config struct {
 	Limits    Limits
 	// Policy authorizes Controller/Topic pairs. Default policy.Default().
 	Policy *policy.Policy
+	// Venues, when set, checks each message against the session's
+	// market-data entitlements (Identity.Entitlements) as well as its
+	// scopes: a message naming a venue whose feed the session does not
+	// hold is refused as one its scopes do not allow. Default nil: no
+	// entitlement check.
+	Venues *policy.Venues
 	// Profile is how the Auth replies are spelled.
 	Profile zenith.Profile
 	// TraceSubject puts the subject (Identity.Subject) on a socket's

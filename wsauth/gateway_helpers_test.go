@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
 
@@ -32,11 +33,25 @@ var testNow = testExpiry.Add(-time.Hour)
 
 // fakeVerifier knows the tokens above and made-up ones,
 // "id|<subject>|<scope>,<scope>|<expiry as an offset from testExpiry>[|…]"
-// (client demo-app); refuse makes it refuse a token from then on.
+// (client demo-app), where an extra "ent=ASX:quotes+NZX:quotes" gives the
+// identity's entitlements; refuse makes it refuse a token from then on,
+// narrowTo answer a token with other entitlements (as the Caddy glue
+// answers a live socket's token after its user lost some).
 type fakeVerifier struct {
-	calls   atomic.Int64
-	mu      sync.Mutex
-	refused map[string]error // token -> the refusal or fault
+	calls    atomic.Int64
+	mu       sync.Mutex
+	refused  map[string]error       // token -> the refusal or fault
+	narrowed map[string]entitle.Set // token -> the entitlements it now has
+}
+
+// narrowTo makes the verifier answer token with the entitlements ent.
+func (v *fakeVerifier) narrowTo(token string, ent entitle.Set) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.narrowed == nil {
+		v.narrowed = map[string]entitle.Set{}
+	}
+	v.narrowed[token] = ent
 }
 
 // refuse makes the verifier answer err for token (a *Refusal, or a fault).
@@ -59,6 +74,7 @@ func (v *fakeVerifier) VerifyAccessToken(ctx context.Context, token string) (Ide
 	v.calls.Add(1)
 	v.mu.Lock()
 	err := v.refused[token]
+	ent, narrowed := v.narrowed[token]
 	v.mu.Unlock()
 	if err != nil {
 		return Identity{}, err
@@ -72,7 +88,13 @@ func (v *fakeVerifier) VerifyAccessToken(ctx context.Context, token string) (Ide
 		if f[2] != "" {
 			scopes = strings.Split(f[2], ",")
 		}
-		return Identity{Subject: f[1], ClientID: "demo-app", DisplayName: f[1], Scopes: scopes, Expiry: testExpiry.Add(offset)}, nil
+		for _, x := range f[4:] {
+			if pairs, ok := strings.CutPrefix(x, "ent="); ok && !narrowed {
+				ent = entitle.MustParse(strings.ReplaceAll(pairs, "+", " "))
+			}
+		}
+		return Identity{Subject: f[1], ClientID: "demo-app", DisplayName: f[1], Scopes: scopes, Expiry: testExpiry.Add(offset),
+			Entitlements: ent}, nil
 	}
 	switch token {
 	case tokHang:

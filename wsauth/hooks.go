@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gatehouse/gatehouse/entitle"
 )
 
 // Hooks are what the caller plugs into a Gateway: the credential checks,
@@ -94,6 +96,12 @@ type Identity struct {
 	DisplayName string
 	// Scopes are the granted OAuth scopes; the policy reads them.
 	Scopes []string
+	// Entitlements are the market-data pairs the identity holds; the venue
+	// table (Config.Venues) reads them. A re-verification that returns the
+	// same token's identity with fewer (its user lost some) narrows a live
+	// session's to what both hold: the subscriptions that lost their right
+	// end, the others keep flowing.
+	Entitlements entitle.Set
 	// Expiry is when the authentication expires; zero for never.
 	Expiry time.Time
 	// Token is the access token the identity was verified from, for an

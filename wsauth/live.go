@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
@@ -19,6 +20,7 @@ import (
 // the supervisor reads them under mu.
 type authority struct {
 	id          Identity        // the client reader reads it without mu
+	ent         entitle.Set     // the entitlements held now: id's, narrowed by re-verifications; under mu always
 	bc          *websocket.Conn // the backend leg, nil until authenticated; likewise
 	bw          *wsframe.Conn   // bc's connection; likewise
 	standing    standing        // what the identity allows now
@@ -193,7 +195,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		wasLive = s.auth.standing == authLive
-		s.auth.id = id
+		s.auth.id, s.auth.ent = id, id.Entitlements
 		s.in.policy.valid = false
 		s.auth.gen++
 		gen = s.auth.gen
@@ -204,19 +206,17 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
 		}
 		for _, k := range s.subs.keys() {
-			if ok, _ := s.g.cfg.Policy.Allowed(id.Scopes, k.controller, k.topic); ok {
+			sub, _ := zenith.Scan(s.subs.msgs[k]) // scanned once already: it reads
+			if s.mayKeepLocked(k, &sub) {
 				if !wasLive {
 					resend = append(resend, k)
 				}
 				continue
 			}
-			sub, _ := zenith.Scan(s.subs.msgs[k]) // scanned once already: it reads
-			out = append(out, zenith.AppendError(nil, &sub, zenith.CodeAuthority),
-				zenith.AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true))
+			out = append(out, s.endSubLocked(k, &sub)...)
 			if wasLive && err == nil {
 				err = s.unsubBackendLocked(k)
 			}
-			s.untrackLocked(k)
 		}
 		push = s.subs.identify
 	}()
@@ -240,6 +240,30 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		s.g.log.Warn("ws backend write failed", zap.String("user", id.Subject), zap.Error(err))
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 	}
+}
+
+// mayKeepLocked reports whether the session's identity and entitlements
+// still allow the subscription k, whose Sub is sub: the scope policy, and
+// the venue table when there is one. s.mu held.
+func (s *session) mayKeepLocked(k subKey, sub *zenith.Envelope) bool {
+	if ok, _ := s.g.cfg.Policy.Allowed(s.auth.id.Scopes, k.controller, k.topic); !ok {
+		return false
+	}
+	if v := s.g.cfg.Venues; v != nil {
+		ok, _ := v.Check(s.auth.ent, k.controller, k.topic, sub.Data)
+		return ok
+	}
+	return true
+}
+
+// endSubLocked forgets the subscription k, whose Sub is sub, because the
+// session lost its right to it, and returns what the client is told:
+// Error/Authority with the Sub's TransactionID, then a server Unsub
+// (Confirm true). The caller unsubscribes the backend. s.mu held.
+func (s *session) endSubLocked(k subKey, sub *zenith.Envelope) [][]byte {
+	s.untrackLocked(k)
+	return [][]byte{zenith.AppendError(nil, sub, zenith.CodeAuthority),
+		zenith.AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true)}
 }
 
 // resubscribe re-sends the client's Sub of each of keys to the backend,
@@ -289,13 +313,27 @@ func (s *session) identifySubscription(env *zenith.Envelope) {
 }
 
 // identify is what an Identify message tells of the session's identity,
-// or the failure result. Client reader only.
+// or the failure result. Client reader only, s.mu not held.
 func (s *session) identify(success bool) *zenith.Identify {
+	var ent entitle.Set
+	if success && s.g.cfg.Venues != nil {
+		ent = s.entitlements()
+	}
+	return s.identifyWith(success, ent)
+}
+
+// identifyWith is identify with the entitlements ent, listed when the
+// gateway checks them (Config.Venues). The client reader, or a holder of
+// s.mu.
+func (s *session) identifyWith(success bool, ent entitle.Set) *zenith.Identify {
 	id := &zenith.Identify{Success: success}
 	if success {
 		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.auth.id.DisplayName, s.auth.id.Subject, s.auth.id.Expiry, s.auth.id.Scopes
 		if s.g.cfg.Auth.returnsToken(s.auth.id.ClientID) {
 			id.AccessToken = s.auth.id.Token
+		}
+		if s.g.cfg.Venues != nil {
+			id.Entitlements = ent.Strings() // never nil: [] lists none
 		}
 	}
 	return id

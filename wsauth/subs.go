@@ -126,7 +126,7 @@ type subKey struct{ controller, topic string }
 // MaxSubscriptionBytes is answered Error/Limited. Client reader only.
 func (s *session) forward(msg []byte, env *zenith.Envelope) {
 	switch refused, err := s.forwardLocked(msg, env); {
-	case refused == "authority lapsed":
+	case refused == "authority lapsed" || refused == refusedEntitlement:
 		s.deny(env, refused)
 		return
 	case refused == LimitSubscriptions:
@@ -144,10 +144,18 @@ func (s *session) forward(msg []byte, env *zenith.Envelope) {
 	s.in.relayed.n++ // reported with the batch (flushBackend)
 }
 
+// refusedEntitlement is forwardLocked's refusal of a message whose venue
+// the session's entitlements do not allow (Config.Venues).
+const refusedEntitlement = "entitlement"
+
 // forwardLocked is forward's work under mu, released by a deferred call
 // so that a panic in it leaves the lock free: refused is "authority
-// lapsed" or LimitSubscriptions when the message is not forwarded, err a
-// failed write to the backend.
+// lapsed", refusedEntitlement or LimitSubscriptions when the message is
+// not forwarded, err a failed write to the backend. The venue check is
+// made here, under mu, so that a narrowing of the entitlements
+// (narrowLocked) and a Sub are ordered: a Sub either is refused or is
+// tracked before the narrowing, which then ends it. An Unsub and a
+// Cancel are never refused for a venue.
 func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused string, err error) {
 	k := subKey{env.Controller, env.Topic}
 	s.mu.Lock()
@@ -157,6 +165,22 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 			s.untrackLocked(k)
 		}
 		return "authority lapsed", nil
+	}
+	if v := s.g.cfg.Venues; v != nil && env.Action != zenith.ActionUnsub && env.Action != zenith.ActionCancel {
+		if ok, reason := v.Check(s.auth.ent, env.Controller, env.Topic, env.Data); !ok {
+			if ce := s.g.log.Check(zap.DebugLevel, "ws venue refused"); ce != nil {
+				ce.Write(zap.String("user", s.auth.id.Subject), zap.String("why", reason))
+			}
+			return refusedEntitlement, nil
+		}
+	}
+	if len(s.subs.owed) > 0 {
+		// A narrowing's Unsubs go before anything the client sends after
+		// it (a Sub of the same topic, allowed again by a wider
+		// credential, must not be undone by a late Unsub).
+		if err := s.writeOwedLocked(); err != nil {
+			return "", err
+		}
 	}
 	switch env.Action {
 	case zenith.ActionSub:

@@ -194,9 +194,11 @@ func (g *Gateway) recheck(ctx context.Context, due []recheck) {
 func (g *Gateway) verify(ctx context.Context, r recheck, wait bool) bool {
 	at := time.Now()
 	vctx, cancel := context.WithTimeout(ctx, min(g.cfg.Live.RecheckInterval, maxRecheckTimeout))
-	_, err := g.cfg.Hooks.Verifier.VerifyAccessToken(vctx, r.token)
+	id, err := g.cfg.Hooks.Verifier.VerifyAccessToken(vctx, r.token)
 	cancel()
 	switch {
+	case err == nil && g.cfg.Venues != nil:
+		r.s.narrow(r.gen, id.Entitlements, at, wait)
 	case err == nil:
 		r.s.checked(r.gen, at, wait)
 	case errors.Is(err, ErrRefused):

@@ -98,6 +98,10 @@ type Identify struct {
 	// Scopes are the granted OAuth scopes; each Service/<Area> becomes a
 	// Scope entry <vendor>.Service.<Area>, the others are not listed.
 	Scopes []string
+	// Entitlements are the market-data pairs the session holds, as
+	// VENUE:feed, listed as "Entitlements" after Scope; nil leaves it out
+	// (the gateway does not check entitlements), empty lists none.
+	Entitlements []string
 }
 
 // AppendIdentifyData appends the Data of an Identify, QueryIdentify or
@@ -157,7 +161,18 @@ func AppendIdentifyData(dst []byte, id *Identify, p Profile, now time.Time) []by
 		first = false
 		dst = appendString(dst, vendor+".Service."+area)
 	}
-	return append(dst, "]}"...)
+	dst = append(dst, ']')
+	if id.Entitlements != nil {
+		dst = append(dst, `,"Entitlements":[`...)
+		for i, e := range id.Entitlements {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, e)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
 }
 
 // AppendAuthReply appends a whole Auth reply: Controller Auth, the given
