@@ -33,12 +33,16 @@ type feedData struct {
 	Status string `json:"Status"`
 }
 
+// feeds are a Market feed per venue, the news of the first venue, and
+// the trading feed.
 func feeds() []feedData {
-	return []feedData{
-		{Name: demoMarket, Class: "Market", Status: "Active"},
-		{Name: demoMarket, Class: "News", Status: "Active"},
-		{Name: tradingFeed, Class: "Trading", Status: "Active"},
+	out := make([]feedData, 0, len(demoVenues)+2)
+	for _, v := range demoVenues {
+		out = append(out, feedData{Name: v.code, Class: "Market", Status: "Active"})
 	}
+	return append(out,
+		feedData{Name: demoVenues[0].code, Class: "News", Status: "Active"},
+		feedData{Name: tradingFeed, Class: "Trading", Status: "Active"})
 }
 
 type marketData struct {
@@ -55,16 +59,20 @@ type boardState struct {
 	Status string `json:"Status"`
 }
 
-// markets is the one demo market, open at the configured clock's time.
+// markets are the demo markets, each open at the configured clock's time.
 func (c *conn) markets() []marketData {
 	now := c.s.cfg.Now().UTC()
-	return []marketData{{
-		Code: demoMarket, Feed: "Active",
-		TradingDate: now.Format(time.DateOnly),
-		MarketTime:  zenithDateTime(now),
-		Status:      "Open",
-		States:      []boardState{{Name: demoMarket, Status: "Open"}},
-	}}
+	out := make([]marketData, 0, len(demoVenues))
+	for _, v := range demoVenues {
+		out = append(out, marketData{
+			Code: v.code, Feed: "Active",
+			TradingDate: now.Format(time.DateOnly),
+			MarketTime:  zenithDateTime(now),
+			Status:      "Open",
+			States:      []boardState{{Name: v.code, Status: "Open"}},
+		})
+	}
+	return out
 }
 
 // zenithDateTime formats t as a Zenith DateTime: ISO 8601 basic form in

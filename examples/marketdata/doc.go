@@ -25,15 +25,44 @@
 //	Zenith/Feeds                   Sub: confirmation, then the feeds
 //	Market/Markets                 Sub: confirmation, then the market states
 //	Market/QueryMarkets            Publish: the market states
-//	Market/Security!<code>.<mkt>   Sub: confirmation, a snapshot, then an update per tick
+//	Market/Security!<code>.<venue> Sub: confirmation, a snapshot, then an update per tick
+//	Market/Depth!<code>.<venue>    Sub: confirmation, a snapshot, then an update per tick
 //	Trading/QueryAccounts          Publish: the accounts of the user the gateway names
 //	Unsub of a subscription        stops it; confirmed (Action Unsub, Confirm true) when asked
 //	anything else                  Error, echoing Controller, Topic and TransactionID
 //
-// The demo market is ASX with BHP, CBA, CSL, NAB, WBC and WES. Prices move
-// by a pseudo-random walk seeded by Config.Seed, one trade per symbol
-// every Config.TickInterval, and are written as JSON numbers of whole
-// cents (45.10, never 45.1 or 45.099999).
+// # The demo markets
+//
+// Two venues: ASX with BHP, CBA, CSL, NAB, WBC and WES (prices in AUD),
+// and NZX with AIR, FPH, SPK and MEL (in NZD). Markets, QueryMarkets and
+// Feeds list both. A symbol is <code>.<venue>, the venue being the part
+// after the last '.' (the ASX of BHP.ASX); the argument of a Security or
+// Depth topic must be a listed symbol exactly as written here, or the Sub
+// gets Error "Operation.NoResult" (an unknown venue, a symbol under
+// another venue, a case variant, an empty or extra segment alike).
+//
+// Prices move by a pseudo-random walk seeded by Config.Seed, one trade
+// per symbol every Config.TickInterval, and are written as JSON numbers
+// of whole cents (45.10, never 45.1 or 45.099999).
+//
+// The Data of a Security message is the symbol's quote: in the snapshot
+// the whole record (Code, Market, Exchange, Name, Class, Currency,
+// TradingState, Open, Close and the moving fields), in each update the
+// moving fields only (High, Low, Last, Trend, BestBid, BidQuantity,
+// BestAsk, AskQuantity, NumberOfTrades, Volume, ValueTraded).
+//
+// The Data of a Depth message is the symbol's order book by price level,
+// five levels a side, whole each time (an update replaces the book; it
+// does not patch it):
+//
+//	{"Code":"AIR","Market":"NZX",
+//	 "Bids":[{"Price":0.57,"Quantity":1200,"Count":1}, ...],
+//	 "Asks":[{"Price":0.59,"Quantity":800,"Count":1}, ...]}
+//
+// Bids run from the best (highest) down, asks from the best (lowest) up;
+// Count is the number of orders at the level. Code and Market are in the
+// snapshot only. The best levels are the quote's BestBid and BestAsk with
+// their quantities.
 //
 // # Robustness
 //

@@ -58,7 +58,7 @@ func startSmall(t *testing.T, cfg Config) (*Server, *httptest.Server, *websocket
 // subscribeAll subscribes c to every demo symbol without reading.
 func subscribeAll(c *client) {
 	for _, d := range demoSecurities {
-		c.send(`{"Controller":"Market","Topic":"Security!` + d.code + `.ASX","Action":"Sub","Confirm":true}`)
+		c.send(`{"Controller":"Market","Topic":"Security!` + d.code + `.` + d.venue + `","Action":"Sub","Confirm":true}`)
 	}
 }
 

@@ -52,8 +52,8 @@ func (c *conn) handle(msg []byte) {
 		}
 		c.query(req, c.accounts())
 	default:
-		if req.Controller == "Market" && strings.HasPrefix(req.Topic, "Security!") {
-			c.security(req)
+		if req.Controller == "Market" && (strings.HasPrefix(req.Topic, kindSecurity+"!") || strings.HasPrefix(req.Topic, kindDepth+"!")) {
+			c.marketTopic(req)
 			return
 		}
 		c.enqueue(errorReply(req, errUnknown))
@@ -93,10 +93,13 @@ func (c *conn) static(req request, publish bool, data any) {
 	}
 }
 
-// security serves Market/Security!<code>.<market>: Sub and Unsub only.
-// A symbol the market does not list gets Error "Operation.NoResult".
-func (c *conn) security(req request) {
-	s, ok := c.s.market.byTopic[req.Topic]
+// marketTopic serves Market/Security!<code>.<venue> and
+// Market/Depth!<code>.<venue>: Sub and Unsub only. The argument must name
+// a listed symbol exactly, in the case the market spells it; anything
+// else (an unknown symbol or venue, a symbol of one venue with another's
+// code, an empty or extra segment) gets Error "Operation.NoResult".
+func (c *conn) marketTopic(req request) {
+	t, ok := c.s.market.byTopic[req.Topic]
 	switch {
 	case req.Action == actionPublish:
 		c.enqueue(errorReply(req, errUnknown))
@@ -108,9 +111,9 @@ func (c *conn) security(req request) {
 	case !ok:
 		c.enqueue(errorReply(req, errNoResult))
 	case req.Action == actionSub:
-		c.s.market.subscribe(c, req, s)
+		c.s.market.subscribe(c, req, t)
 	default:
-		c.s.market.unsubscribe(c, req, s)
+		c.s.market.unsubscribe(c, req, t)
 	}
 }
 

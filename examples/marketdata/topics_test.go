@@ -73,14 +73,19 @@ func TestServerInfo(t *testing.T) {
 func TestSubscriptions(t *testing.T) {
 	_, srv := start(t, testConfig())
 	c := dial(t, srv, "")
-	wantMarkets := []marketData{{Code: "ASX", Feed: "Active", TradingDate: "2026-11-21", MarketTime: "20261121T103000Z",
-		Status: "Open", States: []boardState{{Name: "ASX", Status: "Open"}}}}
+	wantMarkets := []marketData{
+		{Code: "ASX", Feed: "Active", TradingDate: "2026-11-21", MarketTime: "20261121T103000Z",
+			Status: "Open", States: []boardState{{Name: "ASX", Status: "Open"}}},
+		{Code: "NZX", Feed: "Active", TradingDate: "2026-11-21", MarketTime: "20261121T103000Z",
+			Status: "Open", States: []boardState{{Name: "NZX", Status: "Open"}}},
+	}
 	tests := []struct {
 		controller, topic string
 		got, want         any
 	}{
 		{"Zenith", "Feeds", &[]feedData{}, &[]feedData{
 			{Name: "ASX", Class: "Market", Status: "Active"},
+			{Name: "NZX", Class: "Market", Status: "Active"},
 			{Name: "ASX", Class: "News", Status: "Active"},
 			{Name: "Motif", Class: "Trading", Status: "Active"},
 		}},
@@ -202,8 +207,8 @@ func TestErrors(t *testing.T) {
 		id         *int64
 		code       string
 	}{
-		{"unknown topic", `{"Controller":"Market","Topic":"Depth!BHP.ASX","Action":"Sub","TransactionID":1}`,
-			"Market", "Depth!BHP.ASX", int64p(1), errUnknown},
+		{"unknown topic", `{"Controller":"Market","Topic":"Levels!BHP.ASX","Action":"Sub","TransactionID":1}`,
+			"Market", "Levels!BHP.ASX", int64p(1), errUnknown},
 		{"unknown trading topic", `{"Controller":"Trading","Topic":"PlaceOrder","TransactionID":2,"Data":{"Account":"TRD-200001"}}`,
 			"Trading", "PlaceOrder", int64p(2), errUnknown},
 		{"unknown controller", `{"Controller":"Nope","Topic":"ServerInfo","TransactionID":3}`,
