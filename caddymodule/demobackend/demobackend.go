@@ -12,9 +12,7 @@ package demobackend
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -39,7 +37,10 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("gatehouse_demo_backend", httpcaddyfile.Before, "reverse_proxy")
 }
 
-// Handler serves the demo market-data backend (DEMO-ONLY). No options.
+// Handler serves the demo market-data backend (DEMO-ONLY): a WebSocket
+// on any path, and at /stats (GET, not an upgrade) its live
+// subscriptions per venue and topic kind as JSON, for tests and
+// benchmarks.
 type Handler struct {
 	// TickInterval is how often the simulated prices move. Default 1s.
 	TickInterval caddy.Duration `json:"tick_interval,omitempty"`
@@ -81,22 +82,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // other address is refused (403), whatever the site's bind says, since the
 // backend believes the identity headers it is sent.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	if !fromLoopback(r.RemoteAddr) {
+	if !marketdata.FromLoopback(r.RemoteAddr) {
 		http.Error(w, "the demo backend answers this machine only", http.StatusForbidden)
 		return nil
 	}
 	h.srv.ServeHTTP(w, r)
 	return nil
-}
-
-// fromLoopback reports whether addr (a RemoteAddr) is a loopback address.
-func fromLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // reloadGrace is how long the backend's connections outlive a config

@@ -64,6 +64,17 @@
 // snapshot only. The best levels are the quote's BestBid and BestAsk with
 // their quantities.
 //
+// # Counting subscriptions
+//
+// Server.Subscriptions counts the live Security and Depth subscriptions
+// per venue and kind ("ASX/Security", "NZX/Depth", ...), exactly: a
+// confirmed Sub adds one, a repeated Sub of a topic on the same
+// connection none, an Unsub or the connection's end removes it. GET
+// /stats (StatsPath) answers the same as JSON, with the connections, to
+// loopback peers only (403 to others):
+//
+//	{"connections":2,"subscriptions":{"ASX/Depth":0,"ASX/Security":3,"NZX/Depth":1,"NZX/Security":0}}
+//
 // # Robustness
 //
 // Each connection has one reader (the ServeHTTP goroutine) and one writer

@@ -33,7 +33,8 @@ type topic struct {
 // subscribed connections.
 //
 // Goroutines: the ticker goroutine (run) calls step; connections' reader
-// goroutines call subscribe, unsubscribe and remove. Everything behind mu: the random source, every security's
+// goroutines call subscribe, unsubscribe and remove; anyone may call
+// counts. Everything behind mu: the random source, every security's
 // fields, every topic's subscribers. A message is queued to a connection
 // under mu, so a subscriber receives the Sub confirmation and the
 // snapshot before any update, and nothing after the Unsub confirmation.
@@ -133,4 +134,16 @@ func (m *market) remove(c *conn) {
 	for _, t := range m.topics {
 		delete(t.subs, c)
 	}
+}
+
+// counts returns the number of subscribers per venue and kind of topic,
+// keyed "<venue>/<kind>", with every pair the market serves (zeros too).
+func (m *market) counts() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int, len(demoVenues)*2)
+	for _, t := range m.topics {
+		out[t.venue+"/"+t.kind] += len(t.subs)
+	}
+	return out
 }

@@ -84,8 +84,14 @@ const defaultVersion = "1.1"
 // connection closes. Refusals happen before the upgrade, as HTTP errors:
 // 503 when the server is closed or full; 400 for a malformed query or
 // ?version=, a repeated user header, sub-protocols none of which is
-// supported, or a request that is not a WebSocket upgrade.
+// supported, or a request that is not a WebSocket upgrade. The one
+// exception is a request to StatsPath that is not an upgrade: it gets
+// the server's Stats.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == StatsPath && !websocket.IsWebSocketUpgrade(r) {
+		s.serveStats(w, r)
+		return
+	}
 	version := defaultVersion
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {

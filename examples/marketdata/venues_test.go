@@ -145,9 +145,9 @@ func TestDepthMatchesQuote(t *testing.T) {
 // TestMarketTopicErrors checks that a market-data topic whose argument
 // names no listed symbol exactly gets Error "Operation.NoResult", and one
 // asked with the wrong action "Operation.Unknown", each echoing the
-// request, the connection staying open.
+// request, the connection staying open; a refused Sub is not counted.
 func TestMarketTopicErrors(t *testing.T) {
-	_, srv := start(t, testConfig())
+	s, srv := start(t, testConfig())
 	c := dial(t, srv, "")
 	tests := []struct {
 		name, topic, action, code string
@@ -183,5 +183,8 @@ func TestMarketTopicErrors(t *testing.T) {
 				t.Errorf("got %s, want Controller Market, Topic %q, TransactionID %d", m.raw, tt.topic, id)
 			}
 		})
+	}
+	if got := s.Subscriptions(); !reflect.DeepEqual(got, counts(nil)) {
+		t.Errorf("Subscriptions() = %v after refused Subs, want none", got)
 	}
 }
