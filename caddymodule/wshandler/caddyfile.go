@@ -65,6 +65,13 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //			require <Controller> <Topic> <scope>... # any one of the scopes
 //			deny <Controller> <Topic>
 //		}
+//		entitlements {                    # the market-data entitlement check (off without it)
+//			venues <feed> <VENUE>...          # per feed, the venues the backend serves
+//			replace_defaults
+//			rule <Controller> <Topic> argument symbol|venue <feed>
+//			rule <Controller> <Topic> data <Member> symbol|venue|venues <feed>
+//			rule <Controller> <Topic> every|none [<feed>]
+//		}
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -140,6 +147,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = h.parseLimits(d)
 		case "policy":
 			err = h.parsePolicy(d)
+		case "entitlements":
+			err = h.parseEntitlements(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

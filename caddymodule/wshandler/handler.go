@@ -166,6 +166,16 @@ type Handler struct {
 	// Default: the protocol's table.
 	Policy *policy.Config `json:"policy,omitempty"`
 
+	// Entitlements turns on the market-data entitlement check: each
+	// message's venue (where the venue table says a topic names it) must
+	// be one whose feed the token's authorization_details hold, or the
+	// message is answered Error/Authority. Its rules extend or replace
+	// the default venue table; its venues list, per feed, the venues the
+	// backend serves (what a topic spanning venues needs them all of).
+	// Default: no entitlement check, every venue open to the scopes.
+	// docs/entitlements.md has the table and the grammar.
+	Entitlements *policy.VenueConfig `json:"entitlements,omitempty"`
+
 	// Headers are the identity headers of the backend leg's upgrade,
 	// each from templates with the placeholders {http.auth.user.id},
 	// {http.auth.user.client_id}, {http.auth.user.name},
@@ -307,6 +317,11 @@ func (h *Handler) config() (wsauth.Config, error) {
 		}
 		cfg.Policy = p
 	}
+	venues, err := h.venues()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Venues = venues
 	headers := h.Headers
 	if headers == nil {
 		headers = defaultHeaders
@@ -443,16 +458,14 @@ func (h *Handler) Cleanup() error {
 type verifierAdapter struct{ v *verify.Verifier }
 
 func (a verifierAdapter) VerifyAccessToken(ctx context.Context, token string) (wsauth.Identity, error) {
-	id, err := a.v.Verify(ctx, token)
+	id, err := socketIdentity(a.v.Verify(ctx, token))
 	if err != nil {
 		if ve, ok := errors.AsType[*verify.Error](err); ok && ve.Reason != verify.ReasonKeysUnavailable {
 			return wsauth.Identity{}, &wsauth.Refusal{Reason: string(ve.Reason), Cause: err}
 		}
 		return wsauth.Identity{}, err
 	}
-	name, _ := id.Claims()["name"].(string)
-	return wsauth.Identity{Subject: id.Subject, ClientID: id.ClientID, DisplayName: name,
-		Scopes: id.Scopes, Expiry: id.Expiry, Token: token}, nil
+	return wsIdentity(id, token), nil
 }
 
 // ownerAdapter answers AuthOwner with the identity server's password
