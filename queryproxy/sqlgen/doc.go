@@ -107,4 +107,17 @@
 // give one away. Options.MaxRows makes a SELECT's LIMIT the smaller of its own LIMIT and
 // MaxRows+1, so a caller that reads MaxRows+1 rows knows that the result would be larger
 // than it may return and can refuse it rather than truncate it silently.
+//
+// # Venue
+//
+// Options.Venue confines a SELECT, UPDATE or DELETE to the rows of the venues a caller
+// holds, on a market-data table: its WHERE gets "venue" IN (?, ...), each venue a bind
+// argument compared as "=" compares (exactly: "asx", "ASX " and a look-alike are not
+// "ASX"), after the owner predicate if any and before the statement's condition, which is
+// in parentheses as with the owner, so that its OR cannot escape. With Venue.Null the
+// filter is ("venue" IN (?, ...) OR "venue" IS NULL); with no venue held, "venue" IS NULL,
+// or 0 = 1 when NULL is not visible either. An INSERT gets no filter: which venues a
+// caller may write is the policy's check, before Generate. The venue column must be a
+// String column compared by its text (TextType or TextCast). FilterVenue writes the same
+// filter in IQL, for a target that takes IQL (a Forwarder's upstream).
 package sqlgen

@@ -14,6 +14,9 @@ type Options struct {
 	// Owner, when set, confines the statement to the rows of one owner (a per-user table).
 	// See "Owner and row limit" in the package documentation.
 	Owner *Owner
+	// Venue, when set, confines a SELECT, UPDATE or DELETE to the rows of the venues a
+	// caller holds (a market-data table). See "Venue" in the package documentation.
+	Venue *Venue
 	// MaxRows, when above zero, caps a SELECT at MaxRows+1 rows, so that the caller can tell
 	// "exactly MaxRows" from "more than MaxRows". It does not apply to other statements.
 	MaxRows int
@@ -89,6 +92,15 @@ func Generate(d Dialect, cat Catalog, stmt iql.Statement, opts Options) (Stateme
 		}
 		g.owner, g.ownerValue = &c, opts.Owner.Value
 	}
+	if opts.Venue != nil {
+		if _, ok := stmt.(*iql.Insert); !ok {
+			c, err := venueColumn(t, opts.Venue)
+			if err != nil {
+				return Statement{}, err
+			}
+			g.venue, g.venueOpt = &c, *opts.Venue
+		}
+	}
 	var err error
 	switch s := stmt.(type) {
 	case *iql.Select:
@@ -137,6 +149,8 @@ type gen struct {
 	t          Table
 	owner      *Column // nil: no owner predicate
 	ownerValue any
+	venue      *Column // nil: no venue filter
+	venueOpt   Venue
 	rowCheck   string // a function WHERE calls first (Options.RowCheck); "" for none
 	b          strings.Builder
 	args       []any
@@ -328,10 +342,10 @@ func (g *gen) updateStmt(s *iql.Update) error {
 	return g.where(s.Where)
 }
 
-// where writes the WHERE clause: the owner predicate, if any, ANDed with the statement's
-// condition in parentheses.
+// where writes the WHERE clause: the owner predicate and the venue filter, if any, ANDed
+// with the statement's condition in parentheses.
 func (g *gen) where(e iql.Expr) error {
-	if e == nil && g.owner == nil {
+	if e == nil && g.owner == nil && g.venue == nil {
 		return nil
 	}
 	g.b.WriteString(" WHERE ")
@@ -344,13 +358,24 @@ func (g *gen) where(e iql.Expr) error {
 		g.b.WriteString(") AND (")
 		defer g.b.WriteByte(')')
 	}
+	policy := false
 	if g.owner != nil {
 		g.operand(*g.owner, useEqual)
 		g.b.WriteString(" = ")
 		g.bind(g.ownerValue, "")
-		if e == nil {
-			return nil
+		policy = true
+	}
+	if g.venue != nil {
+		if policy {
+			g.b.WriteString(" AND ")
 		}
+		g.venueFilter()
+		policy = true
+	}
+	if e == nil {
+		return nil
+	}
+	if policy {
 		g.b.WriteString(" AND (")
 		defer g.b.WriteByte(')')
 	}
