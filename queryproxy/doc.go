@@ -7,7 +7,8 @@
 //   - The handler (handler.go, parse.go, serve.go, forward.go): routes, CORS, Request-Id,
 //     the structured endpoints, and one failure path (queryerror.go) that maps the
 //     engines' errors (package engine) to statuses without knowing the driver.
-//   - The table policy (policy.go): who may read and write which table, column and row.
+//   - The table policy (policy.go, venue.go): who may read and write which table, column
+//     and row, a row's owner and, on a market-data table, its venue.
 //   - The result writer (result.go, resultjson.go): the JSON shape of a result, streamed
 //     with bounded memory, with a row limit that never truncates silently.
 //   - A query's trace (trace.go): a span per query and one per step (parse, authorize,
@@ -16,7 +17,8 @@
 // The contract with the engines (Engine, Rows, Forwarder, the errors) is package engine;
 // the engines live in sub-packages (sqliteengine, pgengine, iqengine). This package imports
 // engine, iql, sqlgen (for the types the engines and sqlgen share: Catalog, Statement,
-// Dialect, Type) and internal/contain, never an engine and nothing that talks to a
+// Dialect, Type), internal/contain and entitle (the caller's market-data entitlements,
+// which a venue table's rows are filtered by), never an engine and nothing that talks to a
 // database. It must not depend on Caddy: caddymodule wires an engine to the handler, and
 // only it and the benchmarks import this package. Of OpenTelemetry it imports the tracing
 // API only, never the SDK. deps_test.go holds the import table of queryproxy's packages

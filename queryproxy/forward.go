@@ -14,8 +14,9 @@ import (
 
 // forward serves a request with the Forwarder: the grammar check, the
 // policy (per-user rows are the upstream's: it knows the user from the
-// token, so no owner filter is added), the names resolved, the statement
-// re-printed and sent.
+// token, so no owner filter is added; a venue table's filter is added to
+// the statement, which the grammar check passes again), the names
+// resolved, the statement re-printed and sent.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, stmt iql.Statement) {
 	fw := h.cfg.Forwarder
 	if what := fw.Check(stmt); what != "" {
@@ -29,13 +30,24 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 		h.fail(w, req, forwardError(err))
 		return
 	}
-	pl, e := h.policy.authorize(cat, req.caller, stmt, false)
+	pl, e := h.policy.authorize(cat, req.caller, stmt, fw.Check)
 	if e != nil {
 		h.fail(w, req, e)
 		return
 	}
 	req.table = pl.table
-	resolved, cols, err := sqlgen.Resolve(pl.catalog.Tables[0], stmt)
+	if pl.empty {
+		// A venue table of whose venues the caller holds none: no row
+		// to ask the upstream for.
+		_, cols, err := sqlgen.Resolve(pl.catalog.Tables[0], stmt)
+		if err != nil {
+			h.fail(w, req, resolveError(err))
+			return
+		}
+		h.stream(w, req, &memRows{cols: cols, i: -1}, forwardError)
+		return
+	}
+	resolved, cols, err := sqlgen.Resolve(pl.catalog.Tables[0], pl.stmt)
 	if err != nil {
 		h.fail(w, req, resolveError(err))
 		return

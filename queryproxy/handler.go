@@ -50,6 +50,10 @@ type Config struct {
 	Forwarder engine.Forwarder
 	// Tables is the table policy; tables it does not name are invisible.
 	Tables []TablePolicy
+	// Venues are the venues the deployment knows, as the backend spells
+	// them: the Venues of every table with a venue column that names none
+	// of its own (TablePolicy.Venues).
+	Venues []string
 	// Authenticate returns the request's caller, or answers the request
 	// itself (401/403 with an RFC 6750 challenge) and returns false.
 	// Required.
@@ -125,7 +129,8 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("allowed origin %q is not scheme://host[:port]", o))
 		}
 	}
-	if err := ValidatePolicy(cfg.Tables); err != nil {
+	errs = append(errs, validVenues("venues", cfg.Venues)...)
+	if err := ValidatePolicy(withVenues(cfg.Tables, cfg.Venues)); err != nil {
 		errs = append(errs, err)
 	}
 	if cfg.Forwarder != nil {
@@ -157,7 +162,7 @@ func New(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p, err := NewPolicy(cfg.Tables)
+	p, err := NewPolicy(withVenues(cfg.Tables, cfg.Venues))
 	if err != nil {
 		return nil, err
 	}

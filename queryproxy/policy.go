@@ -3,10 +3,10 @@ package queryproxy
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
 	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
@@ -57,6 +57,28 @@ type TablePolicy struct {
 	// rows others made meanwhile: a table that must hide that needs keys
 	// that are not sequential.)
 	ReadOnly []string `json:"read_only,omitempty"`
+	// VenueColumn is the column that names each row's venue, for a table
+	// of market data licensed per venue (docs/entitlements.md): a caller
+	// reads, updates and deletes only the rows of the venues its access
+	// token holds for the table's Feed, as it sees only its own rows of a
+	// per-user table, and writes (an insert, a SET) only those venues
+	// (403 otherwise); a row whose venue is NULL is seen only by a caller
+	// who holds every one of Venues. The column must be text and cannot be
+	// hidden. Empty: rows are not filtered by venue. With a forwarding
+	// engine (iq) the filter is added to the statement where the
+	// upstream's language can hold it; otherwise the statement is refused.
+	VenueColumn string `json:"venue_column,omitempty"`
+	// Feed is the feed of the table's data, whose venues a caller must
+	// hold ("quotes", "depth", a news source's "news"). Default
+	// DefaultFeed ("quotes"). Only with VenueColumn.
+	Feed string `json:"feed,omitempty"`
+	// Venues are the venues of the table's feed that the deployment
+	// knows, as the backend spells them (ASX): a caller who holds every
+	// one of them also sees the rows whose venue is NULL. Default the
+	// handler's Config.Venues; a venue table needs one or the other. Risk:
+	// a list that leaves out a venue shows the rows without a venue to
+	// callers who do not hold it. Only with VenueColumn.
+	Venues []string `json:"venues,omitempty"`
 }
 
 // Caller is who a request speaks for: the verified access token.
@@ -70,6 +92,10 @@ type Caller struct {
 	// Token is the access token itself, for a Forwarder, whose upstream
 	// knows the user from it. Never logged.
 	Token string
+	// Entitlements are the market-data pairs the token holds: the venues
+	// whose rows of a venue table (TablePolicy.VenueColumn) the caller
+	// sees. Empty: none.
+	Entitlements entitle.Set
 }
 
 func (c *Caller) claim(name string) (string, bool) {
@@ -130,6 +156,7 @@ func ValidatePolicy(tables []TablePolicy) error {
 				errs = append(errs, fmt.Errorf("table %q: column %q is both hidden and read-only (a hidden column does not exist to the caller)", t.Table, r))
 			}
 		}
+		errs = append(errs, t.validateVenues()...)
 		for _, h := range t.Hidden {
 			if !iql.ValidIdent(h) {
 				errs = append(errs, fmt.Errorf("table %q: hidden column %q is not an identifier", t.Table, h))
@@ -152,6 +179,9 @@ func NewPolicy(tables []TablePolicy) (*Policy, error) {
 		if p.tables[i].Owner != "" && p.tables[i].OwnerClaim == "" {
 			p.tables[i].OwnerClaim = DefaultOwnerClaim
 		}
+		if p.tables[i].VenueColumn != "" && p.tables[i].Feed == "" {
+			p.tables[i].Feed = DefaultFeed
+		}
 	}
 	return p, nil
 }
@@ -165,8 +195,9 @@ func (p *Policy) table(name string) (*TablePolicy, bool) {
 	return nil, false
 }
 
-// CheckCatalog reports the policies whose table, owner column, hidden or
-// read-only columns the engine's catalog lacks: a configuration error, found at
+// CheckCatalog reports the policies whose table, owner column, venue
+// column, hidden or read-only columns the engine's catalog lacks (or whose
+// venue column is not text): a configuration error, found at
 // start rather than on the first request.
 func (p *Policy) CheckCatalog(cat sqlgen.Catalog) error {
 	var errs []error
@@ -180,6 +211,9 @@ func (p *Policy) CheckCatalog(cat sqlgen.Catalog) error {
 			if _, ok := t.Column(tp.Owner); !ok {
 				errs = append(errs, fmt.Errorf("table %q: owner column %q not in the table, or ambiguous (several columns have that name but for case)", tp.Table, tp.Owner))
 			}
+		}
+		if err := tp.checkVenueColumn(t); err != nil {
+			errs = append(errs, err)
 		}
 		for _, h := range tp.Hidden {
 			if _, ok := t.Column(h); !ok {
@@ -215,25 +249,34 @@ func (p *Policy) readable(cat sqlgen.Catalog, c *Caller) []string {
 // plan is what the policy makes of one statement: the statement to run
 // (the caller's, or a copy of an insert without the owner column), the
 // catalog sqlgen resolves names against (the one table, without hidden
-// columns) and the owner filter.
+// columns) and the owner and venue filters.
 type plan struct {
 	table   string // as the catalog spells it
 	stmt    iql.Statement
 	catalog sqlgen.Catalog
 	opts    sqlgen.Options
 	write   bool
+	// empty is set, for a Forwarder, when the caller sees no row of the
+	// table (a venue table, no venue held): the answer is empty without
+	// asking the upstream.
+	empty bool
 }
 
 // authorize checks that the caller may run stmt on cat, and returns the
 // plan. Unknown and invisible tables are 404; a table the caller's scopes
 // do not open is 403 (the table names are the platform's published
 // catalogue: no secret); hidden columns are unknown columns (404, as
-// sqlgen reports them). With ownerRewrite (every SQL engine), a per-user
+// sqlgen reports them). With an SQL engine (forwardCheck nil), a per-user
 // table gets the owner filter, and an insert naming the owner column with
 // the caller's own value is planned without it (sqlgen adds it); another
-// value is 403. A Forwarder's upstream does that itself. authorize changes
-// none of its arguments: the plan's statement is a copy where it differs.
-func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ownerRewrite bool) (*plan, *Error) {
+// value is 403. A Forwarder's upstream does that itself. A venue table
+// refuses (403) an insert or SET of a venue the caller does not hold, and
+// gets the venue filter: as sqlgen's option with an SQL engine, in the
+// plan's statement with a Forwarder (forwardCheck is its grammar check;
+// forwardVenue). authorize changes none of its arguments: the plan's
+// statement is a copy where it differs.
+func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, forwardCheck func(iql.Statement) string) (*plan, *Error) {
+	ownerRewrite := forwardCheck == nil
 	name := stmt.TableName()
 	tp, named := p.table(name)
 	if !named {
@@ -285,6 +328,22 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, ow
 			pl.stmt = own
 		}
 	}
+	if tp.VenueColumn != "" {
+		v := tp.venueOf(c)
+		if write {
+			if e := tp.checkVenueWrite(stmt, c, v); e != nil {
+				return nil, e
+			}
+		}
+		if forwardCheck == nil {
+			pl.opts.Venue = &v
+			return pl, nil
+		}
+		var e *Error
+		if pl.stmt, pl.empty, e = forwardVenue(visible, pl.stmt, v, forwardCheck); e != nil {
+			return nil, e
+		}
+	}
 	return pl, nil
 }
 
@@ -329,26 +388,4 @@ func withoutOwnColumn(ins *iql.Insert, column, owner string) (*iql.Insert, *Erro
 		out.Rows[r] = slices.Delete(slices.Clone(row), i, i+1)
 	}
 	return out, nil
-}
-
-// generateError maps a generation error to its status: 404 unknown names,
-// 400 a statement the client cannot have (413 too large, 403 an owner the
-// caller cannot be), else 500.
-func generateError(err error) *Error {
-	if u, ok := errors.AsType[*sqlgen.UnknownError](err); ok {
-		if u.Kind == "column" {
-			return &Error{Status: http.StatusNotFound, Code: CodeUnknownColumn, Message: u.Error()}
-		}
-		return errUnknownTable(u.Name)
-	}
-	if s, ok := errors.AsType[*sqlgen.StatementError](err); ok {
-		if errors.Is(s, iql.ErrTooLarge) {
-			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: s.Msg}
-		}
-		if errors.Is(s, sqlgen.ErrOwnerUnusable) {
-			return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: s.Msg}
-		}
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: s.Msg}
-	}
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}
 }

@@ -29,7 +29,7 @@ func TestAuthorizeChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := iql.Format(stmt)
-		pl, e := p.authorize(cat, caller, stmt, true)
+		pl, e := p.authorize(cat, caller, stmt, nil)
 		if e != nil {
 			t.Fatalf("%s: %v", tt.src, e)
 		}

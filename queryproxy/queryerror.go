@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/queryproxy/engine"
 	"github.com/gatehouse/gatehouse/queryproxy/iql"
+	"github.com/gatehouse/gatehouse/queryproxy/sqlgen"
 )
 
 // The codes of the query service's errors, in the body
@@ -103,4 +104,26 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// generateError maps a generation error to its status: 404 unknown names,
+// 400 a statement the client cannot have (413 too large, 403 an owner the
+// caller cannot be), else 500.
+func generateError(err error) *Error {
+	if u, ok := errors.AsType[*sqlgen.UnknownError](err); ok {
+		if u.Kind == "column" {
+			return &Error{Status: http.StatusNotFound, Code: CodeUnknownColumn, Message: u.Error()}
+		}
+		return errUnknownTable(u.Name)
+	}
+	if s, ok := errors.AsType[*sqlgen.StatementError](err); ok {
+		if errors.Is(s, iql.ErrTooLarge) {
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: s.Msg}
+		}
+		if errors.Is(s, sqlgen.ErrOwnerUnusable) {
+			return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: s.Msg}
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidStatement, Message: s.Msg}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}
 }

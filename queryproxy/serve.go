@@ -38,7 +38,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, st
 		h.catalogue(w, r, req, cat, sel)
 		return
 	}
-	pl, e := h.policy.authorize(cat, req.caller, stmt, true)
+	pl, e := h.policy.authorize(cat, req.caller, stmt, nil)
 	if pl != nil {
 		req.table = pl.table
 	} else if t, ok := cat.Table(stmt.TableName()); ok {

@@ -82,6 +82,9 @@ func (g *gen) venueFilter() {
 // policy checks the venues it writes). When no row is visible it returns ErrNoVenue. It
 // does not check the result against any grammar: the target does.
 func FilterVenue(t Table, stmt iql.Statement, v Venue) (iql.Statement, error) {
+	if _, ok := stmt.(*iql.Insert); ok {
+		return stmt, nil
+	}
 	c, err := venueColumn(t, &v)
 	if err != nil {
 		return nil, err
@@ -125,8 +128,6 @@ func FilterVenue(t Table, stmt iql.Statement, v Venue) (iql.Statement, error) {
 		out := *s
 		out.Where = and(s.Where)
 		return &out, nil
-	case *iql.Insert:
-		return s, nil
 	}
 	return nil, fmt.Errorf("sqlgen: cannot filter a %T", stmt)
 }
