@@ -115,6 +115,7 @@ var documentedDefaults = map[string]map[string]map[string]any{
 			"max_insert_rows":         iql.DefaultMaxRows,
 			"max_nesting":             iql.DefaultMaxDepth,
 			"realm":                   verify.DefaultRealm,
+			"tables.feed":             queryproxy.DefaultFeed,
 		},
 		"engine sqlite": {
 			"statement_timeout": sqliteengine.DefaultStatementTimeout,

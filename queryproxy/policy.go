@@ -69,8 +69,8 @@ type TablePolicy struct {
 	// upstream's language can hold it; otherwise the statement is refused.
 	VenueColumn string `json:"venue_column,omitempty"`
 	// Feed is the feed of the table's data, whose venues a caller must
-	// hold ("quotes", "depth", a news source's "news"). Default
-	// DefaultFeed ("quotes"). Only with VenueColumn.
+	// hold ("quotes", "depth", a news source's "news"). Default "quotes"
+	// (DefaultFeed). Only with VenueColumn.
 	Feed string `json:"feed,omitempty"`
 	// Venues are the venues of the table's feed that the deployment
 	// knows, as the backend spells them (ASX): a caller who holds every

@@ -52,7 +52,11 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //			owner <column> [<claim>]        # per-user rows (claim default sub)
 //			hidden <column>...
 //			read_only <column>...           # read, never written (a key the database assigns)
+//			venue_column <column>           # rows of the caller's venues only (market data)
+//			feed <feed>                     # the venues' feed a caller must hold (quotes)
+//			venues <venue>...               # this table's known venues (default: the handler's)
 //		}
+//		venues <venue>...                   # the venues the deployment knows
 //		allowed_origins <origin>...
 //		max_body_size <bytes>
 //		max_rows <n>
@@ -105,6 +109,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxInsertRows, err = cfutil.PositiveIntArg(d)
 		case "max_nesting":
 			h.MaxNesting, err = cfutil.PositiveIntArg(d)
+		case "venues":
+			h.Venues, err = cfutil.ListArgs(d)
 		case "realm":
 			h.Realm, err = cfutil.OneArg(d)
 		case "trace_subject":
@@ -208,7 +214,8 @@ func (h *Handler) parsePostgres(d *caddyfile.Dispenser, args []string) error {
 	return nil
 }
 
-// parseTable parses "table <Name> { read ...; write ...; owner ...; hidden ...; read_only ... }".
+// parseTable parses "table <Name> { read ...; write ...; owner ...; hidden ...; read_only ...;
+// venue_column ...; feed ...; venues ... }".
 func (h *Handler) parseTable(d *caddyfile.Dispenser) error {
 	name, err := cfutil.OneArg(d)
 	if err != nil {
@@ -234,6 +241,12 @@ func (h *Handler) parseTable(d *caddyfile.Dispenser) error {
 			t.Hidden, err = cfutil.ListArgs(d)
 		case "read_only":
 			t.ReadOnly, err = cfutil.ListArgs(d)
+		case "venue_column":
+			t.VenueColumn, err = cfutil.OneArg(d)
+		case "feed":
+			t.Feed, err = cfutil.OneArg(d)
+		case "venues":
+			t.Venues, err = cfutil.ListArgs(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

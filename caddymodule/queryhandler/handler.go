@@ -40,9 +40,17 @@ type Handler struct {
 	Prefix string `json:"prefix,omitempty"`
 
 	// Tables is the table policy: which scopes read and write each table,
-	// its owner column, its hidden columns. A table not listed is
-	// invisible (404, as one that does not exist).
+	// its owner column, its hidden columns, its venue column. A table not
+	// listed is invisible (404, as one that does not exist).
 	Tables []queryproxy.TablePolicy `json:"tables,omitempty"`
+
+	// Venues are the venues the deployment knows, as the backend spells
+	// them (ASX, NZX): the venues of every table with a venue_column that
+	// lists none of its own. A caller whose token holds every one of them
+	// (for the table's feed) also sees the rows whose venue is NULL. Risk:
+	// a list that leaves out a venue shows those rows to callers who do not
+	// hold it. Default none (a venue table then needs its own list).
+	Venues []string `json:"venues,omitempty"`
 
 	// AllowedOrigins are the browser origins (scheme://host[:port]) that
 	// may call the service; CORS preflights are answered before
@@ -122,7 +130,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 
 func (h *Handler) config() queryproxy.Config {
 	return queryproxy.Config{
-		Tables: h.Tables, Prefix: h.Prefix, AllowedOrigins: h.AllowedOrigins,
+		Tables: h.Tables, Venues: h.Venues, Prefix: h.Prefix, AllowedOrigins: h.AllowedOrigins,
 		MaxBodyBytes: h.MaxBodySize, MaxRows: h.MaxRows, MaxConcurrentPerUser: h.MaxConcurrentPerUser,
 		MaxUserShare: h.MaxUserShare, Trace: queryproxy.TraceConfig{Subject: h.TraceSubject},
 		Limits: iql.Limits{MaxBytes: h.MaxStatementSize, MaxInList: h.MaxInList, MaxPredicates: h.MaxCriteria,
@@ -193,7 +201,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return nil, false
 		}
 		token, _ := verify.BearerToken(r) // Authorize read it: well formed
-		return &queryproxy.Caller{Subject: id.Subject, ClientID: id.ClientID, Scopes: id.Scopes, Token: token,
+		return &queryproxy.Caller{Subject: id.Subject, ClientID: id.ClientID, Scopes: id.Scopes, Token: token, Entitlements: id.Entitlements,
 			Claim: func(name string) (string, bool) {
 				s, ok := id.Claims()[name].(string)
 				return s, ok

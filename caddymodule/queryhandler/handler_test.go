@@ -193,3 +193,53 @@ func TestIQEngineRefusesOwner(t *testing.T) {
 		t.Errorf("an owner column on the iq engine: %v", err)
 	}
 }
+
+// TestVenueTableThroughCaddy: the glue hands the token's entitlements to
+// the policy: a token holding no pair reads no row of a venue table, and
+// the rows of a table without a venue column as before; a venue table
+// without its list of venues fails at load.
+func TestVenueTableThroughCaddy(t *testing.T) {
+	if err := load(t, freePort(t), `	gatehouse_query {
+		table Security {
+			read Service/Market
+			venue_column Exchange
+		}
+	}`); err == nil || !strings.Contains(err.Error(), "needs the venues") {
+		t.Fatalf("a venue table without venues: %v", err)
+	}
+	port := freePort(t)
+	if err := load(t, port, fmt.Sprintf(`	gatehouse_query {
+		engine sqlite %s {
+			init_file ../../examples/querydb/demo.sql
+		}
+		venues ASX NZX
+		table Security {
+			read Service/Market
+			venue_column Exchange
+		}
+		table Market {
+			read Service/Market
+		}
+	}`, filepath.Join(t.TempDir(), "q.db"))); err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	tok := token(t, base)
+	for stmt, want := range map[string]string{
+		`select Code from Security`:                  `{"Columns":{"Code":{"Index":0,"Type":"String"}},"Rows":[]}`,
+		`select Code from Market where Code = 'NZX'`: `{"Columns":{"Code":{"Index":0,"Type":"String"}},"Rows":[["NZX"]]}`,
+	} {
+		req, _ := http.NewRequest("POST", base+"/query", strings.NewReader(stmt))
+		req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s: %d %s, want %s", stmt, resp.StatusCode, b, want)
+		}
+	}
+}
