@@ -21,6 +21,7 @@ var catalogWant = []string{
 	"NewsSources: Code String, Name String",
 	"Order: OrderId Integer, Owner String, AccountId String, Code String, Exchange String, Side String, " +
 		"Quantity Integer, Price Decimal, Status String, Created DateTime, RoutingNote String",
+	"Quote: Id Integer, Code String, Venue String, Price Decimal",
 	"Security: Code String, Exchange String, Name String, LastPrice Decimal, Currency String, Volume Integer, Updated DateTime",
 }
 

@@ -16,10 +16,14 @@
 //   - Limits: the statement time limit on a read (before its first row and between
 //     rows) and on a write, the caller's cancellation and deadline;
 //   - ReadOnly: a write sent through Query fails and changes nothing;
-//   - Closed: a closed engine is ErrUnavailable; Trace sees the statements run.
+//   - Closed: a closed engine is ErrUnavailable; Trace sees the statements run;
+//   - Venues: the venue filter (sqlgen.Venue) shows each caller of VenueCases the rows of
+//     its venues, compared exactly, whatever an OR, a NOT or a venue's variants in the
+//     condition try, in updates and deletes too, in a parallel burst.
 //
 // RunForwarder takes an engine.Forwarder whose upstream holds the same database, and
-// checks its catalog, the operators as canonical IQL, and an insert and its conflict.
+// checks its catalog, the operators as canonical IQL, an insert and its conflict, and
+// the venue filter written in IQL where the Forwarder's grammar takes it.
 //
 // Statements the suite sends as SQL are written so that SQLite and PostgreSQL both read
 // them (quoted identifiers, the dialect's placeholders). What an engine does beyond the

@@ -14,8 +14,9 @@ import (
 
 // Schema is the suite's own tables, which every database it runs on holds after the
 // demo's: Item, with a constraint of every kind (primary key, unique, not null, check,
-// foreign key) and a boolean, holding one row; Doubled, with a generated column. It is
-// written so that SQLite and PostgreSQL both read it, for one transaction.
+// foreign key) and a boolean, holding one row; Doubled, with a generated column; Quote, a
+// market-data table whose rows name their venue (Venues). It is written so that SQLite
+// and PostgreSQL both read it, for one transaction.
 const Schema = `
 CREATE TABLE "Item" (
 	"Id" integer PRIMARY KEY,
@@ -29,6 +30,16 @@ CREATE TABLE "Doubled" (
 	"Price" numeric,
 	"Total" numeric GENERATED ALWAYS AS ("Price" * 2) STORED
 );
+CREATE TABLE "Quote" (
+	"Id" integer PRIMARY KEY,
+	"Code" text NOT NULL,
+	"Venue" text,
+	"Price" numeric
+);
+INSERT INTO "Quote" ("Id", "Code", "Venue", "Price") VALUES
+	(1, 'BHP', 'ASX', 1), (2, 'CBA', 'ASX', 2), (3, 'AIR', 'NZX', 3), (4, 'SPK', 'NZX', 4),
+	(5, 'RIO', 'LSE', 5), (6, 'NUL', NULL, 6), (7, 'LOW', 'asx', 7), (8, 'SPC', 'ASX ', 8),
+	(9, 'UNI', 'ＡSX', 9), (10, 'TAB', 'ASX	', 10);
 `
 
 // Options are the settings a case opens its engine with. A zero field is the engine's
@@ -79,6 +90,7 @@ var groups = []struct {
 		{"Canceled", testCanceled}, {"Exec", testExecTimeLimit}}},
 	{"ReadOnly", []testCase{{"QueryCannotWrite", testQueryCannotWrite}}},
 	{"Engine", []testCase{{"Closed", testClosed}, {"Trace", testTrace}}},
+	{"Venues", []testCase{{"Select", testVenueSelect}, {"Writes", testVenueWrites}, {"Burst", testVenueBurst}}},
 }
 
 // slack is how late a case may see a time limit act on a loaded machine, where a

@@ -18,7 +18,7 @@ type OpenForwarder func(t *testing.T) engine.Forwarder
 
 // RunForwarder runs the part of the suite that holds for a Forwarder on the forwarders
 // open returns: its catalog, the operators as canonical IQL, an insert and an insert
-// the upstream refuses. Each case opens one of its own.
+// the upstream refuses, and the venue filter in IQL. Each case opens one of its own.
 func RunForwarder(t *testing.T, open OpenForwarder) {
 	for _, c := range []struct {
 		name string
@@ -28,6 +28,7 @@ func RunForwarder(t *testing.T, open OpenForwarder) {
 		{"Operators", testForwarderOperators},
 		{"Insert", testForwarderInsert},
 		{"Conflict", testForwarderConflict},
+		{"Venues", testForwarderVenues},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
