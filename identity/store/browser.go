@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/gatehouse/gatehouse/entitle"
 )
 
 // The browser flows' roles (the authorization endpoint, login and
@@ -130,8 +132,12 @@ type AuthCode struct {
 	// 7636); both empty when the request had none.
 	CodeChallenge       string
 	CodeChallengeMethod string
-	Created             time.Time
-	ExpiresAt           time.Time // no exchange from this time on
+	// Entitlements are the market-data pairs the authorization granted
+	// (all the user held, or those its authorization_details asked for);
+	// the exchange issues those the user still holds.
+	Entitlements entitle.Set
+	Created      time.Time
+	ExpiresAt    time.Time // no exchange from this time on
 	// RetainUntil is when the record may be removed; until then a second
 	// use is recognised as a replay. At least ExpiresAt.
 	RetainUntil time.Time

@@ -88,6 +88,20 @@ type Users interface {
 	// (DeleteUser), compared as UsersWithSubjects compares, spelled as
 	// they were stored, in no order.
 	DeletedSubjects(ctx context.Context, subjects []string) ([]string, error)
+	// UpdateEntitlements sets the market-data entitlements of username to
+	// what update returns, given the ones stored, in one transaction
+	// (update may be called again if the backend retries it). When the
+	// set changes, Updated becomes now and the same transaction records
+	// the subject's entitlement change: a Revocation with Subject,
+	// NotBefore now, Entitlements the new set and ExpiresAt tokensUntil,
+	// replacing the subject's earlier one, so that the subject's access
+	// tokens issued before are refused (Revocation.Narrows). Nothing is
+	// written when the set is the same. It returns the user after the
+	// call; ErrNotFound if there is none; update's error, wrapped, with
+	// nothing changed. CreateUser stores a new user's entitlements;
+	// UpdateUser never changes them, so that a change always goes through
+	// here.
+	UpdateEntitlements(ctx context.Context, username string, update func(entitle.Set) (entitle.Set, error), now, tokensUntil time.Time) (User, error)
 }
 
 // FamilyBound bounds a user's refresh families with a client
@@ -194,6 +208,11 @@ type Revocations interface {
 	// jti, its family or its subject (issued at iat, before the subject's
 	// NotBefore), by a revocation not yet removed by DeleteExpired.
 	AccessTokenRevoked(ctx context.Context, jti, familyID, subject string, iat time.Time) (bool, error)
+	// EntitlementChange returns the subject's entitlement change in force
+	// (Users.UpdateEntitlements: the last one, until DeleteExpired removes
+	// it), for a check that must read the store (introspection) to apply
+	// with Revocation.Narrows. ErrNotFound if there is none.
+	EntitlementChange(ctx context.Context, subject string) (Revocation, error)
 }
 
 // Counters are the brute-force defence's failure counters.
@@ -260,8 +279,11 @@ type User struct {
 	Scopes        []string // the scopes the user may hold
 	Roles         []string // roles ("role" claim)
 	Disabled      bool     // a disabled user cannot log in or refresh
-	Created       time.Time
-	Updated       time.Time
+	// Entitlements are the market-data pairs the user holds
+	// (docs/entitlements.md): set by CreateUser and UpdateEntitlements.
+	Entitlements entitle.Set
+	Created      time.Time
+	Updated      time.Time
 }
 
 // RefreshFamily is every refresh token descended from one grant.
@@ -277,6 +299,9 @@ type RefreshFamily struct {
 	// SessionID is the login session ("sid") the family was granted
 	// through (the browser flows); "" for other grants.
 	SessionID string
+	// Entitlements are the market-data pairs the family was granted: a
+	// refresh issues those the user still holds, never more.
+	Entitlements entitle.Set
 
 	// The constant scheme; all zero for a legacy family.
 	Salt             []byte    // random per family, mixed into successor derivation

@@ -94,7 +94,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 
 const codeColumns = `hash, client_id, redirect_uri, subject, scopes, nonce, session_id, auth_time,
 	code_challenge, code_challenge_method, created_at, expires_at, retain_until, used_at, replayed_at,
-	family_id, access_token_id, access_token_expires_at`
+	family_id, access_token_id, access_token_expires_at, entitlements`
 
 // PutCode stores a new, unused code.
 func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
@@ -102,10 +102,10 @@ func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
 		return errors.New("storing authorization code: empty hash")
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO auth_codes (`+codeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL, '', '', NULL)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL, '', '', NULL, $14)`,
 		c.Hash, c.ClientID, c.RedirectURI, c.Subject, textList(c.Scopes), c.Nonce, c.SessionID,
 		ts(c.AuthTime), c.CodeChallenge, c.CodeChallengeMethod, ts(c.Created), ts(c.ExpiresAt),
-		ts(c.RetainUntil))
+		ts(c.RetainUntil), textList(c.Entitlements.Strings()))
 	if isUnique(err) {
 		return fmt.Errorf("storing authorization code: %w", store.ErrAlreadyExists)
 	}
@@ -121,10 +121,15 @@ func scanCode(row pgx.Row) (store.AuthCode, error) {
 		c                                         store.AuthCode
 		authTime, created, exp, retain, used, rep pgtype.Timestamptz
 		atExp                                     pgtype.Timestamptz
+		pairs                                     []string
 	)
 	if err := row.Scan(&c.Hash, &c.ClientID, &c.RedirectURI, &c.Subject, &c.Scopes, &c.Nonce, &c.SessionID,
 		&authTime, &c.CodeChallenge, &c.CodeChallengeMethod, &created, &exp, &retain, &used, &rep,
-		&c.FamilyID, &c.AccessTokenID, &atExp); err != nil {
+		&c.FamilyID, &c.AccessTokenID, &atExp, &pairs); err != nil {
+		return store.AuthCode{}, err
+	}
+	var err error
+	if c.Entitlements, err = decodeSet(pairs); err != nil {
 		return store.AuthCode{}, err
 	}
 	c.Scopes = nonEmpty(c.Scopes)

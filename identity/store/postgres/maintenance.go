@@ -21,6 +21,7 @@ var deleteExpiredQueries = []string{
 	`DELETE FROM revocations WHERE expires_at <= $1`,
 	`DELETE FROM family_revocations WHERE expires_at <= $1`,
 	`DELETE FROM subject_revocations WHERE expires_at <= $1`,
+	`DELETE FROM entitlement_revocations WHERE expires_at <= $1`,
 }
 
 // DeleteExpired removes, in one transaction, what has expired at now:

@@ -213,6 +213,22 @@ var migrations = [][]string{
 			deleted_at timestamptz NOT NULL
 		)`,
 	},
+	// 8: market-data entitlements, as the SQLite backend's version 9 (the
+	// pairs as text[] of "VENUE:feed").
+	{
+		`ALTER TABLE users ADD COLUMN entitlements text[] NOT NULL DEFAULT '{}'`,
+		`ALTER TABLE refresh_families ADD COLUMN entitlements text[] NOT NULL DEFAULT '{}'`,
+		`ALTER TABLE auth_codes ADD COLUMN entitlements text[] NOT NULL DEFAULT '{}'`,
+		`CREATE TABLE entitlement_revocations (
+			subject      text COLLATE "C" NOT NULL PRIMARY KEY,
+			not_before   timestamptz NOT NULL,
+			entitlements text[] NOT NULL,
+			expires_at   timestamptz NOT NULL,
+			revoked_at   timestamptz NOT NULL
+		)`,
+		`CREATE INDEX entitlement_revocations_expires_at ON entitlement_revocations (expires_at)`,
+		`CREATE INDEX entitlement_revocations_revoked_at ON entitlement_revocations (revoked_at)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

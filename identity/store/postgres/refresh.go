@@ -15,7 +15,7 @@ import (
 // familyColumns are the columns of a refresh family, in scanFamily's order.
 const familyColumns = `f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at,
 	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at,
-	f.session_id`
+	f.session_id, f.entitlements`
 
 // scanFamily reads familyColumns, after the extra destinations before.
 func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
@@ -23,11 +23,16 @@ func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
 		f                                   store.RefreshFamily
 		authTime, created, expires, revoked pgtype.Timestamptz
 		currentExpires, rotated             pgtype.Timestamptz
+		pairs                               []string
 	)
 	dest := append(before, &f.ID, &f.ClientID, &f.Subject, &f.Scopes, &authTime, &created, &expires, &revoked,
-		&f.Salt, &f.Generation, &f.Current, &currentExpires, &f.Previous, &rotated, &f.SessionID)
+		&f.Salt, &f.Generation, &f.Current, &currentExpires, &f.Previous, &rotated, &f.SessionID, &pairs)
 	if err := row.Scan(dest...); err != nil {
 		return store.RefreshFamily{}, err
+	}
+	var err error
+	if f.Entitlements, err = decodeSet(pairs); err != nil {
+		return store.RefreshFamily{}, fmt.Errorf("refresh family %q: %w", f.ID, err)
 	}
 	f.Scopes = nonEmpty(f.Scopes)
 	f.AuthTime, f.Created, f.ExpiresAt, f.RevokedAt = fromTS(authTime), fromTS(created), fromTS(expires), fromTS(revoked)
@@ -54,11 +59,11 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO refresh_families
 			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
-			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13)`,
+			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id, entitlements)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13, $14)`,
 			f.ID, f.ClientID, f.Subject, textList(f.Scopes), ts(f.AuthTime), ts(f.Created),
 			ts(f.ExpiresAt), ts(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), ts(f.CurrentExpiresAt),
-			f.SessionID); err != nil || bound.Keep <= 0 {
+			f.SessionID, textList(f.Entitlements.Strings())); err != nil || bound.Keep <= 0 {
 			return err
 		}
 		return s.boundFamiliesTx(ctx, tx, f, bound)

@@ -128,16 +128,20 @@ func endSubjectCodesTx(ctx context.Context, tx pgx.Tx, subject string, now time.
 	return err
 }
 
-// revocationsQuery lists the three kinds of revocation revoked at $1 or
+// revocationsQuery lists the four kinds of revocation revoked at $1 or
 // later ($1 NULL: at any time) and not expired at $2, oldest revocation
-// first, then by what they revoke, byte order.
-const revocationsQuery = `SELECT jti, family_id, subject, not_before, expires_at, revoked_at FROM (
-		SELECT jti, '' AS family_id, '' AS subject, NULL::timestamptz AS not_before, expires_at, revoked_at
+// first, then by what they revoke, byte order; the last column is an
+// entitlement change's set, NULL for the others.
+const revocationsQuery = `SELECT jti, family_id, subject, not_before, expires_at, revoked_at, entitlements FROM (
+		SELECT jti, '' AS family_id, '' AS subject, NULL::timestamptz AS not_before, expires_at, revoked_at,
+				NULL::text[] AS entitlements
 			FROM revocations WHERE ($1::timestamptz IS NULL OR revoked_at >= $1) AND expires_at > $2
-		UNION ALL SELECT '', family_id, '', NULL, expires_at, revoked_at
+		UNION ALL SELECT '', family_id, '', NULL, expires_at, revoked_at, NULL
 			FROM family_revocations WHERE ($1::timestamptz IS NULL OR revoked_at >= $1) AND expires_at > $2
-		UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at
+		UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at, NULL
 			FROM subject_revocations WHERE ($1::timestamptz IS NULL OR revoked_at >= $1) AND expires_at > $2
+		UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at, entitlements
+			FROM entitlement_revocations WHERE ($1::timestamptz IS NULL OR revoked_at >= $1) AND expires_at > $2
 	) r
 	ORDER BY revoked_at, jti COLLATE "C", family_id COLLATE "C", subject COLLATE "C"`
 
@@ -164,11 +168,19 @@ func (s *Store) revocations(ctx context.Context, since any, now time.Time) ([]st
 		var (
 			r                 store.Revocation
 			nbf, exp, revoked pgtype.Timestamptz
+			pairs             []string
 		)
-		if err := rows.Scan(&r.JTI, &r.FamilyID, &r.Subject, &nbf, &exp, &revoked); err != nil {
+		if err := rows.Scan(&r.JTI, &r.FamilyID, &r.Subject, &nbf, &exp, &revoked, &pairs); err != nil {
 			return nil, fmt.Errorf("listing revocations: %w", err)
 		}
 		r.NotBefore, r.ExpiresAt, r.RevokedAt = fromTS(nbf), fromTS(exp), fromTS(revoked)
+		if pairs != nil {
+			set, err := decodeSet(pairs)
+			if err != nil {
+				return nil, fmt.Errorf("listing revocations: the entitlement change of %q: %w", r.Subject, err)
+			}
+			r.Entitlements = &set
+		}
 		revs = append(revs, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -13,16 +13,17 @@ import (
 )
 
 const userColumns = `username, subject, password_hash, display_name, email, email_verified,
-	scopes, roles, disabled, created_at, updated_at`
+	scopes, roles, disabled, created_at, updated_at, entitlements`
 
 // CreateUser stores a new user. ErrAlreadyExists if the username or the
 // subject is taken; ErrSubjectDeleted if the subject was a deleted user's.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO users (`+userColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
-			textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated)); err != nil {
+			textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated),
+			textList(u.Entitlements.Strings())); err != nil {
 			return err
 		}
 		// After the insert, in a statement of its own: an insert that waited
@@ -47,8 +48,9 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 	return nil
 }
 
-// UpdateUser replaces every field of the user with u.Username. ErrNotFound
-// if there is none; ErrAlreadyExists if u.Subject belongs to another user.
+// UpdateUser replaces every field of the user with u.Username but its
+// entitlements (UpdateEntitlements changes them). ErrNotFound if there is
+// none; ErrAlreadyExists if u.Subject belongs to another user.
 func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE users SET subject = $1, password_hash = $2, display_name = $3,
 		email = $4, email_verified = $5, scopes = $6, roles = $7, disabled = $8, created_at = $9, updated_at = $10
@@ -213,9 +215,10 @@ func scanUser(row pgx.Row) (store.User, error) {
 	var (
 		u                store.User
 		created, updated pgtype.Timestamptz
+		pairs            []string
 	)
 	err := row.Scan(&u.Username, &u.Subject, &u.PasswordHash, &u.DisplayName, &u.Email, &u.EmailVerified,
-		&u.Scopes, &u.Roles, &u.Disabled, &created, &updated)
+		&u.Scopes, &u.Roles, &u.Disabled, &created, &updated, &pairs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.User{}, store.ErrNotFound
 	}
@@ -223,6 +226,9 @@ func scanUser(row pgx.Row) (store.User, error) {
 		return store.User{}, err
 	}
 	u.Scopes, u.Roles = nonEmpty(u.Scopes), nonEmpty(u.Roles)
+	if u.Entitlements, err = decodeSet(pairs); err != nil {
+		return store.User{}, err
+	}
 	u.Created, u.Updated = fromTS(created), fromTS(updated)
 	return u, nil
 }

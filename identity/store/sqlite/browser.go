@@ -93,7 +93,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 
 const codeColumns = `hash, client_id, redirect_uri, subject, scopes, nonce, session_id, auth_time,
 	code_challenge, code_challenge_method, created_at, expires_at, retain_until, used_at, replayed_at,
-	family_id, access_token_id, access_token_expires_at`
+	family_id, access_token_id, access_token_expires_at, entitlements`
 
 // PutCode stores a new, unused code.
 func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
@@ -101,10 +101,10 @@ func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
 		return errors.New("storing authorization code: empty hash")
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO auth_codes (`+codeColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', NULL)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', NULL, ?)`,
 		c.Hash, c.ClientID, c.RedirectURI, c.Subject, encodeList(c.Scopes), c.Nonce, c.SessionID,
 		millis(c.AuthTime), c.CodeChallenge, c.CodeChallengeMethod, millis(c.Created), millis(c.ExpiresAt),
-		millis(c.RetainUntil))
+		millis(c.RetainUntil), encodeSet(c.Entitlements))
 	if isUnique(err) {
 		return fmt.Errorf("storing authorization code: %w", store.ErrAlreadyExists)
 	}
@@ -122,17 +122,20 @@ func scanCode(row rowScanner) (store.AuthCode, error) {
 		c                                         store.AuthCode
 		authTime, created, exp, retain, used, rep sql.NullInt64
 		atExp                                     sql.NullInt64
-		scopes                                    string
+		scopes, pairs                             string
 	)
 	if err := row.Scan(&c.Hash, &c.ClientID, &c.RedirectURI, &c.Subject, &scopes, &c.Nonce, &c.SessionID,
 		&authTime, &c.CodeChallenge, &c.CodeChallengeMethod, &created, &exp, &retain, &used, &rep,
-		&c.FamilyID, &c.AccessTokenID, &atExp); err != nil {
+		&c.FamilyID, &c.AccessTokenID, &atExp, &pairs); err != nil {
 		return store.AuthCode{}, err
 	}
 	c.AuthTime, c.Created, c.ExpiresAt, c.RetainUntil = fromMillis(authTime), fromMillis(created), fromMillis(exp), fromMillis(retain)
 	c.UsedAt, c.ReplayedAt, c.AccessTokenExpiresAt = fromMillis(used), fromMillis(rep), fromMillis(atExp)
 	var err error
-	c.Scopes, err = decodeList(scopes)
+	if c.Scopes, err = decodeList(scopes); err != nil {
+		return c, err
+	}
+	c.Entitlements, err = decodeSet(pairs)
 	return c, err
 }
 

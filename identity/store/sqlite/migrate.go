@@ -209,6 +209,24 @@ var migrations = [][]string{
 			deleted_at INTEGER NOT NULL
 		) STRICT`,
 	},
+	// 9: market-data entitlements (docs/entitlements.md): the pairs a
+	// user holds, a refresh family and an authorization code were
+	// granted (a JSON array of "VENUE:feed"), and each subject's last
+	// entitlement change, a revocation that carries the new set.
+	{
+		`ALTER TABLE users ADD COLUMN entitlements TEXT NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE refresh_families ADD COLUMN entitlements TEXT NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE auth_codes ADD COLUMN entitlements TEXT NOT NULL DEFAULT '[]'`,
+		`CREATE TABLE entitlement_revocations (
+			subject      TEXT NOT NULL PRIMARY KEY,
+			not_before   INTEGER NOT NULL,
+			entitlements TEXT NOT NULL,
+			expires_at   INTEGER NOT NULL,
+			revoked_at   INTEGER NOT NULL
+		) STRICT`,
+		`CREATE INDEX entitlement_revocations_expires_at ON entitlement_revocations (expires_at)`,
+		`CREATE INDEX entitlement_revocations_revoked_at ON entitlement_revocations (revoked_at)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

@@ -75,13 +75,16 @@ func endSubjectCodesTx(ctx context.Context, tx *sql.Tx, subject string, now time
 	return err
 }
 
-// revocationsQuery lists the three kinds of revocation revoked at ?1 or
-// later and not expired at ?2, oldest revocation first.
-const revocationsQuery = `SELECT jti, '', '', NULL, expires_at, revoked_at FROM revocations
+// revocationsQuery lists the four kinds of revocation revoked at ?1 or
+// later and not expired at ?2, oldest revocation first; the last column
+// is an entitlement change's set, NULL for the others.
+const revocationsQuery = `SELECT jti, '', '', NULL, expires_at, revoked_at, NULL FROM revocations
 		WHERE revoked_at >= ?1 AND expires_at > ?2
-	UNION ALL SELECT '', family_id, '', NULL, expires_at, revoked_at FROM family_revocations
+	UNION ALL SELECT '', family_id, '', NULL, expires_at, revoked_at, NULL FROM family_revocations
 		WHERE revoked_at >= ?1 AND expires_at > ?2
-	UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at FROM subject_revocations
+	UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at, NULL FROM subject_revocations
+		WHERE revoked_at >= ?1 AND expires_at > ?2
+	UNION ALL SELECT '', '', subject, not_before, expires_at, revoked_at, entitlements FROM entitlement_revocations
 		WHERE revoked_at >= ?1 AND expires_at > ?2
 	ORDER BY 6, 1, 2, 3`
 
@@ -107,11 +110,18 @@ func (s *Store) revocations(ctx context.Context, since sql.NullInt64, now time.T
 		var (
 			r                 store.Revocation
 			nbf, exp, revoked sql.NullInt64
+			pairs             sql.NullString
 		)
-		if err := rows.Scan(&r.JTI, &r.FamilyID, &r.Subject, &nbf, &exp, &revoked); err != nil {
+		if err := rows.Scan(&r.JTI, &r.FamilyID, &r.Subject, &nbf, &exp, &revoked, &pairs); err != nil {
 			return nil, fmt.Errorf("listing revocations: %w", err)
 		}
 		r.NotBefore, r.ExpiresAt, r.RevokedAt = fromMillis(nbf), fromMillis(exp), fromMillis(revoked)
+		if pairs.Valid {
+			var err error
+			if r, err = changeRevocation(r.Subject, nbf, exp, revoked, pairs.String); err != nil {
+				return nil, fmt.Errorf("listing revocations: %w", err)
+			}
+		}
 		revs = append(revs, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -158,6 +168,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 		{`DELETE FROM revocations WHERE expires_at <= ?`, []any{n}},
 		{`DELETE FROM family_revocations WHERE expires_at <= ?`, []any{n}},
 		{`DELETE FROM subject_revocations WHERE expires_at <= ?`, []any{n}},
+		{`DELETE FROM entitlement_revocations WHERE expires_at <= ?`, []any{n}},
 	}
 	var total int64
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -12,7 +12,7 @@ import (
 )
 
 const userColumns = `username, subject, password_hash, display_name, email, email_verified,
-	scopes, roles, disabled, created_at, updated_at`
+	scopes, roles, disabled, created_at, updated_at, entitlements`
 
 // userQuery and userBySubjectQuery read a user by username or subject.
 const (
@@ -24,10 +24,11 @@ const (
 // subject is taken; ErrSubjectDeleted if the subject was a deleted user's.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 	res, err := s.w.ExecContext(ctx, `INSERT INTO users (`+userColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE NOT EXISTS (SELECT 1 FROM deleted_subjects WHERE subject = ?)`,
 		u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
-		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated), u.Subject)
+		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated),
+		encodeSet(u.Entitlements), u.Subject)
 	if isUnique(err) {
 		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
 	}
@@ -40,8 +41,9 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 	return nil
 }
 
-// UpdateUser replaces every field of the user with u.Username. ErrNotFound
-// if there is none; ErrAlreadyExists if u.Subject belongs to another user.
+// UpdateUser replaces every field of the user with u.Username but its
+// entitlements (UpdateEntitlements changes them). ErrNotFound if there is
+// none; ErrAlreadyExists if u.Subject belongs to another user.
 func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 	res, err := s.w.ExecContext(ctx, `UPDATE users SET subject = ?, password_hash = ?, display_name = ?,
 		email = ?, email_verified = ?, scopes = ?, roles = ?, disabled = ?, created_at = ?, updated_at = ?
@@ -199,10 +201,11 @@ func scanUser(row scanner) (store.User, error) {
 	var (
 		u                store.User
 		scopes, roles    string
+		pairs            string
 		created, updated sql.NullInt64
 	)
 	err := row.Scan(&u.Username, &u.Subject, &u.PasswordHash, &u.DisplayName, &u.Email, &u.EmailVerified,
-		&scopes, &roles, &u.Disabled, &created, &updated)
+		&scopes, &roles, &u.Disabled, &created, &updated, &pairs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.User{}, store.ErrNotFound
 	}
@@ -214,6 +217,9 @@ func scanUser(row scanner) (store.User, error) {
 	}
 	if u.Roles, err = decodeList(roles); err != nil {
 		return store.User{}, fmt.Errorf("roles: %w", err)
+	}
+	if u.Entitlements, err = decodeSet(pairs); err != nil {
+		return store.User{}, err
 	}
 	u.Created, u.Updated = fromMillis(created), fromMillis(updated)
 	return u, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -268,7 +269,8 @@ func authCode(name string) store.AuthCode {
 		Subject: "sub-" + name, Scopes: []string{"openid", "offline_access"}, Nonce: "n-" + name,
 		SessionID: "sid-" + name, AuthTime: t0.Add(-time.Minute),
 		CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", CodeChallengeMethod: "S256",
-		Created: t0, ExpiresAt: t0.Add(time.Minute), RetainUntil: t0.Add(time.Hour),
+		Entitlements: entitle.MustParse("ASX:quotes"),
+		Created:      t0, ExpiresAt: t0.Add(time.Minute), RetainUntil: t0.Add(time.Hour),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -30,6 +31,7 @@ func family(id string) store.RefreshFamily {
 		Generation:       1,
 		Current:          gen(id, 1),
 		CurrentExpiresAt: t0.Add(tokenLife),
+		Entitlements:     entitle.MustParse("ASX:quotes ASX:depth"),
 	}
 }
 
@@ -94,6 +96,7 @@ type legacy struct {
 func legacyFamily(id string) legacy {
 	f := family(id)
 	f.Salt, f.Generation, f.Current, f.CurrentExpiresAt = nil, 0, nil, time.Time{}
+	f.Entitlements = entitle.Set{} // legacy families came before entitlements
 	rotatedAt := t0.Add(time.Hour)
 	first := store.RefreshToken{Hash: hash(id + "/legacy/0"), FamilyID: id, IssuedAt: t0,
 		ExpiresAt: t0.Add(tokenLife), RotatedAt: rotatedAt, Successor: hash(id + "/legacy/1")}

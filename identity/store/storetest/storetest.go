@@ -52,6 +52,7 @@ var groups = []struct {
 	{"KeepFamilies", keepCases},
 	{"LegacyFamilies", legacyCases},
 	{"Revocations", revocationCases},
+	{"Entitlements", entitlementCases},
 	{"Counters", counterCases},
 	{"DeleteExpired", deleteExpiredCases},
 	{"Times", timeCases},

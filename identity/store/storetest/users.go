@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -137,6 +138,7 @@ func user(name string) store.User {
 		EmailVerified: true,
 		Scopes:        []string{"openid", "profile", "Service/Market"},
 		Roles:         []string{"trader", "role with spaces", `quote"d`},
+		Entitlements:  entitle.MustParse("ASX:quotes NZX:depth"),
 		Created:       t0,
 		Updated:       t0.Add(time.Minute),
 	}
@@ -219,7 +221,8 @@ func testUsersCaseSensitive(t *testing.T, s store.Store) {
 	wantErr(t, "User ALICE", err, store.ErrNotFound)
 }
 
-// testUsersUpdate: an update replaces every field of the user.
+// testUsersUpdate: an update replaces every field of the user but its
+// entitlements (UpdateEntitlements changes those).
 func testUsersUpdate(t *testing.T, s store.Store) {
 	ctx := Context(t)
 	u, other := user("alice"), user("bob")
@@ -237,6 +240,7 @@ func testUsersUpdate(t *testing.T, s store.Store) {
 		Updated:      t0.Add(time.Hour),
 	}
 	wantErr(t, "UpdateUser", s.UpdateUser(ctx, upd), nil)
+	upd.Entitlements = u.Entitlements
 	checkUser(ctx, t, s, upd)
 	_, err := s.UserBySubject(ctx, u.Subject)
 	wantErr(t, "UserBySubject of the old subject", err, store.ErrNotFound)
