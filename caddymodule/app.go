@@ -251,9 +251,9 @@ func (a *App) startServer(ctx caddy.Context, cfg identity.Config, users []store.
 		a.logger.Info("users file loaded", zap.String("path", a.UsersFile),
 			zap.Int("users", len(users)), zap.Int("created", seeded.Created))
 		if stricter := seeded.Stricter; len(stricter) > 0 {
-			a.logger.Warn("users file gives these existing users less than the store holds (disabled, or fewer scopes), "+
+			a.logger.Warn("users file gives these existing users less than the store holds (disabled, fewer scopes or fewer entitlements), "+
 				"and was not applied to them: the file only creates users; change them with the CLI "+
-				"(gatehouse user disable <name>, gatehouse user scopes <name> <scope>...)",
+				"(gatehouse user disable <name>, gatehouse user scopes <name> <scope>..., gatehouse user unentitle <name> <VENUE:feed>...)",
 				zap.String("path", a.UsersFile), zap.Strings("usernames", stricter))
 		}
 		if len(seeded.Deleted) > 0 {

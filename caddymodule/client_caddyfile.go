@@ -18,7 +18,7 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 	}
 	once := cfutil.NewOnceSet(fmt.Sprintf("client %q: ", c.ID),
 		"secret_sha256", "grant_types", "scopes", "default_scopes", "allowed_origins", "redirect_uris",
-		"post_logout_redirect_uris")
+		"post_logout_redirect_uris", "entitlements")
 	err = cfutil.ParseBlock(d, once, func(name string) (err error) {
 		switch name {
 		case "name":
@@ -33,6 +33,8 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			err = cfutil.AppendArgs(d, &c.Scopes)
 		case "default_scopes":
 			err = cfutil.AppendArgs(d, &c.DefaultScopes)
+		case "entitlements":
+			err = cfutil.AppendArgs(d, &c.Entitlements)
 		case "access_token_lifetime":
 			c.AccessTokenLifetime, err = cfutil.DurationArg(d)
 		case "refresh_token":

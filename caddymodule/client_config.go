@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/clients"
 )
 
@@ -44,6 +45,16 @@ type Client struct {
 	// among Scopes. Default: all of Scopes (filtered by what the user may
 	// hold). An empty list ([]) is refused: leave the field out.
 	DefaultScopes []string `json:"default_scopes,omitempty"`
+
+	// Entitlements are the market-data entitlements of a client_credentials
+	// client, each VENUE:feed (ASX:quotes, docs/entitlements.md): its
+	// access tokens carry them as authorization_details, and a request
+	// may ask for fewer. Only a client with the client_credentials grant
+	// may have them; a user's come from the store (gatehouse user
+	// entitle). Default: none. A change applies to tokens issued after the
+	// config is loaded: those issued before keep theirs until they expire
+	// (keep the client's access_token_lifetime short if that matters).
+	Entitlements []string `json:"entitlements,omitempty"`
 
 	// AccessTokenLifetime overrides the app's access_token_lifetime for
 	// this client. Default: the app's.
@@ -130,6 +141,10 @@ func (c *Client) identityClient() (clients.Config, error) {
 	if err != nil {
 		return clients.Config{}, fmt.Errorf("client %q: secret_sha256: %w", c.ID, err)
 	}
+	pairs, err := entitle.Parse(c.Entitlements...)
+	if err != nil {
+		return clients.Config{}, fmt.Errorf("client %q: entitlements: %w", c.ID, err)
+	}
 	return clients.Config{
 		ID:                  c.ID,
 		Name:                c.Name,
@@ -138,6 +153,7 @@ func (c *Client) identityClient() (clients.Config, error) {
 		GrantTypes:          c.GrantTypes,
 		Scopes:              c.Scopes,
 		DefaultScopes:       c.DefaultScopes,
+		Entitlements:        pairs,
 		AccessTokenLifetime: time.Duration(c.AccessTokenLifetime),
 		Refresh:             c.RefreshToken.policy(),
 		AllowedOrigins:      c.AllowedOrigins,

@@ -203,3 +203,26 @@ func FuzzParseDetails(f *testing.F) {
 		}
 	})
 }
+
+// A set is refused once its authorization_details pass MaxDetailsBytes,
+// and not before. It failed when the bound was compared with the pair
+// count instead of the bytes.
+func TestCheckTokenSize(t *testing.T) {
+	set := func(n int) Set {
+		ps := make([]Pair, n)
+		for i := range ps {
+			ps[i] = Pair{Venue: "V" + strings.Repeat("X", 9) + string(rune('A'+i/26%26)) + string(rune('A'+i%26)), Feed: "quotes"}
+		}
+		return MustNew(ps...)
+	}
+	for _, tc := range []struct {
+		n    int
+		fits bool
+	}{{0, true}, {3, true}, {60, true}, {70, false}, {MaxPairs, false}} {
+		s := set(tc.n)
+		err := s.CheckTokenSize()
+		if (err == nil) != tc.fits || (err != nil && !errors.Is(err, ErrTooLarge)) {
+			t.Errorf("%d pairs (%d bytes): %v", tc.n, len(s.MarshalDetails()), err)
+		}
+	}
+}

@@ -7,11 +7,13 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "user",
-		Usage: "add|passwd|disable|enable|delete|scopes|list|hash ...",
+		Usage: "add|passwd|disable|enable|delete|scopes|entitle|unentitle|show|list|hash ...",
 		Short: "Manages the users of the gatehouse store",
 		Long: `
-Adds, changes, disables, enables, deletes and lists the users of the gatehouse
-store, and hashes passwords for users files.
+Adds, changes, disables, enables, deletes, shows and lists the users of the
+gatehouse store, gives them market-data entitlements and takes them away
+(entitle, unentitle: the user's access tokens issued before are revoked), and
+hashes passwords for users files.
 
 The commands that use the store open the same one the server does: the store
 of the gatehouse app of --config (with --adapter if its name does not say

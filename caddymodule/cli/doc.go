@@ -1,5 +1,5 @@
 // Package cli holds the gatehouse subcommands that Caddy's command line
-// runs next to its own: `gatehouse user add|passwd|disable|enable|list|hash`,
+// runs next to its own: `gatehouse user add|passwd|disable|enable|delete|scopes|entitle|unentitle|show|list|hash`,
 // `gatehouse client secret` and `gatehouse keys list|rotate`. Importing it
 // registers them with caddycmd.
 //

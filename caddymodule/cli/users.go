@@ -33,6 +33,7 @@ func setUpUserCommand(cmd *cobra.Command) {
 	add.Flags().Bool("email-verified", false, "Mark the e-mail address as verified")
 	add.Flags().StringArray("scope", nil, "A scope the user may hold (repeatable)")
 	add.Flags().StringArray("role", nil, "A role of the user (repeatable)")
+	add.Flags().StringArray("entitle", nil, "A market-data entitlement of the user, VENUE:feed (repeatable)")
 	cmd.AddCommand(add)
 
 	cmd.AddCommand(&cobra.Command{
@@ -71,6 +72,7 @@ func setUpUserCommand(cmd *cobra.Command) {
 		Args:  cobra.NoArgs,
 		RunE:  runUserList,
 	})
+	setUpEntitlementCommands(cmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "hash",
 		Short: "Prints the argon2id hash of a password read from standard input, for users files",
@@ -88,8 +90,13 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 	u.EmailVerified, _ = fl.GetBool("email-verified")
 	u.Scopes, _ = fl.GetStringArray("scope")
 	u.Roles, _ = fl.GetStringArray("role")
+	pairs, _ := fl.GetStringArray("entitle")
 	if err := users.ValidateUsername(u.Username); err != nil {
 		return err
+	}
+	var err error
+	if u.Entitlements, err = users.ParseEntitlements(pairs); err != nil {
+		return fmt.Errorf("adding user %q: %w", u.Username, err)
 	}
 	subjectGiven := u.Subject != ""
 	if !subjectGiven {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 )
 
@@ -111,6 +112,10 @@ type Config struct {
 	// (nil): every scope in Scopes (filtered by what the user may hold). An
 	// empty list that is not nil is refused.
 	DefaultScopes []string
+	// Entitlements are the market-data pairs of a client_credentials
+	// client: its tokens carry them (or fewer, when asked). Only a client
+	// with that grant may have them, at most what fits in a token.
+	Entitlements entitle.Set
 	// AccessTokenLifetime overrides the server's access-token lifetime.
 	// 0: the server's.
 	AccessTokenLifetime time.Duration
@@ -202,6 +207,12 @@ func (c *Config) Validate() error {
 		if !contains(c.Scopes, s) {
 			return fmt.Errorf("client %q: default scope %q is not among its scopes", c.ID, s)
 		}
+	}
+	if !c.Entitlements.IsEmpty() && !contains(c.GrantTypes, oauth.GrantClientCredentials) {
+		return fmt.Errorf("client %q: entitlements are a client_credentials client's (a user's come from the store): give it that grant or leave them out", c.ID)
+	}
+	if err := c.Entitlements.CheckTokenSize(); err != nil {
+		return fmt.Errorf("client %q: entitlements: %w", c.ID, err)
 	}
 	for _, o := range c.AllowedOrigins {
 		if o == "*" {

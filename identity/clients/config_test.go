@@ -2,9 +2,11 @@ package clients
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 )
 
@@ -22,6 +24,10 @@ func TestClientConfigErrors(t *testing.T) {
 		{"default scope not allowed", Config{ID: "a", Public: true, Scopes: []string{"x"}, DefaultScopes: []string{"y"}}, "default scope"},
 		{"bad origin", Config{ID: "a", Public: true, AllowedOrigins: []string{"http://x/path"}}, "not an origin"},
 		{"empty id", Config{Public: true}, "empty id"},
+		{"entitlements without client_credentials", Config{ID: "a", Public: true, GrantTypes: []string{oauth.GrantPassword},
+			Entitlements: entitle.MustParse("ASX:quotes")}, "entitlements are a client_credentials client's"},
+		{"entitlements too large", Config{ID: "a", SecretHashes: [][]byte{sha("x")}, GrantTypes: []string{oauth.GrantClientCredentials},
+			Entitlements: manyVenues(200)}, "too large for an access token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +47,15 @@ func TestClientConfigErrors(t *testing.T) {
 	if err := ValidateAll(nil, append(res, res...)); err == nil {
 		t.Fatal("API resource registered twice accepted")
 	}
+}
+
+// manyVenues is quotes of n venues.
+func manyVenues(n int) entitle.Set {
+	ps := make([]entitle.Pair, n)
+	for i := range ps {
+		ps[i] = entitle.Pair{Venue: fmt.Sprintf("V%03d", i), Feed: "quotes"}
+	}
+	return entitle.MustNew(ps...)
 }
 
 func sha(s string) []byte {

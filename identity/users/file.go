@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -26,7 +27,8 @@ const MaxSubjectLen = 255
 //
 //	{"users": [{"username": "demo", "subject": "5d1c...", "password_hash": "$argon2id$...",
 //	            "display_name": "Demo User", "email": "demo@example.com",
-//	            "scopes": ["Service/Market"], "roles": [], "disabled": false}]}
+//	            "scopes": ["Service/Market"], "roles": [], "entitlements": ["ASX:quotes"],
+//	            "disabled": false}]}
 type File struct {
 	Users []FileUser `json:"users"`
 }
@@ -41,7 +43,11 @@ type FileUser struct {
 	EmailVerified bool     `json:"email_verified,omitempty"`
 	Scopes        []string `json:"scopes,omitempty"`
 	Roles         []string `json:"roles,omitempty"`
-	Disabled      bool     `json:"disabled,omitempty"`
+	// Entitlements are the user's market-data pairs ("ASX:quotes"), set
+	// when the user is created; the store's set is the user's from then
+	// on (gatehouse user entitle, unentitle).
+	Entitlements []string `json:"entitlements,omitempty"`
+	Disabled     bool     `json:"disabled,omitempty"`
 }
 
 // LoadFile reads and checks a users file. It reads no more than
@@ -78,6 +84,10 @@ func LoadFile(path string) ([]store.User, error) {
 		if err := CheckPasswordHash(u.PasswordHash); err != nil {
 			return nil, fmt.Errorf("users file %q, user %q: password_hash: %w", path, u.Username, err)
 		}
+		pairs, err := ParseEntitlements(u.Entitlements)
+		if err != nil {
+			return nil, fmt.Errorf("users file %q, user %q: entitlements: %w", path, u.Username, err)
+		}
 		if seenName[u.Username] || seenSub[u.Subject] {
 			return nil, fmt.Errorf("users file %q, user %q: duplicate username or subject", path, u.Username)
 		}
@@ -85,10 +95,24 @@ func LoadFile(path string) ([]store.User, error) {
 		users = append(users, store.User{
 			Username: u.Username, Subject: u.Subject, PasswordHash: u.PasswordHash,
 			DisplayName: u.DisplayName, Email: u.Email, EmailVerified: u.EmailVerified,
-			Scopes: u.Scopes, Roles: u.Roles, Disabled: u.Disabled,
+			Scopes: u.Scopes, Roles: u.Roles, Disabled: u.Disabled, Entitlements: pairs,
 		})
 	}
 	return users, nil
+}
+
+// ParseEntitlements reads a user's market-data entitlements, each
+// "VENUE:feed" (entitle.ParsePair), and checks that they fit in an access
+// token (entitle.Set.CheckTokenSize).
+func ParseEntitlements(texts []string) (entitle.Set, error) {
+	s, err := entitle.Parse(texts...)
+	if err != nil {
+		return entitle.Set{}, err
+	}
+	if err := s.CheckTokenSize(); err != nil {
+		return entitle.Set{}, err
+	}
+	return s, nil
 }
 
 // ValidateUsername checks a username: 1 to 255 bytes, printable, no spaces.
@@ -146,7 +170,8 @@ type Seeded struct {
 	// Created counts the users it created.
 	Created int
 	// Stricter names the users it left whose entry gives less than the
-	// store holds (disabled there but not in the store, or fewer scopes):
+	// store holds (disabled there but not in the store, fewer scopes or
+	// fewer entitlements):
 	// an operator who edited the file to take something away must be told
 	// that it did not.
 	Stricter []string
@@ -164,7 +189,8 @@ func Seed(ctx context.Context, st store.Store, users []store.User, now time.Time
 	for _, u := range users {
 		had, err := st.User(ctx, u.Username)
 		if err == nil {
-			if u.Disabled && !had.Disabled || slices.ContainsFunc(had.Scopes, func(s string) bool { return !slices.Contains(u.Scopes, s) }) {
+			if u.Disabled && !had.Disabled || slices.ContainsFunc(had.Scopes, func(s string) bool { return !slices.Contains(u.Scopes, s) }) ||
+				!had.Entitlements.SubsetOf(u.Entitlements) {
 				r.Stricter = append(r.Stricter, u.Username)
 			}
 			continue

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -87,6 +88,9 @@ func TestLoadUsersFile(t *testing.T) {
 		{"plaintext password", `{"users":[` + user("a", "1", "demo") + `]}`, "password_hash", 0},
 		{"space in username", `{"users":[` + user("a b", "1", hash) + `]}`, "space", 0},
 		{"not JSON", `users: []`, "parsing", 0},
+		{"entitlements", `{"users":[{"username":"a","subject":"1","password_hash":"` + hash + `","entitlements":["ASX:quotes","NZX:depth"]}]}`, "", 1},
+		{"malformed entitlement", `{"users":[{"username":"a","subject":"1","password_hash":"` + hash + `","entitlements":["asx:quotes"]}]}`, "entitlements: malformed", 0},
+		{"entitlements too large", `{"users":[{"username":"a","subject":"1","password_hash":"` + hash + `","entitlements":[` + manyPairs(200) + `]}]}`, "too large for an access token", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +103,9 @@ func TestLoadUsersFile(t *testing.T) {
 			}
 			if err != nil || len(users) != tt.wantN {
 				t.Fatalf("%d users, %v", len(users), err)
+			}
+			if tt.name == "entitlements" && users[0].Entitlements.String() != "ASX:quotes NZX:depth" {
+				t.Fatalf("entitlements read as %v", users[0].Entitlements)
 			}
 		})
 	}
@@ -154,8 +161,9 @@ func hashWith(password string, memoryKiB, passes uint32) (string, error) {
 }
 
 // Seeding names the existing users whose entry gives less than the store
-// holds, disabled or fewer scopes, and changes none of them: the warning
-// an operator who edited the file to take something away needs.
+// holds, disabled, fewer scopes or fewer entitlements, and changes none of
+// them: the warning an operator who edited the file to take something away
+// needs.
 func TestSeedNamesStricterEntries(t *testing.T) {
 	st := openStore(t)
 	u, _ := st.User(t.Context(), "demo")
@@ -163,21 +171,37 @@ func TestSeedNamesStricterEntries(t *testing.T) {
 	if err := st.UpdateUser(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.UpdateEntitlements(t.Context(), "demo", func(entitle.Set) (entitle.Set, error) {
+		return entitle.MustParse("ASX:quotes"), nil
+	}, t0, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		entry    store.User
 		stricter bool
 	}{
-		{store.User{Username: "demo", Scopes: []string{"a", "b"}}, false},
-		{store.User{Username: "demo", Scopes: []string{"b", "a", "c"}}, false},
+		{store.User{Username: "demo", Scopes: []string{"a", "b"}, Entitlements: entitle.MustParse("ASX:quotes")}, false},
+		{store.User{Username: "demo", Scopes: []string{"b", "a", "c"}, Entitlements: entitle.MustParse("ASX:quotes")}, false},
 		{store.User{Username: "demo", Scopes: []string{"a"}}, true},
 		{store.User{Username: "demo", Scopes: []string{"a", "b"}, Disabled: true}, true},
+		{store.User{Username: "demo", Scopes: []string{"a", "b"}, Entitlements: entitle.MustParse("ASX:quotes NZX:quotes")}, false},
+		{store.User{Username: "demo", Scopes: []string{"a", "b"}, Entitlements: entitle.MustParse("NZX:quotes")}, true},
 	} {
 		seeded, err := Seed(t.Context(), st, []store.User{tt.entry}, t0)
 		if err != nil || seeded.Created != 0 || (len(seeded.Stricter) == 1 && seeded.Stricter[0] == "demo") != tt.stricter {
 			t.Errorf("%+v: %+v, %v", tt.entry, seeded, err)
 		}
 	}
-	if got, _ := st.User(t.Context(), "demo"); got.Disabled || len(got.Scopes) != 2 {
+	if got, _ := st.User(t.Context(), "demo"); got.Disabled || len(got.Scopes) != 2 || got.Entitlements.String() != "ASX:quotes" {
 		t.Errorf("seeding changed an existing user: %+v", got)
 	}
+}
+
+// manyPairs is n pairs of distinct venues, quoted, comma-separated.
+func manyPairs(n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf(`"V%03d:quotes"`, i)
+	}
+	return strings.Join(ps, ",")
 }
