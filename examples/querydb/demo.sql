@@ -13,6 +13,11 @@
 -- stored as 152.3. Account.InternalRef and Order.RoutingNote are back-office columns that
 -- a policy can hide.
 --
+-- Security.Exchange is each row's venue, as the market-data backend spells it (BHP.ASX):
+-- the demo's policy names it (venue_column), so a caller reads the securities of the
+-- venues its token holds (ASX and NZX in the demo; the NYSE and LSE rows are of venues
+-- no demo user holds).
+--
 -- Owners are the subject ids of the demo users (examples/users.json):
 --   demo    5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10
 --   trader  a3e8b7d4-2c6f-4e91-b5d0-7f1a9c3e6b28
@@ -114,6 +119,8 @@ INSERT INTO Security (Code, Exchange, Name, LastPrice, Currency, Volume, Updated
 	('BHP', 'NYSE', 'BHP Group Limited ADR', 49.12, 'USD', 2213400, '2026-11-20T21:00:00Z'),
 	('AIR', 'NZX', 'Air New Zealand Limited', 0.565, 'NZD', 1800230, '2026-11-21T04:00:00Z'),
 	('FPH', 'NZX', 'Fisher & Paykel Healthcare Corporation Limited', 35.2, 'NZD', 390045, '2026-11-21T04:00:00Z'),
+	('SPK', 'NZX', 'Spark New Zealand Limited', 2.62, 'NZD', 2875410, '2026-11-21T04:00:00Z'),
+	('MEL', 'NZX', 'Meridian Energy Limited', 5.61, 'NZD', 1432077, '2026-11-21T04:00:00Z'),
 	('RIO', 'LSE', 'Rio Tinto plc', 49.765, 'GBP', 3011202, '2026-11-21T16:30:00Z');
 
 INSERT INTO NewsSources (Code, Name) VALUES

@@ -114,6 +114,8 @@ INSERT INTO "Security" ("Code", "Exchange", "Name", "LastPrice", "Currency", "Vo
 	('BHP', 'NYSE', 'BHP Group Limited ADR', 49.12, 'USD', 2213400, '2026-11-20T21:00:00Z'),
 	('AIR', 'NZX', 'Air New Zealand Limited', 0.565, 'NZD', 1800230, '2026-11-21T04:00:00Z'),
 	('FPH', 'NZX', 'Fisher & Paykel Healthcare Corporation Limited', 35.2, 'NZD', 390045, '2026-11-21T04:00:00Z'),
+	('SPK', 'NZX', 'Spark New Zealand Limited', 2.62, 'NZD', 2875410, '2026-11-21T04:00:00Z'),
+	('MEL', 'NZX', 'Meridian Energy Limited', 5.61, 'NZD', 1432077, '2026-11-21T04:00:00Z'),
 	('RIO', 'LSE', 'Rio Tinto plc', 49.765, 'GBP', 3011202, '2026-11-21T16:30:00Z');
 
 INSERT INTO "NewsSources" ("Code", "Name") VALUES

@@ -40,7 +40,7 @@ var Operators = []OperatorCase{
 	{`LastPrice BETWEEN 30 AND 32`, []string{"WBC", "WOW"}},
 	{`LastPrice IS NULL`, nil},
 	{`LastPrice IS NOT NULL AND Exchange = 'NYSE'`, []string{"BHP"}},
-	{`NOT (Exchange = 'ASX') OR Code = 'XRO'`, []string{"AIR", "BHP", "FPH", "RIO", "XRO"}},
+	{`NOT (Exchange = 'ASX') OR Code = 'XRO'`, []string{"AIR", "BHP", "FPH", "MEL", "RIO", "SPK", "XRO"}},
 	{`(Code = 'BHP' OR Code = 'CBA') AND Exchange = 'ASX'`, []string{"BHP", "CBA"}},
 }
 
