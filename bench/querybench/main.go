@@ -6,6 +6,9 @@
 //     check, policy, parse, sqlgen, the engine, the result writer) next to
 //     the minimal handler's (the same parameterized SELECT through
 //     database/sql, encoding/json), and the ratio (goal: at least 80%);
+//   - the same point select through the query handler itself on a plain
+//     table and on a venue table (the caller's venues filter its rows),
+//     and the ratio (goal: at least 95%);
 //   - a 1,000,000-row result streamed through gatehouse: the encode rate
 //     in MB/s and the peak RSS while it streams (goal: under 100 MB) of a
 //     process of its own that holds gatehouse and the reading client;

@@ -103,6 +103,10 @@ func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string) error
 	ratio := ours.rate() / mean
 	fmt.Printf("ratio gatehouse / direct: %.2f (goal >= 0.80: %s)\n\n", ratio, verdict(ratio >= 0.8))
 
+	if err := venueFigure(ctx, dbPath, c, d, codes); err != nil {
+		return err
+	}
+
 	if pgDB != "" {
 		directPG, stopPG, err := startDirectPostgres(ctx, pgDB)
 		if err != nil {
