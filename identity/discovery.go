@@ -3,6 +3,7 @@ package identity
 import (
 	"net/http"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 )
 
@@ -40,6 +41,9 @@ type Discovery struct {
 	ScopesSupported                    []string `json:"scopes_supported"`
 	ClaimsSupported                    []string `json:"claims_supported"`
 	GrantTypesSupported                []string `json:"grant_types_supported"`
+	// RFC 9396 §10: the authorization_details types the server
+	// understands, market-data entitlements (docs/entitlements.md).
+	AuthorizationDetailsTypesSupported []string `json:"authorization_details_types_supported"`
 	ResponseTypesSupported             []string `json:"response_types_supported"`
 	ResponseModesSupported             []string `json:"response_modes_supported"`
 	TokenEndpointAuthMethodsSupported  []string `json:"token_endpoint_auth_methods_supported"`
@@ -78,6 +82,7 @@ func newDiscovery(issuer string, scopes []string) Discovery {
 			"name", "email", "email_verified", "role"},
 		GrantTypesSupported: []string{oauth.GrantAuthorizationCode, oauth.GrantClientCredentials, oauth.GrantRefreshToken,
 			oauth.GrantImplicit, oauth.GrantPassword, oauth.GrantDeviceCode},
+		AuthorizationDetailsTypesSupported: []string{entitle.DetailType},
 		ResponseTypesSupported: []string{"code", "token", "id_token", "id_token token", "code id_token",
 			"code token", "code id_token token"},
 		ResponseModesSupported:            []string{"form_post", "query", "fragment"},

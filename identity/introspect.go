@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/verify"
 )
 
@@ -95,6 +96,16 @@ func (s *Server) introspectAccess(r *http.Request, caller clients.Caller, token 
 	}
 	if revoked {
 		return nil, nil
+	}
+	// An entitlement change after the token's issue ends it as a
+	// revocation does (the token's authorization_details are no longer
+	// the user's).
+	change, err := s.store.EntitlementChange(r.Context(), id.Subject)
+	switch {
+	case err == nil && change.Narrows(id.IssuedAt, id.Entitlements):
+		return nil, nil
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, err
 	}
 	if caller.Resource != "" && !audienceHolds(claims["aud"], caller.Resource) {
 		return nil, nil

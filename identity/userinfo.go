@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -72,10 +73,17 @@ func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
 		s.failer("userinfo").Fail(w, r, "", id.ClientID, oauth.ServerError(err))
 		return
 	}
-	oauth.WriteJSON(w, http.StatusOK, userinfoBody{Subject: id.Subject, ProfileClaims: tokens.UserClaims(&user, id.Scopes)})
+	body := userinfoBody{Subject: id.Subject, ProfileClaims: tokens.UserClaims(&user, id.Scopes)}
+	if !id.Entitlements.IsEmpty() {
+		body.AuthorizationDetails = id.Entitlements.MarshalDetails()
+	}
+	oauth.WriteJSON(w, http.StatusOK, body)
 }
 
 type userinfoBody struct {
 	Subject string `json:"sub"`
 	tokens.ProfileClaims
+	// AuthorizationDetails are the market-data pairs the access token
+	// grants (RFC 9396 §9.1's claim), when it grants any.
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 }

@@ -250,9 +250,14 @@ func grantedScopes(q *request, u store.User) ([]string, *oauth.Error) {
 func (e *Endpoint) respond(w http.ResponseWriter, r *http.Request, name string, q *request, c *clients.Client,
 	sess store.Session, user store.User, granted []string) {
 	ctx := r.Context()
+	pairs, perr := oauth.NarrowDetails(user.Entitlements, q.askedDetails())
+	if perr != nil {
+		e.fail(w, r, name, q, c, perr)
+		return
+	}
 	g := tokens.Grant{
 		Client: c, User: &user, Subject: user.Subject, Scopes: granted, AuthTime: sess.AuthTime,
-		Type: oauth.GrantAuthorizationCode, Nonce: q.Nonce, SessionID: sess.ID,
+		Type: oauth.GrantAuthorizationCode, Nonce: q.Nonce, SessionID: sess.ID, Entitlements: pairs,
 	}
 	fc, perr := e.cfg.Tokens.Authorize(ctx, tokens.Authorization{
 		Grant: g, RedirectURI: q.RedirectParam, CodeChallenge: q.Challenge, CodeChallengeMethod: q.Method,

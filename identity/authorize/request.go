@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/tokens"
@@ -68,6 +69,23 @@ type request struct {
 	// Set once the user has logged in, for the consent step.
 	Subject   string `json:"sub,omitempty"`
 	SessionID string `json:"sid,omitempty"`
+
+	// Details are the market-data pairs its authorization_details asked
+	// for (RFC 9396 §2), as entitle writes them; "" when it asked for
+	// none, and the code then holds every pair the user does.
+	Details string `json:"ad,omitempty"`
+}
+
+// askedDetails are the pairs q asked for; nil when it asked for none.
+func (q *request) askedDetails() *entitle.Set {
+	if q.Details == "" {
+		return nil
+	}
+	set, err := entitle.ParseDetails([]byte(q.Details))
+	if err != nil {
+		return &entitle.Set{} // written by parse from a parsed set: cannot fail
+	}
+	return &set
 }
 
 // prompts reports whether the request's prompt holds v.
@@ -304,6 +322,13 @@ func (q *request) rest(c *clients.Client, p url.Values) *oauth.Error {
 	}
 	if q.LoginHint = p.Get("login_hint"); len(q.LoginHint) > maxLoginHint {
 		q.LoginHint = ""
+	}
+	asked, perr := oauth.AskedDetails(p)
+	if perr != nil {
+		return perr
+	}
+	if asked != nil {
+		q.Details = string(asked.MarshalDetails())
 	}
 	return nil
 }

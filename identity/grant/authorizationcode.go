@@ -16,7 +16,11 @@ func (e *Endpoint) authorizationCode(ctx context.Context, req *Request) (*tokens
 	if code == "" {
 		return nil, oauth.InvalidRequest("missing code")
 	}
-	return e.cfg.Tokens.ExchangeCode(ctx, req.Client, code, req.Form.Get("redirect_uri"), req.Form.Get("code_verifier"))
+	asked, perr := oauth.AskedDetails(req.Form)
+	if perr != nil {
+		return nil, perr
+	}
+	return e.cfg.Tokens.ExchangeCode(ctx, req.Client, code, req.Form.Get("redirect_uri"), req.Form.Get("code_verifier"), asked)
 }
 
 // CodeGrant runs the authorization code grant for an authenticated client,
@@ -30,7 +34,7 @@ func (e *Endpoint) CodeGrant(ctx context.Context, c *clients.Client, code, redir
 	if code == "" {
 		return nil, oauth.InvalidRequest("missing code")
 	}
-	resp, perr := e.cfg.Tokens.ExchangeCode(ctx, c, code, redirectURI, verifier)
+	resp, perr := e.cfg.Tokens.ExchangeCode(ctx, c, code, redirectURI, verifier, nil)
 	if perr == nil && e.cfg.Issued != nil {
 		e.cfg.Issued(oauth.GrantAuthorizationCode, c.ID)
 	}

@@ -25,5 +25,14 @@ func (e *Endpoint) clientCredentials(ctx context.Context, req *Request) (*tokens
 			scopes = slices.Delete(scopes, i, i+1)
 		}
 	}
-	return e.cfg.Tokens.Issue(ctx, tokens.Grant{Client: req.Client, Subject: req.Client.ID, Scopes: scopes, Type: oauth.GrantClientCredentials})
+	asked, perr := oauth.AskedDetails(req.Form)
+	if perr != nil {
+		return nil, perr
+	}
+	pairs, perr := oauth.NarrowDetails(req.Client.Entitlements, asked)
+	if perr != nil {
+		return nil, perr
+	}
+	return e.cfg.Tokens.Issue(ctx, tokens.Grant{Client: req.Client, Subject: req.Client.ID, Scopes: scopes,
+		Type: oauth.GrantClientCredentials, Entitlements: pairs})
 }

@@ -21,6 +21,10 @@ func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response
 	if perr != nil {
 		return nil, perr
 	}
+	asked, perr := oauth.AskedDetails(req.Form)
+	if perr != nil {
+		return nil, perr
+	}
 	// The authentication's time is taken before the user is read: a
 	// password change that lands while the check runs (it may wait on a
 	// throttle or a hash slot) ends this authentication too (sessionsEnded).
@@ -38,9 +42,15 @@ func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response
 	if len(granted) == 0 {
 		return nil, oauth.NewError(oauth.ErrInvalidScope, "none of the requested scopes is allowed for this user")
 	}
+	// Narrowed after the password is checked: a refusal for a pair not
+	// held tells nothing to one who does not know the password.
+	pairs, perr := oauth.NarrowDetails(user.Entitlements, asked)
+	if perr != nil {
+		return nil, perr
+	}
 	resp, perr := e.cfg.Tokens.Issue(ctx, tokens.Grant{
 		Client: req.Client, User: &user, Subject: user.Subject, Scopes: granted,
-		AuthTime: at, Type: oauth.GrantPassword,
+		AuthTime: at, Type: oauth.GrantPassword, Entitlements: pairs,
 	})
 	if perr != nil && errors.Is(perr.Cause, tokens.ErrSessionsEnded) {
 		// The password changed while it was checked: the answer is a wrong

@@ -14,5 +14,9 @@ func (e *Endpoint) refresh(ctx context.Context, req *Request) (*tokens.Response,
 	if token == "" {
 		return nil, oauth.InvalidRequest("missing refresh_token")
 	}
-	return e.cfg.Tokens.Refresh(ctx, req.Client, token, req.Form.Get("scope"))
+	asked, perr := oauth.AskedDetails(req.Form)
+	if perr != nil {
+		return nil, perr
+	}
+	return e.cfg.Tokens.Refresh(ctx, req.Client, token, tokens.Ask{Scope: req.Form.Get("scope"), Details: asked})
 }

@@ -32,6 +32,9 @@ const (
 	ErrInvalidRequestObject    = "invalid_request_object"
 	ErrRequestURINotSupported  = "request_uri_not_supported"
 	ErrRegistrationNotSupp     = "registration_not_supported"
+	// RFC 9396 §5: authorization_details malformed, of a type not
+	// supported, or asking for more than the grant holds.
+	ErrInvalidAuthorizationDetails = "invalid_authorization_details"
 )
 
 // ErrorCodes are every code an endpoint may answer, for bounded metric
@@ -43,6 +46,7 @@ var ErrorCodes = []string{
 	ErrInvalidToken, ErrInsufficientScope,
 	ErrUnsupportedResponseType, ErrLoginRequired, ErrConsentRequired, ErrInteractionRequired,
 	ErrInvalidRequestObject, ErrRequestURINotSupported, ErrRegistrationNotSupp,
+	ErrInvalidAuthorizationDetails,
 }
 
 // Error is an OAuth error as a value: what the client reads (Code,

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 
 	"github.com/gatehouse/gatehouse/identity/oauth"
@@ -26,6 +27,10 @@ type accessClaims struct {
 	// FamilyID names the refresh-token family the token was issued from,
 	// so that revoking the family revokes it without a record of its own.
 	FamilyID string `json:"fid,omitempty"`
+	// AuthorizationDetails are the market-data pairs the token grants
+	// (RFC 9396 §9.1, entitle's one entry per venue); none when it grants
+	// none.
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 	ProfileClaims
 }
 

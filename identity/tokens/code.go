@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -26,7 +26,7 @@ func errBadCode(cause string) *oauth.Error {
 // nothing, except that a code used before is a replay: it revokes the
 // tokens its first use issued (RFC 6749 §4.1.2) when its own client
 // presents it.
-func (s *Service) ExchangeCode(ctx context.Context, c *clients.Client, code, redirectURI, verifier string) (*Response, *oauth.Error) {
+func (s *Service) ExchangeCode(ctx context.Context, c *clients.Client, code, redirectURI, verifier string, asked *entitle.Set) (*Response, *oauth.Error) {
 	if s.cfg.Codes == nil {
 		return nil, oauth.NewError(oauth.ErrUnsupportedGrantType, "unsupported grant_type")
 	}
@@ -57,7 +57,7 @@ func (s *Service) ExchangeCode(ctx context.Context, c *clients.Client, code, red
 	if perr := checkVerifier(rec, verifier); perr != nil {
 		return nil, perr
 	}
-	g, perr := s.codeGrant(ctx, c, rec)
+	g, perr := s.codeGrant(ctx, c, rec, asked)
 	if perr != nil {
 		return nil, perr
 	}
@@ -133,7 +133,7 @@ func checkVerifier(rec store.AuthCode, verifier string) *oauth.Error {
 // codeGrant rebuilds the grant of a code: the user must still exist and be
 // enabled; the scopes are the code's, narrowed by what the client and the
 // user may hold now.
-func (s *Service) codeGrant(ctx context.Context, c *clients.Client, rec store.AuthCode) (Grant, *oauth.Error) {
+func (s *Service) codeGrant(ctx context.Context, c *clients.Client, rec store.AuthCode, asked *entitle.Set) (Grant, *oauth.Error) {
 	user, err := s.cfg.Store.UserBySubject(ctx, rec.Subject)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -150,9 +150,15 @@ func (s *Service) codeGrant(ctx context.Context, c *clients.Client, rec store.Au
 		return Grant{}, errBadCode("the login session ended (a logout) after the code was issued")
 	}
 	scopes := oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes)
+	// The code's pairs that the user still holds, of which the token
+	// request may ask for fewer.
+	pairs, perr := oauth.NarrowDetails(rec.Entitlements.Intersect(user.Entitlements), asked)
+	if perr != nil {
+		return Grant{}, perr
+	}
 	return Grant{
 		Client: c, User: &user, Subject: rec.Subject, Scopes: scopes, AuthTime: rec.AuthTime,
-		Type: oauth.GrantAuthorizationCode, Nonce: rec.Nonce, SessionID: rec.SessionID,
+		Type: oauth.GrantAuthorizationCode, Nonce: rec.Nonce, SessionID: rec.SessionID, Entitlements: pairs,
 	}, nil
 }
 
@@ -177,7 +183,7 @@ func (s *Service) issueFromCode(ctx context.Context, g Grant, fam *newFamily, jt
 	if perr != nil {
 		return nil, perr
 	}
-	resp := &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer", Scope: strings.Join(g.Scopes, " ")}
+	resp := newResponse(g, at)
 	if fam != nil {
 		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, s.familyBound(g)); err != nil {
 			return nil, oauth.ServerError(err)
@@ -191,7 +197,8 @@ func (s *Service) issueFromCode(ctx context.Context, g Grant, fam *newFamily, jt
 		return nil, perr
 	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
-		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
+		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes),
+		zap.Stringer("entitlements", g.Entitlements))
 	return resp, nil
 }
 

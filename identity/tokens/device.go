@@ -108,6 +108,7 @@ func (s *Service) issueFromDevice(ctx context.Context, c *clients.Client, rec st
 	g := Grant{
 		Client: c, User: &user, Subject: rec.Subject, AuthTime: rec.AuthTime, Type: oauth.GrantDeviceCode,
 		Scopes: oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes), SessionID: rec.SessionID,
+		Entitlements: user.Entitlements,
 	}
 	var fam *newFamily
 	var perr *oauth.Error

@@ -77,7 +77,7 @@ func (s *Service) Authorize(ctx context.Context, a Authorization) (*FrontChannel
 		rec := store.AuthCode{
 			Hash: HashToken(code), ClientID: g.Client.ID, RedirectURI: a.RedirectURI, Subject: g.Subject,
 			Scopes: g.Scopes, Nonce: g.Nonce, SessionID: g.SessionID, AuthTime: g.AuthTime,
-			CodeChallenge: a.CodeChallenge, CodeChallengeMethod: a.CodeChallengeMethod,
+			CodeChallenge: a.CodeChallenge, CodeChallengeMethod: a.CodeChallengeMethod, Entitlements: g.Entitlements,
 			Created: now, ExpiresAt: exp, RetainUntil: exp.Add(CodeRetention),
 		}
 		if err := s.cfg.Codes.PutCode(ctx, rec); err != nil {

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/keys"
 	"github.com/gatehouse/gatehouse/identity/oauth"
@@ -120,6 +122,10 @@ type Grant struct {
 	AuthTime time.Time // zero for client credentials
 	Type     string    // the grant type, for the audit log
 	FamilyID string    // the refresh-token family it comes from, if any
+	// Entitlements are the market-data pairs the grant gives: what its
+	// holder holds (a user's, a client_credentials client's), narrowed by
+	// what the request asked for (oauth.NarrowDetails).
+	Entitlements entitle.Set
 	// Nonce and SessionID go into the ID token (browser flows).
 	Nonce     string
 	SessionID string
@@ -134,6 +140,28 @@ type Response struct {
 	RefreshToken string `json:"refresh_token,omitempty"`
 	Scope        string `json:"scope,omitempty"`
 	IDToken      string `json:"id_token,omitempty"`
+	// AuthorizationDetails are the access token's market-data pairs, when
+	// it carries any (RFC 9396 §7).
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+}
+
+// MaxAccessTokenBytes bounds an access token, as verifiers bound it
+// (verify.DefaultMaxTokenSize): a token over it would be refused by every
+// resource, so it is not issued.
+const MaxAccessTokenBytes = 8 << 10
+
+// details is the authorization_details of a grant's pairs; nil for none.
+func details(s entitle.Set) json.RawMessage {
+	if s.IsEmpty() {
+		return nil
+	}
+	return s.MarshalDetails()
+}
+
+// newResponse is the token response of an access token at for g.
+func newResponse(g Grant, at access) *Response {
+	return &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer",
+		Scope: strings.Join(g.Scopes, " "), AuthorizationDetails: details(g.Entitlements)}
 }
 
 // access is a signed access token and what the store records of it.
@@ -191,7 +219,7 @@ func (s *Service) mintAccessID(g Grant, jti string, now time.Time) (access, *oau
 		Issuer: s.cfg.Issuer, Subject: g.Subject, Audience: s.cfg.Audience,
 		Expiry: exp.Unix(), IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: jti,
 		ClientID: g.Client.ID, Scope: strings.Join(g.Scopes, " "), FamilyID: g.FamilyID,
-		ProfileClaims: UserClaims(g.User, g.Scopes),
+		ProfileClaims: UserClaims(g.User, g.Scopes), AuthorizationDetails: details(g.Entitlements),
 	}
 	if !g.AuthTime.IsZero() {
 		claims.AuthTime = g.AuthTime.Unix()
@@ -199,6 +227,13 @@ func (s *Service) mintAccessID(g Grant, jti string, now time.Time) (access, *oau
 	tok, err := s.cfg.Keys.Sign(oauth.TypeAccessToken, claims, now)
 	if err != nil {
 		return access{}, oauth.ServerError(err)
+	}
+	if len(tok) > MaxAccessTokenBytes {
+		// Sets are bounded where they are given (entitle.CheckTokenSize);
+		// long profile claims beside a large set may still pass the bound.
+		return access{}, &oauth.Error{Code: oauth.ErrInvalidAuthorizationDetails,
+			Description: fmt.Sprintf("the access token would be %d bytes, over the %d a token may have: ask for fewer market-data pairs with authorization_details", len(tok), MaxAccessTokenBytes),
+			Cause:       fmt.Errorf("%w: access token of %d bytes for %d pairs", entitle.ErrTooLarge, len(tok), g.Entitlements.Len())}
 	}
 	return access{token: tok, jti: jti, expires: exp, lifetime: lifetime}, nil
 }
@@ -250,7 +285,7 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 	if perr != nil {
 		return nil, perr
 	}
-	resp := &Response{AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer", Scope: strings.Join(g.Scopes, " ")}
+	resp := newResponse(g, at)
 	if fam != nil {
 		if err := s.cfg.Store.CreateRefreshFamily(ctx, fam.row, s.familyBound(g)); err != nil {
 			return nil, oauth.ServerError(err)
@@ -264,7 +299,8 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 		return nil, perr
 	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
-		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
+		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes),
+		zap.Stringer("entitlements", g.Entitlements))
 	return resp, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -147,7 +148,7 @@ func (s *Service) prepareFamily(g Grant, now time.Time) (*newFamily, *oauth.Erro
 	token := s.format(famID, 1, secret)
 	pol := g.Client.Refresh
 	row := store.RefreshFamily{
-		ID: famID, ClientID: g.Client.ID, Subject: g.Subject, Scopes: g.Scopes,
+		ID: famID, ClientID: g.Client.ID, Subject: g.Subject, Scopes: g.Scopes, Entitlements: g.Entitlements,
 		AuthTime: g.AuthTime, Created: now, ExpiresAt: now.Add(pol.AbsoluteLifetime),
 		Salt: salt, Generation: 1, Current: HashToken(token), SessionID: g.SessionID,
 	}
@@ -167,9 +168,9 @@ func slidingExpiry(now time.Time, pol clients.RefreshPolicy, absolute time.Time)
 // §4.3). Every refresh rotates: a new access token and a new refresh token.
 // A replayed token revokes its family (RFC 9700 §4.14), except the same
 // parent sent again by the same client inside the grace window before its
-// successor was used, which gets the same successor. scopeParam may narrow
-// the scopes.
-func (s *Service) Refresh(ctx context.Context, c *clients.Client, token, scopeParam string) (*Response, *oauth.Error) {
+// successor was used, which gets the same successor. ask may narrow the
+// scopes and the market-data pairs.
+func (s *Service) Refresh(ctx context.Context, c *clients.Client, token string, ask Ask) (*Response, *oauth.Error) {
 	if len(token) > MaxRefreshTokenLen {
 		return nil, errBadRefresh(errors.New("refresh token too long"))
 	}
@@ -177,9 +178,9 @@ func (s *Service) Refresh(ctx context.Context, c *clients.Client, token, scopePa
 		if !s.minted(p) {
 			return nil, errBadRefresh(errors.New("refresh token with a bad tag"))
 		}
-		return s.refresh(ctx, c, token, p, scopeParam)
+		return s.refresh(ctx, c, token, p, ask)
 	}
-	return s.refreshLegacy(ctx, c, token, scopeParam)
+	return s.refreshLegacy(ctx, c, token, ask)
 }
 
 // usable checks a family against the client and the clock.
@@ -198,7 +199,7 @@ func usable(c *clients.Client, fam store.RefreshFamily, now time.Time) *oauth.Er
 }
 
 // refresh refreshes a token of the constant scheme.
-func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, p parsed, scopeParam string) (*Response, *oauth.Error) {
+func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, p parsed, ask Ask) (*Response, *oauth.Error) {
 	st := s.cfg.Store
 	now := s.cfg.Now()
 	fam, err := st.RefreshFamily(ctx, p.family)
@@ -216,7 +217,7 @@ func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, 
 		if !now.Before(fam.CurrentExpiresAt) {
 			return nil, errBadRefresh(errors.New("refresh token expired"))
 		}
-		g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
+		g, perr := s.refreshGrant(ctx, c, fam, ask)
 		if perr != nil {
 			return nil, perr
 		}
@@ -231,7 +232,7 @@ func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, 
 		}
 	}
 	if p.generation == fam.Generation-1 && hashEqual(hash, fam.Previous) {
-		return s.graceOrReplay(ctx, c, fam, token, p.generation, scopeParam, now)
+		return s.graceOrReplay(ctx, c, fam, token, p.generation, ask, now)
 	}
 	if p.generation < fam.Generation-1 {
 		// Minted by the server (its tag says so) for an old generation.
@@ -259,11 +260,11 @@ func (s *Service) rotated(err error, g Grant, successor string, now time.Time) (
 // window, and while its successor (the current token) is unused, the same
 // successor again; otherwise a replay. The window does not run while this
 // process found the store unreachable (Config.Outages).
-func (s *Service) graceOrReplay(ctx context.Context, c *clients.Client, fam store.RefreshFamily, parent string, generation int, scopeParam string, now time.Time) (*Response, *oauth.Error) {
+func (s *Service) graceOrReplay(ctx context.Context, c *clients.Client, fam store.RefreshFamily, parent string, generation int, ask Ask, now time.Time) (*Response, *oauth.Error) {
 	grace := c.Refresh.Grace
 	successor := s.successorOf(fam.ID, fam.Salt, parent, generation+1)
 	if grace > 0 && s.sinceRotation(fam, now) <= grace && hashEqual(HashToken(successor), fam.Current) {
-		g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
+		g, perr := s.refreshGrant(ctx, c, fam, ask)
 		if perr != nil {
 			return nil, perr
 		}
@@ -301,7 +302,7 @@ func (s *Service) replayed(ctx context.Context, fam store.RefreshFamily, now tim
 
 // refreshLegacy refreshes a token of the first scheme, converting its
 // family.
-func (s *Service) refreshLegacy(ctx context.Context, c *clients.Client, token, scopeParam string) (*Response, *oauth.Error) {
+func (s *Service) refreshLegacy(ctx context.Context, c *clients.Client, token string, ask Ask) (*Response, *oauth.Error) {
 	st := s.cfg.Store
 	now := s.cfg.Now()
 	rec, fam, err := st.LegacyRefreshToken(ctx, HashToken(token))
@@ -318,7 +319,7 @@ func (s *Service) refreshLegacy(ctx context.Context, c *clients.Client, token, s
 		if !now.Before(rec.ExpiresAt) {
 			return nil, errBadRefresh(errors.New("refresh token expired"))
 		}
-		g, perr := s.refreshGrant(ctx, c, fam, scopeParam)
+		g, perr := s.refreshGrant(ctx, c, fam, ask)
 		if perr != nil {
 			return nil, perr
 		}
@@ -338,7 +339,7 @@ func (s *Service) refreshLegacy(ctx context.Context, c *clients.Client, token, s
 	// Rotated before: the parent of the converted family inside the grace
 	// window, or a replay.
 	if fam.Generation == 2 && hashEqual(rec.Hash, fam.Previous) {
-		return s.graceOrReplay(ctx, c, fam, token, 1, scopeParam, now)
+		return s.graceOrReplay(ctx, c, fam, token, 1, ask, now)
 	}
 	return nil, s.replayed(ctx, fam, now)
 }
@@ -427,11 +428,22 @@ func hashEqual(a, b []byte) bool {
 	return len(a) == len(b) && len(a) > 0 && subtle.ConstantTimeCompare(a, b) == 1
 }
 
+// Ask is what a refresh request asks for beyond its token: fewer scopes
+// (its scope parameter) and fewer market-data pairs (its
+// authorization_details, oauth.AskedDetails). The zero Ask keeps all the
+// grant may give.
+type Ask struct {
+	Scope   string
+	Details *entitle.Set
+}
+
 // refreshGrant rebuilds the grant of a family: the user must still exist
 // and be enabled; the scopes are the family's, narrowed by what the client
 // and user may hold now and by a scope parameter (RFC 6749 §6: no scope
-// beyond the original grant).
-func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store.RefreshFamily, scopeParam string) (Grant, *oauth.Error) {
+// beyond the original grant); the market-data pairs are the family's that
+// the user still holds, narrowed by authorization_details (RFC 9396:
+// asking for a pair outside them is invalid_authorization_details).
+func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store.RefreshFamily, ask Ask) (Grant, *oauth.Error) {
 	user, err := s.cfg.Store.UserBySubject(ctx, fam.Subject)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -442,8 +454,8 @@ func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store
 		return Grant{}, errBadRefresh(errors.New("user disabled"))
 	}
 	scopes := oauth.Intersect(oauth.Intersect(fam.Scopes, c.Scopes), user.Scopes)
-	if scopeParam != "" {
-		want, perr := oauth.ParseScope(scopeParam)
+	if ask.Scope != "" {
+		want, perr := oauth.ParseScope(ask.Scope)
 		if perr != nil {
 			return Grant{}, perr
 		}
@@ -454,8 +466,14 @@ func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store
 		}
 		scopes = want
 	}
+	// The family's pairs that the user still holds, of which the request
+	// may ask for fewer: a refresh never widens.
+	pairs, perr := oauth.NarrowDetails(fam.Entitlements.Intersect(user.Entitlements), ask.Details)
+	if perr != nil {
+		return Grant{}, perr
+	}
 	g := Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime,
-		Type: oauth.GrantRefreshToken, FamilyID: fam.ID}
+		Type: oauth.GrantRefreshToken, FamilyID: fam.ID, Entitlements: pairs}
 	if perr := s.sessionsEnded(ctx, g); perr != nil {
 		return Grant{}, perr
 	}
@@ -468,14 +486,13 @@ func (s *Service) refreshed(g Grant, successor string, now time.Time, grace bool
 	if perr != nil {
 		return nil, perr
 	}
-	resp := &Response{
-		AccessToken: at.token, ExpiresIn: int64(at.lifetime / time.Second), TokenType: "Bearer",
-		RefreshToken: successor, Scope: strings.Join(g.Scopes, " "),
-	}
+	resp := newResponse(g, at)
+	resp.RefreshToken = successor
 	if resp.IDToken, perr = s.mintID(g, &at, "", now); perr != nil {
 		return nil, perr
 	}
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantRefreshToken), zap.String("client_id", g.Client.ID),
-		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes), zap.Bool("grace", grace))
+		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes),
+		zap.Stringer("entitlements", g.Entitlements), zap.Bool("grace", grace))
 	return resp, nil
 }
