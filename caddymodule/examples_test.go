@@ -8,7 +8,8 @@ import (
 )
 
 // TestExampleUsersFile checks the demo users against docs/design.md ("The
-// demo"): their passwords, fixed subjects and scopes.
+// demo") and the README's table: their passwords, fixed subjects, scopes
+// and market-data entitlements.
 func TestExampleUsersFile(t *testing.T) {
 	demoUsers, err := users.LoadFile("../examples/users.json")
 	if err != nil {
@@ -18,7 +19,9 @@ func TestExampleUsersFile(t *testing.T) {
 	want := map[string][]string{
 		"demo":   common,
 		"trader": append(slices.Clone(common), "Service/Trading", "Service/OrderPad"),
+		"viewer": {"Service/Market", "openid", "profile", "email", "offline_access"},
 	}
+	pairs := map[string]string{"demo": "ASX:quotes", "trader": "ASX:depth ASX:quotes NZX:quotes", "viewer": ""}
 	if len(demoUsers) != len(want) {
 		t.Fatalf("%d users, want %d", len(demoUsers), len(want))
 	}
@@ -41,6 +44,9 @@ func TestExampleUsersFile(t *testing.T) {
 			}
 			if len(u.Scopes) != len(scopes) {
 				t.Errorf("scopes %v, want %v", u.Scopes, scopes)
+			}
+			if got := u.Entitlements.String(); got != pairs[u.Username] {
+				t.Errorf("entitlements %q, want %q", got, pairs[u.Username])
 			}
 		})
 	}
