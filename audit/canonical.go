@@ -1,0 +1,73 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strings"
+)
+
+// domain opens every canonical encoding: it names the format and its
+// version, so that no other SHA-256 input of ours can collide with a
+// record's.
+const domain = "gatehouse-audit/1"
+
+// Canonical returns the canonical encoding of r's hashed fields (doc.go
+// gives it byte by byte): instance, run, seq, time, kind and the
+// attributes sorted by key. Prev, Hash and JWS are not in it. Attributes
+// must be sorted with unique keys, as the writer and ParseLine leave them.
+func Canonical(r *Record) []byte {
+	b := make([]byte, 0, 128+32*len(r.Attrs))
+	b = appendStr(b, domain)
+	b = appendStr(b, r.Instance)
+	b = appendStr(b, r.Run)
+	b = binary.BigEndian.AppendUint64(b, r.Seq)
+	b = appendStr(b, r.Time.UTC().Format(TimeLayout))
+	b = appendStr(b, string(r.Kind))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Attrs)))
+	for _, a := range r.Attrs {
+		b = appendStr(b, a.Key)
+		v := a.Value
+		b = append(b, v.kind())
+		switch v.kind() {
+		case typeString:
+			b = appendStr(b, v.s)
+		case typeInt:
+			b = binary.BigEndian.AppendUint64(b, uint64(v.n))
+		case typeBool:
+			b = append(b, byte(v.n))
+		case typeStrings:
+			b = binary.BigEndian.AppendUint32(b, uint32(len(v.list)))
+			for _, s := range v.list {
+				b = appendStr(b, s)
+			}
+		}
+	}
+	return b
+}
+
+// appendStr appends s with its length: a 4-byte big-endian byte count,
+// then its bytes.
+func appendStr(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+// ComputeHash is SHA-256 over r.Prev followed by Canonical(r).
+func ComputeHash(r *Record) [32]byte {
+	h := sha256.New()
+	h.Write(r.Prev[:])
+	h.Write(Canonical(r))
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// attrsSorted reports whether attrs are sorted by key with unique keys.
+func attrsSorted(attrs []Attr) bool {
+	for i := 1; i < len(attrs); i++ {
+		if strings.Compare(attrs[i-1].Key, attrs[i].Key) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,256 @@
+package audit
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap/zapcore"
+)
+
+// Envelope are the members a log encoder adds around a record (zap's and
+// so Caddy's): ParseLine skips them. They are outside the chain: nothing
+// protects them.
+var Envelope = []string{"level", "ts", "logger", "msg"}
+
+// MarshalLine returns r as one JSON object, without a line break: the
+// members in the order instance, run, seq, prev, hash, time, kind, attrs,
+// and jws when r has one.
+func MarshalLine(r *Record) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"instance":`...)
+	b = appendQuote(b, r.Instance)
+	b = append(b, `,"run":`...)
+	b = appendQuote(b, r.Run)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	b = append(b, `,"prev":"`...)
+	b = hex.AppendEncode(b, r.Prev[:])
+	b = append(b, `","hash":"`...)
+	b = hex.AppendEncode(b, r.Hash[:])
+	b = append(b, `","time":"`...)
+	b = r.Time.UTC().AppendFormat(b, TimeLayout)
+	b = append(b, `","kind":`...)
+	b = appendQuote(b, string(r.Kind))
+	b = append(b, `,"attrs":{`...)
+	for i, a := range r.Attrs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendQuote(b, a.Key)
+		b = append(b, ':')
+		b = appendValue(b, a.Value)
+	}
+	b = append(b, '}')
+	if r.JWS != "" {
+		b = append(b, `,"jws":`...)
+		b = appendQuote(b, r.JWS)
+	}
+	return append(b, '}')
+}
+
+func appendValue(b []byte, v Value) []byte {
+	switch v.kind() {
+	case typeInt:
+		return strconv.AppendInt(b, v.n, 10)
+	case typeBool:
+		return strconv.AppendBool(b, v.n == 1)
+	case typeStrings:
+		b = append(b, '[')
+		for i, s := range v.list {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendQuote(b, s)
+		}
+		return append(b, ']')
+	}
+	return appendQuote(b, v.s)
+}
+
+// appendQuote quotes s as a JSON string; invalid UTF-8 becomes U+FFFD,
+// as in every log encoder (the writer has replaced it before hashing).
+func appendQuote(b []byte, s string) []byte {
+	out, err := jsontext.AppendQuote(b, validUTF8(s))
+	if err != nil { // unreachable: the input is valid UTF-8
+		panic(err)
+	}
+	return out
+}
+
+// lineJSON is a line as ParseLine reads it: every member is required
+// (jws only of checkpoints) and spelled exactly; envelope members are
+// collected with any other and checked against Envelope.
+type lineJSON struct {
+	Instance *string                   `json:"instance"`
+	Run      *string                   `json:"run"`
+	Seq      jsontext.Value            `json:"seq"`
+	Prev     *string                   `json:"prev"`
+	Hash     *string                   `json:"hash"`
+	Time     *string                   `json:"time"`
+	Kind     *string                   `json:"kind"`
+	Attrs    map[string]jsontext.Value `json:"attrs"`
+	JWS      *string                   `json:"jws"`
+	Unknown  map[string]jsontext.Value `json:",unknown"`
+}
+
+// ParseLine reads one line (without its line break) as a record. It is
+// strict where a lenient reader would let one record have two spellings
+// that a verifier might disagree on: member names exact and unique, UTF-8
+// valid, hashes in lower-case hex, seq and integers in their shortest
+// decimal form, the time in TimeLayout. It does not check the hash.
+func ParseLine(line []byte) (*Record, error) {
+	var l lineJSON
+	if err := json.Unmarshal(line, &l); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	for k := range l.Unknown {
+		if !slices.Contains(Envelope, k) {
+			return nil, fmt.Errorf("%w: unknown member %q", ErrMalformed, k)
+		}
+	}
+	if l.Instance == nil || l.Run == nil || l.Seq == nil || l.Prev == nil || l.Hash == nil ||
+		l.Time == nil || l.Kind == nil || l.Attrs == nil {
+		return nil, fmt.Errorf("%w: a member is missing", ErrMalformed)
+	}
+	r := &Record{Instance: *l.Instance, Run: *l.Run, Kind: Kind(*l.Kind)}
+	var err error
+	if r.Seq, err = strconv.ParseUint(string(l.Seq), 10, 64); err != nil || strconv.FormatUint(r.Seq, 10) != string(l.Seq) {
+		return nil, fmt.Errorf("%w: seq %.24s", ErrMalformed, l.Seq)
+	}
+	if r.Prev, err = parseHash(*l.Prev); err != nil {
+		return nil, fmt.Errorf("%w: prev: %v", ErrMalformed, err)
+	}
+	if r.Hash, err = parseHash(*l.Hash); err != nil {
+		return nil, fmt.Errorf("%w: hash: %v", ErrMalformed, err)
+	}
+	if r.Time, err = time.Parse(TimeLayout, *l.Time); err != nil || r.Time.Format(TimeLayout) != *l.Time {
+		return nil, fmt.Errorf("%w: time %.40q", ErrMalformed, *l.Time)
+	}
+	if len(l.Attrs) > MaxAttrs {
+		return nil, fmt.Errorf("%w: %d attributes", ErrMalformed, len(l.Attrs))
+	}
+	for k, raw := range l.Attrs {
+		v, err := parseValue(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: attribute %.64q: %v", ErrMalformed, k, err)
+		}
+		r.Attrs = append(r.Attrs, Attr{k, v})
+	}
+	// Keys are unique: the decoder refuses a member given twice.
+	slices.SortFunc(r.Attrs, func(a, b Attr) int { return strings.Compare(a.Key, b.Key) })
+	if l.JWS != nil {
+		if r.Kind != KindCheckpoint {
+			return nil, fmt.Errorf("%w: a jws on a %.32q record", ErrMalformed, r.Kind)
+		}
+		r.JWS = *l.JWS
+	}
+	return r, nil
+}
+
+func parseHash(s string) ([32]byte, error) {
+	var h [32]byte
+	if len(s) != 64 {
+		return h, errors.New("not 64 hex digits")
+	}
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
+		return h, err
+	}
+	if hex.EncodeToString(h[:]) != s {
+		return h, errors.New("not lower-case hex")
+	}
+	return h, nil
+}
+
+// parseValue maps a JSON value to its attribute type: a string, an
+// integer in its shortest form, true or false, or an array of strings.
+// Anything else (null, an object, a fraction) is refused.
+func parseValue(raw jsontext.Value) (Value, error) {
+	switch raw.Kind() {
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return Value{typ: typeString, s: s}, err
+	case '0':
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || strconv.FormatInt(n, 10) != string(raw) {
+			return Value{}, errors.New("not an integer in its shortest form")
+		}
+		return Value{typ: typeInt, n: n}, nil
+	case 't':
+		return Value{typ: typeBool, n: 1}, nil
+	case 'f':
+		return Value{typ: typeBool}, nil
+	case '[':
+		var items []jsontext.Value
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return Value{}, err
+		}
+		list := make([]string, len(items))
+		for i, it := range items {
+			if it.Kind() != '"' {
+				return Value{}, errors.New("a list item is not a string")
+			}
+			if err := json.Unmarshal(it, &list[i]); err != nil {
+				return Value{}, err
+			}
+		}
+		return Value{typ: typeStrings, list: list}, nil
+	}
+	return Value{}, fmt.Errorf("a %v is not an attribute value", raw.Kind())
+}
+
+// MarshalLogObject writes r's members through a zap encoder, so that a
+// zap logger (Caddy's) writes the line MarshalLine would, inside its
+// envelope: use zap.Inline(r).
+func (r *Record) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("instance", r.Instance)
+	enc.AddString("run", r.Run)
+	enc.AddUint64("seq", r.Seq)
+	enc.AddString("prev", hex.EncodeToString(r.Prev[:]))
+	enc.AddString("hash", hex.EncodeToString(r.Hash[:]))
+	enc.AddString("time", r.Time.UTC().Format(TimeLayout))
+	enc.AddString("kind", string(r.Kind))
+	if err := enc.AddObject("attrs", attrsObject(r.Attrs)); err != nil {
+		return err
+	}
+	if r.JWS != "" {
+		enc.AddString("jws", r.JWS)
+	}
+	return nil
+}
+
+type attrsObject []Attr
+
+func (as attrsObject) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	for _, a := range as {
+		switch v := a.Value; v.kind() {
+		case typeInt:
+			enc.AddInt64(a.Key, v.n)
+		case typeBool:
+			enc.AddBool(a.Key, v.n == 1)
+		case typeStrings:
+			if err := enc.AddArray(a.Key, stringsArray(v.list)); err != nil {
+				return err
+			}
+		default:
+			enc.AddString(a.Key, v.s)
+		}
+	}
+	return nil
+}
+
+type stringsArray []string
+
+func (ss stringsArray) MarshalLogArray(enc zapcore.ArrayEncoder) error {
+	for _, s := range ss {
+		enc.AppendString(s)
+	}
+	return nil
+}
