@@ -84,21 +84,9 @@ func appendQuote(b []byte, s string) []byte {
 	return out
 }
 
-// lineJSON is a line as ParseLine reads it: every member is required
-// (jws only of checkpoints) and spelled exactly; envelope members are
-// collected with any other and checked against Envelope.
-type lineJSON struct {
-	Instance *string                   `json:"instance"`
-	Run      *string                   `json:"run"`
-	Seq      jsontext.Value            `json:"seq"`
-	Prev     *string                   `json:"prev"`
-	Hash     *string                   `json:"hash"`
-	Time     *string                   `json:"time"`
-	Kind     *string                   `json:"kind"`
-	Attrs    map[string]jsontext.Value `json:"attrs"`
-	JWS      *string                   `json:"jws"`
-	Unknown  map[string]jsontext.Value `json:",unknown"`
-}
+// members are a line's members besides the envelope's; jws is only a
+// checkpoint's.
+var members = []string{"instance", "run", "seq", "prev", "hash", "time", "kind", "attrs", "jws"}
 
 // ParseLine reads one line (without its line break) as a record. It is
 // strict where a lenient reader would let one record have two spellings
@@ -106,37 +94,50 @@ type lineJSON struct {
 // valid, hashes in lower-case hex, seq and integers in their shortest
 // decimal form, the time in TimeLayout. It does not check the hash.
 func ParseLine(line []byte) (*Record, error) {
-	var l lineJSON
-	if err := json.Unmarshal(line, &l); err != nil {
+	var m map[string]jsontext.Value // v2: names exact, a name given twice refused
+	if err := json.Unmarshal(line, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	for k := range l.Unknown {
-		if !slices.Contains(Envelope, k) {
-			return nil, fmt.Errorf("%w: unknown member %q", ErrMalformed, k)
+	for k := range m {
+		if !slices.Contains(members, k) && !slices.Contains(Envelope, k) {
+			return nil, fmt.Errorf("%w: unknown member %.32q", ErrMalformed, k)
 		}
 	}
-	if l.Instance == nil || l.Run == nil || l.Seq == nil || l.Prev == nil || l.Hash == nil ||
-		l.Time == nil || l.Kind == nil || l.Attrs == nil {
-		return nil, fmt.Errorf("%w: a member is missing", ErrMalformed)
+	bad := false // a string member is missing or not a string
+	str := func(name string) string {
+		var s string
+		if v, ok := m[name]; !ok || v.Kind() != '"' || json.Unmarshal(v, &s) != nil {
+			bad = true
+		}
+		return s
 	}
-	r := &Record{Instance: *l.Instance, Run: *l.Run, Kind: Kind(*l.Kind)}
+	r := &Record{Instance: str("instance"), Run: str("run"), Kind: Kind(str("kind"))}
+	prev, hash, tm := str("prev"), str("hash"), str("time")
+	if bad {
+		return nil, fmt.Errorf("%w: a member is missing or not a string", ErrMalformed)
+	}
+	seq := m["seq"]
 	var err error
-	if r.Seq, err = strconv.ParseUint(string(l.Seq), 10, 64); err != nil || strconv.FormatUint(r.Seq, 10) != string(l.Seq) {
-		return nil, fmt.Errorf("%w: seq %.24s", ErrMalformed, l.Seq)
+	if r.Seq, err = strconv.ParseUint(string(seq), 10, 64); err != nil || strconv.FormatUint(r.Seq, 10) != string(seq) {
+		return nil, fmt.Errorf("%w: seq %.24s", ErrMalformed, seq)
 	}
-	if r.Prev, err = parseHash(*l.Prev); err != nil {
+	if r.Prev, err = parseHash(prev); err != nil {
 		return nil, fmt.Errorf("%w: prev: %v", ErrMalformed, err)
 	}
-	if r.Hash, err = parseHash(*l.Hash); err != nil {
+	if r.Hash, err = parseHash(hash); err != nil {
 		return nil, fmt.Errorf("%w: hash: %v", ErrMalformed, err)
 	}
-	if r.Time, err = time.Parse(TimeLayout, *l.Time); err != nil || r.Time.Format(TimeLayout) != *l.Time {
-		return nil, fmt.Errorf("%w: time %.40q", ErrMalformed, *l.Time)
+	if r.Time, err = time.Parse(TimeLayout, tm); err != nil || r.Time.Format(TimeLayout) != tm {
+		return nil, fmt.Errorf("%w: time %.40q", ErrMalformed, tm)
 	}
-	if len(l.Attrs) > MaxAttrs {
-		return nil, fmt.Errorf("%w: %d attributes", ErrMalformed, len(l.Attrs))
+	var attrs map[string]jsontext.Value
+	if raw := m["attrs"]; raw.Kind() != '{' || json.Unmarshal(raw, &attrs) != nil {
+		return nil, fmt.Errorf("%w: attrs is missing or not an object", ErrMalformed)
 	}
-	for k, raw := range l.Attrs {
+	if len(attrs) > MaxAttrs {
+		return nil, fmt.Errorf("%w: %d attributes", ErrMalformed, len(attrs))
+	}
+	for k, raw := range attrs {
 		v, err := parseValue(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: attribute %.64q: %v", ErrMalformed, k, err)
@@ -145,11 +146,13 @@ func ParseLine(line []byte) (*Record, error) {
 	}
 	// Keys are unique: the decoder refuses a member given twice.
 	slices.SortFunc(r.Attrs, func(a, b Attr) int { return strings.Compare(a.Key, b.Key) })
-	if l.JWS != nil {
+	if _, ok := m["jws"]; ok {
 		if r.Kind != KindCheckpoint {
 			return nil, fmt.Errorf("%w: a jws on a %.32q record", ErrMalformed, r.Kind)
 		}
-		r.JWS = *l.JWS
+		if r.JWS = str("jws"); bad {
+			return nil, fmt.Errorf("%w: jws is not a string", ErrMalformed)
+		}
 	}
 	return r, nil
 }

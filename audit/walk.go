@@ -43,6 +43,8 @@ func (v *verifier) first(c *chain, e *entry) {
 	switch {
 	case r.Seq == 1:
 		v.fail(c, Inserted, e, 1, "a run's first record that is a %.32q, not a run start", r.Kind)
+	case len(c.bySeq[r.Seq]) > 1:
+		v.fail(c, Inserted, e, r.Seq, "seq %d is in the files twice", r.Seq)
 	case len(c.bySeq[1]) > 0:
 		v.fail(c, Reordered, e, r.Seq, "ahead of the run's first record")
 	default:

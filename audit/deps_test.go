@@ -1,0 +1,46 @@
+package audit_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse/gatehouse/internal/importtable"
+)
+
+// allowedImports is the import table of audit (its package doc says it in
+// words): besides the standard library, zap (a sink may be a zap core),
+// golang-jwt (the checkpoint algorithms) and go-json-experiment (strict
+// JSON). It imports no other package of the module: not the Caddy glue,
+// identity, the gateway or the query service, which build on it.
+var allowedImports = map[string][]string{
+	"audit": {"go.uber.org/zap", "go.uber.org/zap/zapcore", "github.com/golang-jwt/jwt/v5",
+		"github.com/go-json-experiment/json", "github.com/go-json-experiment/json/jsontext"},
+}
+
+// TestImportTable fails when a package under audit imports, outside the
+// standard library, what its row does not allow, or has no row. It failed
+// when: the row left out zapcore, which the zap sink needs.
+func TestImportTable(t *testing.T) {
+	checked := 0
+	for _, p := range importtable.List(t, ".", "./...") {
+		pkg := strings.TrimPrefix(p.Path, importtable.Module)
+		allowed, known := allowedImports[pkg]
+		if !known {
+			t.Errorf("%s has no row in the import table", pkg)
+			continue
+		}
+		checked++
+		for _, imp := range p.Imports {
+			if first, _, _ := strings.Cut(imp, "/"); !strings.Contains(first, ".") {
+				continue // the standard library
+			}
+			if !slices.Contains(allowed, strings.TrimPrefix(imp, importtable.Module)) {
+				t.Errorf("%s imports %s, which the import table does not allow", pkg, imp)
+			}
+		}
+	}
+	if checked != len(allowedImports) {
+		t.Errorf("go list showed %d of the table's %d packages", checked, len(allowedImports))
+	}
+}
