@@ -17,7 +17,7 @@ import (
 // written in the caller's order rather than by key.
 func TestCanonicalBytes(t *testing.T) {
 	r := &audit.Record{Instance: "gw", Run: "r1", Seq: 258, Kind: audit.KindQuery,
-		Time: time.Date(2026, 3, 2, 9, 0, 0, 5, time.UTC),
+		Time:  time.Date(2026, 3, 2, 9, 0, 0, 5, time.UTC),
 		Attrs: []audit.Attr{audit.Bool("a", true), audit.Int("n", -2), audit.String("s", "é"), audit.Strings("v", "X", "")}}
 	var want bytes.Buffer
 	str := func(s string) {

@@ -69,7 +69,7 @@ func TestWriterCheckpoints(t *testing.T) {
 	var cps []audit.Checkpoint
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	opts := audit.Options{Instance: "gw", Run: "r1", Signer: s, CheckpointInterval: 5 * time.Second,
-		Now: func() time.Time { return now },
+		Now:  func() time.Time { return now },
 		Sink: audit.LineSink{W: &buf}, OnCheckpoint: func(cp audit.Checkpoint) { cps = append(cps, cp) }}
 	w, err := audit.NewWriter(opts)
 	if err != nil {
