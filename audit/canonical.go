@@ -3,7 +3,6 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"strings"
 )
 
 // domain opens every canonical encoding: it names the format and its
@@ -60,14 +59,4 @@ func ComputeHash(r *Record) [32]byte {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
-}
-
-// attrsSorted reports whether attrs are sorted by key with unique keys.
-func attrsSorted(attrs []Attr) bool {
-	for i := 1; i < len(attrs); i++ {
-		if strings.Compare(attrs[i-1].Key, attrs[i].Key) >= 0 {
-			return false
-		}
-	}
-	return true
 }

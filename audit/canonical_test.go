@@ -13,8 +13,8 @@ import (
 )
 
 // TestCanonicalBytes holds Canonical to the table in doc.go, byte by byte,
-// built here by hand from that table. It failed when: the attributes were
-// written in the caller's order rather than by key.
+// built here by hand from that table. It failed when: the domain tag was
+// left out of the encoding.
 func TestCanonicalBytes(t *testing.T) {
 	r := &audit.Record{Instance: "gw", Run: "r1", Seq: 258, Kind: audit.KindQuery,
 		Time:  time.Date(2026, 3, 2, 9, 0, 0, 5, time.UTC),
@@ -54,8 +54,8 @@ func TestCanonicalBytes(t *testing.T) {
 // TestHashIsTheEncodersBusinessNot: one record, spelled differently
 // (member order, escapes, an envelope), parses to the same hash; a line
 // with an attribute key no code knows parses and keeps its hash. It failed
-// when: the time kept its monotonic reading and the writer's hash differed
-// from the parsed line's.
+// when: ParseLine left the attributes in the map's order rather than by
+// key.
 func TestHashIsTheEncodersBusinessNot(t *testing.T) {
 	l := buildLog(t, 4, 1, 1, false)
 	line := string(l.files[0].lines[1])

@@ -10,8 +10,9 @@ import (
 
 // TestParseLineRefusesSecondSpellings: each line below is a good line
 // changed into a second spelling of a field (or no record at all), and is
-// refused. It failed when: hashes were compared after decoding, so a hash
-// in upper case passed as the same record.
+// refused. It failed when: a hash was not held to lower case (upper case
+// passed as the same record); integers were not held to their shortest
+// form (-0 passed as 0).
 func TestParseLineRefusesSecondSpellings(t *testing.T) {
 	l := buildLog(t, 5, 1, 1, false)
 	good := string(l.files[0].lines[2])
@@ -34,6 +35,7 @@ func TestParseLineRefusesSecondSpellings(t *testing.T) {
 		{"attribute a fraction", strings.Replace(good, `"attrs":{`, `"attrs":{"x":1.5,`, 1)},
 		{"attribute an object", strings.Replace(good, `"attrs":{`, `"attrs":{"x":{},`, 1)},
 		{"attribute a list with a number", strings.Replace(good, `"attrs":{`, `"attrs":{"x":["a",1],`, 1)},
+		{"attribute integer minus zero", strings.Replace(good, `"attrs":{`, `"attrs":{"x":-0,`, 1)},
 		{"attribute integer with plus", strings.Replace(good, `"attrs":{`, `"attrs":{"x":+1,`, 1)},
 		{"attribute key twice", strings.Replace(good, `"attrs":{`, `"attrs":{"x":1,"x":2,`, 1)},
 		{"jws on a non-checkpoint", strings.Replace(good, `}}`, `},"jws":"a.b.c"}`, 1)},

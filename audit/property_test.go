@@ -40,11 +40,14 @@ var edits = map[string]edit{
 // TestPropertyEveryEditIsCaught: over many random edits of a valid log of
 // two instances, three runs each (one rolled over two files), Verify
 // reports a problem, and its first problem names the first bad record and
-// what happened. It failed when: the walk accepted a record whose seq
-// continued the chain without comparing its prev (swaps of records whose
-// hashes were recomputed passed); when a copy of a run_start placed just
-// before its original named the original; when records after the final
-// checkpoint were only unprotected (an insertion at the end passed).
+// what happened. It failed when: a record's own hash was not checked (a
+// changed byte was named one record late); a copy placed before a run's
+// first record was named reordered; the final checkpoint was ignored (a
+// record made to fit after it passed); the store's checkpoints were not
+// compared (a tail dropped after a checkpoint passed); the signature was
+// not checked (a forged checkpoint passed); of two records with one
+// predecessor, the later was always named (a record made to fit named its
+// successor).
 func TestPropertyEveryEditIsCaught(t *testing.T) {
 	bases := []*tlog{buildLog(t, 1, 2, 3, false), buildLog(t, 2, 2, 3, false), buildLog(t, 3, 2, 3, false)}
 	names := make([]string, 0, len(edits))

@@ -2,10 +2,10 @@ package audit
 
 import (
 	"crypto"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 )
 
 // VerifyOptions are what Verify checks the files against.
@@ -317,4 +317,4 @@ func (v *verifier) links() {
 }
 
 // hexShort is the first bytes of a hash, for details.
-func hexShort(h [32]byte) string { return strings.ToLower(fmt.Sprintf("%x", h[:6])) }
+func hexShort(h [32]byte) string { return hex.EncodeToString(h[:6]) }

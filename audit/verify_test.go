@@ -21,7 +21,8 @@ import (
 // TestVerifyCutTail: a run that crashed mid-write verifies, its last line
 // reported as a cut and the records after its last checkpoint as
 // unprotected; so does the next run appending its record to the cut line.
-// It failed when: a cut line was read as a malformed record (edited).
+// It failed when: a cut line was read as a malformed record (edited), and
+// when a line holding a cut and a record was.
 func TestVerifyCutTail(t *testing.T) {
 	l := buildLog(t, 6, 2, 2, true)
 	last := &l.files[len(l.files)-1]
@@ -60,7 +61,11 @@ func TestVerifyCutTail(t *testing.T) {
 }
 
 // TestVerifyProblems: one hand-made edit per check, each reported with its
-// kind at its record.
+// kind at its record. It failed when: a record's prev was not compared
+// with its predecessor's hash (a record rewritten with its hash computed
+// again passed); a checkpoint's claims were not compared with its record
+// (a JWS moved onto another checkpoint passed); a broken link always named
+// the later record (the rewritten one's successor was named).
 func TestVerifyProblems(t *testing.T) {
 	base := buildLog(t, 7, 1, 2, false)
 	run1 := mustParse(t, base.files[0].lines[0]).Run
@@ -140,9 +145,9 @@ func TestVerifyUnprotected(t *testing.T) {
 }
 
 // TestCheckpointSignatures: RS256, ES256 and EdDSA checkpoints verify with
-// their key; each refusal below is refused. It failed when: the key's type
-// was not bound to the algorithm (an RSA key under "EdDSA" reached the
-// Ed25519 check) — golang-jwt refuses it, and the test keeps it so.
+// their key; each refusal below is refused. It failed when: the signature
+// was not checked (another key's JWS and an RSA signature under "EdDSA"
+// passed), and when typ was not compared (at+jwt and JWT passed).
 func TestCheckpointSignatures(t *testing.T) {
 	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
 	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

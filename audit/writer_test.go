@@ -21,9 +21,8 @@ func logOf(t *testing.T, s *audit.KeySigner, b []byte, expected ...audit.Checkpo
 }
 
 // TestWriterSequencesConcurrentAppends: appends from many goroutines make
-// one valid chain, in the sink's order. It failed when: the sink was
-// called after the lock was released (the race detector and the verifier
-// both saw records out of order).
+// one valid chain, in the sink's order. It failed when: Append did not
+// take the lock (the race detector reported the writer's state).
 func TestWriterSequencesConcurrentAppends(t *testing.T) {
 	s := testKey(t, "k1", "k1")
 	var buf bytes.Buffer
@@ -160,7 +159,7 @@ func TestWriterWriteFailures(t *testing.T) {
 // TestWriterRefusesAttributes: credentials, malformed or repeated keys and
 // the writer's own kinds are refused; invalid UTF-8 is replaced before
 // hashing, so the line verifies. It failed when: the "_token" suffix was
-// not checked and "refresh_token" passed.
+// not checked ("session_token" passed).
 func TestWriterRefusesAttributes(t *testing.T) {
 	s := testKey(t, "k1", "k1")
 	var buf bytes.Buffer
@@ -171,7 +170,8 @@ func TestWriterRefusesAttributes(t *testing.T) {
 		attrs []audit.Attr
 	}{
 		{"password", audit.KindAuthentication, []audit.Attr{audit.String("password", "x")}},
-		{"refresh token", audit.KindAuthentication, []audit.Attr{audit.String("refresh_token", "x")}},
+		{"a token by its suffix", audit.KindAuthentication, []audit.Attr{audit.String("session_token", "x")}},
+		{"a secret by its suffix", audit.KindAuthentication, []audit.Attr{audit.String("api_secret", "x")}},
 		{"client secret", audit.KindAuthentication, []audit.Attr{audit.String("client_secret", "x")}},
 		{"upper-case key", audit.KindQuery, []audit.Attr{audit.String("Sub", "x")}},
 		{"empty key", audit.KindQuery, []audit.Attr{audit.String("", "x")}},

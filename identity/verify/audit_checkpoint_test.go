@@ -14,8 +14,8 @@ import (
 // verifier's pinned typ (at+jwt) refuses the checkpoint's
 // gatehouse-audit+jwt, and refuses it too when the checkpoint's header is
 // put on a token's good claims. It failed when: the fixture accepted
-// gatehouse-audit+jwt among its Types (both cases passed as tokens or
-// failed for another reason).
+// gatehouse-audit+jwt among its Types (the checkpoint was refused only for
+// its missing exp, and the token's claims under its typ passed).
 func TestVerifierRefusesAuditCheckpoints(t *testing.T) {
 	f := newFixture(t)
 	signer, err := audit.NewKeySigner(f.issuer.Kid, f.issuer.Private)
