@@ -91,10 +91,10 @@ func TestQueryService(t *testing.T) {
 		for where, want := range map[string]string{
 			`Code IN ["ANZ","CBA"]`:                                     "ANZ,CBA",
 			`Name LIKE 'W*Limited'`:                                     "WES,WOW",
-			`Code BEGINS 'BH' AND Volume > 1000000`:                     "BHP,BHP",
+			`Code BEGINS 'BH' AND Volume > 1000000`:                     "BHP",
 			`Name CONTAINS 'CaSe'`:                                      "MXC",
 			`LastPrice BETWEEN 30 AND 32`:                               "WBC,WOW",
-			`NOT (Exchange = 'ASX') AND (Code = 'BHP' OR Code = 'RIO')`: "BHP,RIO",
+			`NOT (Exchange = 'ASX') AND (Code = 'BHP' OR Code = 'RIO')`: "", // demo holds ASX:quotes alone
 			`LastPrice IS NULL`:                                         "",
 		} {
 			_, r, body = g.query(t, demo, "/query", iqlType, "select Code from Security where "+where+" order by Code")
@@ -104,6 +104,11 @@ func TestQueryService(t *testing.T) {
 			if got := strings.Join(r.column(t, "Code"), ","); got != want {
 				t.Errorf("%s: %s (%s)", where, got, body)
 			}
+		}
+		// trader holds NZX:quotes too; nobody holds NYSE or LSE.
+		_, r, body = g.query(t, trader, "/query", iqlType, "select Code from Security where Exchange <> 'ASX' order by Code")
+		if r.Columns == nil || strings.Join(r.column(t, "Code"), ",") != "AIR,FPH,MEL,SPK" {
+			t.Errorf("trader's securities off ASX: %s", body)
 		}
 		_, r, _ = g.query(t, trader, "/query", iqlType, "select OrderId from Order order by Price desc limit 2")
 		if got := strings.Join(r.column(t, "OrderId"), ","); got != "5,3" {

@@ -17,7 +17,8 @@ import (
 	"github.com/gatehouse/gatehouse/queryproxy/sqliteengine"
 )
 
-// demoTables is the demo's policy (Caddyfile.example).
+// demoTables is the demo's policy (Caddyfile.example) but for its venue filter on
+// Security, which venue_test.go and the conformance suite's Venues cases test.
 var demoTables = []queryproxy.TablePolicy{
 	{Table: "Security", Read: []string{"Service/Market"}},
 	{Table: "Market", Read: []string{"Service/Market"}},

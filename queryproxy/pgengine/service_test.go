@@ -23,7 +23,8 @@ import (
 // The query service over the demo database on PostgreSQL, as queryproxy's own tests run
 // it over SQLite (handler_test.go there): the same policy and test tokens.
 
-// demoTables is the demo's policy (Caddyfile.example), and Slow, a view that sleeps.
+// demoTables is the demo's policy (Caddyfile.example) but for its venue filter on
+// Security (the conformance suite's Venues cases test it), and Slow, a view that sleeps.
 var demoTables = []queryproxy.TablePolicy{
 	{Table: "Security", Read: []string{"Service/Market"}},
 	{Table: "Market", Read: []string{"Service/Market"}},
