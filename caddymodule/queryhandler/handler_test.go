@@ -54,6 +54,7 @@ func load(t *testing.T, port int, site string) error {
 			secret_sha256 %s
 			grant_types client_credentials
 			scopes Service/Market
+			entitlements ASX:quotes
 		}
 	}
 }
@@ -195,9 +196,10 @@ func TestIQEngineRefusesOwner(t *testing.T) {
 }
 
 // TestVenueTableThroughCaddy: the glue hands the token's entitlements to
-// the policy: a token holding no pair reads no row of a venue table, and
-// the rows of a table without a venue column as before; a venue table
-// without its list of venues fails at load.
+// the policy: a token holding ASX:quotes reads the ASX rows of a venue
+// table and no other venue's, and the rows of a table without a venue
+// column as before; a venue table without its list of venues fails at
+// load. It failed when the glue left the caller's entitlements out.
 func TestVenueTableThroughCaddy(t *testing.T) {
 	if err := load(t, freePort(t), `	gatehouse_query {
 		table Security {
@@ -226,8 +228,9 @@ func TestVenueTableThroughCaddy(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	tok := token(t, base)
 	for stmt, want := range map[string]string{
-		`select Code from Security`:                  `{"Columns":{"Code":{"Index":0,"Type":"String"}},"Rows":[]}`,
-		`select Code from Market where Code = 'NZX'`: `{"Columns":{"Code":{"Index":0,"Type":"String"}},"Rows":[["NZX"]]}`,
+		`select Code from Security where Code = 'BHP' or Code = 'AIR'`: `{"Columns":{"Code":{"Index":0,"Type":"String"}},"Rows":[["BHP"]]}`,
+		`select Code from Security where Exchange <> 'ASX'`:            `{"Columns":{"Code":{"Index":0,"Type":"String"}},"Rows":[]}`,
+		`select Code from Market where Code = 'NZX'`:                   `{"Columns":{"Code":{"Index":0,"Type":"String"}},"Rows":[["NZX"]]}`,
 	} {
 		req, _ := http.NewRequest("POST", base+"/query", strings.NewReader(stmt))
 		req.Header.Set("Content-Type", "text/plain; charset=utf-8")
