@@ -368,3 +368,35 @@ func TestEntitlementsNarrowedByRequest(t *testing.T) {
 		t.Fatalf("the refreshed authorization_details: %s (%v), want ASX quotes alone", next.Details, err)
 	}
 }
+
+// TestEntitlementChangeAcrossInstances: two instances on one PostgreSQL
+// store; trader's socket on B holds an NZX and an ASX subscription, and
+// NZX:quotes is taken from him through A's command line: B ends the NZX
+// subscription alone (its backend's count of NZX subscriptions falls to 0)
+// within the bound of a notified revocation, and the ASX one keeps
+// flowing.
+func TestEntitlementChangeAcrossInstances(t *testing.T) {
+	t.Parallel()
+	a, b := startPair(t, multiConfig(t, "multi-entitlements", true), freshDatabase(t))
+	tok := a.PasswordGrant(t, "trader", "trader")
+	c := liveSession(t, b, "trader on B", tok.AccessToken)
+	subscribeSecurity(t, c, "Security!BHP.ASX", "2")
+	subscribeSecurity(t, c, "Security!AIR.NZX", "3")
+	statsBecome(t, b, map[string]int{"ASX/Security": 1, "NZX/Security": 1})
+	mark := c.mark()
+	start := time.Now()
+	runCLI(t, a, "user", "unentitle", "trader", "NZX:quotes")
+	m := c.next("the server Unsub of Security!AIR.NZX", notifiedBound+wsTimeout, func(m *liveMsg) bool {
+		return m.Topic == "Security!AIR.NZX" && m.Action == "Unsub" && m.Confirm
+	})
+	if took := m.at.Sub(start); took > notifiedBound+2*time.Second {
+		t.Errorf("B ended the NZX subscription %v after the change (the command's own start included), want within %v", took, notifiedBound)
+	}
+	statsBecome(t, b, map[string]int{"ASX/Security": 1, "NZX/Security": 0})
+	c.next("an update of Security!BHP.ASX after the change", wsTimeout, func(m *liveMsg) bool { return m.update("Security!BHP.ASX") })
+	for _, m := range c.since(mark) {
+		if m.Topic == "Security!BHP.ASX" && (m.Action == "Unsub" || m.Action == "Error") {
+			t.Fatalf("the ASX subscription was touched: %s", m)
+		}
+	}
+}
