@@ -3,6 +3,10 @@
 //
 //	envelope.go      Scan, the strict reader of client->backend messages,
 //	                 and Envelope, what it reports
+//	scan.go          Scan's reading with the decoder, for what the fast
+//	                 path does not take: members, nesting, integers
+//	names.go         the envelope's member names and the variants refused,
+//	                 and the common controller and action names interned
 //	envelope_fast.go the common message read in one pass, to the same result
 //	echo.go          what the Error reply of a refused message may echo
 //	decoder.go       the pooled jsontext decoder and its error wording
