@@ -4,9 +4,10 @@
 //
 // This package owns:
 //
-//   - The handler (handler.go, parse.go, serve.go, forward.go): routes, CORS, Request-Id,
-//     the structured endpoints, and one failure path (queryerror.go) that maps the
-//     engines' errors (package engine) to statuses without knowing the driver.
+//   - The handler (handler.go, config.go, headers.go, parse.go, structured.go, serve.go,
+//     forward.go): its configuration, routes, CORS, Request-Id, the request's body, the
+//     structured endpoints, and one failure path (queryerror.go) that maps the engines'
+//     errors (package engine) to statuses without knowing the driver.
 //   - The table policy (policy.go, venue.go): who may read and write which table, column
 //     and row, a row's owner and, on a market-data table, its venue.
 //   - The result writer (result.go, resultjson.go): the JSON shape of a result, streamed
