@@ -69,7 +69,7 @@ func (h *Handler) parseEntitlements(d *caddyfile.Dispenser) error {
 // venueRule reads the arguments of a rule line.
 func venueRule(args []string) (policy.VenueRule, error) {
 	if len(args) < 3 {
-		return policy.VenueRule{}, errors.New("want <Controller> <Topic> argument|data|every|none ...")
+		return policy.VenueRule{}, errors.New("want <Controller> <Topic>, then argument, data, every or none and their arguments")
 	}
 	r := policy.VenueRule{Controller: args[0], Topic: args[1], In: args[2]}
 	rest := args[3:]

@@ -69,14 +69,9 @@ func DataMember(data []byte, name string) (value []byte, found bool, err error) 
 // foldAll is foldName without its bound.
 func foldAll(dst, name []byte) []byte {
 	for _, c := range name {
-		switch {
-		case 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		case 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		default:
-			continue
+		if c, kept := foldByte(c); kept {
+			dst = append(dst, c)
 		}
-		dst = append(dst, c)
 	}
 	return dst
 }

@@ -65,11 +65,8 @@ func classifyName(name []byte, escaped bool) (Fields, string) {
 // is longer than any folded envelope name.
 func foldName(dst, name []byte) (folded []byte, ok bool) {
 	for _, c := range name {
-		switch {
-		case 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		case 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		default:
+		c, kept := foldByte(c)
+		if !kept {
 			continue
 		}
 		if len(dst) == maxFolded {
@@ -78,6 +75,19 @@ func foldName(dst, name []byte) (folded []byte, ok bool) {
 		dst = append(dst, c)
 	}
 	return dst, true
+}
+
+// foldByte is what a lenient parser compares of c: an ASCII letter
+// upper-cased, a digit as it is; kept is false for anything else, which
+// such parsers ignore.
+func foldByte(c byte) (folded byte, kept bool) {
+	switch {
+	case 'a' <= c && c <= 'z':
+		return c - ('a' - 'A'), true
+	case 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return c, true
+	}
+	return 0, false
 }
 
 // str decodes v, a valid JSON string, giving the common controller and
