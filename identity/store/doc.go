@@ -1,9 +1,10 @@
 // Package store defines what the identity server keeps between requests and
 // across restarts: signing keys, server secrets, users, refresh-token families,
-// access-token revocations, failure counters (Store), and the browser
-// flows' login sessions, authorization codes and consents (BrowserStore, a
-// separate interface a backend may implement), and the device flow's
-// authorizations (DeviceStore, separate in the same way).
+// access-token revocations, failure counters, the audit's keys and
+// checkpoints (Store), and the browser flows' login sessions, authorization
+// codes and consents (BrowserStore, a separate interface a backend may
+// implement), and the device flow's authorizations (DeviceStore, separate in
+// the same way).
 //
 // A backend implements Store; every backend runs the conformance suite in
 // package storetest. Operations where a race matters are single atomic

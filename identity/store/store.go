@@ -25,6 +25,7 @@ type Store interface {
 	Revocations
 	Counters
 	Maintenance
+	Audit
 
 	// Close releases the backend's resources.
 	Close() error

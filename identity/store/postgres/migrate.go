@@ -229,6 +229,33 @@ var migrations = [][]string{
 		`CREATE INDEX entitlement_revocations_expires_at ON entitlement_revocations (expires_at)`,
 		`CREATE INDEX entitlement_revocations_revoked_at ON entitlement_revocations (revoked_at)`,
 	},
+	// 9: the audit, as the SQLite backend's version 10: the keys that
+	// sign checkpoints, kept for good, and the checkpoints in the order
+	// they were stored (id).
+	{
+		`CREATE TABLE audit_keys (
+			id         text COLLATE "C" NOT NULL PRIMARY KEY,
+			algorithm  text NOT NULL,
+			public     bytea NOT NULL,
+			private    bytea NOT NULL,
+			created_at timestamptz NOT NULL,
+			sign_from  timestamptz,
+			retire_at  timestamptz
+		)`,
+		`CREATE TABLE audit_checkpoints (
+			id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			instance text COLLATE "C" NOT NULL,
+			run      text COLLATE "C" NOT NULL,
+			seq      bigint NOT NULL,
+			hash     bytea NOT NULL,
+			at       timestamptz NOT NULL,
+			key_id   text COLLATE "C" NOT NULL,
+			final    boolean NOT NULL,
+			jws      text NOT NULL,
+			UNIQUE (instance, run, seq)
+		)`,
+		`CREATE INDEX audit_checkpoints_instance ON audit_checkpoints (instance, id)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -227,6 +227,33 @@ var migrations = [][]string{
 		`CREATE INDEX entitlement_revocations_expires_at ON entitlement_revocations (expires_at)`,
 		`CREATE INDEX entitlement_revocations_revoked_at ON entitlement_revocations (revoked_at)`,
 	},
+	// 10: the audit (docs/audit.md): the keys that sign checkpoints,
+	// apart from the signing keys and kept for good, and the
+	// checkpoints, in the order they were stored (id).
+	{
+		`CREATE TABLE audit_keys (
+			id         TEXT NOT NULL PRIMARY KEY,
+			algorithm  TEXT NOT NULL,
+			public     BLOB NOT NULL,
+			private    BLOB NOT NULL,
+			created_at INTEGER NOT NULL,
+			sign_from  INTEGER,
+			retire_at  INTEGER
+		) STRICT`,
+		`CREATE TABLE audit_checkpoints (
+			id          INTEGER PRIMARY KEY,
+			instance    TEXT NOT NULL,
+			run         TEXT NOT NULL,
+			seq         INTEGER NOT NULL,
+			hash        BLOB NOT NULL,
+			at          INTEGER NOT NULL,
+			key_id      TEXT NOT NULL,
+			final       INTEGER NOT NULL,
+			jws         TEXT NOT NULL,
+			UNIQUE (instance, run, seq)
+		) STRICT`,
+		`CREATE INDEX audit_checkpoints_instance ON audit_checkpoints (instance, id)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

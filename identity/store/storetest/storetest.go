@@ -47,6 +47,7 @@ var groups = []struct {
 }{
 	{"Secret", secretCases},
 	{"SigningKeys", signingKeyCases},
+	{"Audit", auditCases},
 	{"Users", userCases},
 	{"RefreshFamilies", refreshCases},
 	{"KeepFamilies", keepCases},
