@@ -98,6 +98,9 @@ type Checkpoint struct {
 	KeyID    string
 	// Final says the run closed with it: a record after it was inserted.
 	Final bool
+	// JWS is the checkpoint's compact JWS, as the record carries it (the
+	// writer sets it; VerifyCheckpoint and Verify do not need it).
+	JWS string
 }
 
 // checkpointClaims is the JWS payload.

@@ -257,7 +257,7 @@ func (w *Writer) write(kind Kind, attrs []Attr) error {
 	w.lastCheckpoint = r.Time
 	if w.opts.OnCheckpoint != nil {
 		w.opts.OnCheckpoint(Checkpoint{Instance: r.Instance, Run: r.Run, Seq: r.Seq, Hash: r.Hash,
-			Time: r.Time, KeyID: w.opts.Signer.KeyID(), Final: w.closed})
+			Time: r.Time, KeyID: w.opts.Signer.KeyID(), Final: w.closed, JWS: r.JWS})
 	}
 	return nil
 }
