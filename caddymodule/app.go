@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/store"
 	identityusers "github.com/gatehouse/gatehouse/identity/users"
@@ -149,6 +150,10 @@ type App struct {
 	// tokens, checked in-process against its own keys, with revocations.
 	VerifierConfig *VerifierConfig `json:"verifier,omitempty"`
 
+	// Audit turns on the tamper-evident audit. Default: none (off). See
+	// Audit.
+	Audit *Audit `json:"audit,omitempty"`
+
 	logger      *zap.Logger
 	storeKey    string // the pool key of the acquired store; "" when none is held
 	store       store.Store
@@ -162,6 +167,8 @@ type App struct {
 	loops       *sync.WaitGroup    // the background loops
 	validateDir string             // validating: the throwaway store's directory
 	readiness   *readiness         // the readiness probe's checks (gatehouse_health ready); nil until Provision
+	auditKey    string             // the pool key of the audit run held; "" when none is
+	audit       *audit.Writer      // the audit run's writer; nil when the audit is off
 }
 
 // CaddyModule returns the Caddy module information.
@@ -175,8 +182,9 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision checks the whole configuration first (as Validate does, so a
 // bad one opens and writes nothing), then opens the store (shared with
 // other configurations that name the same one), seeds the users file,
-// builds the identity server and the verifier, starts their background
-// loops and registers the metrics.
+// starts or joins the audit run (with an audit block), builds the identity
+// server and the verifier, starts their background loops and registers the
+// metrics.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.readiness = new(readiness)
@@ -203,12 +211,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := registerTokenMetrics(reg); err != nil {
 		return err
 	}
-	if a.Issuer != "" || a.VerifierConfig.checksRevocations() {
+	if a.Issuer != "" || a.VerifierConfig.checksRevocations() || a.Audit != nil {
 		if validating {
 			if err := a.openValidationStore(ctx); err != nil {
 				return err
 			}
 		} else if err := a.acquireConfiguredStore(ctx); err != nil {
+			return err
+		}
+	}
+	if a.Audit != nil {
+		if err := a.startAudit(ctx); err != nil {
 			return err
 		}
 	}
@@ -375,6 +388,9 @@ func (a *App) Cleanup() error {
 			errs = append(errs, fmt.Errorf("closing identity server: %w", err))
 		}
 		a.srv = nil
+	}
+	if err := a.releaseAudit(); err != nil {
+		errs = append(errs, err)
 	}
 	if a.storeKey != "" {
 		if err := releaseStore(a.storeKey); err != nil {

@@ -93,6 +93,14 @@ func init() {
 //				cache_size <n>|off
 //				check_revocations [on|off]
 //			}
+//			audit {                        # the tamper-evident audit; absent: off
+//				checkpoint_interval <duration>
+//				on_failure continue|refuse
+//				instance <name>
+//				key_period <duration>|off
+//				encryption_key_env <variable>
+//				encryption_key_file <path>
+//			}
 //		}
 //	}
 //
@@ -101,8 +109,8 @@ func init() {
 // `client` and `api_resource` may appear once per id or name. Without an
 // issuer the app only verifies another issuer's tokens (remote-only mode:
 // a verifier with issuer and jwks_url). The JSON fields of App, Client,
-// APIResource, Lockout, SigningKeys and VerifierConfig document each
-// setting.
+// APIResource, Lockout, SigningKeys, VerifierConfig and Audit document
+// each setting.
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	d.Next() // the option name
 	if existing != nil {
@@ -160,6 +168,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			app.SigningKeys, err = parseSigningKeys(d)
 		case "verifier":
 			app.VerifierConfig, err = parseVerifier(d)
+		case "audit":
+			app.Audit, err = parseAudit(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}
@@ -297,4 +307,32 @@ func parseVerifier(d *caddyfile.Dispenser) (*VerifierConfig, error) {
 		return err
 	})
 	return v, err
+}
+
+// parseAudit parses `audit [{ ... }]`.
+func parseAudit(d *caddyfile.Dispenser) (*Audit, error) {
+	if err := cfutil.NoArgs(d); err != nil {
+		return nil, err
+	}
+	au := new(Audit)
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("audit: "), func(name string) (err error) {
+		switch name {
+		case "checkpoint_interval":
+			au.CheckpointInterval, err = cfutil.DurationArg(d)
+		case "on_failure":
+			au.OnFailure, err = cfutil.OneArg(d)
+		case "instance":
+			au.Instance, err = cfutil.OneArg(d)
+		case "key_period":
+			au.KeyPeriod, err = cfutil.DurationOrOff(d)
+		case "encryption_key_env":
+			au.EncryptionKeyEnv, err = cfutil.SecretArg(d, "audit: encryption_key_env")
+		case "encryption_key_file":
+			au.EncryptionKeyFile, err = cfutil.OneArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	return au, err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/caddymodule/pgstore"
 	"github.com/gatehouse/gatehouse/caddymodule/queryhandler"
@@ -73,6 +74,9 @@ var documentedDefaults = map[string]map[string]map[string]any{
 			"signing_keys.announce":           keys.DefaultAnnounce,
 			"signing_keys.check_interval":     keys.DefaultCheckInterval,
 			"signing_keys.bits":               keys.DefaultBits,
+			"audit.checkpoint_interval":       audit.DefaultCheckpointInterval,
+			"audit.on_failure":                caddymodule.AuditContinue,
+			"audit.key_period":                keys.DefaultAuditPeriod,
 			"verifier.leeway":                 verify.DefaultLeeway,
 			"verifier.cache_size":             verify.DefaultCacheSize,
 		},

@@ -32,6 +32,9 @@ func (a *App) Validate() error {
 // check validates the configuration and returns the identity server's
 // configuration it converts to (zero in remote-only mode).
 func (a *App) check() (identity.Config, error) {
+	if err := a.checkAudit(); err != nil {
+		return identity.Config{}, err
+	}
 	if a.Issuer == "" {
 		if !a.VerifierConfig.remote() {
 			return identity.Config{}, errors.New("issuer is required (or a verifier with issuer and jwks_url, for remote-only mode)")
