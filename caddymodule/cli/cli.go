@@ -58,4 +58,30 @@ within their check_interval (1m by default).
 `,
 		CobraFunc: setUpKeysCommand,
 	})
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "audit",
+		Usage: "keys|verify [--config <file> [--adapter <name>] | --db <path>] [<file>...]",
+		Short: "Exports the audit keys and verifies the audit logs",
+		Long: `
+Exports the audit public keys and verifies the tamper-evident audit's logs
+(docs/audit.md).
+
+keys prints every audit public key the store ever held, as a JWK Set: keep a
+copy where the store's administrators cannot change it.
+
+verify reads the audit files (a rolled chain's oldest first; .gz ones too),
+or with --config those the config's logging section writes the logger
+gatehouse.audit.chain to, and checks every chain and checkpoint with the
+store's audit keys and checkpoints: it names the first record of each run that
+was edited, inserted, removed or reordered, a forged checkpoint, a run the
+store or the next run names that no file holds, and lists records after a
+run's last checkpoint as unprotected and a line a crash cut short as a cut.
+It exits 1 on a problem.
+
+The store is named as for the user command: the store of the gatehouse app of
+--config, the SQLite database --db, or by default the SQLite database at the
+default path in Caddy's data directory.
+`,
+		CobraFunc: setUpAuditCommand,
+	})
 }

@@ -1,6 +1,7 @@
 // Package cli holds the gatehouse subcommands that Caddy's command line
 // runs next to its own: `gatehouse user add|passwd|disable|enable|delete|scopes|entitle|unentitle|show|list|hash`,
-// `gatehouse client secret` and `gatehouse keys list|rotate`. Importing it
+// `gatehouse client secret`, `gatehouse keys list|rotate` and `gatehouse
+// audit keys|verify`. Importing it
 // registers them with caddycmd.
 //
 // The commands that use the store open the one a configuration names,
