@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/gatehouse/gatehouse/entitle"
 )
 
 // DeviceStore is the device authorization grant's role (RFC 8628), apart
@@ -95,8 +97,14 @@ type DeviceCode struct {
 	UserCodeHash []byte // keyed hash of the normalized user code; unique
 	ClientID     string
 	Scopes       []string // requested (pending) or granted (approved)
-	Created      time.Time
-	ExpiresAt    time.Time // no decision and no exchange from this time on
+	// AskedEntitlements are the market-data pairs the device
+	// authorization request's authorization_details asked for (RFC 9396
+	// §6); nil when it asked for none (the device gets all the user
+	// holds). It is the request's, kept as it was: the user is known only
+	// at the token request, which checks it against the user's pairs.
+	AskedEntitlements *entitle.Set
+	Created           time.Time
+	ExpiresAt         time.Time // no decision and no exchange from this time on
 	// RetainUntil is when the record may be removed; until then a second
 	// exchange is recognised. At least ExpiresAt.
 	RetainUntil time.Time

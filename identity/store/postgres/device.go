@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -20,7 +21,7 @@ import (
 
 const deviceColumns = `hash, user_code_hash, client_id, scopes, created_at, expires_at, retain_until,
 	interval_ms, last_polled_at, state, decided_at, subject, auth_time, session_id, used_at,
-	family_id, access_token_id, access_token_expires_at`
+	family_id, access_token_id, access_token_expires_at, asked_entitlements`
 
 // PutDeviceCode stores a new, pending authorization.
 func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
@@ -28,9 +29,9 @@ func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
 		return errors.New("storing device code: empty hash")
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO device_codes (`+deviceColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, NULL, '', NULL, '', NULL, '', '', NULL)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, NULL, '', NULL, '', NULL, '', '', NULL, $10)`,
 		d.Hash, d.UserCodeHash, d.ClientID, textList(d.Scopes), ts(d.Created), ts(d.ExpiresAt),
-		ts(d.RetainUntil), d.Interval.Milliseconds(), store.DevicePending)
+		ts(d.RetainUntil), d.Interval.Milliseconds(), store.DevicePending, askedList(d.AskedEntitlements))
 	if isUnique(err) {
 		return fmt.Errorf("storing device code: %w", store.ErrAlreadyExists)
 	}
@@ -47,11 +48,19 @@ func scanDevice(row pgx.Row) (store.DeviceCode, error) {
 		created, exp, retain, polled, decided pgtype.Timestamptz
 		authTime, used, atExp                 pgtype.Timestamptz
 		interval                              int64
+		asked                                 *[]string
 	)
 	if err := row.Scan(&d.Hash, &d.UserCodeHash, &d.ClientID, &d.Scopes, &created, &exp, &retain, &interval,
 		&polled, &d.State, &decided, &d.Subject, &authTime, &d.SessionID, &used,
-		&d.FamilyID, &d.AccessTokenID, &atExp); err != nil {
+		&d.FamilyID, &d.AccessTokenID, &atExp, &asked); err != nil {
 		return store.DeviceCode{}, err
+	}
+	if asked != nil {
+		set, err := decodeSet(*asked)
+		if err != nil {
+			return store.DeviceCode{}, err
+		}
+		d.AskedEntitlements = &set
 	}
 	d.Scopes = nonEmpty(d.Scopes)
 	d.Created, d.ExpiresAt, d.RetainUntil = fromTS(created), fromTS(exp), fromTS(retain)
@@ -59,6 +68,17 @@ func scanDevice(row pgx.Row) (store.DeviceCode, error) {
 	d.LastPolledAt, d.DecidedAt, d.AuthTime = fromTS(polled), fromTS(decided), fromTS(authTime)
 	d.UsedAt, d.AccessTokenExpiresAt = fromTS(used), fromTS(atExp)
 	return d, nil
+}
+
+// askedList binds the asked_entitlements of a device authorization: NULL
+// when its request asked for no pairs, else a text[] ("{}" when it asked
+// for none of them).
+func askedList(s *entitle.Set) *[]string {
+	if s == nil {
+		return nil
+	}
+	l := textList(s.Strings())
+	return &l
 }
 
 func (s *Store) deviceBy(ctx context.Context, column string, hash []byte) (store.DeviceCode, error) {

@@ -256,6 +256,11 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX audit_checkpoints_instance ON audit_checkpoints (instance, id)`,
 	},
+	// 10: the pairs a device authorization request asked for, as the
+	// SQLite backend's version 11 (NULL when it asked for none).
+	{
+		`ALTER TABLE device_codes ADD COLUMN asked_entitlements text[]`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

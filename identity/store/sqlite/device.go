@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
@@ -14,7 +15,7 @@ import (
 
 const deviceColumns = `hash, user_code_hash, client_id, scopes, created_at, expires_at, retain_until,
 	interval_ms, last_polled_at, state, decided_at, subject, auth_time, session_id, used_at,
-	family_id, access_token_id, access_token_expires_at`
+	family_id, access_token_id, access_token_expires_at, asked_entitlements`
 
 // PutDeviceCode stores a new, pending authorization.
 func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
@@ -22,9 +23,9 @@ func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
 		return errors.New("storing device code: empty hash")
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO device_codes (`+deviceColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '', NULL, '', NULL, '', '', NULL)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '', NULL, '', NULL, '', '', NULL, ?)`,
 		d.Hash, d.UserCodeHash, d.ClientID, encodeList(d.Scopes), millis(d.Created), millis(d.ExpiresAt),
-		millis(d.RetainUntil), d.Interval.Milliseconds(), store.DevicePending)
+		millis(d.RetainUntil), d.Interval.Milliseconds(), store.DevicePending, encodeAsked(d.AskedEntitlements))
 	if isUnique(err) {
 		return fmt.Errorf("storing device code: %w", store.ErrAlreadyExists)
 	}
@@ -41,10 +42,11 @@ func scanDevice(row rowScanner) (store.DeviceCode, error) {
 		authTime, used, atExp                 sql.NullInt64
 		interval                              int64
 		scopes                                string
+		asked                                 sql.NullString
 	)
 	if err := row.Scan(&d.Hash, &d.UserCodeHash, &d.ClientID, &scopes, &created, &exp, &retain, &interval,
 		&polled, &d.State, &decided, &d.Subject, &authTime, &d.SessionID, &used,
-		&d.FamilyID, &d.AccessTokenID, &atExp); err != nil {
+		&d.FamilyID, &d.AccessTokenID, &atExp, &asked); err != nil {
 		return store.DeviceCode{}, err
 	}
 	d.Created, d.ExpiresAt, d.RetainUntil = fromMillis(created), fromMillis(exp), fromMillis(retain)
@@ -52,8 +54,27 @@ func scanDevice(row rowScanner) (store.DeviceCode, error) {
 	d.LastPolledAt, d.DecidedAt, d.AuthTime = fromMillis(polled), fromMillis(decided), fromMillis(authTime)
 	d.UsedAt, d.AccessTokenExpiresAt = fromMillis(used), fromMillis(atExp)
 	var err error
-	d.Scopes, err = decodeList(scopes)
-	return d, err
+	if d.Scopes, err = decodeList(scopes); err != nil {
+		return store.DeviceCode{}, err
+	}
+	if asked.Valid {
+		set, err := decodeSet(asked.String)
+		if err != nil {
+			return store.DeviceCode{}, err
+		}
+		d.AskedEntitlements = &set
+	}
+	return d, nil
+}
+
+// encodeAsked is the asked_entitlements of a device authorization: NULL
+// when its request asked for no pairs, else encodeSet's form ("[]" when
+// it asked for none of them).
+func encodeAsked(s *entitle.Set) sql.NullString {
+	if s == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: encodeSet(*s), Valid: true}
 }
 
 func (s *Store) deviceBy(ctx context.Context, column string, hash []byte) (store.DeviceCode, error) {

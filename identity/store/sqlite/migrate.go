@@ -254,6 +254,12 @@ var migrations = [][]string{
 		) STRICT`,
 		`CREATE INDEX audit_checkpoints_instance ON audit_checkpoints (instance, id)`,
 	},
+	// 11: the market-data pairs a device authorization request asked
+	// for (RFC 9396 authorization_details): a JSON array of "VENUE:feed",
+	// NULL when it asked for none.
+	{
+		`ALTER TABLE device_codes ADD COLUMN asked_entitlements TEXT`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

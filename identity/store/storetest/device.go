@@ -34,6 +34,7 @@ var deviceCases = []struct {
 	{"DecideRace", func(t *testing.T, s store.DeviceStore) { DecideDeviceConcurrently(t, 16, s) }},
 	{"PollRace", testDevicePollRace},
 	{"RevokeSubjectDenies", testDeviceRevokeSubjectDenies},
+	{"AskedEntitlements", testDeviceAskedEntitlements},
 }
 
 // testDeviceRevokeSubjectDenies: ending a subject's sessions turns its

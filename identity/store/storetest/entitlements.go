@@ -209,3 +209,42 @@ func readUser(ctx context.Context, t *testing.T, s store.Store, name string) sto
 	wantErr(t, "User "+name, err, nil)
 	return normUser(t, u)
 }
+
+// testDeviceAskedEntitlements: a device authorization keeps the pairs its
+// request asked for, told apart from a request that asked for none (nil)
+// and from one that asked for no pair (the empty set), through every
+// step that returns it: the reads, a poll, the decision and the use. It
+// failed when the SQLite backend stored an empty set as NULL (the
+// request that asked for no pair read back as one that asked for none,
+// whose device would get every pair of the user).
+func testDeviceAskedEntitlements(t *testing.T, s store.DeviceStore) {
+	ctx := Context(t)
+	some, none := entitle.MustParse("ASX:quotes NZX:depth"), entitle.Set{}
+	for _, tc := range []struct {
+		name  string
+		asked *entitle.Set
+	}{{"nothing asked", nil}, {"no pair", &none}, {"two pairs", &some}} {
+		d := deviceCode(tc.name)
+		d.AskedEntitlements = tc.asked
+		wantErr(t, "PutDeviceCode "+tc.name, s.PutDeviceCode(ctx, d), nil)
+		steps := []struct {
+			what string
+			call func() (store.DeviceCode, error)
+		}{
+			{"DeviceCode", func() (store.DeviceCode, error) { return s.DeviceCode(ctx, d.Hash) }},
+			{"DeviceCodeByUserCode", func() (store.DeviceCode, error) { return s.DeviceCodeByUserCode(ctx, d.UserCodeHash) }},
+			{"PollDeviceCode", func() (store.DeviceCode, error) { return s.PollDeviceCode(ctx, d.Hash, t0.Add(time.Second)) }},
+			{"DecideDeviceCode", func() (store.DeviceCode, error) {
+				return s.DecideDeviceCode(ctx, d.UserCodeHash, t0.Add(2*time.Second), approve("alice"))
+			}},
+			{"ConsumeDeviceCode", func() (store.DeviceCode, error) {
+				return s.ConsumeDeviceCode(ctx, d.Hash, t0.Add(3*time.Second), store.CodeIssue{FamilyID: "f", AccessTokenID: "at"})
+			}},
+		}
+		for _, step := range steps {
+			got, err := step.call()
+			wantErr(t, step.what+" "+tc.name, err, nil)
+			equal(t, step.what+" "+tc.name+": AskedEntitlements", got.AskedEntitlements, tc.asked)
+		}
+	}
+}
