@@ -66,6 +66,15 @@ func (f *fixture) poll(clientID, deviceCode string, mods ...func(*http.Request))
 	return f.post(form("grant_type", oauth.GrantDeviceCode, "client_id", clientID, "device_code", deviceCode), mods...)
 }
 
+// pollRequest is a device access token request of clientID, for
+// goroutines other than the test's own (f.serve).
+func pollRequest(clientID, deviceCode string) *http.Request {
+	body := form("grant_type", oauth.GrantDeviceCode, "client_id", clientID, "device_code", deviceCode).Encode()
+	req := httptest.NewRequest(http.MethodPost, testIssuer+PathToken, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return req
+}
+
 // deviceRecord is the stored authorization of a device code.
 func (f *fixture) deviceRecord(deviceCode string) store.DeviceCode {
 	f.t.Helper()
@@ -350,10 +359,7 @@ func TestDeviceExchangeRace(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			req := httptest.NewRequest(http.MethodPost, testIssuer+PathToken, strings.NewReader(
-				form("grant_type", oauth.GrantDeviceCode, "client_id", "tv", "device_code", res.str("device_code")).Encode()))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			out[i] = f.serve(req)
+			out[i] = f.serve(pollRequest("tv", res.str("device_code")))
 		})
 	}
 	wg.Wait()

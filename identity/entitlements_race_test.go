@@ -60,88 +60,114 @@ func TestEntitlementChangesRaceRefreshes(t *testing.T) {
 		rts = append(rts, res.str("refresh_token"))
 	}
 
-	var (
-		mu      sync.Mutex
-		version atomic.Int64 // sets[:version+1] have been committed
-		tokens  []string
-		bad     []string
-	)
-	allowed := func(from, to int64) []entitle.Set {
-		mu.Lock()
-		defer mu.Unlock()
-		return sets[from:min(int(to)+2, len(sets))] // a change may be committing as the request ends
-	}
-	ctx := context.Background()
+	ch := &entitlementChanger{sets: sets}
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := range changes {
-			next := entitle.MustParse(cycle[i%2])
-			if i == changes-1 {
-				next = entitle.MustParse(cycle[2])
-			}
-			mu.Lock()
-			sets = append(sets, next)
-			mu.Unlock()
-			f.clock.Add(100 * time.Millisecond)
-			now := f.clock.Now()
-			if _, err := f.st.UpdateEntitlements(ctx, "demo", func(entitle.Set) (entitle.Set, error) { return next, nil }, now, now.Add(time.Hour)); err != nil {
-				mu.Lock()
-				bad = append(bad, err.Error())
-				mu.Unlock()
-			}
-			version.Add(1)
-			time.Sleep(time.Millisecond)
-		}
-	})
+	wg.Go(func() { ch.run(f, cycle, changes) })
 	for c := range chains {
 		wg.Go(func() {
 			rt := rts[c]
 			for s := range steps {
-				from := version.Load()
+				from := ch.version.Load()
 				results := make([]response, 3)
 				var burst sync.WaitGroup
 				for i := range results {
 					burst.Go(func() { results[i] = f.serve(refreshRequest("app", rt)) })
 				}
 				burst.Wait()
-				ok := allowed(from, version.Load())
 				for _, res := range results {
 					if res.status != http.StatusOK {
-						mu.Lock()
-						bad = append(bad, fmt.Sprintf("chain %d step %d: %d %s", c, s, res.status, res.raw))
-						mu.Unlock()
+						ch.report("chain %d step %d: %d %s", c, s, res.status, res.raw)
 						continue
 					}
-					got, err := unverifiedPairs(res.str("access_token"))
-					fits := false
-					for _, set := range ok {
-						fits = fits || got.SubsetOf(set)
-					}
-					mu.Lock()
-					tokens = append(tokens, res.str("access_token"))
-					if err != nil || !fits {
-						bad = append(bad, fmt.Sprintf("chain %d step %d: a token holds %v (%v), outside every set held meanwhile %v", c, s, got, err, ok))
-					}
-					mu.Unlock()
+					ch.check(fmt.Sprintf("chain %d step %d", c, s), from, res.str("access_token"), nil)
 					rt = res.str("refresh_token")
 				}
 			}
 		})
 	}
 	wg.Wait()
-	for _, b := range bad {
+	for _, b := range ch.bad {
 		t.Error(b)
 	}
-	if len(tokens) < chains*steps {
-		t.Fatalf("%d tokens issued", len(tokens))
+	if len(ch.tokens) < chains*steps {
+		t.Fatalf("%d tokens issued", len(ch.tokens))
 	}
 
-	final := entitle.MustParse(cycle[2])
+	accepted, narrowed := f.checkWithin(ch.tokens, entitle.MustParse(cycle[2]))
+	t.Logf("%d tokens: %d accepted, %d narrowed", len(ch.tokens), accepted, narrowed)
+}
+
+// entitlementChanger changes demo's entitlements while requests run, and
+// checks the tokens they get against the sets the user held meanwhile.
+// Its methods are safe from any goroutine.
+type entitlementChanger struct {
+	mu      sync.Mutex
+	sets    []entitle.Set // every set the user held, in order
+	version atomic.Int64  // sets[:version+1] have been committed
+	tokens  []string      // every token checked
+	bad     []string      // the failures
+}
+
+// run makes changes changes, 100 ms of the fixture's clock apart: demo's
+// set becomes cycle[0] and cycle[1] in turn, and cycle[2] last.
+func (c *entitlementChanger) run(f *fixture, cycle []string, changes int) {
+	ctx := context.Background()
+	for i := range changes {
+		next := entitle.MustParse(cycle[i%2])
+		if i == changes-1 {
+			next = entitle.MustParse(cycle[2])
+		}
+		c.mu.Lock()
+		c.sets = append(c.sets, next)
+		c.mu.Unlock()
+		f.clock.Add(100 * time.Millisecond)
+		now := f.clock.Now()
+		if _, err := f.st.UpdateEntitlements(ctx, "demo", func(entitle.Set) (entitle.Set, error) { return next, nil }, now, now.Add(time.Hour)); err != nil {
+			c.report("change %d: %v", i, err)
+		}
+		c.version.Add(1)
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// report records a failure.
+func (c *entitlementChanger) report(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bad = append(c.bad, fmt.Sprintf(format, args...))
+}
+
+// check records tok, issued by a request that started at version from
+// and has just ended: its pairs must fit in a set the user held
+// meanwhile, and be exactly *asked when asked is set.
+func (c *entitlementChanger) check(what string, from int64, tok string, asked *entitle.Set) {
+	to := c.version.Load()
+	got, err := unverifiedPairs(tok)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := c.sets[from:min(int(to)+2, len(c.sets))] // a change may be committing as the request ends
+	fits := false
+	for _, set := range held {
+		fits = fits || got.SubsetOf(set)
+	}
+	c.tokens = append(c.tokens, tok)
+	if err != nil || !fits || (asked != nil && !got.Equal(*asked)) {
+		c.bad = append(c.bad, fmt.Sprintf("%s: a token holds %v (%v); asked %v, the user held %v meanwhile", what, got, err, asked, held))
+	}
+}
+
+// checkWithin verifies every token once the verifier has read the
+// revocations: one it accepts must hold only pairs of final, one it
+// refuses for an entitlement change must be narrowed into final, and no
+// other refusal is expected. It returns how many were accepted and
+// narrowed.
+func (f *fixture) checkWithin(tokens []string, final entitle.Set) (accepted, narrowed int) {
+	f.t.Helper()
+	ctx := context.Background()
 	v := f.srv.Verifier()
 	if err := v.RefreshRevocations(ctx); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	accepted, narrowed := 0, 0
 	for _, tok := range tokens {
 		id, err := v.Verify(ctx, tok)
 		ve, _ := err.(*verify.Error)
@@ -149,16 +175,16 @@ func TestEntitlementChangesRaceRefreshes(t *testing.T) {
 		case err == nil:
 			accepted++
 			if !id.Entitlements.SubsetOf(final) {
-				t.Errorf("the verifier accepts a token holding %v after the change to %v", id.Entitlements, final)
+				f.t.Errorf("the verifier accepts a token holding %v after the change to %v", id.Entitlements, final)
 			}
 		case ve != nil && ve.Reason == verify.ReasonEntitlementsChanged:
 			narrowed++
 			if !ve.Narrowed.Entitlements.SubsetOf(final) {
-				t.Errorf("a token is narrowed to %v, outside %v", ve.Narrowed.Entitlements, final)
+				f.t.Errorf("a token is narrowed to %v, outside %v", ve.Narrowed.Entitlements, final)
 			}
 		default:
-			t.Errorf("a token refused: %v", err)
+			f.t.Errorf("a token refused: %v", err)
 		}
 	}
-	t.Logf("%d tokens: %d accepted, %d narrowed", len(tokens), accepted, narrowed)
+	return accepted, narrowed
 }

@@ -147,7 +147,10 @@ type authorizationResponse struct {
 // ServeHTTP is POST /connect/deviceauthorization (RFC 8628 §3.1): the
 // client authenticates as at the token endpoint (a public client sends
 // its client_id), must be allowed the device_code grant, and may ask for
-// scopes (its defaults when none).
+// scopes (its defaults when none) and for fewer market-data pairs than
+// the user holds (authorization_details, RFC 9396 §6: kept with the
+// device code and checked against the user's pairs at the token
+// request, once the user is known).
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	oauth.SecurityHeaders(w.Header(), e.cfg.HSTS)
 	if r.Method == http.MethodOptions {
@@ -176,7 +179,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin != "" && !c.AllowsOrigin(origin) {
 		w.Header().Del("Access-Control-Allow-Origin")
 	}
-	resp, perr := e.authorize(r, c, form.Get("scope"))
+	resp, perr := e.authorize(r, c, form)
 	if perr != nil {
 		e.fail.Fail(w, r, "", c.ID, perr)
 		return
@@ -188,16 +191,22 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const maxUserCodeTries = 5
 
 // authorize stores a new pending authorization for c and returns its codes.
-func (e *Endpoint) authorize(r *http.Request, c *clients.Client, scope string) (*authorizationResponse, *oauth.Error) {
+func (e *Endpoint) authorize(r *http.Request, c *clients.Client, form url.Values) (*authorizationResponse, *oauth.Error) {
 	if !c.AllowsGrant(oauth.GrantDeviceCode) {
 		return nil, oauth.NewError(oauth.ErrUnauthorizedClient, "the client is not allowed the device_code grant")
 	}
-	scopes, perr := c.RequestedScopes(scope)
+	scopes, perr := c.RequestedScopes(form.Get("scope"))
 	if perr != nil {
 		return nil, perr
 	}
 	if len(scopes) == 0 {
 		return nil, oauth.NewError(oauth.ErrInvalidScope, "no scope requested and the client has no default scopes")
+	}
+	// Malformed or of another type: refused before anything is counted
+	// or stored, as at the authorization endpoint.
+	asked, perr := oauth.AskedDetails(form)
+	if perr != nil {
+		return nil, perr
 	}
 	switch ok, err := e.admitAuthorization(r.Context(), r); {
 	case err != nil:
@@ -212,7 +221,7 @@ func (e *Endpoint) authorize(r *http.Request, c *clients.Client, scope string) (
 	}
 	now := e.cfg.Now()
 	rec := store.DeviceCode{
-		Hash: tokens.HashToken(deviceCode), ClientID: c.ID, Scopes: scopes, Created: now,
+		Hash: tokens.HashToken(deviceCode), ClientID: c.ID, Scopes: scopes, AskedEntitlements: asked, Created: now,
 		ExpiresAt: now.Add(e.cfg.Lifetime), RetainUntil: now.Add(e.cfg.Lifetime + retention),
 		Interval: e.cfg.Interval, State: store.DevicePending,
 	}
@@ -230,7 +239,11 @@ func (e *Endpoint) authorize(r *http.Request, c *clients.Client, scope string) (
 			return nil, oauth.ServerError(err)
 		}
 	}
-	e.cfg.Audit.Info("device authorization started", zap.String("client_id", c.ID), zap.Strings("scopes", scopes))
+	fields := []zap.Field{zap.String("client_id", c.ID), zap.Strings("scopes", scopes)}
+	if asked != nil {
+		fields = append(fields, zap.Stringer("entitlements", *asked))
+	}
+	e.cfg.Audit.Info("device authorization started", fields...)
 	shown := FormatUserCode(userCode)
 	return &authorizationResponse{
 		DeviceCode: deviceCode, UserCode: shown, VerificationURI: e.verificationURI,

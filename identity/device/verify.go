@@ -76,8 +76,9 @@ func serverFailure(err error) *failure {
 // POST. Without a session it shows the login form, and returns to the page
 // (with the code) once the user is logged in. GET with user_code (the
 // verification_uri_complete) looks the code up at once; otherwise the
-// user types it. A code found shows the client and scopes with Allow and
-// Deny. Every POST is refused from another site, and without the
+// user types it. A code found shows the client, the scopes and the
+// market data it asked for (marking what the user does not hold) with
+// Allow and Deny. Every POST is refused from another site, and without the
 // anti-forgery token of the browser (login) or session (code, decision),
 // before anything is counted or changed.
 func (e *Endpoint) ServeVerification(w http.ResponseWriter, r *http.Request) {
@@ -190,6 +191,7 @@ func (e *Endpoint) enter(w http.ResponseWriter, r *http.Request, sess store.Sess
 	for _, s := range rec.Scopes {
 		d.Scopes = append(d.Scopes, web.DescribeScope(s))
 	}
+	market(&d, rec, user.Entitlements)
 	e.cfg.Pages.Device(w, r, http.StatusOK, d)
 }
 
@@ -289,7 +291,11 @@ func (e *Endpoint) decide(w http.ResponseWriter, r *http.Request, sess store.Ses
 	}
 	e.cfg.Audit.Info("device authorization "+outcome, zap.String("client_id", c.ID), zap.String("sub", user.Subject),
 		zap.String("sid", sess.ID), zap.Strings("scopes", dd.Scopes))
-	e.cfg.Pages.Device(w, r, http.StatusOK, web.Device{Step: "done", ClientName: clientName(c), Approved: dd.Approved})
+	done := web.Device{Step: "done", ClientName: clientName(c), Approved: dd.Approved}
+	if dd.Approved {
+		market(&done, rec, user.Entitlements)
+	}
+	e.cfg.Pages.Device(w, r, http.StatusOK, done)
 }
 
 // login is the login form posted to the page: checked as the authorization

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -39,7 +40,16 @@ func (s *Service) DevicesEnabled() bool { return s.cfg.Devices != nil }
 // authorization is answered authorization_pending, a denied one
 // access_denied; an approved one issues tokens exactly once. A refused
 // request changes nothing but the poll's time and interval.
-func (s *Service) ExchangeDeviceCode(ctx context.Context, c *clients.Client, code string) (*Response, *oauth.Error) {
+//
+// The tokens hold the user's market-data pairs, or those the device
+// authorization request asked for (store.DeviceCode.AskedEntitlements),
+// of which asked, the token request's own, may ask for fewer. The user is
+// read at this request: a pair the device asked for that the user does
+// not hold now is invalid_authorization_details (RFC 9396 §5), as it is
+// at the authorization endpoint once the user is known; the code is not
+// used, so a device that polls again once the user holds it gets its
+// tokens while the code lives.
+func (s *Service) ExchangeDeviceCode(ctx context.Context, c *clients.Client, code string, asked *entitle.Set) (*Response, *oauth.Error) {
 	if s.cfg.Devices == nil {
 		return nil, oauth.NewError(oauth.ErrUnsupportedGrantType, "unsupported grant_type")
 	}
@@ -89,12 +99,12 @@ func (s *Service) ExchangeDeviceCode(ctx context.Context, c *clients.Client, cod
 	default:
 		return nil, oauth.ServerError(errors.New("device authorization in an unknown state"))
 	}
-	return s.issueFromDevice(ctx, c, rec, hash)
+	return s.issueFromDevice(ctx, c, rec, hash, asked)
 }
 
 // issueFromDevice issues the tokens of an approved authorization, once:
 // ConsumeDeviceCode decides which of concurrent exchanges issues them.
-func (s *Service) issueFromDevice(ctx context.Context, c *clients.Client, rec store.DeviceCode, hash []byte) (*Response, *oauth.Error) {
+func (s *Service) issueFromDevice(ctx context.Context, c *clients.Client, rec store.DeviceCode, hash []byte, asked *entitle.Set) (*Response, *oauth.Error) {
 	now := s.cfg.Now()
 	user, err := s.cfg.Store.UserBySubject(ctx, rec.Subject)
 	switch {
@@ -105,13 +115,21 @@ func (s *Service) issueFromDevice(ctx context.Context, c *clients.Client, rec st
 	case user.Disabled:
 		return nil, errBadDeviceCode("user disabled")
 	}
+	// What the device asked for, if the user holds all of it; then what
+	// this request asks for of that: never more.
+	pairs, perr := oauth.NarrowDetails(user.Entitlements, rec.AskedEntitlements)
+	if perr != nil {
+		return nil, perr
+	}
+	if pairs, perr = oauth.NarrowDetails(pairs, asked); perr != nil {
+		return nil, perr
+	}
 	g := Grant{
 		Client: c, User: &user, Subject: rec.Subject, AuthTime: rec.AuthTime, Type: oauth.GrantDeviceCode,
 		Scopes: oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes), SessionID: rec.SessionID,
-		Entitlements: user.Entitlements,
+		Entitlements: pairs,
 	}
 	var fam *newFamily
-	var perr *oauth.Error
 	if slices.Contains(g.Scopes, oauth.ScopeOfflineAccess) && c.AllowsGrant(oauth.GrantRefreshToken) {
 		if fam, perr = s.prepareFamily(g, now); perr != nil {
 			return nil, perr

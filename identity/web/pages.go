@@ -86,9 +86,23 @@ type Device struct {
 	ClientName string
 	Username   string
 	Scopes     []Scope
-	CSRFToken  string
-	Error      string
-	Approved   bool
+	// MarketAsked says that the device named the market data it asks
+	// for (its authorization_details), listed in Market; without it the
+	// device asks for all the market data the user holds.
+	MarketAsked bool
+	Market      []MarketData
+	// NotHeld names the market data asked for that the user does not
+	// hold ("ASX:depth, NZX:quotes"): the device is refused it.
+	NotHeld   string
+	CSRFToken string
+	Error     string
+	Approved  bool
+}
+
+// MarketData is a venue and a feed of it on the device verification page.
+type MarketData struct {
+	Venue, Feed string
+	NotHeld     bool // the user does not hold it
 }
 
 // Error is the error page's data: a request that cannot go back to the
