@@ -20,7 +20,8 @@ import (
 // the changes stop every token the verifier still accepts holds only the
 // last set, and every one it narrows is narrowed into it. It failed when
 // the token request took the device's asked pairs without the user's set
-// (tokens held NZX:quotes while the user held ASX:depth ASX:quotes).
+// (the codes asking for NZX:depth got tokens holding it, a pair the user
+// never held while they were polled).
 func TestEntitlementChangesRaceDevicePolls(t *testing.T) {
 	f := newDeviceFixture(t)
 	sets := []entitle.Set{entitle.MustParse("ASX:quotes ASX:depth NZX:quotes NZX:depth")}
