@@ -26,6 +26,7 @@ type admission struct {
 	src        string    // sourceKey of the client's address
 	id         *Identity // verified from the Authorization header; nil without one
 	at         time.Time // when the verifier was asked
+	sid        string    // the session's id in the audit; "" when not auditing
 }
 
 // places are what a Gateway counts to admit sockets: the places of the
@@ -77,6 +78,9 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 		}
 		return admission{}, status{http.StatusBadRequest, msg}
 	}
+	if g.cfg.Hooks.Audit.Refusing() {
+		return admission{}, status{http.StatusServiceUnavailable, "audit unavailable"}
+	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	version, hasVersion := q.Get("version"), q.Has("version")
 	if err != nil || hasVersion && (len(q["version"]) != 1 || !versionForm.MatchString(version)) {
@@ -99,6 +103,9 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 	// Auth.Timeout, and sockets without a credential cannot keep clients
 	// with one out.
 	adm := admission{version: version, hasVersion: hasVersion, src: sourceKey(g.cfg.Hooks.ClientIP(r))}
+	if g.auditing() {
+		adm.sid = newSessionID()
+	}
 	h := r.Header.Values("Authorization")
 	if len(h) == 0 {
 		if !g.takeUnauth(adm.src) {
@@ -111,7 +118,7 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 	}
 	id, at, code := func() (*Identity, time.Time, int) {
 		defer g.places.verifying.Add(-1)
-		return g.headerAuth(r, h)
+		return g.headerAuth(r, h, adm.sid)
 	}()
 	if code != 0 {
 		return admission{}, status{code: code}
@@ -229,7 +236,7 @@ func sourceKey(addr string) string {
 // <token>" with Provider Bearer (any case, RFC 7235), within Auth.Timeout,
 // and says when it asked the verifier. status is 0 when it is accepted,
 // else the HTTP status to answer.
-func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time, int) {
+func (g *Gateway) headerAuth(r *http.Request, h []string, sid string) (*Identity, time.Time, int) {
 	m := g.cfg.Hooks.Metrics
 	scheme, token, ok := strings.Cut(h[0], " ")
 	token = strings.TrimLeft(token, " ")
@@ -237,6 +244,7 @@ func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time,
 		m.Auth(AuthHeader, AuthResultNo)
 		g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
 			zap.String("reason", "malformed authorization header"), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
+		g.auditHeader(sid, AuthResultNo, "malformed authorization header", nil)
 		return nil, time.Time{}, http.StatusForbidden
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Auth.Timeout)
@@ -248,20 +256,24 @@ func (g *Gateway) headerAuth(r *http.Request, h []string) (*Identity, time.Time,
 			m.Auth(AuthHeader, AuthResultNo)
 			g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
 				zap.String("reason", refusalReason(err)), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
+			g.auditHeader(sid, AuthResultNo, refusalReason(err), nil)
 			return nil, time.Time{}, http.StatusForbidden
 		}
 		m.Auth(AuthHeader, AuthResultErr)
 		g.log.Error("ws token verification failed", zap.Error(err))
+		g.auditHeader(sid, AuthResultErr, "verifier fault", nil)
 		return nil, time.Time{}, http.StatusServiceUnavailable
 	}
 	if !id.Expiry.IsZero() && !id.Expiry.After(g.cfg.Hooks.Now()) {
 		m.Auth(AuthHeader, AuthResultNo)
+		g.auditHeader(sid, AuthResultNo, "expired", &id)
 		return nil, time.Time{}, http.StatusForbidden
 	}
 	id.Token = token
 	m.Auth(AuthHeader, AuthResultOK)
 	g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
+	g.auditHeader(sid, AuthResultOK, "", &id)
 	return &id, at, 0
 }
 

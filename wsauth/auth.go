@@ -5,8 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
@@ -28,6 +30,12 @@ func (s *session) handleAuth(env *zenith.Envelope) {
 			return
 		}
 		s.replyError(env, CodeUnknown)
+		return
+	}
+	if s.in.state != StateAuthenticated && s.g.cfg.Hooks.Audit.Refusing() && env.TopicBase() != "QueryIdentify" {
+		// No new session while the audit cannot write: the client is to
+		// try again later.
+		s.closeAfterQueued(websocket.CloseTryAgainLater)
 		return
 	}
 	switch env.TopicBase() {
@@ -138,6 +146,9 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.client.remote))
 	s.tr.attempt(method, AuthResultOK, "")
+	if s.in.state != StateAuthenticated {
+		s.auditAuth(audit.KindAuthentication, method, AuthResultOK, "", &id)
+	}
 	if s.in.state == StateAuthenticated {
 		s.reauthenticate(method, id, at, topic, env)
 		return
@@ -156,8 +167,10 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *z
 		zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("session_user", s.auth.id.Subject))
 	if s.in.state == StateAuthenticated {
 		s.tr.reauthenticated(s.tr.authAt, method, result, reason, &s.auth.id, false, 0, 0)
+		s.auditAuth(audit.KindReauthentication, method, result, reason, &s.auth.id)
 	} else {
 		s.tr.attempt(method, result, reason)
+		s.auditAuth(audit.KindAuthentication, method, result, reason, nil)
 	}
 	s.replyIdentify(topic, env, false)
 }
@@ -176,6 +189,9 @@ func (s *session) admitUser(id *Identity) bool {
 		s.g.cfg.Hooks.Metrics.Limited(LimitSessions)
 		s.g.log.Info("ws session refused", zap.String("reason", "too many sessions of this user"),
 			zap.String("user", id.Subject), zap.String("remote", s.client.remote))
+		if s.g.auditing() {
+			s.g.record(audit.KindDenial, s.who(id, audit.String(audit.AttrReason, LimitSessions))...)
+		}
 		return false
 	}
 	s.in.place.slot, s.in.place.counted = id.Subject, true

@@ -48,6 +48,9 @@
 //	closing.go        closer, a session's close state; the close handshake,
 //	                  the lingering close and the session's teardown
 //	closecodes.go     what a backend's close code means to the client
+//	audit.go          Auditor, the audit records of a socket's events
+//	                  (authentications, lapses, subscriptions' starts and
+//	                  ends, denials, orders), never per relayed message
 //	trace.go          a socket's spans, when its upgrade is traced: the
 //	                  upgrade and authentication, then re-authentications,
 //	                  lapses and the close, each linked to the upgrade's

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
@@ -57,14 +58,22 @@ func (s *session) narrowUnder(gen uint32, ent entitle.Set, wall time.Time) (out 
 	if kept.Equal(s.auth.ent) {
 		return nil, -1, 0, ""
 	}
+	if s.g.auditing() {
+		var removed []string
+		for _, p := range s.auth.ent.Missing(kept) {
+			removed = append(removed, p.String())
+		}
+		s.g.record(audit.KindRevocation, s.who(&s.auth.id, audit.Strings(audit.AttrEntitlements, kept.Strings()...),
+			audit.Strings("removed", removed...))...)
+	}
 	s.auth.ent = kept
 	s.in.policy.valid = false
 	for _, k := range s.subs.keys() {
 		sub, _ := zenith.Scan(s.subs.msgs[k]) // scanned once already: it reads
-		if s.mayKeepLocked(k, &sub) {
+		if s.mayKeepLocked(k, &sub) == "" {
 			continue
 		}
-		out = append(out, s.endSubLocked(k, &sub)...)
+		out = append(out, s.endSubLocked(k, &sub, endEntitlement)...)
 		s.subs.owed = append(s.subs.owed, k)
 		ended++
 	}

@@ -53,6 +53,8 @@ type Gateway struct {
 	supDone   chan struct{}         // closed when the supervisor has ended
 	lingering map[net.Conn]struct{} // client sockets lingering after an unanswered close (lingerClose)
 	lwg       sync.WaitGroup        // one per lingering socket
+
+	audit bool // Hooks.Audit was given: records are built (audit.go)
 }
 
 // New builds the Gateway cfg configures.
@@ -60,8 +62,9 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	auditing := cfg.Hooks.Audit != nil
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Hooks.Logger, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
+	g := &Gateway{cfg: cfg, log: cfg.Hooks.Logger, audit: auditing, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
 		places: places{bySource: map[string]int{}, users: map[string]int{}}}
 	g.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  cfg.Transport.WriteTimeout,

@@ -36,6 +36,13 @@ type Hooks struct {
 	RevocationsChanged func() <-chan struct{}
 	// Metrics receives the gateway's counts; nil discards them.
 	Metrics Metrics
+	// Audit receives the audit records (audit.go says which), and says
+	// when new sessions and logins are to be refused because the audit
+	// cannot write: the upgrade then gets 503, and an Auth message on a
+	// socket not yet authenticated closes it with 1013 (try again later);
+	// sessions already authenticated go on, re-authentications included.
+	// nil records nothing.
+	Audit Auditor
 	// Logger receives the audit log and the gateway's faults; nil
 	// discards them.
 	Logger *zap.Logger
@@ -74,6 +81,9 @@ func (h Hooks) withDefaults() Hooks {
 	}
 	if h.Metrics == nil {
 		h.Metrics = nopMetrics{}
+	}
+	if h.Audit == nil {
+		h.Audit = nopAuditor{}
 	}
 	if h.Logger == nil {
 		h.Logger = zap.NewNop()

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
@@ -108,7 +109,11 @@ func (s *session) lapseLocked(a standing, now time.Time) {
 	s.setAuthorityLocked(a)
 	s.auth.lapsedAt = now
 	if s.auth.bc != nil {
-		s.subs.owed = append(s.subs.owed, s.subs.keys()...)
+		keys := s.subs.keys()
+		for _, k := range keys {
+			s.auditSubLocked(audit.KindSubscriptionEnd, k, s.subs.msgs[k], endLapse)
+		}
+		s.subs.owed = append(s.subs.owed, keys...)
 		// Added under s.mu before teardown sets ended, so before its
 		// Wait; the writer is still counted.
 		s.life.wg.Add(1)
@@ -168,6 +173,13 @@ func (s *session) lapsed(a standing, id *Identity, refusal string) {
 	}
 	s.g.log.Info("ws authority lapsed", f...)
 	s.tr.lapsed(a.reason(), refusal, id)
+	if s.g.auditing() {
+		attrs := []audit.Attr{audit.String(audit.AttrReason, a.reason())}
+		if refusal != "" {
+			attrs = append(attrs, audit.String("refusal", refusal))
+		}
+		s.g.record(audit.KindLapse, s.who(id, attrs...)...)
+	}
 }
 
 // reauthenticate replaces the identity of an authenticated session with
@@ -207,13 +219,18 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		}
 		for _, k := range s.subs.keys() {
 			sub, _ := zenith.Scan(s.subs.msgs[k]) // scanned once already: it reads
-			if s.mayKeepLocked(k, &sub) {
+			why := s.mayKeepLocked(k, &sub)
+			if why == "" {
 				if !wasLive {
 					resend = append(resend, k)
+					s.auditSubLocked(audit.KindSubscriptionStart, k, s.subs.msgs[k], "")
 				}
 				continue
 			}
-			out = append(out, s.endSubLocked(k, &sub)...)
+			if !wasLive {
+				why = "" // its end was recorded at the lapse
+			}
+			out = append(out, s.endSubLocked(k, &sub, why)...)
 			if wasLive && err == nil {
 				err = s.unsubBackendLocked(k)
 			}
@@ -226,6 +243,8 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
 		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.client.remote))
 	s.tr.reauthenticated(s.tr.authAt, method, AuthResultOK, "", &id, !wasLive, len(resend), len(out)/2)
+	s.auditAuth(audit.KindReauthentication, method, AuthResultOK, "", &id, audit.Bool("was_lapsed", !wasLive),
+		audit.Int("resubscribed", int64(len(resend))), audit.Int("ended", int64(len(out)/2)))
 	s.replyIdentify(topic, env, true)
 	for _, m := range out {
 		s.reply(m)
@@ -242,26 +261,30 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 	}
 }
 
-// mayKeepLocked reports whether the session's identity and entitlements
-// still allow the subscription k, whose Sub is sub: the scope policy, and
-// the venue table when there is one. s.mu held.
-func (s *session) mayKeepLocked(k subKey, sub *zenith.Envelope) bool {
+// mayKeepLocked says whether the session's identity and entitlements
+// still allow the subscription k, whose Sub is sub: "" when they do, else
+// what it lacks, endScope (the scope policy) or endEntitlement (the venue
+// table, when there is one). s.mu held.
+func (s *session) mayKeepLocked(k subKey, sub *zenith.Envelope) string {
 	if ok, _ := s.g.cfg.Policy.Allowed(s.auth.id.Scopes, k.controller, k.topic); !ok {
-		return false
+		return endScope
 	}
 	if v := s.g.cfg.Venues; v != nil {
-		ok, _ := v.Check(s.auth.ent, k.controller, k.topic, sub.Data)
-		return ok
+		if ok, _ := v.Check(s.auth.ent, k.controller, k.topic, sub.Data); !ok {
+			return endEntitlement
+		}
 	}
-	return true
+	return ""
 }
 
 // endSubLocked forgets the subscription k, whose Sub is sub, because the
 // session lost its right to it, and returns what the client is told:
 // Error/Authority with the Sub's TransactionID, then a server Unsub
-// (Confirm true). The caller unsubscribes the backend. s.mu held.
-func (s *session) endSubLocked(k subKey, sub *zenith.Envelope) [][]byte {
-	s.untrackLocked(k)
+// (Confirm true). The caller unsubscribes the backend. why is the
+// subscription_end's reason; "" records none (its end was recorded when
+// authority lapsed). s.mu held.
+func (s *session) endSubLocked(k subKey, sub *zenith.Envelope, why string) [][]byte {
+	s.untrackLocked(k, why)
 	return [][]byte{zenith.AppendError(nil, sub, zenith.CodeAuthority),
 		zenith.AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true)}
 }

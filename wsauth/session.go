@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 	"github.com/gatehouse/gatehouse/wsauth/policy"
@@ -72,6 +73,7 @@ const CodeUnknown = "Operation.Unknown"
 // span). The configuration is the gateway's, g.cfg, read only.
 type session struct {
 	g      *Gateway
+	sid    string     // the session's id in the audit (audit.go), set once by newSession; "" when not auditing
 	client clientConn // the client's socket, set once by newSession
 	tr     sockTrace  // the socket's trace (trace.go); its zero value when the upgrade is not traced
 	life   lifetime   // the session's context and its end
@@ -126,7 +128,7 @@ type lifetime struct {
 // which admit admitted as adm.
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission, tr sockTrace) *session {
 	s := &session{
-		g: g, client: clientConn{ws: cc, remote: g.cfg.Hooks.ClientIP(r)}, tr: tr,
+		g: g, sid: adm.sid, client: clientConn{ws: cc, remote: g.cfg.Hooks.ClientIP(r)}, tr: tr,
 		in:   clientReader{state: StateUnauthenticated, place: heldPlace{src: adm.src}},
 		out:  sendQueue{maxMsgs: g.cfg.Transport.SendQueue, maxBytes: g.cfg.Transport.SendQueueBytes},
 		wake: make(chan struct{}, 1),
@@ -241,10 +243,13 @@ func (s *session) handle(msg []byte) {
 		s.deny(&env, "policy")
 		return
 	}
-	if needed == policy.ScopeOrderPad || needed == policy.ScopeAuthorise {
+	order := needed == policy.ScopeOrderPad || needed == policy.ScopeAuthorise
+	if order {
 		s.g.log.Info("ws order message", s.messageFields(&env)...)
 	}
-	s.forward(msg, &env)
+	if s.forward(msg, &env) && order {
+		s.auditMessage(audit.KindOrder, &env, audit.String("scope", needed))
+	}
 }
 
 // allowed is the policy's answer for env under the session's scopes
@@ -263,6 +268,7 @@ func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 func (s *session) deny(env *zenith.Envelope, why string) {
 	s.g.cfg.Hooks.Metrics.Denied(controllerLabel(env.Controller))
 	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
+	s.auditMessage(audit.KindDenial, env, s.deniedVenue(env, why, audit.String(audit.AttrReason, why))...)
 	s.replyError(env, zenith.CodeAuthority)
 }
 
@@ -272,6 +278,9 @@ func (s *session) limited(env *zenith.Envelope, kind string) {
 	s.g.cfg.Hooks.Metrics.Limited(kind)
 	if ce := s.g.log.Check(zap.DebugLevel, "ws message limited"); ce != nil {
 		ce.Write(append(s.messageFields(env), zap.String("limit", kind))...)
+	}
+	if kind == LimitSubscriptions { // a rate limit's refusals are not recorded: a client could flood the audit
+		s.auditMessage(audit.KindDenial, env, audit.String(audit.AttrReason, LimitSubscriptions))
 	}
 	s.replyError(env, CodeLimited)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
@@ -124,24 +125,25 @@ type subKey struct{ controller, topic string }
 // (Error/Authority); an Unsub then still drops its subscription, which is
 // not re-sent. A Sub for a new subscription past Limits.Subscriptions or
 // MaxSubscriptionBytes is answered Error/Limited. Client reader only.
-func (s *session) forward(msg []byte, env *zenith.Envelope) {
+func (s *session) forward(msg []byte, env *zenith.Envelope) bool {
 	switch refused, err := s.forwardLocked(msg, env); {
 	case refused == "authority lapsed" || refused == refusedEntitlement:
 		s.deny(env, refused)
-		return
+		return false
 	case refused == LimitSubscriptions:
 		s.limited(env, LimitSubscriptions)
-		return
+		return false
 	case err != nil:
 		s.g.log.Warn("ws backend write failed", zap.String("user", s.auth.id.Subject), zap.Error(err))
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
-		return
+		return false
 	}
 	if label := controllerLabel(env.Controller); label != s.in.relayed.label {
 		s.reportRelayed()
 		s.in.relayed.label = label
 	}
 	s.in.relayed.n++ // reported with the batch (flushBackend)
+	return true
 }
 
 // refusedEntitlement is forwardLocked's refusal of a message whose venue
@@ -155,14 +157,15 @@ const refusedEntitlement = "entitlement"
 // made here, under mu, so that a narrowing of the entitlements
 // (narrowLocked) and a Sub are ordered: a Sub either is refused or is
 // tracked before the narrowing, which then ends it. An Unsub and a
-// Cancel are never refused for a venue.
+// Cancel are never refused for a venue. A subscription's start and end are
+// recorded here too (auditSubLocked), in the order the backend sees them.
 func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused string, err error) {
 	k := subKey{env.Controller, env.Topic}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.auth.standing != authLive {
 		if env.Action == zenith.ActionUnsub {
-			s.untrackLocked(k)
+			s.untrackLocked(k, "") // its end was recorded at the lapse
 		}
 		return "authority lapsed", nil
 	}
@@ -189,7 +192,7 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 			return LimitSubscriptions, nil
 		}
 	case zenith.ActionUnsub:
-		s.untrackLocked(k)
+		s.untrackLocked(k, endUnsub)
 		msg = zenith.AppendUnsub(nil, env.Controller, env.Topic, env.TransactionIDText, env.Confirm)
 	}
 	return "", s.writeBackendLocked(msg)
@@ -231,25 +234,36 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	s.subs.bytes = n
 	if !had {
 		s.g.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), 1)
+		s.auditSubLocked(audit.KindSubscriptionStart, k, msg, "")
 	}
 	return true
 }
 
-// untrackLocked forgets the subscription k, if tracked. s.mu held.
-func (s *session) untrackLocked(k subKey) {
+// untrackLocked forgets the subscription k, if tracked, and records its
+// end for the reason why ("" records none: it ended at a lapse). s.mu
+// held.
+func (s *session) untrackLocked(k subKey, why string) {
 	old, had := s.subs.msgs[k]
 	if !had {
 		return
+	}
+	if why != "" {
+		s.auditSubLocked(audit.KindSubscriptionEnd, k, old, why)
 	}
 	delete(s.subs.msgs, k)
 	s.subs.bytes -= int64(len(old) + len(k.topic))
 	s.g.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), -1)
 }
 
-// dropSubsLocked forgets every subscription (teardown). s.mu held.
+// dropSubsLocked forgets every subscription (teardown), and records the
+// end of those that still flowed. s.mu held.
 func (s *session) dropSubsLocked() {
-	for k := range s.subs.msgs {
-		s.untrackLocked(k)
+	why := endSession
+	if s.auth.standing != authLive {
+		why = "" // their end was recorded at the lapse
+	}
+	for _, k := range s.subs.keys() {
+		s.untrackLocked(k, why)
 	}
 	s.subs.msgs = nil
 }
