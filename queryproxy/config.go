@@ -80,6 +80,10 @@ type Config struct {
 	// Logger receives the audit log of writes and the service's faults;
 	// never a statement, a value or a token. nil discards.
 	Logger *zap.Logger
+	// Audit receives a record of every query, reads included (audit.go),
+	// and says when queries are to be refused because the audit cannot
+	// write (503 unavailable). nil records nothing.
+	Audit Auditor
 	// Trace says what a query's span holds, when its request is traced
 	// (trace.go).
 	Trace TraceConfig

@@ -13,8 +13,8 @@ import (
 // module's path). iql, the language, imports nothing of the module; sqlgen only iql;
 // engine, the contract with the engines, only sqlgen and iql; the engines engine and
 // sqlgen (and iqengine iql, its upstream's grammar), never the handler (the root); the
-// root iql, sqlgen and engine, and the leaf entitle (the caller's market-data
-// entitlements), never an engine.
+// root iql, sqlgen and engine, and the leaves entitle (the caller's market-data
+// entitlements) and audit (its records), never an engine.
 var allowedImports = map[string][]string{
 	"queryproxy/iql":          {},
 	"queryproxy/sqlgen":       {"queryproxy/iql"},
@@ -23,7 +23,7 @@ var allowedImports = map[string][]string{
 	"queryproxy/sqliteengine": {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain", "internal/sqlitefile"},
 	"queryproxy/pgengine":     {"queryproxy/engine", "queryproxy/sqlgen", "internal/contain"},
 	"queryproxy/iqengine":     {"queryproxy/engine", "queryproxy/sqlgen", "queryproxy/iql", "internal/contain"},
-	"queryproxy":              {"queryproxy/iql", "queryproxy/sqlgen", "queryproxy/engine", "internal/contain", "entitle"},
+	"queryproxy":              {"queryproxy/iql", "queryproxy/sqlgen", "queryproxy/engine", "internal/contain", "entitle", "audit"},
 }
 
 // pure are the packages that import nothing but the standard library and their row: the

@@ -14,12 +14,16 @@
 //     with bounded memory, with a row limit that never truncates silently.
 //   - A query's trace (trace.go): a span per query and one per step (parse, authorize,
 //     engine), when the request's own span records, on that span's tracer provider.
+//   - A query's audit record (audit.go): one per query, reads included (the caller, the
+//     statement's kind, the table, the venues its filter allowed, the rows, the outcome),
+//     never a value; queries refused while the audit cannot write.
 //
 // The contract with the engines (Engine, Rows, Forwarder, the errors) is package engine;
 // the engines live in sub-packages (sqliteengine, pgengine, iqengine). This package imports
 // engine, iql, sqlgen (for the types the engines and sqlgen share: Catalog, Statement,
-// Dialect, Type), internal/contain and entitle (the caller's market-data entitlements,
-// which a venue table's rows are filtered by), never an engine and nothing that talks to a
+// Dialect, Type), internal/contain, entitle (the caller's market-data entitlements,
+// which a venue table's rows are filtered by) and audit (its records' kinds and
+// attributes), never an engine and nothing that talks to a
 // database. It must not depend on Caddy: caddymodule wires an engine to the handler, and
 // only it and the benchmarks import this package. Of OpenTelemetry it imports the tracing
 // API only, never the SDK. deps_test.go holds the import table of queryproxy's packages

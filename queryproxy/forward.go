@@ -35,7 +35,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, req *request, 
 		h.fail(w, req, e)
 		return
 	}
-	req.table = pl.table
+	req.planned(pl)
 	if pl.empty {
 		// A venue table of whose venues the caller holds none: no row
 		// to ask the upstream for.

@@ -60,6 +60,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.Audit == nil {
+		cfg.Audit = nopAuditor{}
+	}
 	h := &Handler{cfg: cfg, policy: p, log: cfg.Logger, users: userLimiter{max: cfg.MaxConcurrentPerUser, n: map[string]int{}},
 		traceAttrs: traceAttrs(cfg)}
 	if rc, ok := cfg.Engine.(engine.RowChecker); ok {
@@ -94,6 +97,10 @@ type request struct {
 	outcome  string // "ok" or the error code, once answered
 	failed   bool   // the service's or the engine's fault (5xx), or a result cut short
 	rows     int64  // the rows sent or affected; -1 when unknown
+	status   int    // the HTTP status of a failure (fail); 0 until then
+	audited  bool   // a query: routed, POST, a valid Request-Id (audit.go)
+	venues   []string
+	feed     string // a venue table's feed, and the venues of it the caller's filter allowed (planned)
 
 	// The query's trace (trace.go); span is nil when the request is not
 	// traced.
@@ -112,6 +119,7 @@ type request struct {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &request{start: time.Now(), table: "unknown", rows: -1}
 	defer req.endTrace()
+	defer h.audit(req)
 	contain.Serve(h.log, "query.http", w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.serveHTTP(w, r, req) }),
 		func(w http.ResponseWriter, started bool) {
 			if started {
@@ -150,9 +158,16 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request, req *request
 		h.fail(w, req, errInvalid(fmt.Sprintf("Request-Id must be one header of 1 to %d visible ASCII characters", MaxRequestIDBytes)))
 		return
 	}
+	req.audited = true
+	if h.cfg.Audit.Refusing() {
+		h.fail(w, req, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable,
+			Message: "the audit cannot write: try again later"})
+		return
+	}
 	h.startTrace(r, req)
 	caller, ok := h.cfg.Authenticate(w, r)
 	if !ok {
+		req.status = http.StatusUnauthorized
 		h.done(req, CodeUnauthorized)
 		return
 	}

@@ -260,6 +260,10 @@ type plan struct {
 	// table (a venue table, no venue held): the answer is empty without
 	// asking the upstream.
 	empty bool
+	// venues and feed are, for a venue table, the venues of the feed whose
+	// rows the caller's filter allows (for the audit).
+	venues []string
+	feed   string
 }
 
 // authorize checks that the caller may run stmt on cat, and returns the
@@ -330,6 +334,7 @@ func (p *Policy) authorize(cat sqlgen.Catalog, c *Caller, stmt iql.Statement, fo
 	}
 	if tp.VenueColumn != "" {
 		v := tp.venueOf(c)
+		pl.venues, pl.feed = slices.Clone(v.Held), tp.Feed
 		if write {
 			if e := tp.checkVenueWrite(stmt, c, v); e != nil {
 				return nil, e

@@ -40,7 +40,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, req *request, st
 	}
 	pl, e := h.policy.authorize(cat, req.caller, stmt, nil)
 	if pl != nil {
-		req.table = pl.table
+		req.planned(pl)
 	} else if t, ok := cat.Table(stmt.TableName()); ok {
 		if _, named := h.policy.table(t.Name); named {
 			req.table = t.Name
@@ -216,7 +216,7 @@ func (t typedRows) Values() []any {
 // "RequestId"}}, counts it, and logs its cause when it is the service's
 // own fault.
 func (h *Handler) fail(w http.ResponseWriter, req *request, e *Error) {
-	req.failed = e.Status >= 500
+	req.failed, req.status = e.Status >= 500, e.Status
 	req.endStep(e)
 	h.done(req, e.Code)
 	if e.Status >= 500 {

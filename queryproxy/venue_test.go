@@ -47,13 +47,19 @@ var venueSees = map[string][]string{
 
 // venueService is the demo's service plus Quote, filtered by Venue (feed quotes by
 // default, venues ASX and NZX from the handler's list), writable by venueCallers.
-func venueService(t *testing.T) *testService {
+func venueService(t *testing.T) *testService { return venueServiceWith(t, nil) }
+
+// venueServiceWith is venueService, its config changed by mod.
+func venueServiceWith(t *testing.T, mod func(*queryproxy.Config)) *testService {
 	t.Helper()
 	quote := queryproxy.TablePolicy{Table: "Quote", Read: []string{"m"}, Write: []string{"m"}, VenueColumn: "Venue"}
 	return serviceWithTables(t, sqliteengine.Config{MaxReadConns: 8}, quoteSchema, []queryproxy.TablePolicy{quote}, func(c *queryproxy.Config) {
 		c.Venues = []string{"ASX", "NZX"}
 		c.Authenticate = venueAuthenticate
 		c.MaxConcurrentPerUser, c.MaxUserShare = 8, 100 // a burst of 4 per user at once
+		if mod != nil {
+			mod(c)
+		}
 	})
 }
 
