@@ -117,6 +117,11 @@ type Config struct {
 	// often it is used. Default 7 days.
 	SessionLifetime time.Duration
 
+	// Audit receives the audit records of tokens issued, refused logins,
+	// revocations and signing-key changes (audit.go), and says when
+	// logins and token requests are to be refused because the audit
+	// cannot write. Default: none.
+	Audit Auditor
 	// Logger receives operational logs. Default: a no-op logger.
 	Logger *zap.Logger
 	// Now is the clock. Default time.Now.

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/verify"
@@ -87,6 +88,8 @@ func (s *Server) revokeRefresh(r *http.Request, c *clients.Client, token string)
 		return err
 	}
 	s.audit.Info("refresh token revoked", zap.String("client_id", c.ID), zap.String("sub", fam.Subject), zap.String("family_id", fam.ID))
+	s.record(audit.KindRevocation, audit.String(audit.AttrTransport, "token"), audit.String(audit.AttrClient, c.ID),
+		audit.String(audit.AttrSubject, fam.Subject), audit.String("family_id", fam.ID), audit.String("what", "refresh_token"))
 	return s.verifier.RevokedHere(r.Context(), since)
 }
 
@@ -102,5 +105,7 @@ func (s *Server) revokeAccess(r *http.Request, c *clients.Client, token string) 
 		return err
 	}
 	s.audit.Info("access token revoked", zap.String("client_id", c.ID), zap.String("sub", id.Subject), zap.String("jti", id.JTI))
+	s.record(audit.KindRevocation, audit.String(audit.AttrTransport, "token"), audit.String(audit.AttrClient, c.ID),
+		audit.String(audit.AttrSubject, id.Subject), audit.String("jti", id.JTI), audit.String("what", "access_token"))
 	return s.verifier.RevokedHere(r.Context(), now)
 }

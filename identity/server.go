@@ -86,6 +86,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if s.keys, err = keys.NewManager(st, pol, cfg.Logger); err != nil {
 		return nil, err
 	}
+	if cfg.Audit != nil {
+		s.keys.SetAuditor(cfg.Audit)
+	}
 	if err := s.keys.Sync(ctx, cfg.Now()); err != nil {
 		return nil, err
 	}
@@ -104,6 +107,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 			_, ok := users.ClientNamed(id, clientIDs)
 			return ok
 		},
+	}
+	if cfg.Audit != nil {
+		tcfg.Record = cfg.Audit
 	}
 	if o, ok := st.(store.Outages); ok {
 		tcfg.Outages = o // a shared database's outages do not use up a grace window
@@ -124,6 +130,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	}
 	if m := cfg.Metrics; m != nil {
 		checker.OnLockout = m.Lockout
+	}
+	if cfg.Audit != nil {
+		checker.Record, checker.Refusing = cfg.Audit, cfg.Audit.Refusing
 	}
 	if s.passwords, err = users.NewChecker(checker); err != nil {
 		return nil, err
@@ -188,7 +197,7 @@ func (s *Server) route(ctx context.Context) error {
 	tokenEndpoint, err := grant.New(grant.Config{
 		Clients: s.clients, Tokens: s.tokens, Passwords: s.passwords, ClientIP: s.cfg.ClientIP,
 		HSTS: s.cfg.HSTS, UniformErrorStatus: s.cfg.UniformErrorStatus,
-		Issued: s.countIssued, Failed: s.countFailed, Logger: s.log, Now: s.cfg.Now,
+		Issued: s.countIssued, Failed: s.countFailed, Logger: s.log, Now: s.cfg.Now, Refusing: s.auditRefusing,
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"github.com/gatehouse/gatehouse/identity/clients"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/tokens"
+	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 // authorizationCode is the authorization code grant (RFC 6749 §4.1.3, RFC
@@ -28,6 +29,9 @@ func (e *Endpoint) authorizationCode(ctx context.Context, req *Request) (*tokens
 // entry point of the other front doors that take a code (the message
 // gateway's AuthCode).
 func (e *Endpoint) CodeGrant(ctx context.Context, c *clients.Client, code, redirectURI, verifier string) (*tokens.Response, *oauth.Error) {
+	if e.refusing() {
+		return nil, oauth.TemporarilyUnavailable(users.ErrAuditRefusing)
+	}
 	if !c.AllowsGrant(oauth.GrantAuthorizationCode) {
 		return nil, oauth.NewError(oauth.ErrUnauthorizedClient, "the client is not allowed this grant type")
 	}

@@ -40,6 +40,11 @@ type Config struct {
 	Issued func(grant, clientID string)
 	// Failed, if set, counts a failure by endpoint and error code.
 	Failed func(endpoint, code string)
+	// Refusing, if set, says that token requests are to be refused
+	// because the audit cannot write: they are answered 503
+	// temporarily_unavailable (RFC 6749 §4.1.2.1's code, as for a store
+	// outage), before the client is authenticated.
+	Refusing func() bool
 	// Logger receives failures at Debug (Error for server faults).
 	Logger *zap.Logger
 	// Now is the clock. Default time.Now.
@@ -86,6 +91,9 @@ func New(cfg Config) (*Endpoint, error) {
 
 func (e *Endpoint) now() time.Time { return e.cfg.Now() }
 
+// refusing reports whether token requests are refused now (Refusing).
+func (e *Endpoint) refusing() bool { return e.cfg.Refusing != nil && e.cfg.Refusing() }
+
 // Request is a token request, parsed once.
 type Request struct {
 	// GrantType is the grant_type parameter.
@@ -115,6 +123,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST, OPTIONS")
 		e.fail.Fail(w, r, "", "", oauth.MethodNotAllowed("the token endpoint takes POST"))
+		return
+	}
+	if e.refusing() {
+		e.fail.Fail(w, r, "", "", oauth.TemporarilyUnavailable(users.ErrAuditRefusing))
 		return
 	}
 	form, perr := oauth.ReadForm(w, r)
@@ -174,6 +186,9 @@ func StoreUnavailable(err error) bool { return errors.Is(err, store.ErrUnavailab
 // empty for the client's defaults): the entry point of the other front
 // doors that take a password (the message gateway's AuthOwner).
 func (e *Endpoint) PasswordGrant(ctx context.Context, c *clients.Client, username, password, scope, source string) (*tokens.Response, *oauth.Error) {
+	if e.refusing() {
+		return nil, oauth.TemporarilyUnavailable(users.ErrAuditRefusing)
+	}
 	if !c.AllowsGrant(oauth.GrantPassword) {
 		return nil, oauth.NewError(oauth.ErrUnauthorizedClient, "the client is not allowed this grant type")
 	}

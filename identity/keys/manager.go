@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/audit"
+
 	"github.com/gatehouse/gatehouse/identity/store"
 
 	"github.com/gatehouse/gatehouse/internal/contain"
@@ -115,6 +117,7 @@ type Manager struct {
 	pol  Policy
 	keys keySet
 	log  *zap.Logger
+	rec  Auditor    // the audit's key_rotation records (audit.go); nil for none
 	mu   sync.Mutex // one schedule pass at a time in this process
 }
 
@@ -187,6 +190,7 @@ func (m *Manager) Sync(ctx context.Context, now time.Time) error {
 				return fmt.Errorf("removing signing key %q: %w", k.id, err)
 			}
 			m.log.Info("signing key removed", zap.String("kid", k.id))
+			m.record(k.id, keyRemoved)
 			continue
 		}
 		if !k.retireAt.IsZero() && k.removeAt.Before(k.retireAt.Add(m.pol.Retention)) {
@@ -209,6 +213,7 @@ func (m *Manager) Sync(ctx context.Context, now time.Time) error {
 			return err
 		}
 		m.log.Info("signing key created", zap.String("kid", k.id), zap.Time("retire_at", retire))
+		m.record(k.id, keyCreated)
 		keys = append(keys, k)
 	case m.pol.Period > 0:
 		// The successor follows the key that signs last into the future;
@@ -238,6 +243,7 @@ func (m *Manager) Sync(ctx context.Context, now time.Time) error {
 			return err
 		}
 		m.log.Info("signing key announced", zap.String("kid", k.id), zap.Time("sign_from", start))
+		m.record(k.id, keyAnnounced)
 		keys = append(keys, k)
 	}
 	m.keys.replace(keys)
@@ -290,8 +296,10 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 				return "", fmt.Errorf("removing key %q: %w", old.id, err)
 			}
 			m.log.Warn("signing key removed at once", zap.String("kid", old.id))
+			m.record(old.id, keyRemoved)
 		}
 		m.log.Info("signing key rotated", zap.String("kid", k.id), zap.Time("sign_from", now), zap.Bool("revoking", true))
+		m.record(k.id, keyRotated, audit.Bool("revoking", true))
 		return k.id, nil
 	}
 	start := now.Add(m.pol.Announce)
@@ -305,6 +313,7 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 			if err := m.st.DeleteSigningKey(ctx, k.id); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return "", fmt.Errorf("dropping announced key %q: %w", k.id, err)
 			}
+			m.record(k.id, keyRemoved)
 			continue
 		case k.retireAt.IsZero() || k.retireAt.After(start):
 			k.retireAt, k.removeAt = start, start.Add(m.pol.Retention)
@@ -320,6 +329,7 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 		return "", err
 	}
 	m.log.Info("signing key rotated", zap.String("kid", k.id), zap.Time("sign_from", start), zap.Bool("immediately", immediately))
+	m.record(k.id, keyRotated, audit.Bool("immediately", immediately))
 	m.keys.replace(append(live, k))
 	return k.id, nil
 }

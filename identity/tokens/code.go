@@ -199,6 +199,7 @@ func (s *Service) issueFromCode(ctx context.Context, g Grant, fam *newFamily, jt
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
 		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes),
 		zap.Stringer("entitlements", g.Entitlements))
+	s.recordIssued(g, g.Type, at.jti)
 	return resp, nil
 }
 

@@ -114,6 +114,7 @@ func (s *Service) Authorize(ctx context.Context, a Authorization) (*FrontChannel
 	if at != nil {
 		s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantImplicit), zap.String("client_id", g.Client.ID),
 			zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes))
+		s.recordIssued(g, oauth.GrantImplicit, at.jti)
 	}
 	return out, nil
 }

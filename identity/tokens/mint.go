@@ -48,6 +48,9 @@ type Config struct {
 	MaxAccessLifetime time.Duration
 	// Audit receives token events. Default: no-op.
 	Audit *zap.Logger
+	// Record receives the audit records of the tokens issued (audit.go).
+	// Default: none.
+	Record Auditor
 	// FamilyRevoked, if set, is called after replay detection (of a
 	// refresh token or of an authorization code) revoked tokens, so that
 	// this instance's verifiers refuse them at once (RFC 9700 §4.14.2), as
@@ -301,6 +304,7 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", g.Type), zap.String("client_id", g.Client.ID),
 		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes),
 		zap.Stringer("entitlements", g.Entitlements))
+	s.recordIssued(g, g.Type, at.jti)
 	return resp, nil
 }
 

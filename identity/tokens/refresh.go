@@ -494,5 +494,6 @@ func (s *Service) refreshed(g Grant, successor string, now time.Time, grace bool
 	s.cfg.Audit.Info("token issued", zap.String("grant_type", oauth.GrantRefreshToken), zap.String("client_id", g.Client.ID),
 		zap.String("sub", g.Subject), zap.String("jti", at.jti), zap.Strings("scopes", g.Scopes),
 		zap.Stringer("entitlements", g.Entitlements), zap.Bool("grace", grace))
+	s.recordIssued(g, oauth.GrantRefreshToken, at.jti)
 	return resp, nil
 }

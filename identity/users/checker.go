@@ -78,6 +78,13 @@ type CheckerConfig struct {
 	FailureFloor time.Duration
 	// Audit receives login events. Default: no-op.
 	Audit *zap.Logger
+	// Record receives the audit records of refused logins (audit.go).
+	// Default: none.
+	Record Auditor
+	// Refusing, if set, says that logins are to be refused because the
+	// audit cannot write: Check then answers ErrBusy (ErrAuditRefusing),
+	// before it reads the store.
+	Refusing func() bool
 	// OnLockout is called when a pair becomes locked. Optional.
 	OnLockout func()
 	// Now is the clock. Default time.Now.
@@ -154,6 +161,9 @@ func (c *Checker) Hashes() int64 { return c.hashes.Load() }
 // no hashing slot came free; any other error is an internal fault. A
 // success upgrades a hash with old parameters to the current ones.
 func (c *Checker) Check(ctx context.Context, username, password, source string) (store.User, error) {
+	if c.cfg.Refusing != nil && c.cfg.Refusing() {
+		return store.User{}, fmt.Errorf("%w: %w", ErrBusy, ErrAuditRefusing)
+	}
 	start := c.cfg.Now()
 	src := SourceKey(source)
 	if len(username) > MaxUsernameLen || len(password) > maxPasswordLen {
@@ -162,6 +172,7 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 	slots, ok := c.gate.enter(src)
 	if !ok {
 		c.cfg.Audit.Info("login refused", zap.String("reason", "too many logins in progress from the source"), zap.String("source", src))
+		c.recordFailure("busy", src, false, "", "")
 		return store.User{}, ErrBusy
 	}
 	defer c.gate.leave(src, slots)
@@ -239,6 +250,7 @@ func (c *Checker) failed(ctx context.Context, start time.Time, a attempt, reason
 		fields = append(fields, zap.String("sub", user.Subject), zap.String("username", user.Username))
 	}
 	c.cfg.Audit.Info("login failed", fields...)
+	c.recordFailure(reason, src, known, user.Subject, user.Username)
 	if rest := c.cfg.FailureFloor - c.cfg.Now().Sub(start); rest > 0 {
 		_ = c.cfg.Sleep(ctx, rest) // a caller gone early gets its answer early
 	}
