@@ -6,56 +6,21 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/audit"
+	"github.com/gatehouse/gatehouse/audit/audittest"
 )
 
-// fakeAuditor records each record as its kind and its attributes written
-// "key=value", sorted.
-type fakeAuditor struct {
-	mu       sync.Mutex
-	recs     []string
-	refusing atomic.Bool
-}
-
-func (a *fakeAuditor) Append(kind audit.Kind, attrs ...audit.Attr) error {
-	var f []string
-	for _, at := range attrs {
-		var s string
-		if x, ok := at.Value.Bool(); ok {
-			s = fmt.Sprint(x)
-		} else if x, ok := at.Value.List(); ok {
-			s = "[" + strings.Join(x, " ") + "]"
-		} else {
-			s, _ = at.Value.Str()
-		}
-		f = append(f, at.Key+"="+s)
-	}
-	slices.Sort(f)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.recs = append(a.recs, string(kind)+" "+strings.Join(f, " "))
-	return nil
-}
-
-func (a *fakeAuditor) Refusing() bool { return a.refusing.Load() }
-
-// take returns the records so far, each random id (jti, kid, family_id)
+// taken returns a's records so far, each random id (jti, kid, family_id)
 // written as its key in capitals, and forgets them.
-func (a *fakeAuditor) take() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]string, len(a.recs))
-	for i, r := range a.recs {
+func taken(a *audittest.Recorder) []string {
+	out := a.Take()
+	for i, r := range out {
 		out[i] = randomID.ReplaceAllStringFunc(r, func(m string) string {
 			k, _, _ := strings.Cut(m, "=")
 			return k + "=" + strings.ToUpper(k)
 		})
 	}
-	a.recs = nil
 	return out
 }
 
@@ -69,9 +34,9 @@ var randomID = regexp.MustCompile(`(jti|kid|family_id)=\S+`)
 // when the refresh grant's tokens went unrecorded, and when a refused
 // login recorded the name an unknown user typed.
 func TestAuditRecordsIdentityEvents(t *testing.T) {
-	a := &fakeAuditor{}
+	a := &audittest.Recorder{}
 	f := newFixture(t, func(c *Config) { c.Audit = a })
-	if got := a.take(); !slices.Equal(got, []string{"key_rotation event=created key=signing kid=KID"}) {
+	if got := taken(a); !slices.Equal(got, []string{"key_rotation event=created key=signing kid=KID"}) {
 		t.Errorf("at first start: %q", got)
 	}
 	var secrets []string
@@ -119,7 +84,7 @@ func TestAuditRecordsIdentityEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.act(t)
-			got := a.take()
+			got := taken(a)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("records:\n got %q\nwant %q", got, tt.want)
 			}
@@ -139,10 +104,10 @@ func TestAuditRecordsIdentityEvents(t *testing.T) {
 // entry point too, and nothing is issued or recorded. It failed when the
 // token endpoint ignored Refusing.
 func TestAuditRefusingRefusesTokens(t *testing.T) {
-	a := &fakeAuditor{}
+	a := &audittest.Recorder{}
 	f := newFixture(t, func(c *Config) { c.Audit = a })
-	a.take()
-	a.refusing.Store(true)
+	taken(a)
+	a.Refuse(true)
 	for _, r := range []response{f.login("demo", "demo-pw"), f.post(form("grant_type", "client_credentials"), basic("svc", "svc-secret"))} {
 		if r.status != 503 || r.str("error") != "temporarily_unavailable" {
 			t.Errorf("a token request while the audit refuses: %d %s", r.status, r.raw)
@@ -151,10 +116,10 @@ func TestAuditRefusingRefusesTokens(t *testing.T) {
 	if _, perr := f.srv.PasswordGrant(context.Background(), "app", "", "demo", "demo-pw", "", "192.0.2.1"); perr == nil || perr.Code != "temporarily_unavailable" {
 		t.Errorf("the gateway's password grant while the audit refuses: %v", perr)
 	}
-	if got := a.take(); len(got) != 0 {
+	if got := taken(a); len(got) != 0 {
 		t.Errorf("recorded while refusing: %q", got)
 	}
-	a.refusing.Store(false)
+	a.Refuse(false)
 	if r := f.login("demo", "demo-pw"); r.status != 200 {
 		t.Errorf("a token request once the audit writes again: %d %s", r.status, r.raw)
 	}

@@ -1,54 +1,13 @@
 package queryproxy_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/gatehouse/gatehouse/audit"
+	"github.com/gatehouse/gatehouse/audit/audittest"
 	"github.com/gatehouse/gatehouse/queryproxy"
 )
-
-// fakeAuditor records each record as its kind and its attributes written
-// "key=value", sorted.
-type fakeAuditor struct {
-	mu       sync.Mutex
-	recs     []string
-	refusing atomic.Bool
-}
-
-func (a *fakeAuditor) Append(kind audit.Kind, attrs ...audit.Attr) error {
-	var f []string
-	for _, at := range attrs {
-		var s string
-		if x, ok := at.Value.Int64(); ok {
-			s = fmt.Sprint(x)
-		} else if x, ok := at.Value.List(); ok {
-			s = "[" + strings.Join(x, " ") + "]"
-		} else {
-			s, _ = at.Value.Str()
-		}
-		f = append(f, at.Key+"="+s)
-	}
-	slices.Sort(f)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.recs = append(a.recs, string(kind)+" "+strings.Join(f, " "))
-	return nil
-}
-
-func (a *fakeAuditor) Refusing() bool { return a.refusing.Load() }
-
-func (a *fakeAuditor) take() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := a.recs
-	a.recs = nil
-	return out
-}
 
 // TestAuditRecordsEveryQuery: each query, reads included, records one
 // query record with the caller, the statement's kind, the table, a venue
@@ -58,7 +17,7 @@ func (a *fakeAuditor) take() []string {
 // went unrecorded (only writes were logged), and when the venues were
 // left out.
 func TestAuditRecordsEveryQuery(t *testing.T) {
-	a := &fakeAuditor{}
+	a := &audittest.Recorder{}
 	s := venueServiceWith(t, func(c *queryproxy.Config) { c.Audit = a })
 	const secretValue, secretCode = "98765.4321", "SECRETCODE"
 	rid := []string{"Request-Id", "r1"}
@@ -88,7 +47,7 @@ func TestAuditRecordsEveryQuery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s.do(t, tt.tok, "POST", tt.path, tt.ct, tt.body, rid...)
-			got := a.take()
+			got := a.Take()
 			var want []string
 			if tt.want != "" {
 				want = []string{tt.want}
@@ -111,14 +70,14 @@ func TestAuditRecordsEveryQuery(t *testing.T) {
 // answered 503 unavailable and runs nothing. It failed when the handler
 // ignored Refusing.
 func TestAuditRefusingRefusesQueries(t *testing.T) {
-	a := &fakeAuditor{}
+	a := &audittest.Recorder{}
 	s := venueServiceWith(t, func(c *queryproxy.Config) { c.Audit = a })
-	a.refusing.Store(true)
+	a.Refuse(true)
 	r := s.query(t, "both", "select Code from Quote")
 	if r.status != 503 || !strings.Contains(r.body, `"Code":"unavailable"`) {
 		t.Errorf("a query while the audit refuses: %d %s", r.status, r.body)
 	}
-	a.refusing.Store(false)
+	a.Refuse(false)
 	if r := s.query(t, "both", "select Code from Quote"); r.status != 200 {
 		t.Errorf("a query once the audit writes again: %d %s", r.status, r.body)
 	}

@@ -6,60 +6,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/gatehouse/gatehouse/audit"
+	"github.com/gatehouse/gatehouse/audit/audittest"
 	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/wsauth/policy"
 )
-
-// fakeAuditor records what the gateway appends, each record as its kind
-// and its attributes written "key=value" and sorted.
-type fakeAuditor struct {
-	mu       sync.Mutex
-	recs     []string
-	refusing atomic.Bool
-}
-
-func (a *fakeAuditor) Append(kind audit.Kind, attrs ...audit.Attr) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.recs = append(a.recs, formatRecord(kind, attrs))
-	return nil
-}
-
-func (a *fakeAuditor) Refusing() bool { return a.refusing.Load() }
-
-func (a *fakeAuditor) records() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.recs)
-}
-
-func formatRecord(kind audit.Kind, attrs []audit.Attr) string {
-	var f []string
-	for _, at := range attrs {
-		v := at.Value
-		var s string
-		if x, ok := v.Int64(); ok {
-			s = fmt.Sprint(x)
-		} else if x, ok := v.Bool(); ok {
-			s = fmt.Sprint(x)
-		} else if x, ok := v.List(); ok {
-			s = "[" + strings.Join(x, " ") + "]"
-		} else {
-			s, _ = v.Str()
-		}
-		f = append(f, at.Key+"="+s)
-	}
-	slices.Sort(f)
-	return string(kind) + " " + strings.Join(f, " ")
-}
 
 var sessionAttr = regexp.MustCompile(`session=([0-9a-f]{16}) `)
 
@@ -99,8 +54,8 @@ func sortedFields(want []string) []string {
 
 // auditEnv is venueEnv (or newLiveEnv, without venues) recording to a
 // fakeAuditor.
-func auditEnv(t *testing.T, venues bool) (*testEnv, *testClock, *fakeAuditor) {
-	a := &fakeAuditor{}
+func auditEnv(t *testing.T, venues bool) (*testEnv, *testClock, *audittest.Recorder) {
+	a := &audittest.Recorder{}
 	var clock *testClock
 	mod := func(c *Config) { c.Hooks.Audit, c.Hooks.Passwords = a, fakePasswords{} }
 	var e *testEnv
@@ -231,9 +186,9 @@ func TestAuditRecordsEachEvent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, clock, a := auditEnv(t, tt.venues)
 			tt.run(t, e, clock)
-			eventually(t, "the records", func() bool { return len(a.records()) >= len(tt.want) })
+			eventually(t, "the records", func() bool { return len(a.Records()) >= len(tt.want) })
 			time.Sleep(3 * testTick) // nothing more comes
-			got, want := withoutSessions(t, a.records()), sortedFields(tt.want)
+			got, want := withoutSessions(t, a.Records()), sortedFields(tt.want)
 			if !slices.Equal(got, want) {
 				t.Errorf("records:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
 			}
@@ -259,14 +214,14 @@ func noSecretRecorded(t *testing.T, recs []string) {
 // session and subscription change. It failed when every forward of a
 // Trading-controller message was recorded as an order.
 func TestAuditNothingPerRelayedMessage(t *testing.T) {
-	a := &fakeAuditor{}
+	a := &audittest.Recorder{}
 	e, _ := newLiveEnv(t, func(c *Config) {
 		c.Hooks.Audit, c.Transport.SendQueue = a, 1024
 		c.Limits.Default = policy.Limits{MessagesPerSecond: 1e9, Burst: 1 << 30, Subscriptions: 10}
 	})
 	c := e.dial(bearer(tokTrader))
 	subscribe(t, c, "Market", "Security!BHP.ASX", 1)
-	before := len(a.records())
+	before := len(a.Records())
 	c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Blast","Data":10000}`))
 	for range 10000 {
 		readMsg(t, c)
@@ -277,7 +232,7 @@ func TestAuditNothingPerRelayedMessage(t *testing.T) {
 	}
 	writePipelined(t, c, append(msgs, echoMarker)...)
 	readUntil(t, c, echoMarker)
-	if got := a.records(); len(got) != before || before != 2 {
+	if got := a.Records(); len(got) != before || before != 2 {
 		t.Errorf("%d records before the relay (want 2), %d after:\n%s", before, len(got), strings.Join(got, "\n"))
 	}
 }
@@ -290,7 +245,7 @@ func TestAuditRefusing(t *testing.T) {
 	e, _, a := auditEnv(t, false)
 	live := e.dial(bearer(tokDemo))
 	waiting := e.dial(nil)
-	a.refusing.Store(true)
+	a.Refuse(true)
 	if _, resp, err := e.tryDial(bearer(tokDemo), nil); err == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("an upgrade while the audit refuses: %v", err)
 	}
