@@ -282,6 +282,9 @@ func (a *App) startServer(ctx caddy.Context, cfg identity.Config, users []store.
 	}
 	cfg.ClientIP = clientIP
 	cfg.Metrics = newTokenMetrics(a.Clients)
+	if w := a.AuditWriter(); w != nil { // a nil *audit.Writer would be a non-nil Auditor
+		cfg.Audit = w
+	}
 	var err error
 	a.srv, err = identity.NewServer(ctx, cfg, a.store)
 	if err != nil {

@@ -108,13 +108,14 @@ func TestAuditThroughCaddy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// run_start, 3 records, the final checkpoint.
-	if !check.OK() || check.Records != 5 || check.Checkpoints != 1 || check.Compared != 1 || len(check.Unprotected) != 0 {
+	// run_start, the identity server's signing key created (its
+	// key_rotation record), 3 records, the final checkpoint.
+	if !check.OK() || check.Records != 6 || check.Checkpoints != 1 || check.Compared != 1 || len(check.Unprotected) != 0 {
 		log, _ := os.ReadFile(logPath)
 		t.Fatalf("verify of an untouched log: %+v, problems %v\n%s", check.Report, check.Problems, log)
 	}
 
-	// One byte of the third line (bob's record) changed.
+	// One byte of the fourth line (bob's record) changed.
 	log, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +132,8 @@ func TestAuditThroughCaddy(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := check.First()
-	if p == nil || p.Kind != audit.Edited || p.Line != 3 || p.Seq != 3 {
-		t.Fatalf("verify of an edited log: first problem %v, want the record at line 3 (seq 3) edited", p)
+	if p == nil || p.Kind != audit.Edited || p.Line != 4 || p.Seq != 4 {
+		t.Fatalf("verify of an edited log: first problem %v, want the record at line 4 (seq 4) edited", p)
 	}
 }
 

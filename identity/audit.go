@@ -36,7 +36,7 @@ func (s *Server) record(kind audit.Kind, attrs ...audit.Attr) {
 	if s.cfg.Audit == nil {
 		return
 	}
-	if err := s.cfg.Audit.Append(kind, attrs...); err != nil && !errors.Is(err, audit.ErrWrite) {
+	if err := s.cfg.Audit.Append(kind, attrs...); errors.Is(err, audit.ErrAttr) {
 		s.log.Error("identity audit record refused", zap.String("kind", string(kind)), zap.Error(err))
 	}
 }

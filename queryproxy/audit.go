@@ -56,7 +56,7 @@ func (h *Handler) audit(req *request) {
 	if req.rows >= 0 {
 		a = append(a, audit.Int(audit.AttrRows, req.rows))
 	}
-	if err := h.cfg.Audit.Append(audit.KindQuery, a...); err != nil && !errors.Is(err, audit.ErrWrite) {
+	if err := h.cfg.Audit.Append(audit.KindQuery, a...); errors.Is(err, audit.ErrAttr) {
 		h.log.Error("query audit record refused", zap.String("request_id", req.id), zap.Error(err))
 	}
 }

@@ -72,7 +72,7 @@ func newSessionID() string {
 // record appends one record; a refused record is the gateway's own fault
 // and logged, a failed write the writer counts.
 func (g *Gateway) record(kind audit.Kind, attrs ...audit.Attr) {
-	if err := g.cfg.Hooks.Audit.Append(kind, attrs...); err != nil && !errors.Is(err, audit.ErrWrite) {
+	if err := g.cfg.Hooks.Audit.Append(kind, attrs...); errors.Is(err, audit.ErrAttr) {
 		g.log.Error("ws audit record refused", zap.String("kind", string(kind)), zap.Error(err))
 	}
 }

@@ -102,9 +102,11 @@ func TestAuditVerifyConfig(t *testing.T) {
 		log  []byte
 		want string
 	}{
-		{"byte changed", bytes.Replace(log, []byte(`"bob"`), []byte(`"bib"`), 1), ":3: edited:"},
-		{"record dropped", bytes.Join(append(append([][]byte{}, lines[:2]...), lines[3:]...), nil), ":3: removed:"},
-		{"tail cut after the records", bytes.Join(lines[:4], nil), ":5: removed:"},
+		// Line 1 is run_start, 2 the identity server's signing key created
+		// (key_rotation), 3 to 5 alice's, bob's and carol's records.
+		{"byte changed", bytes.Replace(log, []byte(`"bob"`), []byte(`"bib"`), 1), ":4: edited:"},
+		{"record dropped", bytes.Join(append(append([][]byte{}, lines[:3]...), lines[4:]...), nil), ":4: removed:"},
+		{"tail cut after the records", bytes.Join(lines[:5], nil), ":6: removed:"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			edited := filepath.Join(t.TempDir(), "audit.log")

@@ -164,7 +164,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("gatehouse_query needs the gatehouse app (the gatehouse global option): %w", err)
 	}
-	v := appIface.(*caddymodule.App).Verifier()
+	app := appIface.(*caddymodule.App)
+	v := app.Verifier()
 	if v == nil {
 		return errors.New("gatehouse_query: the gatehouse app has no verifier")
 	}
@@ -191,6 +192,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	cfg.Logger = h.logger
+	if w := app.AuditWriter(); w != nil { // a nil *audit.Writer would be a non-nil Auditor
+		cfg.Audit = w
+	}
 	cfg.Metrics = metrics{}
 	req := verify.Requirement{Realm: h.Realm}
 	cfg.Authenticate = func(w http.ResponseWriter, r *http.Request) (*queryproxy.Caller, bool) {

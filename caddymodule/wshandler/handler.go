@@ -307,6 +307,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	cfg.Hooks.Metrics = metrics{}
 	cfg.Hooks.Logger = h.logger
+	if w := app.AuditWriter(); w != nil { // a nil *audit.Writer would be a non-nil Auditor
+		cfg.Hooks.Audit = w
+	}
 	if h.gw, err = wsauth.New(cfg); err != nil {
 		return fmt.Errorf("gatehouse_ws: %w", err)
 	}

@@ -34,7 +34,7 @@ func (m *Manager) record(kid, event string, more ...audit.Attr) {
 	}
 	attrs := append([]audit.Attr{audit.String(audit.AttrKeyID, kid), audit.String("event", event),
 		audit.String("key", "signing")}, more...)
-	if err := m.rec.Append(audit.KindKeyRotation, attrs...); err != nil && !errors.Is(err, audit.ErrWrite) {
+	if err := m.rec.Append(audit.KindKeyRotation, attrs...); errors.Is(err, audit.ErrAttr) {
 		m.log.Error("key audit record refused", zap.Error(err))
 	}
 }

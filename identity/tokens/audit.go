@@ -26,7 +26,7 @@ func (s *Service) recordIssued(g Grant, grant, jti string) {
 		audit.String(audit.AttrClient, g.Client.ID), audit.String(audit.AttrSubject, g.Subject),
 		audit.Strings("scopes", g.Scopes...), audit.Strings(audit.AttrEntitlements, g.Entitlements.Strings()...),
 		audit.String("jti", jti), audit.String(audit.AttrOutcome, "ok")}
-	if err := s.cfg.Record.Append(audit.KindAuthentication, attrs...); err != nil && !errors.Is(err, audit.ErrWrite) {
+	if err := s.cfg.Record.Append(audit.KindAuthentication, attrs...); errors.Is(err, audit.ErrAttr) {
 		s.cfg.Audit.Error("token audit record refused", zap.Error(err))
 	}
 }

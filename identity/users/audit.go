@@ -27,7 +27,7 @@ func (c *Checker) recordFailure(reason, src string, known bool, subject, usernam
 	if known {
 		attrs = append(attrs, audit.String(audit.AttrSubject, subject), audit.String("username", username))
 	}
-	if err := c.cfg.Record.Append(audit.KindAuthentication, attrs...); err != nil && !errors.Is(err, audit.ErrWrite) {
+	if err := c.cfg.Record.Append(audit.KindAuthentication, attrs...); errors.Is(err, audit.ErrAttr) {
 		c.cfg.Audit.Error("login audit record refused", zap.Error(err))
 	}
 }
