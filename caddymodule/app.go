@@ -169,6 +169,7 @@ type App struct {
 	readiness   *readiness         // the readiness probe's checks (gatehouse_health ready); nil until Provision
 	auditKey    string             // the pool key of the audit run held; "" when none is
 	audit       *audit.Writer      // the audit run's writer; nil when the audit is off
+	auditSnap   *snapshotter       // the audit run's entitlement snapshot (audit_snapshot.go); nil when the audit is off
 }
 
 // CaddyModule returns the Caddy module information.
@@ -241,6 +242,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.registry = reg
 	a.addOwnReadinessChecks()
+	if a.auditSnap != nil {
+		a.auditSnap.snapshot(ctx, a.audit, a.logger) // the users file has created its users
+	}
 	return nil
 }
 

@@ -40,6 +40,7 @@ var auditRuns = caddy.NewUsagePool()
 type auditRun struct {
 	w        *audit.Writer
 	sink     *switchSink
+	snap     *snapshotter // the daily entitlement snapshot (audit_snapshot.go)
 	storeKey string
 	cancel   context.CancelFunc
 	loops    sync.WaitGroup
@@ -105,7 +106,9 @@ func (a *App) startAudit(ctx caddy.Context) error {
 	}
 	run := v.(*auditRun)
 	run.sink.core.Store(&core) // this configuration's log from now on
-	a.auditKey, a.audit = poolKey, run.w
+	pairs := a.clientPairs()
+	run.snap.clients.Store(&pairs) // and its clients' pairs
+	a.auditKey, a.audit, a.auditSnap = poolKey, run.w, run.snap
 	return nil
 }
 
@@ -143,7 +146,10 @@ func (a *App) newAuditRun(ctx context.Context, instance string, pol keys.AuditPo
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	r := &auditRun{sink: new(switchSink), storeKey: a.storeKey, cancel: stop, log: log}
+	r := &auditRun{sink: new(switchSink), storeKey: a.storeKey, cancel: stop, log: log,
+		snap: &snapshotter{st: st, now: time.Now}}
+	pairs := a.clientPairs()
+	r.snap.clients.Store(&pairs)
 	r.sink.core.Store(&core)
 	r.w, err = audit.NewWriter(audit.Options{
 		Instance:           instance,
@@ -164,10 +170,14 @@ func (a *App) newAuditRun(ctx context.Context, instance string, pol keys.AuditPo
 	}
 	log.Info("audit run started", zap.String("instance", instance), zap.String("run", r.w.Run()),
 		zap.String("audit_kid", ak.KeyID()), zap.Bool("previous_checkpoint", prev != nil))
-	r.loops.Add(2)
+	r.loops.Add(3)
 	contain.Go(log, "audit.checkpoints", func() {
 		defer r.loops.Done()
 		contain.Loop(runCtx, log, "audit.checkpoints", r.w.RunCheckpoints)
+	}, nil)
+	contain.Go(log, "audit.snapshot", func() {
+		defer r.loops.Done()
+		contain.Loop(runCtx, log, "audit.snapshot", func(ctx context.Context) { r.snap.run(ctx, r.w, log) })
 	}, nil)
 	contain.Go(log, "audit.keys", func() {
 		defer r.loops.Done()
@@ -197,7 +207,7 @@ func (a *App) releaseAudit() error {
 		return nil
 	}
 	_, err := auditRuns.Delete(a.auditKey)
-	a.auditKey, a.audit = "", nil
+	a.auditKey, a.audit, a.auditSnap = "", nil, nil
 	if err != nil {
 		return fmt.Errorf("releasing the audit run: %w", err)
 	}
