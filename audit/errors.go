@@ -16,4 +16,7 @@ var (
 	ErrWrite = errors.New("audit: write failed")
 	// ErrCheckpoint: a checkpoint's JWS does not verify.
 	ErrCheckpoint = errors.New("audit: checkpoint refused")
+	// ErrNoSnapshot: a usage range whose first day has no entitlement
+	// snapshot on it or before it (Usage).
+	ErrNoSnapshot = errors.New("audit: no entitlement snapshot")
 )

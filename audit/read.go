@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -135,4 +136,27 @@ func appendedRecord(line []byte) *Record {
 		return nil
 	}
 	return rec
+}
+
+// ReadRecords reads the records of files in order, for Usage: lines a
+// crash cut short are skipped, and a line that is not a record is an
+// error (verify the files first: it says which).
+func ReadRecords(files []File) ([]*Record, error) {
+	var out []*Record
+	ord := 0
+	for _, f := range files {
+		entries, err := readLines(f, &ord)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", f.Name, err)
+		}
+		for _, e := range entries {
+			if e.err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", e.File, e.Line, e.err)
+			}
+			if e.rec != nil {
+				out = append(out, e.rec)
+			}
+		}
+	}
+	return out, nil
 }
