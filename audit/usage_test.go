@@ -28,8 +28,8 @@ func TestUsage(t *testing.T) {
 		want     []audit.UsageRow
 		ended    int // subscriptions ended at their run's end
 	}{{
-		// It failed when intervals were not clipped to the range (90
-		// minutes, 2 days used).
+		// It failed when intervals were not clipped to the range (60
+		// minutes).
 		name: "a subscription crossing midnight and the range's start",
 		script: func(s *scribe) {
 			s.at(1, 23, 0).snapshot("a", "alice", "ASX:quotes")
@@ -49,7 +49,7 @@ func TestUsage(t *testing.T) {
 		want: []audit.UsageRow{row("alice", "ASX", "quotes", 1, 1, 1, 10, 0, 0)},
 	}, {
 		// It failed when a missing end was left open to the range's end
-		// (the crashed run's subscription counted 830 minutes).
+		// (1620 minutes, peak 2).
 		name: "runs ending without the subscription's end",
 		script: func(s *scribe) {
 			s.at(1, 0, 0).snapshot("a", "alice", "ASX:quotes")
@@ -65,7 +65,8 @@ func TestUsage(t *testing.T) {
 			row("bob", "NZX", "quotes", 0, 0, 0, 0, 1, 0)},
 		ended: 2,
 	}, {
-		// It failed when the peak was taken per instance (2).
+		// It failed when subscriptions were counted per instance (alice
+		// split in two, a peak of 2 on instance a).
 		name: "peak concurrency across instances",
 		script: func(s *scribe) {
 			s.at(1, 0, 0).snapshot("a", "alice", "ASX:quotes")
@@ -82,8 +83,8 @@ func TestUsage(t *testing.T) {
 		want: []audit.UsageRow{row("alice", "ASX", "depth", 0, 1, 1, 10, 0, 0),
 			row("alice", "ASX", "quotes", 1, 1, 3, 125, 0, 0)},
 	}, {
-		// It failed when ends were applied after the starts of the same
-		// instant (peak 2).
+		// It failed when the count was read after each record, not after
+		// all the records of an instant (peak 2).
 		name: "back to back subscriptions are not concurrent",
 		script: func(s *scribe) {
 			s.at(1, 0, 0).snapshot("a", "alice", "ASX:quotes")
@@ -109,7 +110,8 @@ func TestUsage(t *testing.T) {
 		want: []audit.UsageRow{row("alice", "ASX", "quotes", 2, 0, 0, 0, 0, 0),
 			row("alice", "NZX", "quotes", 2, 0, 0, 0, 0, 0), row("carol", "ASX", "depth", 1, 0, 0, 0, 0, 0)},
 	}, {
-		// It failed when queries that were refused counted.
+		// It failed when queries that were refused counted (ASX:quotes 3
+		// queries).
 		name: "queries",
 		script: func(s *scribe) {
 			s.at(1, 0, 0).snapshot("a", "alice", "ASX:quotes", "NZX:quotes")
