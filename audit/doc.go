@@ -83,4 +83,14 @@
 // checkpoint are listed as unprotected, and a line a crash cut short as a
 // cut. The store's checkpoints (VerifyOptions.Expected) catch a tail or a
 // run removed whole.
+//
+// # Usage
+//
+// Usage computes the usage report per user × venue × feed over UTC days
+// from the records of verified chains: days entitled (from entitlement
+// snapshots and changes, each giving its subject's whole set), days used,
+// peak concurrent subscriptions across instances and runs,
+// subscription-minutes, queries and rows read. A subscription whose run
+// ended without its end ends at the run's last record. The rules are in
+// docs/audit.md, "The usage report".
 package audit

@@ -164,3 +164,17 @@ func readAuditFile(p string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// AuditRecords reads the records of the files in order (gzip ones
+// decompressed), for the usage report: verify them first (VerifyAudit).
+func AuditRecords(paths []string) ([]*audit.Record, error) {
+	files := make([]audit.File, 0, len(paths))
+	for _, p := range paths {
+		b, err := readAuditFile(p)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, audit.File{Name: p, R: bytes.NewReader(b)})
+	}
+	return audit.ReadRecords(files)
+}

@@ -26,6 +26,15 @@ func setUpAuditCommand(cmd *cobra.Command) {
 		Short: "Verifies the audit logs against the store's audit keys and checkpoints",
 		RunE:  runAuditVerify,
 	})
+	usage := &cobra.Command{
+		Use:   "usage --from <date> --to <date> [--format csv|json] [--config <file> | <file>...]",
+		Short: "Prints per user, venue and feed the days entitled and used, peak subscriptions, subscription-minutes, queries and rows read",
+		RunE:  runAuditUsage,
+	}
+	usage.Flags().String("from", "", "First UTC day of the report, YYYY-MM-DD (required)")
+	usage.Flags().String("to", "", "Last UTC day of the report, YYYY-MM-DD, included (required)")
+	usage.Flags().String("format", "csv", "Output format: csv or json")
+	cmd.AddCommand(usage)
 }
 
 func runAuditKeys(cmd *cobra.Command, _ []string) error {
@@ -46,29 +55,45 @@ func runAuditKeys(cmd *cobra.Command, _ []string) error {
 // report says which.
 var errAuditProblems = errors.New("the audit log does not verify")
 
-func runAuditVerify(cmd *cobra.Command, files []string) error {
+// auditFiles returns the files named, or with --config those its logging
+// section writes the audit logger to.
+func auditFiles(cmd *cobra.Command, files []string) ([]string, error) {
 	configFile, _ := cmd.Flags().GetString("config")
 	switch {
 	case configFile != "" && len(files) > 0:
-		return errors.New("name the audit files or --config, not both")
+		return nil, errors.New("name the audit files or --config, not both")
 	case configFile != "":
 		adapter, _ := cmd.Flags().GetString("adapter")
 		cfgJSON, _, _, err := caddycmd.LoadConfig(configFile, adapter)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if files, err = caddymodule.AuditLogFiles(cfgJSON); err != nil {
-			return fmt.Errorf("config %q: %w", configFile, err)
+			return nil, fmt.Errorf("config %q: %w", configFile, err)
 		}
 	case len(files) == 0:
-		return errors.New("name the audit files (a rolled chain's oldest first), or --config")
+		return nil, errors.New("name the audit files (a rolled chain's oldest first), or --config")
 	}
+	return files, nil
+}
+
+// verifyAuditFiles verifies files with the store's audit keys and
+// checkpoints.
+func verifyAuditFiles(cmd *cobra.Command, files []string) (*caddymodule.AuditCheck, error) {
 	st, err := openStore(cmd)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return caddymodule.VerifyAudit(cmd.Context(), st, files)
+}
+
+func runAuditVerify(cmd *cobra.Command, files []string) error {
+	files, err := auditFiles(cmd, files)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	check, err := caddymodule.VerifyAudit(cmd.Context(), st, files)
+	check, err := verifyAuditFiles(cmd, files)
 	if err != nil {
 		return err
 	}

@@ -60,8 +60,8 @@ within their check_interval (1m by default).
 	})
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "audit",
-		Usage: "keys|verify [--config <file> [--adapter <name>] | --db <path>] [<file>...]",
-		Short: "Exports the audit keys and verifies the audit logs",
+		Usage: "keys|verify|usage [--from <date> --to <date> [--format csv|json]] [--config <file> [--adapter <name>] | --db <path>] [<file>...]",
+		Short: "Exports the audit keys, verifies the audit logs and reports market-data usage from them",
 		Long: `
 Exports the audit public keys and verifies the tamper-evident audit's logs
 (docs/audit.md).
@@ -77,6 +77,15 @@ was edited, inserted, removed or reordered, a forged checkpoint, a run the
 store or the next run names that no file holds, and lists records after a
 run's last checkpoint as unprotected and a line a crash cut short as a cut.
 It exits 1 on a problem.
+
+usage --from DATE --to DATE reads the same files, verifies them first and
+refuses to report when they do not verify, then prints per user, venue and
+feed, over the UTC days from --from to --to (both included), the days
+entitled, the days used, the peak of concurrent subscriptions,
+subscription-minutes, queries and rows read, as CSV with a header row or
+(--format json) JSON. It refuses a range whose first day has no entitlement
+snapshot on it or before it. docs/audit.md, "The usage report", gives the
+rules.
 
 The store is named as for the user command: the store of the gatehouse app of
 --config, the SQLite database --db, or by default the SQLite database at the
