@@ -11,11 +11,6 @@ import (
 // Day is the unit of the usage report: a UTC calendar day.
 const Day = 24 * time.Hour
 
-// DefaultQueryFeed is the feed a query record without a feed attribute
-// counts under: the query service's feed of a table with a venue column
-// that names none.
-const DefaultQueryFeed = "quotes"
-
 // UsageRow is one user × venue × feed of the usage report, over the UTC
 // days of its range.
 type UsageRow struct {
@@ -26,7 +21,7 @@ type UsageRow struct {
 	// moment (a positive length of time).
 	DaysEntitled int `json:"days_entitled"`
 	// DaysUsed counts the days on which a subscription of the pair was
-	// live at any moment, or a query read rows of the venue for the feed.
+	// live at any moment, or a select read rows of the venue for the feed.
 	DaysUsed int `json:"days_used"`
 	// PeakConcurrent is the most subscriptions of the pair live at once,
 	// across every instance and run, within the range.
@@ -34,8 +29,8 @@ type UsageRow struct {
 	// SubscriptionMinutes is the sum of the subscriptions' live time
 	// within the range, in minutes.
 	SubscriptionMinutes float64 `json:"subscription_minutes"`
-	// Queries counts the queries that succeeded (outcome ok or none)
-	// naming the venue, and RowsRead sums their row counts: a query
+	// Queries counts the selects that succeeded (outcome ok) naming the
+	// venue and the feed, and RowsRead sums their row counts: a query
 	// naming several venues counts its rows under each.
 	Queries  int64 `json:"queries"`
 	RowsRead int64 `json:"rows_read"`
@@ -138,21 +133,19 @@ func Usage(records []*Record, from, to time.Time) (*UsageReport, error) {
 			}
 			held[subject] = next
 		case KindSubscriptionStart, KindSubscriptionEnd:
-			k, ok := subjectPair(r, subject)
-			if !ok {
-				continue
-			}
 			session, _ := r.Attr(AttrSession)
 			s, _ := session.Str()
-			sk := subKey{r.Instance, r.Run, s, k}
-			if r.Kind == KindSubscriptionStart {
-				live[sk]++
-				deltas[k] = append(deltas[k], delta{r.Time, 1})
-			} else if live[sk] > 0 {
-				live[sk]--
-				deltas[k] = append(deltas[k], delta{r.Time, -1})
-			} else {
-				rep.UnmatchedEnds++
+			for _, k := range recordPairs(r, subject) {
+				sk := subKey{r.Instance, r.Run, s, k}
+				if r.Kind == KindSubscriptionStart {
+					live[sk]++
+					deltas[k] = append(deltas[k], delta{r.Time, 1})
+				} else if live[sk] > 0 {
+					live[sk]--
+					deltas[k] = append(deltas[k], delta{r.Time, -1})
+				} else {
+					rep.UnmatchedEnds++
+				}
 			}
 		case KindQuery:
 			u.query(r, subject)
@@ -251,27 +244,18 @@ func (u *usage) subscriptions(k usageKey, ds []delta) {
 	}
 }
 
-// query counts a query that succeeded, for each venue it names, under
-// its feed.
+// query counts a select that succeeded, for each venue and the feed it
+// names (a table with a venue column); statement is absent from records
+// that did not parse, which did not succeed.
 func (u *usage) query(r *Record, subject string) {
-	if r.Time.Before(u.start) || !r.Time.Before(u.end) || subject == "" {
+	if r.Time.Before(u.start) || !r.Time.Before(u.end) || str(r, AttrOutcome) != "ok" ||
+		str(r, "statement") != "select" {
 		return
-	}
-	if v, ok := r.Attr(AttrOutcome); ok {
-		if s, _ := v.Str(); s != "ok" {
-			return
-		}
-	}
-	venuesV, _ := r.Attr(AttrVenues)
-	venues, _ := venuesV.List()
-	feed := DefaultQueryFeed
-	if v, ok := r.Attr(AttrFeed); ok {
-		feed, _ = v.Str()
 	}
 	rowsV, _ := r.Attr(AttrRows)
 	rows, _ := rowsV.Int64()
-	for _, venue := range slices.Compact(slices.Sorted(slices.Values(venues))) {
-		d := u.of(usageKey{subject, venue, feed})
+	for _, k := range recordPairs(r, subject) {
+		d := u.of(k)
 		d.row.Queries++
 		d.row.RowsRead += rows
 		if rows > 0 {
@@ -292,12 +276,32 @@ func recordSubject(r *Record) string {
 	return ""
 }
 
-func subjectPair(r *Record, subject string) (usageKey, bool) {
-	venue, _ := r.Attr(AttrVenue)
-	feed, _ := r.Attr(AttrFeed)
-	v, _ := venue.Str()
-	f, _ := feed.Str()
-	return usageKey{subject, v, f}, subject != "" && v != "" && f != ""
+// str is the record's string attribute key, "" when it has none.
+func str(r *Record, key string) string {
+	v, _ := r.Attr(key)
+	s, _ := v.Str()
+	return s
+}
+
+// recordPairs are the pairs a subscription or query record names: its
+// feed with its venue, or with each of its venues (a subscription or
+// query of several venues counts under each).
+func recordPairs(r *Record, subject string) []usageKey {
+	feed := str(r, AttrFeed)
+	if subject == "" || feed == "" {
+		return nil
+	}
+	venues := []string{str(r, AttrVenue)}
+	if v, ok := r.Attr(AttrVenues); ok {
+		venues, _ = v.List()
+	}
+	var out []usageKey
+	for _, venue := range slices.Compact(slices.Sorted(slices.Values(venues))) {
+		if venue != "" {
+			out = append(out, usageKey{subject, venue, feed})
+		}
+	}
+	return out
 }
 
 // pairsOf reads VENUE:feed texts as the subject's pairs; a text without

@@ -93,7 +93,8 @@ func (s *scribe) subscribe(inst, sub, session, venue, feed string, start bool) *
 
 func (s *scribe) query(inst, sub, outcome string, rows int64, venues ...string) *scribe {
 	return s.add(inst, audit.KindQuery, audit.String(audit.AttrSubject, sub), audit.String(audit.AttrTable, "Security"),
-		audit.Strings(audit.AttrVenues, venues...), audit.Int(audit.AttrRows, rows), audit.String(audit.AttrOutcome, outcome))
+		audit.String("statement", "select"), audit.String(audit.AttrFeed, "quotes"), audit.Strings(audit.AttrVenues, venues...),
+		audit.Int(audit.AttrRows, rows), audit.String(audit.AttrOutcome, outcome))
 }
 
 // finish closes the runs still open and returns the files written.

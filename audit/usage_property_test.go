@@ -38,7 +38,7 @@ type sevent struct {
 	venue, feed, session string
 	venues               []string // query
 	rows                 int64
-	ok                   bool
+	ok, write            bool // query: its outcome ok; an insert, not a select
 }
 
 // ssub is a subscription of the script: its end, unless its run crashed
@@ -163,9 +163,7 @@ func randomDay(rng *rand.Rand) *sday {
 		if len(e.venues) == 0 {
 			e.venues = scriptVenues
 		}
-		if rng.IntN(3) == 0 {
-			e.feed = "depth"
-		}
+		e.feed, e.write = scriptFeeds[rng.IntN(2)], rng.IntN(6) == 0
 		d.events = append(d.events, e)
 	}
 	slices.SortStableFunc(d.events, func(a, b sevent) int { return cmp.Or(cmp.Compare(a.m, b.m), cmp.Compare(a.phase, b.phase)) })
@@ -190,10 +188,8 @@ func (d *sday) write(t testing.TB) []*audit.Record {
 			s.subscribe(e.inst, e.sub, e.session, e.venue, e.feed, e.kind == "start")
 		case "query":
 			attrs := []audit.Attr{audit.String(audit.AttrSubject, e.sub), audit.Strings(audit.AttrVenues, e.venues...),
-				audit.Int(audit.AttrRows, e.rows), audit.String(audit.AttrOutcome, map[bool]string{true: "ok", false: "forbidden"}[e.ok])}
-			if e.feed != "" {
-				attrs = append(attrs, audit.String(audit.AttrFeed, e.feed))
-			}
+				audit.Int(audit.AttrRows, e.rows), audit.String(audit.AttrOutcome, map[bool]string{true: "ok", false: "forbidden"}[e.ok]),
+				audit.String(audit.AttrFeed, e.feed), audit.String("statement", map[bool]string{true: "insert", false: "select"}[e.write])}
 			s.add(e.inst, audit.KindQuery, attrs...)
 		}
 	}
@@ -248,8 +244,7 @@ func (d *sday) reference() []audit.UsageRow {
 					}
 				}
 				for _, e := range d.events {
-					qfeed := cmp.Or(e.feed, "quotes")
-					if e.kind == "query" && e.ok && e.sub == sub && qfeed == feed && slices.Contains(e.venues, venue) && e.m >= 0 && e.m < rangeEnd {
+					if e.kind == "query" && e.ok && !e.write && e.sub == sub && e.feed == feed && slices.Contains(e.venues, venue) && e.m >= 0 && e.m < rangeEnd {
 						r.Queries++
 						r.RowsRead += e.rows
 						if e.rows > 0 {
@@ -281,7 +276,7 @@ func (d *sday) reference() []audit.UsageRow {
 // record, when intervals were not clipped to the range, when an
 // entitlement change added to the set instead of replacing it, when the
 // count was read after each record rather than after each instant's, and
-// when refused queries counted.
+// when refused queries or writes counted.
 func TestUsageProperty(t *testing.T) {
 	n := 30
 	if testing.Short() {

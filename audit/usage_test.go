@@ -111,7 +111,7 @@ func TestUsage(t *testing.T) {
 			row("alice", "NZX", "quotes", 2, 0, 0, 0, 0, 0), row("carol", "ASX", "depth", 1, 0, 0, 0, 0, 0)},
 	}, {
 		// It failed when queries that were refused counted (ASX:quotes 3
-		// queries).
+		// queries), and when writes counted as reads (ASX:quotes 14 rows).
 		name: "queries",
 		script: func(s *scribe) {
 			s.at(1, 0, 0).snapshot("a", "alice", "ASX:quotes", "NZX:quotes")
@@ -119,12 +119,41 @@ func TestUsage(t *testing.T) {
 			s.at(1, 9, 5).query("b", "alice", "forbidden", 0, "ASX")
 			s.at(2, 9, 0).query("b", "alice", "ok", 0, "ASX")
 			s.add("b", audit.KindQuery, audit.String(audit.AttrSubject, "alice"), audit.Strings(audit.AttrVenues, "ASX"),
-				audit.String(audit.AttrFeed, "depth"), audit.Int(audit.AttrRows, 2), audit.String(audit.AttrOutcome, "ok"))
+				audit.String("statement", "select"), audit.String(audit.AttrFeed, "depth"), audit.Int(audit.AttrRows, 2),
+				audit.String(audit.AttrOutcome, "ok"))
+			s.add("b", audit.KindQuery, audit.String(audit.AttrSubject, "alice"), audit.Strings(audit.AttrVenues, "ASX"),
+				audit.String("statement", "update"), audit.String(audit.AttrFeed, "quotes"), audit.Int(audit.AttrRows, 9),
+				audit.String(audit.AttrOutcome, "ok"))
+			s.add("b", audit.KindQuery, audit.String(audit.AttrClient, "feeder"), audit.Strings(audit.AttrVenues, "NZX"),
+				audit.String("statement", "select"), audit.String(audit.AttrFeed, "quotes"), audit.Int(audit.AttrRows, 4),
+				audit.String(audit.AttrOutcome, "ok"))
 			s.at(3, 9, 0).query("b", "alice", "ok", 7, "ASX") // after the range
 		},
 		from: 1, to: 2,
 		want: []audit.UsageRow{row("alice", "ASX", "depth", 0, 1, 0, 0, 1, 2),
-			row("alice", "ASX", "quotes", 2, 1, 0, 0, 2, 5), row("alice", "NZX", "quotes", 2, 1, 0, 0, 1, 5)},
+			row("alice", "ASX", "quotes", 2, 1, 0, 0, 2, 5), row("alice", "NZX", "quotes", 2, 1, 0, 0, 1, 5),
+			row("feeder", "NZX", "quotes", 0, 1, 0, 0, 1, 4)},
+	}, {
+		// It failed when a subscription of several venues counted under
+		// none.
+		name: "a subscription of several venues",
+		script: func(s *scribe) {
+			s.at(1, 0, 0).snapshot("a", "alice", "ASX:quotes")
+			venues := func(start bool) {
+				kind := audit.KindSubscriptionEnd
+				if start {
+					kind = audit.KindSubscriptionStart
+				}
+				s.add("a", kind, audit.String(audit.AttrSubject, "alice"), audit.String(audit.AttrSession, "s1"),
+					audit.Strings(audit.AttrVenues, "NZX", "ASX"), audit.String(audit.AttrFeed, "quotes"))
+			}
+			s.at(1, 10, 0)
+			venues(true)
+			s.at(1, 10, 20)
+			venues(false)
+		},
+		from: 1, to: 1,
+		want: []audit.UsageRow{row("alice", "ASX", "quotes", 1, 1, 1, 20, 0, 0), row("alice", "NZX", "quotes", 0, 1, 1, 20, 0, 0)},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newScribe(t)

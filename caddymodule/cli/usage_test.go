@@ -67,7 +67,7 @@ func writeUsageLogs(t *testing.T, dbPath, dir string) []string {
 	sub("b", audit.KindSubscriptionStart)
 	at(10, 45)
 	if err := ws["b"].Append(audit.KindQuery, audit.String(audit.AttrSubject, "alice"), audit.String(audit.AttrTable, "Security"),
-		audit.Strings(audit.AttrVenues, "ASX"), audit.Int(audit.AttrRows, 3), audit.String(audit.AttrOutcome, "ok")); err != nil {
+		audit.String("statement", "select"), audit.String(audit.AttrFeed, "quotes"), audit.Strings(audit.AttrVenues, "ASX"), audit.Int(audit.AttrRows, 3), audit.String(audit.AttrOutcome, "ok")); err != nil {
 		t.Fatal(err)
 	}
 	at(11, 0)
