@@ -1,8 +1,6 @@
 package wsauth_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/gatehouse/gatehouse/internal/importtable"
@@ -33,25 +31,5 @@ var allowedImports = map[string][]string{
 // under wsauth has no row. Tests may import more (a fuzz oracle needs
 // reference parsers).
 func TestImportTable(t *testing.T) {
-	checked := 0
-	for _, p := range importtable.List(t, ".", "./...") {
-		pkg := strings.TrimPrefix(p.Path, importtable.Module)
-		allowed, known := allowedImports[pkg]
-		if !known {
-			t.Errorf("%s has no row in the import table", pkg)
-			continue
-		}
-		checked++
-		for _, imp := range p.Imports {
-			if first, _, _ := strings.Cut(imp, "/"); !strings.Contains(first, ".") {
-				continue // the standard library
-			}
-			if !slices.Contains(allowed, strings.TrimPrefix(imp, importtable.Module)) {
-				t.Errorf("%s imports %s, which the import table does not allow", pkg, imp)
-			}
-		}
-	}
-	if checked != len(allowedImports) {
-		t.Errorf("go list showed %d of the table's %d packages", checked, len(allowedImports))
-	}
+	importtable.CheckRows(t, ".", allowedImports)
 }

@@ -1,7 +1,9 @@
 // Package importtable asks the go command what the module's packages
 // import, for the import-table tests (identity/deps_test.go,
 // queryproxy/deps_test.go, wsauth/deps_test.go): each test holds its own
-// table and rules. CheckDoc holds a package's doc to its row.
+// table and rules. CheckRows is the plain rule (a row per package, the
+// standard library free), which audit and wsauth use; CheckDoc holds a
+// package's doc to its row.
 package importtable
 
 import (
@@ -11,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,4 +100,33 @@ func Doc(t testing.TB, dir string) string {
 		}
 	}
 	return doc.String()
+}
+
+// CheckRows fails t when a package under dir imports, outside the
+// standard library, what its row of table does not allow (rows name the
+// module's packages without the module's path), when a package under dir
+// has no row, or when a row's package is not there.
+func CheckRows(t testing.TB, dir string, table map[string][]string) {
+	t.Helper()
+	checked := 0
+	for _, p := range List(t, dir, "./...") {
+		pkg := strings.TrimPrefix(p.Path, Module)
+		allowed, known := table[pkg]
+		if !known {
+			t.Errorf("%s has no row in the import table", pkg)
+			continue
+		}
+		checked++
+		for _, imp := range p.Imports {
+			if first, _, _ := strings.Cut(imp, "/"); !strings.Contains(first, ".") {
+				continue // the standard library
+			}
+			if !slices.Contains(allowed, strings.TrimPrefix(imp, Module)) {
+				t.Errorf("%s imports %s, which the import table does not allow", pkg, imp)
+			}
+		}
+	}
+	if checked != len(table) {
+		t.Errorf("go list showed %d of the table's %d packages", checked, len(table))
+	}
 }
