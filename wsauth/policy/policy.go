@@ -93,14 +93,8 @@ func (c *Config) Validate() error {
 }
 
 func (r *Rule) validate() error {
-	if err := checkName("controller", r.Controller); err != nil {
+	if err := checkKey(r.Controller, r.Topic); err != nil {
 		return err
-	}
-	if err := checkName("topic", r.Topic); err != nil {
-		return err
-	}
-	if strings.Contains(r.Topic, "!") {
-		return errors.New(`topic holds "!": rules match the topic before its arguments`)
 	}
 	set := 0
 	for _, b := range []bool{len(r.Scopes) > 0, r.AllowWithoutScope, r.Deny} {
@@ -115,6 +109,20 @@ func (r *Rule) validate() error {
 		if s == "" || strings.ContainsFunc(s, isSpaceOrControl) {
 			return fmt.Errorf("scope %q is empty or holds a space or control character", s)
 		}
+	}
+	return nil
+}
+
+// checkKey checks the Controller and Topic of a rule, of either table.
+func checkKey(controller, topic string) error {
+	if err := checkName("controller", controller); err != nil {
+		return err
+	}
+	if err := checkName("topic", topic); err != nil {
+		return err
+	}
+	if strings.Contains(topic, "!") {
+		return errors.New(`topic holds "!": rules match the topic before its arguments`)
 	}
 	return nil
 }
@@ -145,6 +153,12 @@ type Policy struct {
 }
 
 type ruleKey struct{ controller, topic string }
+
+// lookupOrder is the keys a message for controller and topic base matches,
+// the most exact first: what both tables (Policy, Venues) search in.
+func lookupOrder(controller, base string) [4]ruleKey {
+	return [...]ruleKey{{controller, base}, {Any, base}, {controller, Any}, {Any, Any}}
+}
 
 type rule struct {
 	scopes []string
@@ -230,7 +244,7 @@ func (p *Policy) lookup(controller, base string) *rule {
 	if p.wildDeny != nil && (p.wildDeny[ruleKey{Any, base}] || p.wildDeny[ruleKey{controller, Any}] || p.wildDeny[ruleKey{Any, Any}]) {
 		return nil
 	}
-	for _, k := range [...]ruleKey{{controller, base}, {Any, base}, {controller, Any}, {Any, Any}} {
+	for _, k := range lookupOrder(controller, base) {
 		if r, found := p.rules[k]; found {
 			return r // nil for a Deny rule: it stops the search
 		}

@@ -107,14 +107,8 @@ func (c *VenueConfig) Validate() error {
 }
 
 func (r *VenueRule) validate() error {
-	if err := checkName("controller", r.Controller); err != nil {
+	if err := checkKey(r.Controller, r.Topic); err != nil {
 		return err
-	}
-	if err := checkName("topic", r.Topic); err != nil {
-		return err
-	}
-	if strings.Contains(r.Topic, "!") {
-		return errors.New(`topic holds "!": rules match the topic before its arguments`)
 	}
 	form := r.form()
 	switch r.In {
@@ -190,7 +184,7 @@ func NewVenues(c VenueConfig) (*Venues, error) {
 var everyQuotes = &VenueRule{In: VenueEvery, Feed: "quotes"}
 
 func (v *Venues) lookup(controller, base string) *VenueRule {
-	for _, k := range [...]ruleKey{{controller, base}, {Any, base}, {controller, Any}, {Any, Any}} {
+	for _, k := range lookupOrder(controller, base) {
 		if r, found := v.rules[k]; found {
 			return r
 		}
