@@ -69,11 +69,11 @@ func (s *session) narrowUnder(gen uint32, ent entitle.Set, wall time.Time) (out 
 	s.auth.ent = kept
 	s.in.policy.valid = false
 	for _, k := range s.subs.keys() {
-		sub, _ := zenith.Scan(s.subs.msgs[k]) // scanned once already: it reads
-		if s.mayKeepLocked(k, &sub) == "" {
+		msg := s.subs.msgs[k]
+		if s.mayKeepLocked(k, msg) == "" {
 			continue
 		}
-		out = append(out, s.endSubLocked(k, &sub, endEntitlement)...)
+		out = append(out, s.endSubLocked(k, msg, endEntitlement)...)
 		s.subs.owed = append(s.subs.owed, k)
 		ended++
 	}

@@ -218,8 +218,8 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
 		}
 		for _, k := range s.subs.keys() {
-			sub, _ := zenith.Scan(s.subs.msgs[k]) // scanned once already: it reads
-			why := s.mayKeepLocked(k, &sub)
+			msg := s.subs.msgs[k]
+			why := s.mayKeepLocked(k, msg)
 			if why == "" {
 				if !wasLive {
 					resend = append(resend, k)
@@ -230,7 +230,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 			if !wasLive {
 				why = "" // its end was recorded at the lapse
 			}
-			out = append(out, s.endSubLocked(k, &sub, why)...)
+			out = append(out, s.endSubLocked(k, msg, why)...)
 			if wasLive && err == nil {
 				err = s.unsubBackendLocked(k)
 			}
@@ -262,14 +262,16 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 }
 
 // mayKeepLocked says whether the session's identity and entitlements
-// still allow the subscription k, whose Sub is sub: "" when they do, else
+// still allow the subscription k, whose Sub is msg: "" when they do, else
 // what it lacks, endScope (the scope policy) or endEntitlement (the venue
-// table, when there is one). s.mu held.
-func (s *session) mayKeepLocked(k subKey, sub *zenith.Envelope) string {
+// table, when there is one; only then is the Sub read again, for its
+// Data). s.mu held.
+func (s *session) mayKeepLocked(k subKey, msg []byte) string {
 	if ok, _ := s.g.cfg.Policy.Allowed(s.auth.id.Scopes, k.controller, k.topic); !ok {
 		return endScope
 	}
 	if v := s.g.cfg.Venues; v != nil {
+		sub, _ := zenith.Scan(msg) // scanned once already: it reads
 		if ok, _ := v.Check(s.auth.ent, k.controller, k.topic, sub.Data); !ok {
 			return endEntitlement
 		}
@@ -277,15 +279,16 @@ func (s *session) mayKeepLocked(k subKey, sub *zenith.Envelope) string {
 	return ""
 }
 
-// endSubLocked forgets the subscription k, whose Sub is sub, because the
+// endSubLocked forgets the subscription k, whose Sub is msg, because the
 // session lost its right to it, and returns what the client is told:
 // Error/Authority with the Sub's TransactionID, then a server Unsub
 // (Confirm true). The caller unsubscribes the backend. why is the
 // subscription_end's reason; "" records none (its end was recorded when
 // authority lapsed). s.mu held.
-func (s *session) endSubLocked(k subKey, sub *zenith.Envelope, why string) [][]byte {
+func (s *session) endSubLocked(k subKey, msg []byte, why string) [][]byte {
+	sub, _ := zenith.Scan(msg) // scanned once already: it reads
 	s.untrackLocked(k, why)
-	return [][]byte{zenith.AppendError(nil, sub, zenith.CodeAuthority),
+	return [][]byte{zenith.AppendError(nil, &sub, zenith.CodeAuthority),
 		zenith.AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true)}
 }
 
