@@ -20,7 +20,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/store"
-	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // Audit keys sign the audit's checkpoints (docs/audit.md). They are their
@@ -216,19 +215,7 @@ func (a *AuditKeys) use(k store.AuditKey) error {
 
 // Run re-applies the schedule every CheckInterval until ctx ends.
 func (a *AuditKeys) Run(ctx context.Context, now func() time.Time) {
-	t := time.NewTicker(a.pol.CheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			contain.Point("identity.keys.audit")
-			if err := a.Sync(ctx, now()); err != nil && ctx.Err() == nil {
-				a.log.Error("applying the audit-key schedule", zap.Error(err))
-			}
-		}
-	}
+	runSchedule(ctx, a.pol.CheckInterval, now, a.Sync, "identity.keys.audit", "applying the audit-key schedule", a.log)
 }
 
 // KeyID is the id of the key that signs now ("" before the first Sync).

@@ -336,16 +336,24 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 
 // Run re-applies the schedule every CheckInterval until ctx ends.
 func (m *Manager) Run(ctx context.Context, now func() time.Time) {
-	t := time.NewTicker(m.pol.CheckInterval)
+	runSchedule(ctx, m.pol.CheckInterval, now, m.Sync, "identity.keys", "applying the signing-key schedule", m.log)
+}
+
+// runSchedule calls sync every interval until ctx ends, logging its
+// failures as what; point is its fault point for tests. The signing keys'
+// and the audit keys' loops.
+func runSchedule(ctx context.Context, interval time.Duration, now func() time.Time,
+	sync func(context.Context, time.Time) error, point, what string, log *zap.Logger) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			contain.Point("identity.keys")
-			if err := m.Sync(ctx, now()); err != nil && ctx.Err() == nil {
-				m.log.Error("applying the signing-key schedule", zap.Error(err))
+			contain.Point(point)
+			if err := sync(ctx, now()); err != nil && ctx.Err() == nil {
+				log.Error(what, zap.Error(err))
 			}
 		}
 	}
