@@ -253,8 +253,13 @@ func (g *Gatehouse) Env() []string {
 		"GATEHOUSE_BACKEND_PORT="+strconv.Itoa(g.BackendPort),
 		"GATEHOUSE_BIND=127.0.0.1",
 		"GATEHOUSE_ISSUER="+g.Issuer,
+		"GATEHOUSE_AUDIT_LOG="+g.AuditLog(),
 	), g.opts.Env...)
 }
+
+// AuditLog is the file the demo's audit chain goes to: in g's data
+// directory, so that every process has its own.
+func (g *Gatehouse) AuditLog() string { return filepath.Join(g.DataDir, "audit.log") }
 
 // routingTransport sends a request addressed to g's issuer, when that is
 // another process's URL, to g's own address instead: what a load balancer
