@@ -6,9 +6,10 @@
 // directives, the pool that shares an open store across reloads, and the
 // Prometheus metrics (through Caddy's metrics registry).
 //
-// Files by concern: app.go (the app's fields and lifecycle), config.go (the
-// nested configuration types and their conversion into the core's
-// configuration), validate.go (the app's Validate), encryption_key.go,
+// Files by concern: app.go (the app's fields and lifecycle), verifier.go
+// (the app's access-token verifier, its own or of a remote issuer),
+// config.go (the nested configuration types and their conversion into the
+// core's configuration), validate.go (the app's Validate), encryption_key.go,
 // store.go (StoreOpener and the pool), metrics.go, caddyfile.go (the global
 // option), and one file per handler with its Caddyfile next to it.
 //
