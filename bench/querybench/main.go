@@ -12,11 +12,13 @@
 //   - a 1,000,000-row result streamed through gatehouse: the encode rate
 //     in MB/s and the peak RSS while it streams (goal: under 100 MB) of a
 //     process of its own that holds gatehouse and the reading client;
-//   - parse + sqlgen ns/op of a typical statement.
+//   - parse + sqlgen ns/op of a typical statement;
+//   - with -audit, the point select through gatehouse with the audit on
+//     next to it off, and the ratio.
 //
 // Run it on demand, not in CI:
 //
-//	go run ./bench/querybench [-d 10s] [-c 8] [-rows 1000000] [-pg postgres://...]
+//	go run ./bench/querybench [-d 10s] [-c 8] [-rows 1000000] [-pg postgres://...] [-audit]
 package main
 
 import (
@@ -35,6 +37,7 @@ func main() {
 	c := flag.Int("c", 8, "concurrent HTTP clients, each with one keep-alive connection")
 	rows := flag.Int("rows", 1_000_000, "rows of the streamed result")
 	pg := flag.String("pg", os.Getenv("GATEHOUSE_TEST_POSTGRES"), "a PostgreSQL `dsn` (a database is created there and dropped) for the PostgreSQL figures; default $GATEHOUSE_TEST_POSTGRES; none: SQLite only")
+	withAudit := flag.Bool("audit", false, "also measure the point select with the audit on against it off, in interleaved one-second slices (-d of each)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the gatehouse point-select phase to this `file`")
 	flag.Parse()
 	if *d <= 0 || *c <= 0 || *rows <= 0 {
@@ -49,7 +52,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(context.Background(), *d, *c, *rows, *pg); err != nil {
+	if err := run(context.Background(), *d, *c, *rows, *pg, *withAudit); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		os.Exit(1)
 	}

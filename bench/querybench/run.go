@@ -40,7 +40,7 @@ import (
 
 type obj = map[string]any
 
-func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string) error {
+func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string, withAudit bool) error {
 	dir, err := os.MkdirTemp("", "querybench-")
 	if err != nil {
 		return err
@@ -102,6 +102,12 @@ func run(ctx context.Context, d time.Duration, c, nrows int, pgDSN string) error
 	mean := (base.rate() + base2.rate()) / 2
 	ratio := ours.rate() / mean
 	fmt.Printf("ratio gatehouse / direct: %.2f (goal >= 0.80: %s)\n\n", ratio, verdict(ratio >= 0.8))
+
+	if withAudit {
+		if err := auditFigure(gh, c, d, point(gh.base, true)); err != nil {
+			return err
+		}
+	}
 
 	if err := venueFigure(ctx, dbPath, c, d, codes); err != nil {
 		return err
@@ -204,6 +210,8 @@ func createDatabase(path string, n int) error {
 
 type gatehouse struct {
 	base, secret string
+	dir          string
+	config       func(audit bool) obj // the Caddy config, with the audit on or off
 }
 
 // startGatehouse loads Caddy in-process: the gatehouse app with a
@@ -213,7 +221,7 @@ func startGatehouse(dir, dbPath string, nrows int, pgDSN string, clients int) (*
 	if err != nil {
 		return nil, err
 	}
-	g := &gatehouse{base: fmt.Sprintf("http://127.0.0.1:%d", port), secret: randomHex(32)}
+	g := &gatehouse{base: fmt.Sprintf("http://127.0.0.1:%d", port), secret: randomHex(32), dir: dir}
 	sum := sha256.Sum256([]byte(g.secret))
 	handlers := []obj{
 		{"handler": "gatehouse_identity"},
@@ -229,32 +237,41 @@ func startGatehouse(dir, dbPath string, nrows int, pgDSN string, clients int) (*
 		pg["max_user_share"] = 100
 		handlers = append(handlers[:1], append([]obj{pg}, handlers[1:]...)...)
 	}
-	cfg := obj{
-		"admin":   obj{"disabled": true, "config": obj{"persist": false}},
-		"storage": obj{"module": "file_system", "root": filepath.Join(dir, "caddy")},
-		"logging": obj{"logs": obj{"default": obj{"level": "ERROR"}}},
-		"apps": obj{
-			"gatehouse": obj{
-				"issuer": g.base,
-				"store":  obj{"backend": "sqlite", "path": filepath.Join(dir, "gatehouse.db")},
-				"clients": []obj{{"id": "bench", "secret_sha256": []string{hex.EncodeToString(sum[:])},
-					"grant_types": []string{"client_credentials"}, "scopes": []string{"Service/Market"}}},
+	g.config = func(audit bool) obj {
+		cfg := obj{
+			"admin":   obj{"disabled": true, "config": obj{"persist": false}},
+			"storage": obj{"module": "file_system", "root": filepath.Join(dir, "caddy")},
+			"logging": obj{"logs": obj{"default": obj{"level": "ERROR"}}},
+			"apps": obj{
+				"gatehouse": obj{
+					"issuer": g.base,
+					"store":  obj{"backend": "sqlite", "path": filepath.Join(dir, "gatehouse.db")},
+					"clients": []obj{{"id": "bench", "secret_sha256": []string{hex.EncodeToString(sum[:])},
+						"grant_types": []string{"client_credentials"}, "scopes": []string{"Service/Market"}}},
+				},
+				"http": obj{"servers": obj{"bench": obj{
+					"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
+					"routes":          []obj{{"handle": handlers}},
+					"automatic_https": obj{"disable": true},
+				}}},
 			},
-			"http": obj{"servers": obj{"bench": obj{
-				"listen":          []string{fmt.Sprintf("127.0.0.1:%d", port)},
-				"routes":          []obj{{"handle": handlers}},
-				"automatic_https": obj{"disable": true},
-			}}},
-		},
+		}
+		if audit {
+			withAuditOn(cfg, g.auditLog())
+		}
+		return cfg
 	}
-	raw, err := json.Marshal(cfg)
+	return g, g.load(false)
+}
+
+// load loads g's configuration into Caddy (again: a reload), with the
+// audit on or off.
+func (g *gatehouse) load(audit bool) error {
+	raw, err := json.Marshal(g.config(audit))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := caddy.Load(raw, true); err != nil {
-		return nil, err
-	}
-	return g, nil
+	return caddy.Load(raw, true)
 }
 
 func (g *gatehouse) token() (string, error) {

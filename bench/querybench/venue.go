@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/gatehouse/gatehouse/entitle"
@@ -55,25 +54,12 @@ func venueFigure(ctx context.Context, dbPath string, c int, d time.Duration, cod
 		return err
 	}
 	defer stopVenue()
-	// Interleaved one-second slices, in the order AB BA AB ...: on a shared
-	// machine the load drifts within a run, and both tables meet the same.
-	rounds := max(2, int(d/time.Second))
-	var both [2]result
-	for i := range rounds {
-		for j := range 2 {
-			k := j ^ i%2
-			base := []string{plain, venue}[k]
-			r, err := measure(c, time.Second, pointAt(base, "/query", "", codes, false))
-			if err != nil {
-				return fmt.Errorf("%s table: %w", []string{"plain", "venue"}[k], err)
-			}
-			both[k].ops += r.ops
-			both[k].elapsed += r.elapsed
-			both[k].lat = append(both[k].lat, r.lat...)
-		}
-	}
-	for k := range both {
-		slices.Sort(both[k].lat)
+	// Interleaved one-second slices: on a shared machine the load drifts
+	// within a run, and both tables meet the same.
+	both, rounds, err := interleaved(c, d, [2]func(*http.Client, int) error{
+		pointAt(plain, "/query", "", codes, false), pointAt(venue, "/query", "", codes, false)}, nil)
+	if err != nil {
+		return fmt.Errorf("plain and venue tables: %w", err)
 	}
 	fmt.Printf("%-36s %12s %10s %10s\n", fmt.Sprintf("point select, handler (%d x 1s each)", rounds), "req/s", "p50", "p99")
 	fmt.Printf("%-36s %12.0f %10v %10v\n", "plain table", both[0].rate(), both[0].p(0.5), both[0].p(0.99))

@@ -16,6 +16,8 @@
 //   - the memory per authenticated idle connection at N connections (both
 //     legs open): the proxy's peak RSS minus its idle RSS, divided by N;
 //   - the cost of permessage-deflate on the gateway;
+//   - with -audit, each throughput figure on the gateway with its audit on
+//     next to the same gateway without it;
 //
 // and the goals it is held to, with PASS or MISS. bench/README.md explains
 // every figure. It builds cmd/gatehouse and bench/wsbench/backend into a
@@ -26,6 +28,7 @@
 //	go run ./bench/wsbench            # the full run, a few minutes on 2 cores
 //	go run ./bench/wsbench -quick     # a smoke run of about 30 s
 //	go run ./bench/wsbench -cpuprofile /tmp/gh   # + gateway CPU profiles
+//	go run ./bench/wsbench -only b2c-256 -audit -rounds 10   # audit on vs off
 //
 // Linux only: it reads /proc.
 package main
@@ -55,6 +58,7 @@ type options struct {
 	only       map[string]bool // the parts to run (figure slugs, memory, compression)
 	keep       bool
 	quick      bool
+	audit      bool // a fourth path: the gateway with its audit on
 }
 
 // parts are the names -only takes: a throughput figure's slug, "memory"
@@ -74,6 +78,8 @@ func main() {
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "profile gatehouse at each offered rate in an extra trial: CPU into `prefix`-<figure>.pprof,\n"+
 		"allocations into prefix-<figure>.allocs.pprof")
 	only := flag.String("only", strings.Join(parts, ","), "the parts to run, comma-separated: "+strings.Join(parts, ", "))
+	flag.BoolVar(&o.audit, "audit", false, "also measure each throughput figure through a second gateway with the audit on (path gatehouse+audit),\n"+
+		"its chain in a file of the temporary directory, against the gateway without it")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, Caddyfiles, logs)")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run of about 30 s after the build: -d 300ms -warm 100ms -rounds 1 -n 300,\n"+
 		"shorter pauses, compression for backend->client 256 B only")
@@ -150,6 +156,10 @@ const (
 
 var pathNames = []string{pathGatehouse, pathProxy, pathDirect}
 
+// pathAudit is the gateway with its audit on (-audit), measured next to
+// pathGatehouse; it is in no table of pathNames but its own.
+const pathAudit = "gatehouse+audit"
+
 // figures are the throughput figures, in the order measured and printed.
 var figures = []figure{
 	{backendToClient, 256}, {backendToClient, 8 << 10},
@@ -165,6 +175,7 @@ type results struct {
 	memory    map[string]memSample
 	profiles  []string
 	startedAt time.Time
+	auditLog  string // the audit path's chain (-audit)
 }
 
 // figureResult is one figure on the three paths.
@@ -226,7 +237,8 @@ func run(dir string, o *options) error {
 }
 
 // throughput measures the message figures: one backend, the gateway and
-// reverse_proxy in front of it, all running throughout.
+// reverse_proxy in front of it (and, with -audit, the gateway with its
+// audit on), all running throughout.
 func throughput(dir string, bins binaries, o *options, r *results) error {
 	ctx := context.Background()
 	be, err := startBackend(dir, "backend", bins)
@@ -234,7 +246,7 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		return err
 	}
 	defer be.stop()
-	gh, err := startGateway(dir, "gatehouse", bins, be, o.only["compression"])
+	gh, err := startGateway(dir, "gatehouse", bins, be, o.only["compression"], "")
 	if err != nil {
 		return err
 	}
@@ -254,12 +266,18 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		pathProxy:     {name: pathProxy, url: wsURL(rp.port, "/ws"), proxy: rp, backend: be},
 		pathDirect:    {name: pathDirect, url: wsURL(be.port, "/ws"), backend: be},
 	}
+	if o.audit {
+		if paths[pathAudit], r.auditLog, err = startAuditGateway(dir, bins, be); err != nil {
+			return err
+		}
+		defer paths[pathAudit].proxy.stop()
+	}
 	ordered := func(round int) []*path {
-		ps := make([]*path, 0, len(pathNames))
+		ps := make([]*path, 0, len(paths))
 		for i := range pathNames {
 			ps = append(ps, paths[pathNames[(i+round)%len(pathNames)]])
 		}
-		return ps
+		return besideGateway(ps, paths[pathAudit], round)
 	}
 
 	for _, f := range figures {
@@ -328,8 +346,8 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 }
 
 // offeredRate is the fixed rate of f's CPU and latency figures: the flag,
-// or o.load of the lowest max rate of the three paths, to two significant
-// digits.
+// or o.load of the lowest max rate of the paths measured (the three, and
+// the audit path with -audit), to two significant digits.
 func offeredRate(f figure, fr figureResult, o *options) float64 {
 	if f.size == 256 && o.rate256 > 0 {
 		return o.rate256
@@ -338,55 +356,12 @@ func offeredRate(f figure, fr figureResult, o *options) float64 {
 		return o.rate8k
 	}
 	lowest := 0.0
-	for _, name := range pathNames {
-		if best := bestRate(fr.max[name]); lowest == 0 || best < lowest {
+	for _, ss := range fr.max {
+		if best := bestRate(ss); lowest == 0 || best < lowest {
 			lowest = best
 		}
 	}
 	return twoDigits(lowest * o.load)
-}
-
-// memoryFigure measures the memory per idle connection on one path, with
-// a backend and a proxy started for it alone.
-func memoryFigure(dir string, bins binaries, name string, o memOptions) (memSample, error) {
-	be, err := startBackend(dir, "mem-backend-"+name, bins)
-	if err != nil {
-		return memSample{}, err
-	}
-	defer be.stop()
-	p := &path{name: name, url: wsURL(be.port, "/ws"), backend: be}
-	switch name {
-	case pathGatehouse:
-		gh, err := startGateway(dir, "mem-"+name, bins, be, false)
-		if err != nil {
-			return memSample{}, err
-		}
-		defer gh.stop()
-		tok, err := gh.token()
-		if err != nil {
-			return memSample{}, err
-		}
-		p.url, p.header, p.proxy = wsURL(gh.port, wsPath), http.Header{"Authorization": {"Bearer " + tok}}, gh
-	case pathProxy:
-		rp, err := startReverseProxy(dir, "mem-"+name, bins, be)
-		if err != nil {
-			return memSample{}, err
-		}
-		defer rp.stop()
-		p.url, p.proxy = wsURL(rp.port, "/ws"), rp
-	}
-	progress("memory: opening %d idle connections through %s", o.n, name)
-	heap := ""
-	if o.profile != "" && p.proxy != nil {
-		heap = fmt.Sprintf("%s-memory-%s.heap.pprof", o.profile, name)
-	}
-	m, err := memoryTrial(context.Background(), p, o, heap)
-	if err != nil {
-		return m, fmt.Errorf("memory through %s: %w", name, err)
-	}
-	progress("memory: %s: %d connections in %v, proxy +%s/conn (peak), backend +%s/conn (peak)", name, m.n,
-		m.open.Round(time.Millisecond), kib(m.proxy.perConn(m.proxy.peak, m.n)), kib(m.back.perConn(m.back.peak, m.n)))
-	return m, nil
 }
 
 func wsURL(port int, path string) string { return fmt.Sprintf("ws://127.0.0.1:%d%s", port, path) }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,5 +246,48 @@ func memoryTrial(ctx context.Context, p *path, o memOptions, heap string) (memSa
 		}
 		m.heap = heap
 	}
+	return m, nil
+}
+
+// memoryFigure measures the memory per idle connection on one path, with
+// a backend and a proxy started for it alone.
+func memoryFigure(dir string, bins binaries, name string, o memOptions) (memSample, error) {
+	be, err := startBackend(dir, "mem-backend-"+name, bins)
+	if err != nil {
+		return memSample{}, err
+	}
+	defer be.stop()
+	p := &path{name: name, url: wsURL(be.port, "/ws"), backend: be}
+	switch name {
+	case pathGatehouse:
+		gh, err := startGateway(dir, "mem-"+name, bins, be, false, "")
+		if err != nil {
+			return memSample{}, err
+		}
+		defer gh.stop()
+		tok, err := gh.token()
+		if err != nil {
+			return memSample{}, err
+		}
+		p.url, p.header, p.proxy = wsURL(gh.port, wsPath), http.Header{"Authorization": {"Bearer " + tok}}, gh
+	case pathProxy:
+		rp, err := startReverseProxy(dir, "mem-"+name, bins, be)
+		if err != nil {
+			return memSample{}, err
+		}
+		defer rp.stop()
+		p.url, p.proxy = wsURL(rp.port, "/ws"), rp
+	}
+	progress("memory: opening %d idle connections through %s", o.n, name)
+	heap := ""
+	if o.profile != "" && p.proxy != nil {
+		heap = fmt.Sprintf("%s-memory-%s.heap.pprof", o.profile, name)
+	}
+	m, err := memoryTrial(context.Background(), p, o, heap)
+	if err != nil {
+		return m, fmt.Errorf("memory through %s: %w", name, err)
+	}
+	progress("memory: %s: %d connections in %v, proxy +%s/conn (peak), backend +%s/conn (peak)", name, m.n,
+		m.open.Round(time.Millisecond), kib(m.proxy.perConn(m.proxy.peak, m.n)), kib(m.back.perConn(m.back.peak, m.n)))
 	return m, nil
 }

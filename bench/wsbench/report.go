@@ -35,6 +35,7 @@ func report(w io.Writer, r *results, o *options) {
 	for _, fr := range r.through {
 		printFigure(w, fr)
 	}
+	printAudit(w, r)
 	if len(r.memory) > 0 {
 		printMemory(w, r)
 	}

@@ -123,8 +123,9 @@ func (p *proxy) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%
 // bench client) and gatehouse_ws in front of the backend: on wsPath with
 // compression off, and, when withCompression, on wszPath with it on. The
 // message-rate limit is raised out of the way (the default is 50/s per
-// session).
-func startGateway(dir, name string, bins binaries, be *backend, withCompression bool) (*proxy, error) {
+// session). A non-empty auditLog turns the audit on, its chain written to
+// that file as docs/audit.md has it (JSON, kept out of the default log).
+func startGateway(dir, name string, bins binaries, be *backend, withCompression bool, auditLog string) (*proxy, error) {
 	p, err := newProxy()
 	if err != nil {
 		return nil, err
@@ -151,6 +152,19 @@ func startGateway(dir, name string, bins binaries, be *backend, withCompression 
 	if withCompression {
 		routes += route(wszPath, true)
 	}
+	audit := ""
+	if auditLog != "" {
+		audit = fmt.Sprintf(`		audit
+	}
+	log default {
+		exclude gatehouse.audit.chain
+	}
+	log audit {
+		output file %s
+		format json
+		include gatehouse.audit.chain
+`, auditLog)
+	}
 	config := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
@@ -161,14 +175,14 @@ func startGateway(dir, name string, bins binaries, be *backend, withCompression 
 			grant_types client_credentials
 			scopes %s
 		}
-	}
+%s	}
 }
 
 http://127.0.0.1:%d {
 	bind 127.0.0.1
 	gatehouse_identity
 %s}
-`, p.admin, p.port, benchClient, hex.EncodeToString(sum[:]), marketScope, p.port, routes)
+`, p.admin, p.port, benchClient, hex.EncodeToString(sum[:]), marketScope, audit, p.port, routes)
 	return p, p.start(dir, name, bins, config, "/.well-known/openid-configuration")
 }
 
