@@ -170,7 +170,12 @@ func (a *App) newAuditRun(ctx context.Context, instance string, pol keys.AuditPo
 	}
 	log.Info("audit run started", zap.String("instance", instance), zap.String("run", r.w.Run()),
 		zap.String("audit_kid", ak.KeyID()), zap.Bool("previous_checkpoint", prev != nil))
-	r.loops.Add(3)
+	drainer := &changeDrainer{st: st, claimant: instance + "/" + r.w.Run(), now: time.Now}
+	r.loops.Add(4)
+	contain.Go(log, "audit.changes", func() {
+		defer r.loops.Done()
+		contain.Loop(runCtx, log, "audit.changes", func(ctx context.Context) { drainer.run(ctx, r.w, log) })
+	}, nil)
 	contain.Go(log, "audit.checkpoints", func() {
 		defer r.loops.Done()
 		contain.Loop(runCtx, log, "audit.checkpoints", r.w.RunCheckpoints)

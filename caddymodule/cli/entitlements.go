@@ -82,7 +82,12 @@ func changeEntitlements(cmd *cobra.Command, username string, texts []string, add
 		return next, next.CheckTokenSize()
 	}
 	now := time.Now()
-	u, err := st.UpdateEntitlements(cmd.Context(), username, update, now, now.Add(sessionsLifetime(app)))
+	action := "unentitle"
+	if add {
+		action = "entitle"
+	}
+	ctx, _ := withAuditChange(cmd, app, action, now)
+	u, err := st.UpdateEntitlements(ctx, username, update, now, now.Add(sessionsLifetime(app)))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("no user %q", username)

@@ -129,7 +129,8 @@ func runUserAdd(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.CreateUser(cmd.Context(), u); err != nil {
+	ctx, _ := withAuditChange(cmd, app, "add", u.Created)
+	if err := st.CreateUser(ctx, u); err != nil {
 		if errors.Is(err, store.ErrAlreadyExists) {
 			return takenError(cmd.Context(), st, u, subjectGiven)
 		}
@@ -168,7 +169,9 @@ func runUserScopes(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("%q is not a scope token", s)
 		}
 	}
-	return updateUser(cmd, args[0], true, func(u *store.User) { u.Scopes = scopes })
+	return updateUser(cmd, args[0], "scopes", true, func(u *store.User, c *store.AuditChange) {
+		u.Scopes, c.Scopes = scopes, append([]string{}, scopes...)
+	})
 }
 
 func runUserPasswd(cmd *cobra.Command, args []string) error {
@@ -178,13 +181,17 @@ func runUserPasswd(cmd *cobra.Command, args []string) error {
 	}
 	// A new password ends the user's sessions (docs/design.md: a changed
 	// password must not leave a stolen session alive).
-	return updateUser(cmd, args[0], true, func(u *store.User) { u.PasswordHash = hash })
+	return updateUser(cmd, args[0], "password", true, func(u *store.User, _ *store.AuditChange) { u.PasswordHash = hash })
 }
 
 func setUserDisabled(cmd *cobra.Command, username string, disabled bool) error {
 	// Disabling ends the user's sessions at once; enabling again revives
 	// none of them.
-	return updateUser(cmd, username, disabled, func(u *store.User) { u.Disabled = disabled })
+	action := "enable"
+	if disabled {
+		action = "disable"
+	}
+	return updateUser(cmd, username, action, disabled, func(u *store.User, _ *store.AuditChange) { u.Disabled = disabled })
 }
 
 // runUserDelete deletes a user: its sessions end as when it is disabled,
@@ -204,7 +211,9 @@ func runUserDelete(cmd *cobra.Command, args []string) error {
 	}
 	defer st.Close()
 	now := time.Now()
-	u, err := st.DeleteUser(cmd.Context(), username, now, now.Add(sessionsLifetime(app)))
+	ctx, c := withAuditChange(cmd, app, "delete", now)
+	c.Entitlements = []string{} // a deleted user holds nothing
+	u, err := st.DeleteUser(ctx, username, now, now.Add(sessionsLifetime(app)))
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no user %q", username)
 	}
@@ -248,11 +257,16 @@ func sessionsLifetime(app *caddymodule.App) time.Duration {
 	return sessionsUntil
 }
 
-// updateUser changes the user called username with change; endSessions
+// updateUser changes the user called username with change, recording
+// action for the audit (change may complete the audit change); endSessions
 // then revokes every session of the user (refresh families and access
 // tokens), which running servers apply within their revocation refresh.
-func updateUser(cmd *cobra.Command, username string, endSessions bool, change func(*store.User)) error {
-	st, err := openStore(cmd)
+func updateUser(cmd *cobra.Command, username, action string, endSessions bool, change func(*store.User, *store.AuditChange)) error {
+	app, err := loadApp(cmd)
+	if err != nil {
+		return err
+	}
+	st, err := app.OpenStore(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -264,10 +278,11 @@ func updateUser(cmd *cobra.Command, username string, endSessions bool, change fu
 	if err != nil {
 		return fmt.Errorf("reading user %q: %w", username, err)
 	}
-	change(&u)
 	now := time.Now()
+	ctx, c := withAuditChange(cmd, app, action, now)
+	change(&u, c)
 	u.Updated = now
-	if err := st.UpdateUser(cmd.Context(), u); err != nil {
+	if err := st.UpdateUser(ctx, u); err != nil {
 		return fmt.Errorf("updating user %q: %w", username, err)
 	}
 	if !endSessions {
@@ -279,10 +294,7 @@ func updateUser(cmd *cobra.Command, username string, endSessions bool, change fu
 	// time taken before would let one that read the old password between
 	// them through).
 	ended := time.Now()
-	until := ended.Add(sessionsUntil)
-	if app, err := loadApp(cmd); err == nil {
-		until = ended.Add(sessionsLifetime(app))
-	}
+	until := ended.Add(sessionsLifetime(app))
 	if err := st.RevokeSubject(cmd.Context(), u.Subject, ended, until); err != nil {
 		return fmt.Errorf("ending the sessions of user %q: %w", username, err)
 	}

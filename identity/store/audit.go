@@ -31,6 +31,86 @@ type Audit interface {
 	// AuditCheckpoints lists every stored checkpoint in the order they
 	// were stored.
 	AuditCheckpoints(ctx context.Context) ([]AuditCheckpoint, error)
+
+	// PendingAuditChanges reports whether a change waits for an audit
+	// run (a read: the runs ask every second).
+	PendingAuditChanges(ctx context.Context) (bool, error)
+	// ClaimAuditChanges claims for claimant, at now, up to limit of the
+	// changes that no one holds or whose claim was taken before stale,
+	// and returns them oldest first (by Time, then ID): a change claimed
+	// by an instance that died is claimed again once its claim is stale.
+	// Two claimants racing get disjoint changes.
+	ClaimAuditChanges(ctx context.Context, claimant string, now, stale time.Time, limit int) ([]AuditChange, error)
+	// DeleteAuditChanges removes the changes with these IDs, once they
+	// are in a chain; IDs that are gone already are skipped.
+	DeleteAuditChanges(ctx context.Context, ids []string) error
+}
+
+// AuditChange is a change of a user made outside the running instances
+// (with the gatehouse CLI), which has no audit chain of its own: the
+// change's own transaction stores it (WithAuditChange), and an instance's
+// audit run claims it and writes it into its chain, so that no change
+// stored goes unrecorded, whichever instance runs and whenever it starts.
+type AuditChange struct {
+	ID       string    // unique: the records' change_id
+	Time     time.Time // when the change was made (millisecond precision)
+	Action   string    // what was done: add, delete, password, disable, enable, scopes, entitle, unentitle
+	Username string
+	Subject  string
+	// Entitlements is the user's whole set of pairs (VENUE:feed) after
+	// the change, when the action sets it (add, delete, entitle,
+	// unentitle); nil otherwise.
+	Entitlements []string
+	// Scopes is the user's scopes after a scopes action; nil otherwise.
+	Scopes []string
+}
+
+// SetsEntitlements reports whether the action sets the user's
+// entitlements, so that the change says what the user holds after it.
+func (c *AuditChange) SetsEntitlements() bool {
+	switch c.Action {
+	case "add", "delete", "entitle", "unentitle":
+		return true
+	}
+	return false
+}
+
+// Fill completes c with what the store knows of the user after the
+// change, u: the username and the subject when c has none, and, when the action sets the
+// entitlements and c names none, u's set (a deleted user's change names
+// an empty set: the user holds nothing after it).
+func (c *AuditChange) Fill(u User) {
+	if c.Username == "" {
+		c.Username = u.Username
+	}
+	if c.Subject == "" {
+		c.Subject = u.Subject
+	}
+	if c.Entitlements == nil && c.SetsEntitlements() {
+		c.Entitlements = u.Entitlements.Strings()
+		if c.Entitlements == nil {
+			c.Entitlements = []string{}
+		}
+	}
+}
+
+type auditChangeKey struct{}
+
+// WithAuditChange returns a context that makes the user-changing methods
+// (CreateUser, UpdateUser, DeleteUser, UpdateEntitlements) store c as a
+// pending audit change in their own transaction, when they change
+// something: the change and its record commit together or not at all.
+// The method reads c when it writes it, after its callbacks ran (an
+// UpdateEntitlements update may fill c.Entitlements), and a retried
+// transaction writes it once.
+func WithAuditChange(ctx context.Context, c *AuditChange) context.Context {
+	return context.WithValue(ctx, auditChangeKey{}, c)
+}
+
+// AuditChangeOf returns the change WithAuditChange put in ctx, or nil.
+func AuditChangeOf(ctx context.Context) *AuditChange {
+	c, _ := ctx.Value(auditChangeKey{}).(*AuditChange)
+	return c
 }
 
 // AuditKey is a key that signs audit checkpoints: its own kind, apart

@@ -55,6 +55,9 @@ func (s *Store) UpdateEntitlements(ctx context.Context, username string, update 
 			u.Subject, ts(now), textList(next.Strings()), ts(tokensUntil)); err != nil {
 			return err
 		}
+		if err := insertAuditChange(ctx, tx, u); err != nil {
+			return err
+		}
 		return s.notifyTx(ctx, tx)
 	})
 	if err != nil {

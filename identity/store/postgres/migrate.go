@@ -261,6 +261,22 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE device_codes ADD COLUMN asked_entitlements text[]`,
 	},
+	// 11: changes of users made with the CLI, waiting for an audit run
+	// (store.AuditChange), as the SQLite backend's version 12.
+	{
+		`CREATE TABLE audit_changes (
+			id           text COLLATE "C" NOT NULL PRIMARY KEY,
+			made_at      timestamptz NOT NULL,
+			action       text NOT NULL,
+			username     text NOT NULL,
+			subject      text NOT NULL,
+			entitlements text[],
+			scopes       text[],
+			claimed_by   text,
+			claimed_at   timestamptz
+		)`,
+		`CREATE INDEX audit_changes_made_at ON audit_changes (made_at, id)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -37,7 +37,7 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 		if retired {
 			return store.ErrSubjectDeleted
 		}
-		return nil
+		return insertAuditChange(ctx, tx, u)
 	})
 	if isUnique(err) {
 		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
@@ -52,17 +52,23 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 // entitlements (UpdateEntitlements changes them). ErrNotFound if there is
 // none; ErrAlreadyExists if u.Subject belongs to another user.
 func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE users SET subject = $1, password_hash = $2, display_name = $3,
-		email = $4, email_verified = $5, scopes = $6, roles = $7, disabled = $8, created_at = $9, updated_at = $10
-		WHERE username = $11`,
-		u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
-		textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated),
-		u.Username)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE users SET subject = $1, password_hash = $2, display_name = $3,
+			email = $4, email_verified = $5, scopes = $6, roles = $7, disabled = $8, created_at = $9, updated_at = $10
+			WHERE username = $11`,
+			u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+			textList(u.Scopes), textList(u.Roles), u.Disabled, ts(u.Created), ts(u.Updated),
+			u.Username)
+		if err != nil {
+			return err
+		}
+		if err := oneRow(tag); err != nil {
+			return err
+		}
+		return insertAuditChange(ctx, tx, u)
+	})
 	if isUnique(err) {
 		return fmt.Errorf("updating user %q: %w", u.Username, store.ErrAlreadyExists)
-	}
-	if err == nil {
-		err = oneRow(tag)
 	}
 	if err != nil {
 		return fmt.Errorf("updating user %q: %w", u.Username, err)
@@ -91,7 +97,10 @@ func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUnti
 			ON CONFLICT (subject) DO NOTHING`, u.Subject, ts(now)); err != nil {
 			return err
 		}
-		return s.revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil)
+		if err := s.revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil); err != nil {
+			return err
+		}
+		return insertAuditChange(ctx, tx, u)
 	})
 	if err != nil {
 		return store.User{}, fmt.Errorf("deleting user %q: %w", username, err)

@@ -56,7 +56,10 @@ func (s *Store) UpdateEntitlements(ctx context.Context, username string, update 
 				entitlements = excluded.entitlements, expires_at = max(expires_at, excluded.expires_at),
 				revoked_at = max(revoked_at, excluded.revoked_at)`,
 			u.Subject, millis(now), encodeSet(next), millis(tokensUntil), millis(now))
-		return err
+		if err != nil {
+			return err
+		}
+		return insertAuditChange(ctx, tx, u)
 	})
 	if err != nil {
 		return store.User{}, fmt.Errorf("changing the entitlements of user %q: %w", username, err)

@@ -260,6 +260,23 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE device_codes ADD COLUMN asked_entitlements TEXT`,
 	},
+	// 12: changes of users made with the CLI, waiting for an audit run
+	// to write them into its chain (store.AuditChange); entitlements and
+	// scopes are JSON arrays, NULL when the action does not set them.
+	{
+		`CREATE TABLE audit_changes (
+			id           TEXT NOT NULL PRIMARY KEY,
+			made_at      INTEGER NOT NULL,
+			action       TEXT NOT NULL,
+			username     TEXT NOT NULL,
+			subject      TEXT NOT NULL,
+			entitlements TEXT,
+			scopes       TEXT,
+			claimed_by   TEXT,
+			claimed_at   INTEGER
+		) STRICT`,
+		`CREATE INDEX audit_changes_made_at ON audit_changes (made_at, id)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

@@ -23,17 +23,23 @@ const (
 // CreateUser stores a new user. ErrAlreadyExists if the username or the
 // subject is taken; ErrSubjectDeleted if the subject was a deleted user's.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
-	res, err := s.w.ExecContext(ctx, `INSERT INTO users (`+userColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-		WHERE NOT EXISTS (SELECT 1 FROM deleted_subjects WHERE subject = ?)`,
-		u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
-		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated),
-		encodeSet(u.Entitlements), u.Subject)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO users (`+userColumns+`)
+			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+			WHERE NOT EXISTS (SELECT 1 FROM deleted_subjects WHERE subject = ?)`,
+			u.Username, u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+			encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated),
+			encodeSet(u.Entitlements), u.Subject)
+		if err != nil {
+			return err
+		}
+		if oneRow(res) != nil {
+			return store.ErrSubjectDeleted
+		}
+		return insertAuditChange(ctx, tx, u)
+	})
 	if isUnique(err) {
 		return fmt.Errorf("creating user %q: %w", u.Username, store.ErrAlreadyExists)
-	}
-	if err == nil && oneRow(res) != nil {
-		err = store.ErrSubjectDeleted
 	}
 	if err != nil {
 		return fmt.Errorf("creating user %q: %w", u.Username, err)
@@ -45,19 +51,25 @@ func (s *Store) CreateUser(ctx context.Context, u store.User) error {
 // entitlements (UpdateEntitlements changes them). ErrNotFound if there is
 // none; ErrAlreadyExists if u.Subject belongs to another user.
 func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE users SET subject = ?, password_hash = ?, display_name = ?,
-		email = ?, email_verified = ?, scopes = ?, roles = ?, disabled = ?, created_at = ?, updated_at = ?
-		WHERE username = ?`,
-		u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
-		encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated),
-		u.Username)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET subject = ?, password_hash = ?, display_name = ?,
+			email = ?, email_verified = ?, scopes = ?, roles = ?, disabled = ?, created_at = ?, updated_at = ?
+			WHERE username = ?`,
+			u.Subject, u.PasswordHash, u.DisplayName, u.Email, u.EmailVerified,
+			encodeList(u.Scopes), encodeList(u.Roles), u.Disabled, millis(u.Created), millis(u.Updated),
+			u.Username)
+		if err != nil {
+			return err
+		}
+		if err := oneRow(res); err != nil {
+			return err
+		}
+		return insertAuditChange(ctx, tx, u)
+	})
 	if isUnique(err) {
 		return fmt.Errorf("updating user %q: %w", u.Username, store.ErrAlreadyExists)
 	}
 	if err != nil {
-		return fmt.Errorf("updating user %q: %w", u.Username, err)
-	}
-	if err := oneRow(res); err != nil {
 		return fmt.Errorf("updating user %q: %w", u.Username, err)
 	}
 	return nil
@@ -80,7 +92,10 @@ func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUnti
 			ON CONFLICT (subject) DO NOTHING`, u.Subject, millis(now)); err != nil {
 			return err
 		}
-		return revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil)
+		if err := revokeSubjectTx(ctx, tx, u.Subject, now, tokensUntil); err != nil {
+			return err
+		}
+		return insertAuditChange(ctx, tx, u)
 	})
 	if err != nil {
 		return store.User{}, fmt.Errorf("deleting user %q: %w", username, err)

@@ -48,6 +48,7 @@ var groups = []struct {
 	{"Secret", secretCases},
 	{"SigningKeys", signingKeyCases},
 	{"Audit", auditCases},
+	{"AuditChanges", auditChangeCases},
 	{"Users", userCases},
 	{"RefreshFamilies", refreshCases},
 	{"KeepFamilies", keepCases},

@@ -1,0 +1,134 @@
+package caddymodule
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/gatehouse/gatehouse/audit"
+	"github.com/gatehouse/gatehouse/entitle"
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/store/sqlite"
+)
+
+// TestAuditChangesDrained: changes stored with a pending audit change
+// (as the CLI stores them, from another process) reach the running
+// instance's chain within a few polls: a user_change, and an
+// entitlement_change with the set after it where the action sets one; a
+// change that an instance claimed and never wrote (it died) is written
+// once its claim is stale; every pending change is deleted once written,
+// and the log verifies. It failed when the drain loop was not started.
+func TestAuditChangesDrained(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	dbPath, logPath := filepath.Join(dir, "gatehouse.db"), filepath.Join(dir, "audit.log")
+	st, err := sqlite.Open(t.Context(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A change that an instance claimed two minutes ago and never wrote.
+	made := time.Now().Add(-3 * time.Minute)
+	ctx := store.WithAuditChange(t.Context(), &store.AuditChange{ID: "orphan", Time: made, Action: "add"})
+	if err := st.CreateUser(ctx, store.User{Username: "olga", Subject: "olga-1", PasswordHash: "x",
+		Entitlements: entitle.MustParse("NZX:quotes")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.ClaimAuditChanges(t.Context(), "dead/run", made.Add(time.Minute), made, 10); err != nil || len(got) != 1 {
+		t.Fatalf("claiming the orphan: %v, %v", got, err)
+	}
+
+	if err := caddy.Load(auditConfig(t, dbPath, fileLog(logPath)), true); err != nil {
+		t.Fatalf("loading the config: %v", err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			caddy.Stop()
+		}
+	})
+	// Changes made while the instance runs.
+	ctx = store.WithAuditChange(t.Context(), &store.AuditChange{ID: "c-add", Time: time.Now(), Action: "add"})
+	if err := st.CreateUser(ctx, store.User{Username: "alice", Subject: "alice-1", PasswordHash: "x",
+		Entitlements: entitle.MustParse("ASX:quotes")}); err != nil {
+		t.Fatal(err)
+	}
+	ctx = store.WithAuditChange(t.Context(), &store.AuditChange{ID: "c-entitle", Time: time.Now(), Action: "entitle"})
+	if _, err := st.UpdateEntitlements(ctx, "alice", func(entitle.Set) (entitle.Set, error) {
+		return entitle.MustParse("ASX:quotes ASX:depth"), nil
+	}, time.Now(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.User(t.Context(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Disabled = true
+	if err := st.UpdateUser(store.WithAuditChange(t.Context(), &store.AuditChange{ID: "c-disable", Time: time.Now(), Action: "disable"}), u); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pending, err := st.PendingAuditChanges(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("changes still pending after 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+
+	records, err := AuditRecords([]string{logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range records {
+		if r.Kind != audit.KindUserChange && r.Kind != audit.KindEntitlementChange {
+			continue
+		}
+		line := string(r.Kind)
+		for _, k := range []string{"change_id", "action", "username", audit.AttrSubject, "by"} {
+			v, _ := r.Attr(k)
+			s, _ := v.Str()
+			line += " " + s
+		}
+		if v, ok := r.Attr(audit.AttrEntitlements); ok {
+			l, _ := v.List()
+			line += " [" + strings.Join(l, " ") + "]"
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"user_change orphan add olga olga-1 cli", "entitlement_change orphan add olga olga-1 cli [NZX:quotes]",
+		"user_change c-add add alice alice-1 cli", "entitlement_change c-add add alice alice-1 cli [ASX:quotes]",
+		"user_change c-entitle entitle alice alice-1 cli", "entitlement_change c-entitle entitle alice alice-1 cli [ASX:depth ASX:quotes]",
+		"user_change c-disable disable alice alice-1 cli",
+	}
+	if !slices.Equal(got, want) {
+		log, _ := os.ReadFile(logPath)
+		t.Fatalf("change records:\n%s\nwant:\n%s\nlog:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), log)
+	}
+	check, err := VerifyAudit(context.Background(), st, []string{logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !check.OK() {
+		t.Fatalf("verify: %v", check.Problems)
+	}
+}
