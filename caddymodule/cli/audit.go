@@ -22,12 +22,12 @@ func setUpAuditCommand(cmd *cobra.Command) {
 		RunE:  runAuditKeys,
 	})
 	cmd.AddCommand(&cobra.Command{
-		Use:   "verify [--config <file> | <file>...]",
+		Use:   "verify [--config <file>] [<file>...]",
 		Short: "Verifies the audit logs against the store's audit keys and checkpoints",
 		RunE:  runAuditVerify,
 	})
 	usage := &cobra.Command{
-		Use:   "usage --from <date> --to <date> [--format csv|json] [--config <file> | <file>...]",
+		Use:   "usage --from <date> --to <date> [--format csv|json] [--config <file>] [<file>...]",
 		Short: "Prints per user, venue and feed the days entitled and used, peak subscriptions, subscription-minutes, queries and rows read",
 		RunE:  runAuditUsage,
 	}
@@ -55,13 +55,15 @@ func runAuditKeys(cmd *cobra.Command, _ []string) error {
 // report says which.
 var errAuditProblems = errors.New("the audit log does not verify")
 
-// auditFiles returns the files named, or with --config those its logging
-// section writes the audit logger to.
+// auditFiles returns the files named, or, when none is, those --config's
+// logging section writes the audit logger to. With both, --config names
+// only the store (a PostgreSQL one, say, and files gathered from several
+// instances).
 func auditFiles(cmd *cobra.Command, files []string) ([]string, error) {
 	configFile, _ := cmd.Flags().GetString("config")
 	switch {
 	case configFile != "" && len(files) > 0:
-		return nil, errors.New("name the audit files or --config, not both")
+		return files, nil
 	case configFile != "":
 		adapter, _ := cmd.Flags().GetString("adapter")
 		cfgJSON, _, _, err := caddycmd.LoadConfig(configFile, adapter)

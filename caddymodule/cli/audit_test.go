@@ -85,6 +85,17 @@ func TestAuditVerifyConfig(t *testing.T) {
 	if err != nil || !strings.Contains(out, "OK: every chain and checkpoint verifies") {
 		t.Fatalf("verify --config of an untouched log: %v\n%s", err, out)
 	}
+	// --config names only the store when files are named: a copy of the
+	// log elsewhere verifies with the config's store.
+	copied := filepath.Join(t.TempDir(), "copy.log")
+	if data, err := os.ReadFile(logPath); err != nil || os.WriteFile(copied, data, 0o600) != nil {
+		t.Fatalf("copying the log: %v", err)
+	}
+	out, err = run(t, setUpAuditCommand, "audit", "", "verify", "--config", cfgPath, copied)
+	if err != nil || !strings.Contains(out, "read "+copied+"\n") || strings.Contains(out, "read "+logPath) ||
+		!strings.Contains(out, "1 checkpoints of the store compared") {
+		t.Fatalf("verify --config FILE: %v\n%s", err, out)
+	}
 	out, err = run(t, setUpAuditCommand, "audit", "", "keys", "--config", cfgPath)
 	var set struct{ Keys []struct{ Kid, Kty string } }
 	if err != nil || json.Unmarshal([]byte(out), &set) != nil || len(set.Keys) != 1 ||
