@@ -50,6 +50,7 @@ const (
 	AttrController   = "controller"   // a message's controller
 	AttrTopic        = "topic"        // a message's topic
 	AttrEntitlements = "entitlements" // entitlements in their text form ("ASX:quotes")
+	AttrUsername     = "username"     // a user's username (its sub is the stable id)
 	AttrKeyID        = "kid"          // a key's id
 	AttrPrevRun      = "prev_run"     // run_start: the previous run
 	AttrPrevSeq      = "prev_seq"     // run_start: the seq of the previous run's last checkpoint

@@ -15,6 +15,10 @@ const Day = 24 * time.Hour
 // days of its range.
 type UsageRow struct {
 	Subject string `json:"subject"` // the record's sub (its client_id when it has no sub)
+	// Username is the subject's username as the last record before the
+	// range's end that names one says (a snapshot, a change, a refused
+	// login); empty for a client, or a subject no record names.
+	Username string `json:"username,omitempty"`
 	Venue   string `json:"venue"`
 	Feed    string `json:"feed"`
 	// DaysEntitled counts the days on which the pair was held at any
@@ -110,8 +114,12 @@ func Usage(records []*Record, from, to time.Time) (*UsageReport, error) {
 	live := map[subKey]int{}          // subscriptions live per run
 	deltas := map[usageKey][]delta{}  // subscription starts and ends per pair
 	rep := &UsageReport{From: start, To: last}
+	usernames := map[string]string{}
 	for _, r := range recs {
 		subject := recordSubject(r)
+		if name := str(r, AttrUsername); name != "" && subject != "" && r.Time.Before(end) {
+			usernames[subject] = name
+		}
 		switch r.Kind {
 		case KindEntitlementSnapshot, KindEntitlementChange:
 			v, ok := r.Attr(AttrEntitlements)
@@ -177,6 +185,7 @@ func Usage(records []*Record, from, to time.Time) (*UsageReport, error) {
 		}
 		row.SubscriptionMinutes = d.live.Minutes()
 		if row != (UsageRow{Subject: k.subject, Venue: k.venue, Feed: k.feed}) {
+			row.Username = usernames[k.subject]
 			rep.Rows = append(rep.Rows, row)
 		}
 	}

@@ -32,7 +32,6 @@ const (
 // The attributes of the change records.
 const (
 	attrAction    = "action"     // what was done (store.AuditChange.Action)
-	attrUsername  = "username"   // the user's username
 	attrChangeID  = "change_id"  // the change's id, shared by the records of one change
 	attrChangedAt = "changed_at" // when the change was made (RFC 3339, UTC)
 	attrBy        = "by"         // who made it: "cli"
@@ -109,7 +108,7 @@ func (d *changeDrainer) drain(ctx context.Context, w *audit.Writer, log *zap.Log
 func appendChange(w *audit.Writer, c store.AuditChange) error {
 	common := []audit.Attr{
 		audit.String(audit.AttrSubject, c.Subject),
-		audit.String(attrUsername, c.Username),
+		audit.String(audit.AttrUsername, c.Username),
 		audit.String(attrAction, c.Action),
 		audit.String(attrChangeID, c.ID),
 		audit.String(attrChangedAt, c.Time.UTC().Format(time.RFC3339Nano)),

@@ -69,7 +69,8 @@ func (s *snapshotter) snapshot(ctx context.Context, w *audit.Writer, log *zap.Lo
 	}
 	for _, u := range users {
 		if err := w.Append(audit.KindEntitlementSnapshot, audit.String(attrPrincipal, principalUser),
-			audit.String(audit.AttrSubject, u.Subject), audit.Strings(audit.AttrEntitlements, u.Entitlements.Strings()...)); err != nil {
+			audit.String(audit.AttrSubject, u.Subject), audit.String(audit.AttrUsername, u.Username),
+			audit.Strings(audit.AttrEntitlements, u.Entitlements.Strings()...)); err != nil {
 			return // counted and logged by the writer
 		}
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // usageColumns is the CSV header: the JSON names of audit.UsageRow.
-var usageColumns = []string{"subject", "venue", "feed", "days_entitled", "days_used", "peak_concurrent",
+var usageColumns = []string{"subject", "username", "venue", "feed", "days_entitled", "days_used", "peak_concurrent",
 	"subscription_minutes", "queries", "rows_read"}
 
 // runAuditUsage verifies the files first and refuses to report on files
@@ -103,7 +103,7 @@ func writeUsageCSV(out io.Writer, rep *audit.UsageReport) error {
 		return err
 	}
 	for _, r := range rep.Rows {
-		rec := []string{r.Subject, r.Venue, r.Feed, strconv.Itoa(r.DaysEntitled), strconv.Itoa(r.DaysUsed),
+		rec := []string{r.Subject, r.Username, r.Venue, r.Feed, strconv.Itoa(r.DaysEntitled), strconv.Itoa(r.DaysUsed),
 			strconv.Itoa(r.PeakConcurrent), strconv.FormatFloat(r.SubscriptionMinutes, 'f', -1, 64),
 			strconv.FormatInt(r.Queries, 10), strconv.FormatInt(r.RowsRead, 10)}
 		if err := w.Write(rec); err != nil {

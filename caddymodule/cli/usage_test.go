@@ -58,7 +58,7 @@ func writeUsageLogs(t *testing.T, dbPath, dir string) []string {
 		}
 	}
 	if err := ws["a"].Append(audit.KindEntitlementSnapshot, audit.String(audit.AttrSubject, "alice"),
-		audit.Strings(audit.AttrEntitlements, "ASX:quotes")); err != nil {
+		audit.String(audit.AttrUsername, "alice.smith"), audit.Strings(audit.AttrEntitlements, "ASX:quotes")); err != nil {
 		t.Fatal(err)
 	}
 	at(10, 0)
@@ -114,8 +114,8 @@ func TestAuditUsage(t *testing.T) {
 	}
 
 	out, errOut, err := runSplit(args("--from", "2026-03-02", "--to", "2026-03-02")...)
-	want := "subject,venue,feed,days_entitled,days_used,peak_concurrent,subscription_minutes,queries,rows_read\n" +
-		"alice,ASX,quotes,1,1,2,75,1,3\n"
+	want := "subject,username,venue,feed,days_entitled,days_used,peak_concurrent,subscription_minutes,queries,rows_read\n" +
+		"alice,alice.smith,ASX,quotes,1,1,2,75,1,3\n"
 	if err != nil || out != want {
 		t.Fatalf("usage as CSV: %v\n%s\nwant\n%s\n%s", err, out, want, errOut)
 	}
@@ -129,7 +129,7 @@ func TestAuditUsage(t *testing.T) {
 		Rows     []audit.UsageRow
 	}
 	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.From != "2026-03-02" || rep.To != "2026-03-03" ||
-		len(rep.Rows) != 1 || rep.Rows[0] != (audit.UsageRow{Subject: "alice", Venue: "ASX", Feed: "quotes", DaysEntitled: 2,
+		len(rep.Rows) != 1 || rep.Rows[0] != (audit.UsageRow{Subject: "alice", Username: "alice.smith", Venue: "ASX", Feed: "quotes", DaysEntitled: 2,
 		DaysUsed: 1, PeakConcurrent: 2, SubscriptionMinutes: 75, Queries: 1, RowsRead: 3}) {
 		t.Fatalf("usage as JSON: %v\n%s", err, out)
 	}

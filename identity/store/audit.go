@@ -37,7 +37,8 @@ type Audit interface {
 	PendingAuditChanges(ctx context.Context) (bool, error)
 	// ClaimAuditChanges claims for claimant, at now, up to limit of the
 	// changes that no one holds or whose claim was taken before stale,
-	// and returns them oldest first (by Time, then ID): a change claimed
+	// and returns them in the order they were stored (two changes of one
+	// user in the order they were made, whatever their Time): a change claimed
 	// by an instance that died is claimed again once its claim is stale.
 	// Two claimants racing get disjoint changes.
 	ClaimAuditChanges(ctx context.Context, claimant string, now, stale time.Time, limit int) ([]AuditChange, error)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,13 +52,16 @@ func (s *Store) PendingAuditChanges(ctx context.Context) (bool, error) {
 // are picked (SKIP LOCKED), so two claimants racing get disjoint changes
 // and neither waits for the other.
 func (s *Store) ClaimAuditChanges(ctx context.Context, claimant string, now, stale time.Time, limit int) ([]store.AuditChange, error) {
-	var out []store.AuditChange
+	var (
+		out   []store.AuditChange
+		order []int64 // each change's seq: the order they were stored in
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		out = out[:0]
+		out, order = out[:0], order[:0]
 		rows, err := tx.Query(ctx, `UPDATE audit_changes SET claimed_by = $1, claimed_at = $2
 			WHERE id IN (SELECT id FROM audit_changes WHERE claimed_at IS NULL OR claimed_at < $3
-				ORDER BY made_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
-			RETURNING id, made_at, action, username, subject, entitlements, scopes`,
+				ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED)
+			RETURNING seq, id, made_at, action, username, subject, entitlements, scopes`,
 			claimant, ts(now), ts(stale), limit)
 		if err != nil {
 			return err
@@ -68,24 +70,34 @@ func (s *Store) ClaimAuditChanges(ctx context.Context, claimant string, now, sta
 		for rows.Next() {
 			var (
 				c    store.AuditChange
+				seq  int64
 				made time.Time
 			)
-			if err := rows.Scan(&c.ID, &made, &c.Action, &c.Username, &c.Subject, &c.Entitlements, &c.Scopes); err != nil {
+			if err := rows.Scan(&seq, &c.ID, &made, &c.Action, &c.Username, &c.Subject, &c.Entitlements, &c.Scopes); err != nil {
 				return err
 			}
 			c.Time = made.UTC()
-			out = append(out, c)
+			out, order = append(out, c), append(order, seq)
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming audit changes: %w", err)
 	}
+	if len(out) == 0 {
+		return nil, nil
+	}
 	// RETURNING has no order.
-	slices.SortFunc(out, func(a, b store.AuditChange) int {
-		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.ID, b.ID))
-	})
-	return out, nil
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(order[a], order[b]) })
+	sorted := make([]store.AuditChange, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted, nil
 }
 
 // DeleteAuditChanges removes the changes with these IDs.

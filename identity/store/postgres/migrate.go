@@ -262,9 +262,12 @@ var migrations = [][]string{
 		`ALTER TABLE device_codes ADD COLUMN asked_entitlements text[]`,
 	},
 	// 11: changes of users made with the CLI, waiting for an audit run
-	// (store.AuditChange), as the SQLite backend's version 12.
+	// (store.AuditChange), as the SQLite backend's version 12, in the
+	// order of seq (two changes of one user are serialized by the user's
+	// row lock, so the later one gets the higher seq).
 	{
 		`CREATE TABLE audit_changes (
+			seq          bigint GENERATED ALWAYS AS IDENTITY,
 			id           text COLLATE "C" NOT NULL PRIMARY KEY,
 			made_at      timestamptz NOT NULL,
 			action       text NOT NULL,
@@ -275,7 +278,7 @@ var migrations = [][]string{
 			claimed_by   text,
 			claimed_at   timestamptz
 		)`,
-		`CREATE INDEX audit_changes_made_at ON audit_changes (made_at, id)`,
+		`CREATE INDEX audit_changes_seq ON audit_changes (seq)`,
 	},
 }
 

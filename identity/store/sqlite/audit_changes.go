@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -50,13 +49,16 @@ func (s *Store) PendingAuditChanges(ctx context.Context) (bool, error) {
 // claim is older than stale, for claimant, in one write transaction:
 // writes are serialized, so two claimants never get the same change.
 func (s *Store) ClaimAuditChanges(ctx context.Context, claimant string, now, stale time.Time, limit int) ([]store.AuditChange, error) {
-	var out []store.AuditChange
+	var (
+		out   []store.AuditChange
+		order []int64 // each change's rowid: the order they were stored in
+	)
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		out = out[:0]
+		out, order = out[:0], order[:0]
 		rows, err := tx.QueryContext(ctx, `UPDATE audit_changes SET claimed_by = ?, claimed_at = ?
 			WHERE id IN (SELECT id FROM audit_changes WHERE claimed_at IS NULL OR claimed_at < ?
-				ORDER BY made_at, id LIMIT ?)
-			RETURNING id, made_at, action, username, subject, entitlements, scopes`,
+				ORDER BY rowid LIMIT ?)
+			RETURNING rowid, id, made_at, action, username, subject, entitlements, scopes`,
 			claimant, millis(now), millis(stale), limit)
 		if err != nil {
 			return err
@@ -65,10 +67,10 @@ func (s *Store) ClaimAuditChanges(ctx context.Context, claimant string, now, sta
 		for rows.Next() {
 			var (
 				c            store.AuditChange
-				made         int64
+				rowid, made  int64
 				ents, scopes sql.NullString
 			)
-			if err := rows.Scan(&c.ID, &made, &c.Action, &c.Username, &c.Subject, &ents, &scopes); err != nil {
+			if err := rows.Scan(&rowid, &c.ID, &made, &c.Action, &c.Username, &c.Subject, &ents, &scopes); err != nil {
 				return err
 			}
 			c.Time = time.UnixMilli(made).UTC()
@@ -84,18 +86,14 @@ func (s *Store) ClaimAuditChanges(ctx context.Context, claimant string, now, sta
 				}
 				c.Scopes = nonNil(c.Scopes)
 			}
-			out = append(out, c)
+			out, order = append(out, c), append(order, rowid)
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming audit changes: %w", err)
 	}
-	// RETURNING has no order.
-	slices.SortFunc(out, func(a, b store.AuditChange) int {
-		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.ID, b.ID))
-	})
-	return out, nil
+	return inOrder(out, order), nil
 }
 
 // DeleteAuditChanges removes the changes with these IDs.
@@ -111,6 +109,23 @@ func (s *Store) DeleteAuditChanges(ctx context.Context, ids []string) error {
 		return fmt.Errorf("deleting audit changes: %w", err)
 	}
 	return nil
+}
+
+// inOrder sorts changes by order (RETURNING has none of its own).
+func inOrder(changes []store.AuditChange, order []int64) []store.AuditChange {
+	if len(changes) == 0 {
+		return nil
+	}
+	idx := make([]int, len(changes))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(order[a], order[b]) })
+	out := make([]store.AuditChange, len(changes))
+	for i, j := range idx {
+		out[i] = changes[j]
+	}
+	return out
 }
 
 // nonNil is l, or an empty list for nil: a change that sets a list sets

@@ -261,8 +261,9 @@ var migrations = [][]string{
 		`ALTER TABLE device_codes ADD COLUMN asked_entitlements TEXT`,
 	},
 	// 12: changes of users made with the CLI, waiting for an audit run
-	// to write them into its chain (store.AuditChange); entitlements and
-	// scopes are JSON arrays, NULL when the action does not set them.
+	// to write them into its chain (store.AuditChange), in the order of
+	// their rowid; entitlements and scopes are JSON arrays, NULL when the
+	// action does not set them.
 	{
 		`CREATE TABLE audit_changes (
 			id           TEXT NOT NULL PRIMARY KEY,
@@ -275,7 +276,6 @@ var migrations = [][]string{
 			claimed_by   TEXT,
 			claimed_at   INTEGER
 		) STRICT`,
-		`CREATE INDEX audit_changes_made_at ON audit_changes (made_at, id)`,
 	},
 }
 
