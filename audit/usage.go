@@ -19,8 +19,8 @@ type UsageRow struct {
 	// range's end that names one says (a snapshot, a change, a refused
 	// login); empty for a client, or a subject no record names.
 	Username string `json:"username,omitempty"`
-	Venue   string `json:"venue"`
-	Feed    string `json:"feed"`
+	Venue    string `json:"venue"`
+	Feed     string `json:"feed"`
 	// DaysEntitled counts the days on which the pair was held at any
 	// moment (a positive length of time).
 	DaysEntitled int `json:"days_entitled"`
