@@ -39,10 +39,13 @@ func expectedRows(t *testing.T, truth *dayTruth) map[dayPair]*dayExpected {
 		held[p] = dayPairs(p)
 	}
 	for p, pairs := range held {
-		subject := daySubject(t, p)
+		subject, username := daySubject(t, p), p
+		if p == serviceClient {
+			username = "" // a client has none
+		}
 		for _, pair := range pairs.Pairs() {
 			k := dayPair{subject, pair.Venue, pair.Feed}
-			out[k] = &dayExpected{row: audit.UsageRow{Subject: subject, Venue: pair.Venue, Feed: pair.Feed, DaysEntitled: 1,
+			out[k] = &dayExpected{row: audit.UsageRow{Subject: subject, Username: username, Venue: pair.Venue, Feed: pair.Feed, DaysEntitled: 1,
 				Queries: truth.queries[k], RowsRead: truth.rows[k]}}
 			if truth.readRows[k] {
 				out[k].row.DaysUsed = 1
