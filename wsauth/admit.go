@@ -78,7 +78,7 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 		}
 		return admission{}, status{http.StatusBadRequest, msg}
 	}
-	if g.cfg.Hooks.Audit.Refusing() {
+	if g.cfg().Hooks.Audit.Refusing() {
 		return admission{}, status{http.StatusServiceUnavailable, "audit unavailable"}
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
@@ -90,7 +90,7 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 		return admission{}, status{code: http.StatusForbidden}
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.ContainsFunc(offered, func(p string) bool {
-		return slices.Contains(g.cfg.Transport.Subprotocols, p)
+		return slices.Contains(g.cfg().Transport.Subprotocols, p)
 	}) {
 		return admission{}, status{http.StatusBadRequest, "unsupported sub-protocol"}
 	}
@@ -102,7 +102,7 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 	// hung verifier holds no more requests than that, none longer than
 	// Auth.Timeout, and sockets without a credential cannot keep clients
 	// with one out.
-	adm := admission{version: version, hasVersion: hasVersion, src: sourceKey(g.cfg.Hooks.ClientIP(r))}
+	adm := admission{version: version, hasVersion: hasVersion, src: sourceKey(g.cfg().Hooks.ClientIP(r))}
 	if g.auditing() {
 		adm.sid = newSessionID()
 	}
@@ -138,11 +138,11 @@ func (g *Gateway) giveBack(adm *admission) {
 // take takes one of the MaxUnauthenticated places n counts; false, and
 // msg logged, when none is left.
 func (g *Gateway) take(n *atomic.Int64, msg string) bool {
-	if n.Add(1) <= int64(g.cfg.Auth.MaxUnauthenticated) {
+	if n.Add(1) <= int64(g.cfg().Auth.MaxUnauthenticated) {
 		return true
 	}
 	n.Add(-1)
-	g.log.Warn(msg, zap.Int("max", g.cfg.Auth.MaxUnauthenticated))
+	g.log().Warn(msg, zap.Int("max", g.cfg().Auth.MaxUnauthenticated))
 	return false
 }
 
@@ -158,9 +158,9 @@ func (g *Gateway) takeUnauth(src string) bool {
 	}
 	g.places.mu.Lock()
 	defer g.places.mu.Unlock()
-	if g.places.bySource[src] >= max(g.cfg.Auth.MaxUnauthenticated/16, 1) {
+	if g.places.bySource[src] >= max(g.cfg().Auth.MaxUnauthenticated/16, 1) {
 		g.places.unauth.Add(-1)
-		g.log.Warn("ws unauthenticated socket bound of one source reached", zap.String("source", src))
+		g.log().Warn("ws unauthenticated socket bound of one source reached", zap.String("source", src))
 		return false
 	}
 	g.places.bySource[src]++
@@ -237,42 +237,42 @@ func sourceKey(addr string) string {
 // and says when it asked the verifier. status is 0 when it is accepted,
 // else the HTTP status to answer.
 func (g *Gateway) headerAuth(r *http.Request, h []string, sid string) (*Identity, time.Time, int) {
-	m := g.cfg.Hooks.Metrics
+	m := g.cfg().Hooks.Metrics
 	scheme, token, ok := strings.Cut(h[0], " ")
 	token = strings.TrimLeft(token, " ")
-	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > g.cfg.Auth.MaxTokenBytes {
+	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > g.cfg().Auth.MaxTokenBytes {
 		m.Auth(AuthHeader, AuthResultNo)
-		g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
-			zap.String("reason", "malformed authorization header"), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
+		g.log().Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
+			zap.String("reason", "malformed authorization header"), zap.String("remote", g.cfg().Hooks.ClientIP(r)))
 		g.auditHeader(sid, AuthResultNo, "malformed authorization header", nil)
 		return nil, time.Time{}, http.StatusForbidden
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Auth.Timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg().Auth.Timeout)
 	defer cancel()
 	at := time.Now()
-	id, err := g.cfg.Hooks.Verifier.VerifyAccessToken(ctx, token)
+	id, err := g.cfg().Hooks.Verifier.VerifyAccessToken(ctx, token)
 	if err != nil {
 		if errors.Is(err, ErrRefused) {
 			m.Auth(AuthHeader, AuthResultNo)
-			g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
-				zap.String("reason", refusalReason(err)), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
+			g.log().Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultNo),
+				zap.String("reason", refusalReason(err)), zap.String("remote", g.cfg().Hooks.ClientIP(r)))
 			g.auditHeader(sid, AuthResultNo, refusalReason(err), nil)
 			return nil, time.Time{}, http.StatusForbidden
 		}
 		m.Auth(AuthHeader, AuthResultErr)
-		g.log.Error("ws token verification failed", zap.Error(err))
+		g.log().Error("ws token verification failed", zap.Error(err))
 		g.auditHeader(sid, AuthResultErr, "verifier fault", nil)
 		return nil, time.Time{}, http.StatusServiceUnavailable
 	}
-	if !id.Expiry.IsZero() && !id.Expiry.After(g.cfg.Hooks.Now()) {
+	if !id.Expiry.IsZero() && !id.Expiry.After(g.cfg().Hooks.Now()) {
 		m.Auth(AuthHeader, AuthResultNo)
 		g.auditHeader(sid, AuthResultNo, "expired", &id)
 		return nil, time.Time{}, http.StatusForbidden
 	}
 	id.Token = token
 	m.Auth(AuthHeader, AuthResultOK)
-	g.log.Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultOK),
-		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", g.cfg.Hooks.ClientIP(r)))
+	g.log().Info("ws authentication", zap.String("method", string(AuthHeader)), zap.String("result", AuthResultOK),
+		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", g.cfg().Hooks.ClientIP(r)))
 	g.auditHeader(sid, AuthResultOK, "", &id)
 	return &id, at, 0
 }
@@ -294,12 +294,12 @@ func (g *Gateway) checkOrigin(r *http.Request) bool {
 	if len(origin) > 1 {
 		return false
 	}
-	if len(g.cfg.Transport.AllowedOrigins) == 0 {
+	if len(g.cfg().Transport.AllowedOrigins) == 0 {
 		o := origin[0]
 		_, host, ok := strings.Cut(o, "://")
 		return ok && strings.EqualFold(host, r.Host)
 	}
-	for _, a := range g.cfg.Transport.AllowedOrigins {
+	for _, a := range g.cfg().Transport.AllowedOrigins {
 		if a == "*" || a == strings.TrimSuffix(origin[0], "/") {
 			return true
 		}

@@ -51,6 +51,7 @@ const (
 	endLapse       = "lapse"       // the session's authority lapsed
 	endScope       = "scope"       // a fresh credential lacks the scope
 	endEntitlement = "entitlement" // the entitlements no longer hold its venue
+	endLimit       = "limit"       // a reconfiguration lowered the subscription limit under it
 	endSession     = "session_end" // the session ended
 )
 
@@ -72,14 +73,14 @@ func newSessionID() string {
 // record appends one record; a refused record is the gateway's own fault
 // and logged, a failed write the writer counts.
 func (g *Gateway) record(kind audit.Kind, attrs ...audit.Attr) {
-	if err := g.cfg.Hooks.Audit.Append(kind, attrs...); errors.Is(err, audit.ErrAttr) {
-		g.log.Error("ws audit record refused", zap.String("kind", string(kind)), zap.Error(err))
+	if err := g.cfg().Hooks.Audit.Append(kind, attrs...); errors.Is(err, audit.ErrAttr) {
+		g.log().Error("ws audit record refused", zap.String("kind", string(kind)), zap.Error(err))
 	}
 }
 
 // auditing reports whether the gateway records anything: not when no
 // Auditor was given, so the records' attributes are not even built.
-func (g *Gateway) auditing() bool { return g.audit }
+func (g *Gateway) auditing() bool { return g.cfg().auditing }
 
 // who are the attributes that name the session and, once authenticated,
 // its subject and client: id is the identity.
@@ -137,7 +138,7 @@ func (s *session) auditSubLocked(kind audit.Kind, k subKey, msg []byte, why stri
 		return
 	}
 	a := []audit.Attr{audit.String(audit.AttrController, clip(k.controller)), audit.String(audit.AttrTopic, clip(k.topic))}
-	if s.g.cfg.Venues != nil {
+	if s.g.cfg().Venues != nil {
 		sub, _ := zenith.Scan(msg) // scanned once already: it reads
 		a = s.g.venueAttrs(a, k.controller, k.topic, sub.Data)
 	}
@@ -168,7 +169,7 @@ func (g *Gateway) auditHeader(sid, result, reason string, id *Identity) {
 // deniedVenue adds to attrs, for a message refused for its venue, the
 // venue (or venues) and feed it names.
 func (s *session) deniedVenue(env *zenith.Envelope, why string, attrs ...audit.Attr) []audit.Attr {
-	if s.g.cfg.Venues == nil || why != refusedEntitlement || !s.g.auditing() {
+	if s.g.cfg().Venues == nil || why != refusedEntitlement || !s.g.auditing() {
 		return attrs
 	}
 	return s.g.venueAttrs(attrs, env.Controller, env.Topic, env.Data)
@@ -178,7 +179,7 @@ func (s *session) deniedVenue(env *zenith.Envelope, why string, attrs ...audit.A
 // (policy.Venues.Of): venue, or venues when it names several or none
 // readable, and feed; nothing for a topic without market data.
 func (g *Gateway) venueAttrs(attrs []audit.Attr, controller, topic string, data []byte) []audit.Attr {
-	switch venues, feed := g.cfg.Venues.Of(controller, topic, data); {
+	switch venues, feed := g.cfg().Venues.Of(controller, topic, data); {
 	case len(venues) == 1:
 		attrs = append(attrs, audit.String(audit.AttrVenue, venues[0]), audit.String(audit.AttrFeed, feed))
 	case feed != "":

@@ -32,7 +32,7 @@ func (s *session) handleAuth(env *zenith.Envelope) {
 		s.replyError(env, CodeUnknown)
 		return
 	}
-	if s.in.state != StateAuthenticated && s.g.cfg.Hooks.Audit.Refusing() && env.TopicBase() != "QueryIdentify" {
+	if s.in.state != StateAuthenticated && s.g.cfg().Hooks.Audit.Refusing() && env.TopicBase() != "QueryIdentify" {
 		// No new session while the audit cannot write: the client is to
 		// try again later.
 		s.closeAfterQueued(websocket.CloseTryAgainLater)
@@ -55,15 +55,15 @@ func (s *session) handleAuth(env *zenith.Envelope) {
 // otherReplyTopic is the reply Topic of AuthOwner and AuthCode: Identify,
 // or the request's own topic in the motif profile.
 func (s *session) otherReplyTopic(env *zenith.Envelope) string {
-	if s.g.cfg.Profile.Motif {
+	if s.g.cfg().Profile.Motif {
 		return env.TopicBase()
 	}
 	return "Identify"
 }
 
 func (s *session) authToken(env *zenith.Envelope) {
-	topic := s.g.cfg.Profile.AuthTokenReplyTopic()
-	req, err := zenith.ParseAuthToken(env.Data, s.g.cfg.Auth.MaxTokenBytes)
+	topic := s.g.cfg().Profile.AuthTokenReplyTopic()
+	req, err := zenith.ParseAuthToken(env.Data, s.g.cfg().Auth.MaxTokenBytes)
 	switch {
 	case err != nil:
 		reason := "malformed AuthToken"
@@ -79,7 +79,7 @@ func (s *session) authToken(env *zenith.Envelope) {
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.g.cfg.Hooks.Verifier.VerifyAccessToken(ctx, req.AccessToken)
+	id, err := s.g.cfg().Hooks.Verifier.VerifyAccessToken(ctx, req.AccessToken)
 	if err == nil {
 		id.Token = req.AccessToken
 	}
@@ -88,7 +88,7 @@ func (s *session) authToken(env *zenith.Envelope) {
 
 func (s *session) authOwner(env *zenith.Envelope) {
 	topic := s.otherReplyTopic(env)
-	if s.g.cfg.Hooks.Passwords == nil {
+	if s.g.cfg().Hooks.Passwords == nil {
 		s.refuse(AuthOwnerMsg, AuthResultNo, "no password checker", topic, env)
 		return
 	}
@@ -102,7 +102,7 @@ func (s *session) authOwner(env *zenith.Envelope) {
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.g.cfg.Hooks.Passwords.CheckOwner(ctx, cred)
+	id, err := s.g.cfg().Hooks.Passwords.CheckOwner(ctx, cred)
 	s.accept(AuthOwnerMsg, id, at, err, topic, env)
 }
 
@@ -129,10 +129,10 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 	case err != nil && s.life.ctx.Err() != nil:
 		return // the session is closing: no reply, no fault
 	case err != nil:
-		s.g.log.Error("ws credential check failed", zap.String("method", string(method)), zap.Error(err))
+		s.g.log().Error("ws credential check failed", zap.String("method", string(method)), zap.Error(err))
 		s.refuse(method, AuthResultErr, "verifier fault", topic, env)
 		return
-	case !id.Expiry.IsZero() && !id.Expiry.After(s.g.cfg.Hooks.Now()):
+	case !id.Expiry.IsZero() && !id.Expiry.After(s.g.cfg().Hooks.Now()):
 		s.refuse(method, AuthResultNo, "expired", topic, env)
 		return
 	case s.in.state == StateAuthenticated && id.Subject != s.auth.id.Subject:
@@ -142,8 +142,8 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 		s.refuse(method, AuthResultNo, "too many sessions of this user", topic, env)
 		return
 	}
-	s.g.cfg.Hooks.Metrics.Auth(method, AuthResultOK)
-	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
+	s.g.cfg().Hooks.Metrics.Auth(method, AuthResultOK)
+	s.g.log().Info("ws authentication", zap.String("method", string(method)), zap.String("result", AuthResultOK),
 		zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.client.remote))
 	s.tr.attempt(method, AuthResultOK, "")
 	if s.in.state != StateAuthenticated {
@@ -162,8 +162,8 @@ func (s *session) accept(method AuthMethod, id Identity, at time.Time, err error
 // refuse answers Reject (Rejected in the motif profile), counts and logs
 // it. reason is the gateway's or the verifier's fixed wording.
 func (s *session) refuse(method AuthMethod, result, reason, topic string, env *zenith.Envelope) {
-	s.g.cfg.Hooks.Metrics.Auth(method, result)
-	s.g.log.Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
+	s.g.cfg().Hooks.Metrics.Auth(method, result)
+	s.g.log().Info("ws authentication", zap.String("method", string(method)), zap.String("result", result),
 		zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("session_user", s.auth.id.Subject))
 	if s.in.state == StateAuthenticated {
 		s.tr.reauthenticated(s.tr.authAt, method, result, reason, &s.auth.id, false, 0, 0)
@@ -178,16 +178,16 @@ func (s *session) refuse(method AuthMethod, result, reason, topic string, env *z
 // replyIdentify sends the Identify data of the session's identity, or the
 // failure result.
 func (s *session) replyIdentify(topic string, env *zenith.Envelope, success bool) {
-	s.reply(zenith.AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.g.cfg.Profile, s.g.cfg.Hooks.Now()))
+	s.reply(zenith.AppendAuthReply(nil, topic, env.TransactionIDText, s.identify(success), s.g.cfg().Profile, s.g.cfg().Hooks.Now()))
 }
 
 // admitUser counts the session as one of its user's (Limits.Sessions of
 // id's limits), before its first authentication; false, counted and
 // logged, when the user has as many already. Teardown uncounts it.
 func (s *session) admitUser(id *Identity) bool {
-	if !s.g.enterUser(id.Subject, s.g.cfg.Limits.limitsFor(id).Sessions) {
-		s.g.cfg.Hooks.Metrics.Limited(LimitSessions)
-		s.g.log.Info("ws session refused", zap.String("reason", "too many sessions of this user"),
+	if !s.g.enterUser(id.Subject, s.g.cfg().Limits.limitsFor(id).Sessions) {
+		s.g.cfg().Hooks.Metrics.Limited(LimitSessions)
+		s.g.log().Info("ws session refused", zap.String("reason", "too many sessions of this user"),
 			zap.String("user", id.Subject), zap.String("remote", s.client.remote))
 		if s.g.auditing() {
 			s.g.record(audit.KindDenial, s.who(id, audit.String(audit.AttrReason, LimitSessions))...)
@@ -214,7 +214,8 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 		s.closeAfterQueued(code)
 		return false
 	}
-	s.in.limits = s.g.cfg.Limits.limitsFor(&id)
+	cur := s.g.cfg()
+	s.in.conf, s.in.limits = cur, cur.Limits.limitsFor(&id)
 	subject := id.Subject
 	s.auth.user.Store(&subject)
 	s.in.state = StateAuthenticated
@@ -225,6 +226,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.auth.bc, s.auth.bw = bc, bw
 	s.auth.gen++
 	s.auth.checkedAt = at
+	s.subs.fitted = cur // none yet: nothing to fit
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
 	s.back.conn = bc.NetConn()
@@ -233,9 +235,9 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	}
 	s.life.wg.Add(1)
 	if bw != nil && bw.RawReads() {
-		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendFrames(bc, bw) }, s.crashed)
+		contain.Go(s.g.log(), "ws.backend_reader", func() { s.backendFrames(bc, bw) }, s.crashed)
 	} else {
-		contain.Go(s.g.log, "ws.backend_reader", func() { s.backendLoop(bc) }, s.crashed)
+		contain.Go(s.g.log(), "ws.backend_reader", func() { s.backendLoop(bc) }, s.crashed)
 	}
 	return true
 }

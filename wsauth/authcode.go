@@ -44,7 +44,7 @@ func parseCode(data []byte) (CodeCredentials, bool) {
 // the session authenticated as the identity of the access token it gives.
 func (s *session) authCode(env *zenith.Envelope) {
 	topic := s.otherReplyTopic(env)
-	if s.g.cfg.Hooks.Codes == nil {
+	if s.g.cfg().Hooks.Codes == nil {
 		s.refuse(AuthCodeMsg, AuthResultNo, "no code exchange", topic, env)
 		return
 	}
@@ -57,6 +57,6 @@ func (s *session) authCode(env *zenith.Envelope) {
 	ctx, cancel := s.checkContext()
 	defer cancel()
 	at := time.Now()
-	id, err := s.g.cfg.Hooks.Codes.ExchangeCode(ctx, cred)
+	id, err := s.g.cfg().Hooks.Codes.ExchangeCode(ctx, cred)
 	s.accept(AuthCodeMsg, id, at, err, topic, env)
 }

@@ -28,7 +28,7 @@ import (
 func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 	defer s.life.wg.Done()
 	batch := s.client.wire != nil && !s.client.wire.Deflate()
-	limit := s.g.cfg.Backend.MaxMessageBytes
+	limit := s.g.cfg().Backend.MaxMessageBytes
 	for {
 		contain.Point("ws.backend_reader")
 		if batch {
@@ -63,7 +63,7 @@ func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 			}
 			switch {
 			case s.close.writesEnded():
-			case s.subs.ownSent.Load() && answersGateway(msg, s.g.cfg.tids.prefix):
+			case s.subs.ownSent.Load() && answersGateway(msg, s.g.cfg().tids.prefix):
 			default:
 				if s.back.full(wsframe.MaxHeader+n) && !s.flushBatch() {
 					return

@@ -98,7 +98,7 @@ func (b *backendReader) releaseScratch() {
 // already queued.
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.life.wg.Done()
-	bc.SetReadLimit(s.g.cfg.Backend.MaxMessageBytes)
+	bc.SetReadLimit(s.g.cfg().Backend.MaxMessageBytes)
 	batch := s.client.wire != nil && !s.client.wire.Deflate() // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
@@ -136,7 +136,7 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 func (s *session) relayBackend(typ int, batch bool) bool {
 	bp := s.back.scratch
 	msg := *bp
-	if s.subs.ownSent.Load() && answersGateway(msg, s.g.cfg.tids.prefix) {
+	if s.subs.ownSent.Load() && answersGateway(msg, s.g.cfg().tids.prefix) {
 		return true // the backend's answer to the gateway's own message
 	}
 	if batch {
@@ -193,7 +193,7 @@ func (s *session) writeBatch() bool {
 	if err := s.client.wire.WriteFrames(frames, buf); err != nil {
 		s.clientWriteFailed(err)
 	} else {
-		s.g.cfg.Hooks.Metrics.Delivered(n)
+		s.g.cfg().Hooks.Metrics.Delivered(n)
 	}
 	if !s.out.EndFlush() {
 		s.flush() // queued meanwhile
@@ -223,13 +223,13 @@ func (s *session) extendBackend() {
 	if b.conn == nil {
 		return
 	}
-	d := time.Now().Add(s.g.cfg.Transport.IdleTimeout)
+	d := time.Now().Add(s.g.cfg().Transport.IdleTimeout)
 	if !b.msgAt.IsZero() {
-		if m := b.msgAt.Add(s.g.cfg.Backend.MessageTimeout); m.Before(d) {
+		if m := b.msgAt.Add(s.g.cfg().Backend.MessageTimeout); m.Before(d) {
 			d = m
 		}
 	}
-	if ahead := d.Sub(b.readBy); ahead >= 0 && ahead < s.g.cfg.Transport.IdleTimeout/64 {
+	if ahead := d.Sub(b.readBy); ahead >= 0 && ahead < s.g.cfg().Transport.IdleTimeout/64 {
 		return
 	}
 	b.readBy = d
@@ -310,9 +310,9 @@ func (s *session) backendEnded(err error) {
 	code := websocket.CloseInternalServerErr
 	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
 		code = clientCloseCode(ce.Code)
-		s.g.log.Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.auth.subject()))
+		s.g.log().Info("ws backend closed", zap.Int("code", ce.Code), zap.String("user", s.auth.subject()))
 	} else {
-		s.g.log.Warn("ws backend leg failed", zap.String("user", s.auth.subject()), zap.Error(err))
+		s.g.log().Warn("ws backend leg failed", zap.String("user", s.auth.subject()), zap.Error(err))
 	}
 	s.handOff() // the messages read before the end go first
 	if !s.put(outMsg{close: code}, fromOther) {

@@ -30,6 +30,7 @@ type clientReader struct {
 	policy       policyCache   // the policy's last answer (allowed)
 	relayed      relayCount    // the forwards not yet counted (reportRelayed)
 	limits       policy.Limits // the effective limits of the identity
+	conf         *Config       // the configuration limits and policy were taken from (refresh)
 	bucket       bucket        // the message rate's
 	authBucket   bucket        // the Auth messages' once authenticated
 	insecure     bool          // RequireTLS, and the connection is not secure
@@ -76,7 +77,7 @@ func (s *session) readLoop() {
 	cc.SetPongHandler(func(data string) error { s.pings.Pong(data); s.extend(); return nil })
 	cc.SetPingHandler(func(data string) error {
 		s.extend()
-		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.g.cfg.Transport.WriteTimeout))
+		_ = cc.WriteControl(websocket.PongMessage, []byte(data), deadline(s.g.cfg().Transport.WriteTimeout))
 		return nil
 	})
 	for {
@@ -164,9 +165,9 @@ func (s *session) awaitRoom() bool {
 		}
 		s.flushBackend() // what the client sent goes before the wait
 		if timer == nil {
-			timer = time.NewTimer(s.g.cfg.Transport.WriteTimeout)
+			timer = time.NewTimer(s.g.cfg().Transport.WriteTimeout)
 		} else {
-			timer.Reset(s.g.cfg.Transport.WriteTimeout)
+			timer.Reset(s.g.cfg().Transport.WriteTimeout)
 		}
 		select {
 		case <-space: // the queue moved: wait on, afresh
@@ -227,9 +228,9 @@ func readCapped(dst []byte, r io.Reader, limit int64) ([]byte, error) {
 // deadline. Client reader only.
 func (s *session) maxMessage() int64 {
 	if s.in.state == StateAuthenticated {
-		return s.g.cfg.Transport.MaxMessageBytes
+		return s.g.cfg().Transport.MaxMessageBytes
 	}
-	return min(s.g.cfg.Transport.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.g.cfg.Auth.MaxTokenBytes)+8<<10))
+	return min(s.g.cfg().Transport.MaxMessageBytes, int64(2*base64.StdEncoding.EncodedLen(s.g.cfg().Auth.MaxTokenBytes)+8<<10))
 }
 
 // isConnError reports whether err is the connection's failure (a network
@@ -260,11 +261,11 @@ func (s *session) extend() {
 	if s.close.closing.Load() {
 		return
 	}
-	d := time.Now().Add(s.g.cfg.Transport.IdleTimeout)
+	d := time.Now().Add(s.g.cfg().Transport.IdleTimeout)
 	if s.in.state != StateAuthenticated && s.in.authDeadline.Before(d) {
 		d = s.in.authDeadline
 	}
-	if ahead := d.Sub(s.in.readBy); ahead >= 0 && ahead < s.g.cfg.Transport.IdleTimeout/64 {
+	if ahead := d.Sub(s.in.readBy); ahead >= 0 && ahead < s.g.cfg().Transport.IdleTimeout/64 {
 		return
 	}
 	s.in.readBy = d
@@ -288,9 +289,9 @@ func (s *session) readFailed(err error) {
 		if s.in.state != StateAuthenticated {
 			reason = "authentication timeout"
 		}
-		s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("user", s.auth.id.Subject))
+		s.g.log().Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("user", s.auth.id.Subject))
 		s.closeClient(websocket.ClosePolicyViolation)
 		return
 	}
-	s.g.log.Debug("ws client gone", zap.String("remote", s.client.remote), zap.Error(err))
+	s.g.log().Debug("ws client gone", zap.String("remote", s.client.remote), zap.Error(err))
 }

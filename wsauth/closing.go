@@ -54,13 +54,13 @@ func (s *session) closeAfterQueued(code int) {
 // only drain, for CloseGrace at most. Safe from any goroutine.
 func (s *session) closeClient(code int) {
 	s.close.once.Do(func() {
-		by := time.Now().Add(s.g.cfg.Transport.CloseGrace)
+		by := time.Now().Add(s.g.cfg().Transport.CloseGrace)
 		s.close.by.Store(by.UnixNano())
 		s.close.sentCode.Store(int32(code))
 		s.close.closing.Store(true)
 		s.life.cancel() // a verification or a dial under way stops
 		_ = s.client.ws.NetConn().SetReadDeadline(by)
-		_ = s.client.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(s.g.cfg.Transport.WriteTimeout))
+		_ = s.client.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(s.g.cfg().Transport.WriteTimeout))
 	})
 }
 
@@ -81,7 +81,7 @@ const maxLingering = 1024
 // and starts none.
 func (g *Gateway) lingerClose(nc net.Conn) {
 	g.mu.Lock()
-	if g.closed || g.cfg.Transport.CloseLinger <= 0 || len(g.lingering) >= maxLingering {
+	if g.closed || g.cfg().Transport.CloseLinger <= 0 || len(g.lingering) >= maxLingering {
 		g.mu.Unlock()
 		_ = nc.Close()
 		return
@@ -89,11 +89,11 @@ func (g *Gateway) lingerClose(nc net.Conn) {
 	g.lingering[nc] = struct{}{}
 	g.lwg.Add(1)
 	g.mu.Unlock()
-	_ = nc.SetReadDeadline(time.Now().Add(g.cfg.Transport.CloseLinger))
+	_ = nc.SetReadDeadline(time.Now().Add(g.cfg().Transport.CloseLinger))
 	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	contain.Go(g.log, "ws.linger", func() {
+	contain.Go(g.log(), "ws.linger", func() {
 		defer g.lwg.Done()
 		defer func() {
 			g.mu.Lock()
@@ -102,7 +102,7 @@ func (g *Gateway) lingerClose(nc net.Conn) {
 			_ = nc.Close()
 		}()
 		var buf [512]byte
-		for left := g.cfg.Transport.MaxMessageBytes; left > 0; {
+		for left := g.cfg().Transport.MaxMessageBytes; left > 0; {
 			n, err := nc.Read(buf[:min(int64(len(buf)), left)])
 			left -= int64(n)
 			if err != nil {
@@ -180,7 +180,7 @@ func (s *session) teardown() {
 	if linger {
 		s.g.lingerClose(s.client.wire.NetConn())
 	}
-	s.g.cfg.Hooks.Metrics.Sessions(gauge, -1)
+	s.g.cfg().Hooks.Metrics.Sessions(gauge, -1)
 	if s.in.state != StateAuthenticated {
 		s.g.giveUnauth(s.in.place.src)
 	}

@@ -106,7 +106,8 @@ type Config struct {
 	TraceSubject bool
 	Hooks        Hooks
 
-	tids *tidScheme // Backend.TransactionIDs' scheme (withDefaults)
+	tids     *tidScheme // Backend.TransactionIDs' scheme (withDefaults)
+	auditing bool       // Hooks.Audit was given: records are built (audit.go; withDefaults)
 }
 
 // Auth is authentication: how long and how much a socket may send before
@@ -250,6 +251,8 @@ func negative[T int | int64 | time.Duration](name string, v T) error {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
+	_, nop := c.Hooks.Audit.(nopAuditor) // a Config with its defaults already
+	c.auditing = c.Hooks.Audit != nil && !nop
 	c.Backend = c.Backend.withDefaults()
 	c.Transport = c.Transport.withDefaults()
 	c.Auth = c.Auth.withDefaults()

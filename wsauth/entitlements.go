@@ -41,7 +41,7 @@ func (s *session) narrow(gen uint32, ent entitle.Set, wall time.Time, wait bool)
 		}
 	}
 	if ended >= 0 {
-		s.g.log.Info("ws entitlements narrowed", zap.String("user", user), zap.Int("held", held),
+		s.g.log().Info("ws entitlements narrowed", zap.String("user", user), zap.Int("held", held),
 			zap.Int("subscriptions_ended", ended), zap.String("remote", s.client.remote))
 	}
 }
@@ -73,18 +73,18 @@ func (s *session) narrowUnder(gen uint32, ent entitle.Set, wall time.Time) (out 
 		if s.mayKeepLocked(k, msg) == "" {
 			continue
 		}
-		out = append(out, s.endSubLocked(k, msg, endEntitlement)...)
+		out = append(out, s.endSubLocked(k, msg, endEntitlement, zenith.CodeAuthority)...)
 		s.subs.owed = append(s.subs.owed, k)
 		ended++
 	}
 	if ended > 0 && s.auth.bc != nil {
 		// Added under s.mu before teardown sets ended, so before its Wait.
 		s.life.wg.Add(1)
-		contain.Go(s.g.log, "ws.unsubscribe", s.unsubscribe, s.crashed)
+		contain.Go(s.g.log(), "ws.unsubscribe", s.unsubscribe, s.crashed)
 	}
 	if s.subs.identify {
 		out = append(out, zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false,
-			s.identifyWith(true, kept), s.g.cfg.Profile, s.g.cfg.Hooks.Now()))
+			s.identifyWith(true, kept), s.g.cfg().Profile, s.g.cfg().Hooks.Now()))
 	}
 	return out, ended, kept.Len(), s.auth.id.Subject
 }

@@ -36,8 +36,11 @@ import (
 // supervisor's handles) is guarded by mu; what admit counts (places) has
 // its own lock.
 type Gateway struct {
-	cfg      Config
-	log      *zap.Logger
+	// conf is the configuration in force: Reconfigure replaces it whole,
+	// and every reader loads it (cfg), so that a reader sees one
+	// configuration's hooks, policy and limits, never a mix.
+	conf     atomic.Pointer[Config]
+	reconfMu sync.Mutex // one Reconfigure at a time
 	upgrader websocket.Upgrader
 	dialer   websocket.Dialer
 
@@ -53,8 +56,6 @@ type Gateway struct {
 	supDone   chan struct{}         // closed when the supervisor has ended
 	lingering map[net.Conn]struct{} // client sockets lingering after an unanswered close (lingerClose)
 	lwg       sync.WaitGroup        // one per lingering socket
-
-	audit bool // Hooks.Audit was given: records are built (audit.go)
 }
 
 // New builds the Gateway cfg configures.
@@ -62,10 +63,10 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	auditing := cfg.Hooks.Audit != nil
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Hooks.Logger, audit: auditing, sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
+	g := &Gateway{sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
 		places: places{bySource: map[string]int{}, users: map[string]int{}}}
+	g.conf.Store(&cfg)
 	g.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  cfg.Transport.WriteTimeout,
 		Subprotocols:      slices.Clone(cfg.Transport.Subprotocols),
@@ -89,6 +90,12 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
+// cfg is the configuration in force. Any goroutine.
+func (g *Gateway) cfg() *Config { return g.conf.Load() }
+
+// log is the configuration's logger. Any goroutine.
+func (g *Gateway) log() *zap.Logger { return g.conf.Load().Hooks.Logger }
+
 // ServeHTTP upgrades r to a WebSocket and starts the session, which runs
 // until either leg ends (on HTTP/1.1, after ServeHTTP has returned). A
 // gateway shut down answers 503; otherwise the request must pass admit's
@@ -101,7 +108,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.wg.Add(1)
 	}
 	g.mu.Unlock()
-	tr := startUpgrade(r, g.cfg.TraceSubject)
+	tr := startUpgrade(r, g.cfg().TraceSubject)
 	if closed {
 		refuse(w, &tr, status{code: http.StatusServiceUnavailable})
 		return
@@ -128,10 +135,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // An upgrade that fails, or that Shutdown overtakes, gives back the place
 // admit took, and ends the upgrade's span.
 func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request, adm admission, tr sockTrace, extended bool) {
-	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg.Transport.WriteTimeout}, r, nil)
+	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg().Transport.WriteTimeout}, r, nil)
 	if err != nil {
 		g.giveBack(&adm)
-		g.log.Debug("ws upgrade failed", zap.Error(err))
+		g.log().Debug("ws upgrade failed", zap.Error(err))
 		tr.refused(0)
 		return // the Upgrader has answered
 	}
@@ -140,7 +147,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request, adm admission,
 		// Upgraded while Shutdown ran: closed as the live ones are.
 		g.giveBack(&adm)
 		tr.closed(time.Now(), "gateway", code, StateUnauthenticated, 0, nil)
-		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg.Transport.WriteTimeout))
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline(g.cfg().Transport.WriteTimeout))
 		_ = conn.Close()
 		return
 	}
@@ -151,7 +158,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request, adm admission,
 		// session has its own.) A stream of an extended CONNECT lives only
 		// as long as this handler, which then runs the session itself.
 		g.wg.Add(1) // while ServeHTTP's count is held: Shutdown waits for it
-		contain.Go(g.log, "ws.session", func() {
+		contain.Go(g.log(), "ws.session", func() {
 			defer g.wg.Done()
 			defer g.untrack(s)
 			s.run(adm.id, adm.at)
@@ -178,16 +185,22 @@ func (g *Gateway) track(s *session) (bool, int) {
 	}
 	g.sessions[s] = struct{}{}
 	if g.stopSup == nil {
-		var ctx context.Context
-		ctx, g.stopSup = context.WithCancel(context.Background())
-		done := make(chan struct{})
-		g.supDone = done
-		contain.Go(g.log, "ws.supervisor", func() {
-			defer close(done)
-			contain.Loop(ctx, g.log, "ws.supervisor", g.supervise)
-		}, nil)
+		g.startSupervisorLocked()
 	}
 	return true, 0
+}
+
+// startSupervisorLocked starts the supervisor. g.mu held.
+func (g *Gateway) startSupervisorLocked() {
+	var ctx context.Context
+	ctx, g.stopSup = context.WithCancel(context.Background())
+	done := make(chan struct{})
+	g.supDone = done
+	log := g.log()
+	contain.Go(log, "ws.supervisor", func() {
+		defer close(done)
+		contain.Loop(ctx, log, "ws.supervisor", g.supervise)
+	}, nil)
 }
 
 func (g *Gateway) untrack(s *session) {
@@ -217,7 +230,7 @@ func (g *Gateway) Shutdown(code int) {
 		<-supDone
 	}
 	for _, s := range live {
-		contain.Go(g.log, "ws.close", func() { s.closeClient(code) }, nil) // each returns within CloseGrace
+		contain.Go(g.log(), "ws.close", func() { s.closeClient(code) }, nil) // each returns within CloseGrace
 	}
 	g.wg.Wait()
 	g.endLingering()
@@ -256,7 +269,7 @@ func (b *bufferPool) Put(v any) { b.p.Put(v) }
 // says nothing of the backend's WebSocket service, only that something listens.
 func (g *Gateway) CheckBackend(ctx context.Context) error {
 	var errs []error
-	for _, u := range g.cfg.Backend.Upstreams {
+	for _, u := range g.cfg().Backend.Upstreams {
 		addr, err := upstreamAddr(u)
 		if err != nil {
 			errs = append(errs, err)

@@ -174,6 +174,7 @@ type testEnv struct {
 	metrics *fakeMetrics
 	logs    *observer.ObservedLogs
 	ver     *fakeVerifier
+	cfg     Config // what the gateway was built with, before its defaults
 }
 
 func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
@@ -203,7 +204,7 @@ func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gw = gw
+	e.gw, e.cfg = gw, cfg
 	e.srv = httptest.NewServer(gw)
 	t.Cleanup(func() {
 		e.srv.Close()

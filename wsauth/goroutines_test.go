@@ -61,3 +61,30 @@ func TestSessionsLeaveNoGoroutine(t *testing.T) {
 		t.Fatalf("subscriptions gauge %d", n)
 	}
 }
+
+// TestReconfigureLeavesNoGoroutine: 100 Reconfigures, each with another
+// verifier and revocation signal, keep the session (its subscription
+// flows after them) and leave the goroutines as after the first: each
+// restart ends the supervisor it replaces. It failed when
+// restartSupervisor started a new supervisor without ending the old one.
+func TestReconfigureLeavesNoGoroutine(t *testing.T) {
+	e, _ := newLiveEnv(t, nil)
+	c := dialAuthenticated(t, e, tokDemo, true)
+	subscribe(t, c, "Market", "Security!BHP.ASX", 1)
+	next := func() {
+		sig := new(changes)
+		if _, err := e.gw.Reconfigure(reconfigured(e, func(c *Config) {
+			c.Hooks.Verifier, c.Hooks.RevocationsChanged = &fakeVerifier{}, sig.wait
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next()
+	time.Sleep(50 * time.Millisecond)
+	base := goroutines()
+	for range 99 {
+		next()
+	}
+	eventually(t, "goroutines back to the baseline", func() bool { return goroutines() <= base })
+	subscribe(t, c, "Market", "Security!RIO.ASX", 2)
+}

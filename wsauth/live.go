@@ -81,8 +81,8 @@ func (a standing) reason() string {
 // exact. s.mu held.
 func (s *session) setAuthorityLocked(a standing) {
 	if from, to := s.auth.standing.state(), a.state(); from != to {
-		s.g.cfg.Hooks.Metrics.Sessions(from, -1)
-		s.g.cfg.Hooks.Metrics.Sessions(to, 1)
+		s.g.cfg().Hooks.Metrics.Sessions(from, -1)
+		s.g.cfg().Hooks.Metrics.Sessions(to, 1)
 	}
 	s.auth.standing = a
 }
@@ -117,10 +117,10 @@ func (s *session) lapseLocked(a standing, now time.Time) {
 		// Added under s.mu before teardown sets ended, so before its
 		// Wait; the writer is still counted.
 		s.life.wg.Add(1)
-		contain.Go(s.g.log, "ws.unsubscribe", s.unsubscribe, s.crashed)
+		contain.Go(s.g.log(), "ws.unsubscribe", s.unsubscribe, s.crashed)
 	}
 	if a == authRevoked {
-		s.push(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, &zenith.Identify{}, s.g.cfg.Profile, now))
+		s.push(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, &zenith.Identify{}, s.g.cfg().Profile, now))
 	}
 }
 
@@ -140,7 +140,7 @@ func (s *session) unsubscribe() {
 		err = bw.Flush()
 	}
 	if err != nil && !s.close.ending.Load() {
-		s.g.log.Warn("ws backend write failed", zap.String("user", user), zap.Error(err))
+		s.g.log().Warn("ws backend write failed", zap.String("user", user), zap.Error(err))
 		s.closeSoon(websocket.CloseInternalServerErr)
 	}
 }
@@ -165,13 +165,13 @@ func (s *session) writeOwedLocked() error {
 // lapsed counts and logs (the audit entry) a lapse of id's authority,
 // with the verifier's refusal reason for a revocation.
 func (s *session) lapsed(a standing, id *Identity, refusal string) {
-	s.g.cfg.Hooks.Metrics.Lapsed(a.reason())
+	s.g.cfg().Hooks.Metrics.Lapsed(a.reason())
 	f := []zap.Field{zap.String("reason", a.reason()), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.String("remote", s.client.remote)}
 	if refusal != "" {
 		f = append(f, zap.String("refusal", refusal))
 	}
-	s.g.log.Info("ws authority lapsed", f...)
+	s.g.log().Info("ws authority lapsed", f...)
 	s.tr.lapsed(a.reason(), refusal, id)
 	if s.g.auditing() {
 		attrs := []audit.Attr{audit.String(audit.AttrReason, a.reason())}
@@ -213,7 +213,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		gen = s.auth.gen
 		s.auth.checkedAt = at
 		s.setAuthorityLocked(authLive)
-		s.in.limits = s.g.cfg.Limits.limitsFor(&s.auth.id)
+		s.in.limits = s.g.cfg().Limits.limitsFor(&s.auth.id)
 		if !wasLive {
 			err = s.writeOwedLocked() // the lapse's Unsubs go before the re-Subs
 		}
@@ -230,7 +230,7 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 			if !wasLive {
 				why = "" // its end was recorded at the lapse
 			}
-			out = append(out, s.endSubLocked(k, msg, why)...)
+			out = append(out, s.endSubLocked(k, msg, why, zenith.CodeAuthority)...)
 			if wasLive && err == nil {
 				err = s.unsubBackendLocked(k)
 			}
@@ -238,8 +238,8 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		push = s.subs.identify
 	}()
 
-	s.g.cfg.Hooks.Metrics.Reauthenticated()
-	s.g.log.Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
+	s.g.cfg().Hooks.Metrics.Reauthenticated()
+	s.g.log().Info("ws reauthentication", zap.String("method", string(method)), zap.String("user", id.Subject),
 		zap.String("client_id", id.ClientID), zap.Bool("was_lapsed", !wasLive), zap.Int("resubscribed", len(resend)),
 		zap.Int("subscriptions_ended", len(out)/2), zap.String("remote", s.client.remote))
 	s.tr.reauthenticated(s.tr.authAt, method, AuthResultOK, "", &id, !wasLive, len(resend), len(out)/2)
@@ -250,13 +250,13 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 		s.reply(m)
 	}
 	if push {
-		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, s.identify(true), s.g.cfg.Profile, s.g.cfg.Hooks.Now()))
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionPublish, nil, false, s.identify(true), s.g.cfg().Profile, s.g.cfg().Hooks.Now()))
 	}
 	if err == nil && len(resend) > 0 {
 		err = s.resubscribe(gen, resend)
 	}
 	if err != nil {
-		s.g.log.Warn("ws backend write failed", zap.String("user", id.Subject), zap.Error(err))
+		s.g.log().Warn("ws backend write failed", zap.String("user", id.Subject), zap.Error(err))
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 	}
 }
@@ -267,10 +267,10 @@ func (s *session) reauthenticate(method AuthMethod, id Identity, at time.Time, t
 // table, when there is one; only then is the Sub read again, for its
 // Data). s.mu held.
 func (s *session) mayKeepLocked(k subKey, msg []byte) string {
-	if ok, _ := s.g.cfg.Policy.Allowed(s.auth.id.Scopes, k.controller, k.topic); !ok {
+	if ok, _ := s.g.cfg().Policy.Allowed(s.auth.id.Scopes, k.controller, k.topic); !ok {
 		return endScope
 	}
-	if v := s.g.cfg.Venues; v != nil {
+	if v := s.g.cfg().Venues; v != nil {
 		sub, _ := zenith.Scan(msg) // scanned once already: it reads
 		if ok, _ := v.Check(s.auth.ent, k.controller, k.topic, sub.Data); !ok {
 			return endEntitlement
@@ -281,14 +281,14 @@ func (s *session) mayKeepLocked(k subKey, msg []byte) string {
 
 // endSubLocked forgets the subscription k, whose Sub is msg, because the
 // session lost its right to it, and returns what the client is told:
-// Error/Authority with the Sub's TransactionID, then a server Unsub
-// (Confirm true). The caller unsubscribes the backend. why is the
+// Error with code (Authority, or Limited over a lowered limit) and the
+// Sub's TransactionID, then a server Unsub (Confirm true). The caller unsubscribes the backend. why is the
 // subscription_end's reason; "" records none (its end was recorded when
 // authority lapsed). s.mu held.
-func (s *session) endSubLocked(k subKey, msg []byte, why string) [][]byte {
+func (s *session) endSubLocked(k subKey, msg []byte, why, code string) [][]byte {
 	sub, _ := zenith.Scan(msg) // scanned once already: it reads
 	s.untrackLocked(k, why)
-	return [][]byte{zenith.AppendError(nil, &sub, zenith.CodeAuthority),
+	return [][]byte{zenith.AppendError(nil, &sub, code),
 		zenith.AppendUnsub(nil, k.controller, k.topic, sub.TransactionIDText, true)}
 }
 
@@ -316,7 +316,7 @@ func (s *session) resubscribe(gen uint32, keys []subKey) error {
 // Client reader only.
 func (s *session) adopt(id *Identity) {
 	if s.in.insecure {
-		s.g.cfg.Auth.withhold(id)
+		s.g.cfg().Auth.withhold(id)
 	}
 }
 
@@ -334,7 +334,7 @@ func (s *session) identifySubscription(env *zenith.Envelope) {
 	live := s.auth.standing == authLive
 	s.mu.Unlock()
 	if env.Action == zenith.ActionSub {
-		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.g.cfg.Profile, s.g.cfg.Hooks.Now()))
+		s.reply(zenith.AppendAuthMessage(nil, "Identify", zenith.ActionSub, env.TransactionIDText, true, s.identify(live), s.g.cfg().Profile, s.g.cfg().Hooks.Now()))
 	}
 }
 
@@ -342,7 +342,7 @@ func (s *session) identifySubscription(env *zenith.Envelope) {
 // or the failure result. Client reader only, s.mu not held.
 func (s *session) identify(success bool) *zenith.Identify {
 	var ent entitle.Set
-	if success && s.g.cfg.Venues != nil {
+	if success && s.g.cfg().Venues != nil {
 		ent = s.entitlements()
 	}
 	return s.identifyWith(success, ent)
@@ -355,10 +355,10 @@ func (s *session) identifyWith(success bool, ent entitle.Set) *zenith.Identify {
 	id := &zenith.Identify{Success: success}
 	if success {
 		id.DisplayName, id.UserID, id.Expiry, id.Scopes = s.auth.id.DisplayName, s.auth.id.Subject, s.auth.id.Expiry, s.auth.id.Scopes
-		if s.g.cfg.Auth.returnsToken(s.auth.id.ClientID) {
+		if s.g.cfg().Auth.returnsToken(s.auth.id.ClientID) {
 			id.AccessToken = s.auth.id.Token
 		}
-		if s.g.cfg.Venues != nil {
+		if s.g.cfg().Venues != nil {
 			id.Entitlements = ent.Strings() // never nil: [] lists none
 		}
 	}
@@ -378,6 +378,6 @@ func (s *session) push(msg []byte) bool {
 // stuck on a slow client). Safe from any goroutine.
 func (s *session) closeSoon(code int) {
 	if !s.tryPut(outMsg{close: code}) {
-		contain.Go(s.g.log, "ws.close", func() { s.closeClient(code) }, nil)
+		contain.Go(s.g.log(), "ws.close", func() { s.closeClient(code) }, nil)
 	}
 }

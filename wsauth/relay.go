@@ -24,15 +24,15 @@ import (
 // else 1013 (try again later). Neither carries detail.
 func (s *session) dialBackend() (*websocket.Conn, int) {
 	h := http.Header{}
-	if s.g.cfg.Hooks.BackendHeaders != nil {
-		s.g.cfg.Hooks.BackendHeaders(h, s.auth.id)
+	if s.g.cfg().Hooks.BackendHeaders != nil {
+		s.g.cfg().Hooks.BackendHeaders(h, s.auth.id)
 	}
 	d := s.g.dialer
 	if p := s.client.ws.Subprotocol(); p != "" {
 		d.Subprotocols = []string{p}
 	}
 	code := websocket.CloseInternalServerErr
-	for i, u := range s.g.cfg.Backend.Upstreams {
+	for i, u := range s.g.cfg().Backend.Upstreams {
 		target := u
 		if s.in.query != "" {
 			if strings.Contains(u, "?") {
@@ -41,7 +41,7 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 				target += "?" + s.in.query
 			}
 		}
-		ctx, cancel := context.WithTimeout(s.life.ctx, s.g.cfg.Backend.DialTimeout)
+		ctx, cancel := context.WithTimeout(s.life.ctx, s.g.cfg().Backend.DialTimeout)
 		var dd wsframe.Dialed
 		bc, resp, err := d.DialContext(dd.Context(ctx), target, h)
 		cancel()
@@ -53,7 +53,7 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 				return bc, 0
 			}
 			_ = bc.Close()
-			s.g.log.Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", resp.StatusCode), zap.Error(err))
+			s.g.log().Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", resp.StatusCode), zap.Error(err))
 			code = websocket.CloseInternalServerErr // a backend that answers so is broken: 1011, not "try again"
 			continue
 		}
@@ -65,7 +65,7 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 		if status == 0 || status >= 500 {
 			code = websocket.CloseTryAgainLater
 		}
-		s.g.log.Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", status), zap.Error(err))
+		s.g.log().Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", status), zap.Error(err))
 	}
 	return nil, code
 }
@@ -144,7 +144,7 @@ func (s *session) put(m outMsg, from producer) bool {
 			s.flushBackend() // it must not wait behind the client
 		}
 		if timer == nil {
-			timer = time.NewTimer(s.g.cfg.Transport.WriteTimeout)
+			timer = time.NewTimer(s.g.cfg().Transport.WriteTimeout)
 		}
 		select {
 		case <-space:
@@ -224,11 +224,11 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 		}
 	case s.client.wire == nil || s.client.wire.Deflate():
 		// Compressed: gorilla frames it, and writes it at once.
-		_ = s.client.ws.SetWriteDeadline(deadline(s.g.cfg.Transport.WriteTimeout))
+		_ = s.client.ws.SetWriteDeadline(deadline(s.g.cfg().Transport.WriteTimeout))
 		if err := s.client.ws.WriteMessage(m.typ, m.data); err != nil {
 			s.clientWriteFailed(err)
 		} else if m.backend {
-			s.g.cfg.Hooks.Metrics.Delivered(1)
+			s.g.cfg().Hooks.Metrics.Delivered(1)
 		}
 	default:
 		if err := s.client.wire.AppendFrame(m.typ, m.data); err != nil {
@@ -252,7 +252,7 @@ func (s *session) flushClient(delivered int) int {
 		return 0
 	}
 	if delivered > 0 {
-		s.g.cfg.Hooks.Metrics.Delivered(delivered)
+		s.g.cfg().Hooks.Metrics.Delivered(delivered)
 	}
 	return 0
 }
@@ -278,7 +278,7 @@ func (s *session) clientWriteFailed(err error) {
 // its own.
 func (s *session) writeLoop() {
 	defer s.life.wg.Done()
-	ping := time.NewTicker(s.g.cfg.Transport.PingInterval)
+	ping := time.NewTicker(s.g.cfg().Transport.PingInterval)
 	defer ping.Stop()
 	for {
 		select {
@@ -307,14 +307,14 @@ func (s *session) writeLoop() {
 // socket lingers that long after the close (CloseLinger), so it still
 // reaches the close frame. Client writer only.
 func (s *session) pingClient() {
-	payload, overdue := s.pings.Send(time.Now(), s.g.cfg.Transport.IdleTimeout)
+	payload, overdue := s.pings.Send(time.Now(), s.g.cfg().Transport.IdleTimeout)
 	if overdue {
 		if s.countSlow("client not answering pings") {
 			s.closeClient(websocket.ClosePolicyViolation)
 		}
 		return
 	}
-	_ = s.client.ws.WriteControl(websocket.PingMessage, payload, deadline(s.g.cfg.Transport.WriteTimeout))
+	_ = s.client.ws.WriteControl(websocket.PingMessage, payload, deadline(s.g.cfg().Transport.WriteTimeout))
 }
 
 // pingBackend pings the backend leg, if open, so that a live backend that
@@ -357,7 +357,7 @@ func (s *session) flushBackend() {
 // backendWriteFailed logs a failed write to the backend leg and closes the
 // client with 1011. Client reader only.
 func (s *session) backendWriteFailed(err error) {
-	s.g.log.Warn("ws backend write failed", zap.String("user", s.auth.id.Subject), zap.Error(err))
+	s.g.log().Warn("ws backend write failed", zap.String("user", s.auth.id.Subject), zap.Error(err))
 	s.closeAfterQueued(websocket.CloseInternalServerErr)
 }
 
@@ -378,7 +378,7 @@ func (s *session) countSlow(reason string) bool {
 	if s.close.closing.Load() || s.close.ending.Load() || !s.close.slowSeen.CompareAndSwap(false, true) {
 		return false
 	}
-	s.g.cfg.Hooks.Metrics.SlowClient()
-	s.g.log.Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("user", s.auth.subject()))
+	s.g.cfg().Hooks.Metrics.SlowClient()
+	s.g.log().Info("ws session closed", zap.String("reason", reason), zap.String("remote", s.client.remote), zap.String("user", s.auth.subject()))
 	return true
 }

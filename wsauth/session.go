@@ -128,9 +128,9 @@ type lifetime struct {
 // which admit admitted as adm.
 func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission, tr sockTrace) *session {
 	s := &session{
-		g: g, sid: adm.sid, client: clientConn{ws: cc, remote: g.cfg.Hooks.ClientIP(r)}, tr: tr,
+		g: g, sid: adm.sid, client: clientConn{ws: cc, remote: g.cfg().Hooks.ClientIP(r)}, tr: tr,
 		in:   clientReader{state: StateUnauthenticated, place: heldPlace{src: adm.src}},
-		out:  sendQueue{maxMsgs: g.cfg.Transport.SendQueue, maxBytes: g.cfg.Transport.SendQueueBytes},
+		out:  sendQueue{maxMsgs: g.cfg().Transport.SendQueue, maxBytes: g.cfg().Transport.SendQueueBytes},
 		wake: make(chan struct{}, 1),
 		life: lifetime{done: make(chan struct{})},
 	}
@@ -141,7 +141,7 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission,
 	if adm.hasVersion {
 		s.in.query = "version=" + adm.version // its form is checked: nothing to escape
 	}
-	s.in.insecure = g.cfg.Auth.RequireTLS && !g.cfg.Hooks.Secure(r)
+	s.in.insecure = g.cfg().Auth.RequireTLS && !g.cfg().Hooks.Secure(r)
 	// The request's values, not its cancellation: the request ends at the
 	// upgrade (ServeHTTP returns), the session later.
 	s.life.ctx, s.life.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
@@ -155,11 +155,11 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission,
 // identity verified on the upgrade (the verifier asked at at), or nil.
 func (s *session) run(id *Identity, at time.Time) {
 	defer s.teardown()
-	defer contain.Recover(s.g.log, "ws.client_reader", s.crashed)
+	defer contain.Recover(s.g.log(), "ws.client_reader", s.crashed)
 	s.life.wg.Add(1)
-	contain.Go(s.g.log, "ws.writer", s.writeLoop, s.crashed)
-	s.in.authDeadline = time.Now().Add(s.g.cfg.Auth.Timeout)
-	s.g.cfg.Hooks.Metrics.Sessions(StateUnauthenticated, 1)
+	contain.Go(s.g.log(), "ws.writer", s.writeLoop, s.crashed)
+	s.in.authDeadline = time.Now().Add(s.g.cfg().Auth.Timeout)
+	s.g.cfg().Hooks.Metrics.Sessions(StateUnauthenticated, 1)
 	if id != nil {
 		s.g.addUnauth(s.in.place.src) // authenticate gives it back again
 		if s.admitUser(id) {
@@ -185,8 +185,8 @@ func (s *session) crashed() {
 func (s *session) handle(msg []byte) {
 	if s.in.state != StateAuthenticated {
 		s.in.unauthMsgs++
-		if s.in.unauthMsgs > s.g.cfg.Auth.MaxMessages {
-			s.g.log.Info("ws session closed", zap.String("reason", "too many messages before authentication"), zap.String("remote", s.client.remote))
+		if s.in.unauthMsgs > s.g.cfg().Auth.MaxMessages {
+			s.g.log().Info("ws session closed", zap.String("reason", "too many messages before authentication"), zap.String("remote", s.client.remote))
 			s.closeAfterQueued(websocket.ClosePolicyViolation)
 			return
 		}
@@ -198,7 +198,7 @@ func (s *session) handle(msg []byte) {
 			s.closeAfterQueued(websocket.CloseInvalidFramePayloadData)
 			return
 		}
-		s.g.log.Debug("ws message refused", zap.String("reason", se.Reason), zap.Int64("offset", se.Offset), zap.String("remote", s.client.remote))
+		s.g.log().Debug("ws message refused", zap.String("reason", se.Reason), zap.Int64("offset", se.Offset), zap.String("remote", s.client.remote))
 		if s.in.state == StateAuthenticated && !s.in.bucket.take(s.now(), &s.in.limits) {
 			// A refused message costs its reply: it counts as any other.
 			s.limited(&se.Echo, LimitRate)
@@ -222,17 +222,20 @@ func (s *session) handle(msg []byte) {
 		s.deny(&env, "unauthenticated")
 		return
 	}
+	if cur := s.g.cfg(); cur != s.in.conf {
+		s.refresh(cur)
+	}
 	if !s.in.bucket.take(s.now(), &s.in.limits) {
 		s.limited(&env, LimitRate)
 		return
 	}
-	if env.Present&zenith.HasTransactionID != 0 && (env.TransactionID < s.g.cfg.tids.min || env.TransactionID > s.g.cfg.tids.max) {
+	if env.Present&zenith.HasTransactionID != 0 && (env.TransactionID < s.g.cfg().tids.min || env.TransactionID > s.g.cfg().tids.max) {
 		// The backend could not read it: nor would it act on it.
 		s.replyError(&env, zenith.CodeDeserialise)
 		return
 	}
-	if s.g.cfg.tids.reserved(env.TransactionIDText) {
-		if ce := s.g.log.Check(zap.DebugLevel, "ws reserved transaction id refused"); ce != nil {
+	if s.g.cfg().tids.reserved(env.TransactionIDText) {
+		if ce := s.g.log().Check(zap.DebugLevel, "ws reserved transaction id refused"); ce != nil {
 			ce.Write(s.messageFields(&env)...)
 		}
 		s.replyError(&env, CodeSession)
@@ -245,10 +248,21 @@ func (s *session) handle(msg []byte) {
 	}
 	order := needed == policy.ScopeOrderPad || needed == policy.ScopeAuthorise
 	if order {
-		s.g.log.Info("ws order message", s.messageFields(&env)...)
+		s.g.log().Info("ws order message", s.messageFields(&env)...)
 	}
 	if s.forward(msg, &env) && order {
 		s.auditMessage(audit.KindOrder, &env, audit.String("scope", needed))
+	}
+}
+
+// refresh takes the limits and the policy from cur, a configuration
+// Reconfigure put in force after the client reader last looked. Client
+// reader only (forwardLocked calls it under mu).
+func (s *session) refresh(cur *Config) {
+	s.in.conf = cur
+	s.in.policy.valid = false
+	if s.in.state == StateAuthenticated {
+		s.in.limits = cur.Limits.limitsFor(&s.auth.id)
 	}
 }
 
@@ -258,7 +272,7 @@ func (s *session) handle(msg []byte) {
 func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 	c := &s.in.policy
 	if !c.valid || env.Controller != c.controller || env.Topic != c.topic {
-		c.ok, c.needed = s.g.cfg.Policy.Allowed(s.auth.id.Scopes, env.Controller, env.Topic)
+		c.ok, c.needed = s.g.cfg().Policy.Allowed(s.auth.id.Scopes, env.Controller, env.Topic)
 		c.controller, c.topic, c.valid = env.Controller, env.Topic, true
 	}
 	return c.ok, c.needed
@@ -266,8 +280,8 @@ func (s *session) allowed(env *zenith.Envelope) (bool, string) {
 
 // deny answers env with Error/Authority, counts and logs it.
 func (s *session) deny(env *zenith.Envelope, why string) {
-	s.g.cfg.Hooks.Metrics.Denied(controllerLabel(env.Controller))
-	s.g.log.Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
+	s.g.cfg().Hooks.Metrics.Denied(controllerLabel(env.Controller))
+	s.g.log().Info("ws message denied", append(s.messageFields(env), zap.String("reason", why))...)
 	s.auditMessage(audit.KindDenial, env, s.deniedVenue(env, why, audit.String(audit.AttrReason, why))...)
 	s.replyError(env, zenith.CodeAuthority)
 }
@@ -275,8 +289,8 @@ func (s *session) deny(env *zenith.Envelope, why string) {
 // limited answers env with Error/Limited and counts it; kind is
 // LimitSubscriptions or LimitRate.
 func (s *session) limited(env *zenith.Envelope, kind string) {
-	s.g.cfg.Hooks.Metrics.Limited(kind)
-	if ce := s.g.log.Check(zap.DebugLevel, "ws message limited"); ce != nil {
+	s.g.cfg().Hooks.Metrics.Limited(kind)
+	if ce := s.g.log().Check(zap.DebugLevel, "ws message limited"); ce != nil {
 		ce.Write(append(s.messageFields(env), zap.String("limit", kind))...)
 	}
 	if kind == LimitSubscriptions { // a rate limit's refusals are not recorded: a client could flood the audit

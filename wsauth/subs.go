@@ -103,6 +103,9 @@ type subscriptions struct {
 	identify bool              // the client subscribed to Auth/Identify
 	tidSeq   int64             // the next reserved TransactionID's offset
 	owed     []subKey          // the backend's Unsubs since a lapse, not yet written (unsubscribe)
+	order    map[subKey]uint64 // when each subscription was tracked (seq): the newest end first over a lowered limit
+	seq      uint64            // the next subscription's order
+	fitted   *Config           // the configuration the subscriptions were last fitted to (refitLocked)
 
 	ownSent atomic.Bool // the gateway has sent the backend a message of its own
 }
@@ -127,14 +130,14 @@ type subKey struct{ controller, topic string }
 // MaxSubscriptionBytes is answered Error/Limited. Client reader only.
 func (s *session) forward(msg []byte, env *zenith.Envelope) bool {
 	switch refused, err := s.forwardLocked(msg, env); {
-	case refused == "authority lapsed" || refused == refusedEntitlement:
+	case refused == "authority lapsed" || refused == refusedEntitlement || refused == refusedPolicy:
 		s.deny(env, refused)
 		return false
 	case refused == LimitSubscriptions:
 		s.limited(env, LimitSubscriptions)
 		return false
 	case err != nil:
-		s.g.log.Warn("ws backend write failed", zap.String("user", s.auth.id.Subject), zap.Error(err))
+		s.g.log().Warn("ws backend write failed", zap.String("user", s.auth.id.Subject), zap.Error(err))
 		s.closeAfterQueued(websocket.CloseInternalServerErr)
 		return false
 	}
@@ -149,6 +152,11 @@ func (s *session) forward(msg []byte, env *zenith.Envelope) bool {
 // refusedEntitlement is forwardLocked's refusal of a message whose venue
 // the session's entitlements do not allow (Config.Venues).
 const refusedEntitlement = "entitlement"
+
+// refusedPolicy is forwardLocked's refusal of a message the policy allowed
+// when the client reader checked it (allowed) and a Reconfigure's policy,
+// put in force since, does not.
+const refusedPolicy = "policy"
 
 // forwardLocked is forward's work under mu, released by a deferred call
 // so that a panic in it leaves the lock free: refused is "authority
@@ -169,9 +177,19 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 		}
 		return "authority lapsed", nil
 	}
-	if v := s.g.cfg.Venues; v != nil && env.Action != zenith.ActionUnsub && env.Action != zenith.ActionCancel {
+	if cur := s.g.cfg(); cur != s.in.conf {
+		// Reconfigured since handle's check: a refit that ran meanwhile
+		// has not seen this message, so the new policy is asked here,
+		// under mu, as the venue table is below.
+		s.refresh(cur)
+		if ok, _ := cur.Policy.Allowed(s.auth.id.Scopes, env.Controller, env.Topic); !ok &&
+			env.Action != zenith.ActionUnsub && env.Action != zenith.ActionCancel {
+			return refusedPolicy, nil
+		}
+	}
+	if v := s.g.cfg().Venues; v != nil && env.Action != zenith.ActionUnsub && env.Action != zenith.ActionCancel {
 		if ok, reason := v.Check(s.auth.ent, env.Controller, env.Topic, env.Data); !ok {
-			if ce := s.g.log.Check(zap.DebugLevel, "ws venue refused"); ce != nil {
+			if ce := s.g.log().Check(zap.DebugLevel, "ws venue refused"); ce != nil {
 				ce.Write(zap.String("user", s.auth.id.Subject), zap.String("why", reason))
 			}
 			return refusedEntitlement, nil
@@ -203,7 +221,7 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 // Client reader only.
 func (s *session) reportRelayed() {
 	if s.in.relayed.n > 0 {
-		s.g.cfg.Hooks.Metrics.Relayed(s.in.relayed.label, s.in.relayed.n)
+		s.g.cfg().Hooks.Metrics.Relayed(s.in.relayed.label, s.in.relayed.n)
 		s.in.relayed.n = 0
 	}
 }
@@ -220,11 +238,11 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	} else {
 		n += int64(len(k.topic))
 	}
-	if !had && len(s.subs.msgs) >= s.in.limits.Subscriptions || n > s.g.cfg.Limits.MaxSubscriptionBytes {
+	if !had && len(s.subs.msgs) >= s.in.limits.Subscriptions || n > s.g.cfg().Limits.MaxSubscriptionBytes {
 		return false
 	}
 	if s.subs.msgs == nil {
-		s.subs.msgs = map[subKey][]byte{}
+		s.subs.msgs, s.subs.order = map[subKey][]byte{}, map[subKey]uint64{}
 	}
 	if had && cap(old) >= len(msg) {
 		s.subs.msgs[k] = append(old[:0], msg...) // the Sub it replaces: its room is reused
@@ -233,7 +251,9 @@ func (s *session) trackLocked(k subKey, msg []byte) bool {
 	}
 	s.subs.bytes = n
 	if !had {
-		s.g.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), 1)
+		s.subs.order[k] = s.subs.seq
+		s.subs.seq++
+		s.g.cfg().Hooks.Metrics.Subscriptions(controllerLabel(k.controller), 1)
 		s.auditSubLocked(audit.KindSubscriptionStart, k, msg, "")
 	}
 	return true
@@ -251,8 +271,9 @@ func (s *session) untrackLocked(k subKey, why string) {
 		s.auditSubLocked(audit.KindSubscriptionEnd, k, old, why)
 	}
 	delete(s.subs.msgs, k)
+	delete(s.subs.order, k)
 	s.subs.bytes -= int64(len(old) + len(k.topic))
-	s.g.cfg.Hooks.Metrics.Subscriptions(controllerLabel(k.controller), -1)
+	s.g.cfg().Hooks.Metrics.Subscriptions(controllerLabel(k.controller), -1)
 }
 
 // dropSubsLocked forgets every subscription (teardown), and records the
@@ -265,7 +286,7 @@ func (s *session) dropSubsLocked() {
 	for _, k := range s.subs.keys() {
 		s.untrackLocked(k, why)
 	}
-	s.subs.msgs = nil
+	s.subs.msgs, s.subs.order = nil, nil
 }
 
 // keys are the tracked subscriptions in order, so the backend sees the
@@ -288,7 +309,7 @@ func (t *subscriptions) keys() []subKey {
 // is the leg's one data writer.
 func (s *session) writeBackendLocked(msg []byte) error {
 	if s.auth.bw == nil {
-		_ = s.auth.bc.SetWriteDeadline(deadline(s.g.cfg.Transport.WriteTimeout))
+		_ = s.auth.bc.SetWriteDeadline(deadline(s.g.cfg().Transport.WriteTimeout))
 		return s.auth.bc.WriteMessage(websocket.TextMessage, msg)
 	}
 	return s.auth.bw.AppendFrame(websocket.TextMessage, msg)
@@ -300,7 +321,7 @@ func (s *session) writeBackendLocked(msg []byte) error {
 // message can reach the backend.
 func (s *session) unsubBackendLocked(k subKey) error {
 	s.subs.ownSent.Store(true)
-	msg := zenith.AppendUnsub(nil, k.controller, k.topic, s.subs.nextTransactionID(nil, s.g.cfg.tids), false)
+	msg := zenith.AppendUnsub(nil, k.controller, k.topic, s.subs.nextTransactionID(nil, s.g.cfg().tids), false)
 	return s.writeBackendLocked(msg)
 }
 
@@ -308,7 +329,7 @@ func (s *session) unsubBackendLocked(k subKey) error {
 // has sent the backend a message of its own (ownSent); nil before.
 func (s *session) ownPrefix() []byte {
 	if s.subs.ownSent.Load() {
-		return s.g.cfg.tids.prefix
+		return s.g.cfg().tids.prefix
 	}
 	return nil
 }

@@ -44,31 +44,37 @@ const maxRecheckTimeout = 2 * time.Second
 // loses its authority as soon as the write in progress ends, not when a
 // walk happens to find the lock free.
 func (g *Gateway) supervise(ctx context.Context) {
-	tick := time.NewTicker(g.cfg.Live.SuperviseInterval)
+	tick := time.NewTicker(g.cfg().Live.SuperviseInterval)
 	defer tick.Stop()
 	var live []*session
 	var due []recheck
 	var changed <-chan struct{} // nil without RevocationsChanged: never ready
-	if g.cfg.Hooks.RevocationsChanged != nil {
-		changed = g.cfg.Hooks.RevocationsChanged()
+	if g.cfg().Hooks.RevocationsChanged != nil {
+		changed = g.cfg().Hooks.RevocationsChanged()
 	}
 	var changedAt time.Time // sessions checked before it are due
-	if g.supStarts.Add(1) > 1 {
-		// Restarted after a panic: a revocation signalled before it may not
-		// have been applied yet, so every session is checked again.
+	restarted := g.supStarts.Add(1) > 1
+	if restarted {
+		// Restarted after a panic (a revocation signalled before it may not
+		// have been applied yet) or by Reconfigure (another verifier, whose
+		// refusals may differ, and a policy to fit): every session is
+		// looked at and checked again, at once.
 		changedAt = time.Now()
 	}
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-changed:
-			changed = g.cfg.Hooks.RevocationsChanged()
-			changedAt = time.Now()
+		if !restarted {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-changed:
+				changed = g.cfg().Hooks.RevocationsChanged()
+				changedAt = time.Now()
+			}
 		}
+		restarted = false
 		live = g.liveSessions(live)
-		now, wall := g.cfg.Hooks.Now(), time.Now()
+		now, wall := g.cfg().Hooks.Now(), time.Now()
 		for _, s := range live {
 			if r, ok := s.inspect(ctx, now, wall, changedAt); ok {
 				due = append(due, r)
@@ -100,7 +106,7 @@ func (s *session) inspect(ctx context.Context, now, wall, changedAt time.Time) (
 	if !s.mu.TryLock() {
 		s.whenFree(func() {
 			s.mu.Lock()
-			if r, due := s.inspectLocked(s.g.cfg.Hooks.Now(), time.Now(), changedAt); due {
+			if r, due := s.inspectLocked(s.g.cfg().Hooks.Now(), time.Now(), changedAt); due {
 				s.g.verify(ctx, r, true)
 			}
 		})
@@ -132,7 +138,7 @@ func (s *session) whenFree(f func()) {
 	// Counted by the gateway, which Shutdown waits for: only the
 	// supervisor calls whenFree, and Shutdown waits for it to end first.
 	s.g.wg.Add(1)
-	contain.Go(s.g.log, "ws.supervisor", func() {
+	contain.Go(s.g.log(), "ws.supervisor", func() {
 		defer s.g.wg.Done()
 		defer s.auth.looking.Store(false)
 		f()
@@ -147,7 +153,7 @@ func (s *session) inspectLocked(now, wall, changedAt time.Time) (recheck, bool) 
 		s.lapsed(lapsed, &id, "")
 	}
 	if closeIt {
-		s.g.log.Info("ws session closed", zap.String("reason", "authority lapsed past the grace period"),
+		s.g.log().Info("ws session closed", zap.String("reason", "authority lapsed past the grace period"),
 			zap.String("user", id.Subject), zap.String("client_id", id.ClientID), zap.String("remote", s.client.remote))
 		s.closeSoon(websocket.ClosePolicyViolation)
 	}
@@ -158,16 +164,17 @@ func (s *session) inspectLocked(now, wall, changedAt time.Time) (recheck, bool) 
 func (s *session) inspectUnder(now, wall, changedAt time.Time) (r recheck, due, closeIt bool, lapsed standing, id Identity) {
 	defer s.mu.Unlock()
 	lapsed = authNone
+	s.refitLocked(s.g.cfg()) // a Reconfigure's pass found the lock busy
 	switch {
 	case s.auth.ended || s.auth.standing == authNone:
 	case s.auth.standing == authLive && !s.auth.id.Expiry.IsZero() && !s.auth.id.Expiry.After(now):
 		lapsed, id = authExpired, s.auth.id
 		s.lapseLocked(lapsed, now)
 	case s.auth.standing == authLive:
-		if s.auth.id.Token != "" && (wall.Sub(s.auth.checkedAt) >= s.g.cfg.Live.RecheckInterval || s.auth.checkedAt.Before(changedAt)) {
+		if s.auth.id.Token != "" && (wall.Sub(s.auth.checkedAt) >= s.g.cfg().Live.RecheckInterval || s.auth.checkedAt.Before(changedAt)) {
 			r, due = recheck{s: s, token: s.auth.id.Token, gen: s.auth.gen}, true
 		}
-	case !s.auth.graceClosed && now.Sub(s.auth.lapsedAt) > s.g.cfg.Live.ExpiryGrace:
+	case !s.auth.graceClosed && now.Sub(s.auth.lapsedAt) > s.g.cfg().Live.ExpiryGrace:
 		s.auth.graceClosed, closeIt, id = true, true, s.auth.id
 	}
 	return r, due, closeIt, lapsed, id
@@ -193,11 +200,11 @@ func (g *Gateway) recheck(ctx context.Context, due []recheck) {
 // false on a fault or at Shutdown.
 func (g *Gateway) verify(ctx context.Context, r recheck, wait bool) bool {
 	at := time.Now()
-	vctx, cancel := context.WithTimeout(ctx, min(g.cfg.Live.RecheckInterval, maxRecheckTimeout))
-	id, err := g.cfg.Hooks.Verifier.VerifyAccessToken(vctx, r.token)
+	vctx, cancel := context.WithTimeout(ctx, min(g.cfg().Live.RecheckInterval, maxRecheckTimeout))
+	id, err := g.cfg().Hooks.Verifier.VerifyAccessToken(vctx, r.token)
 	cancel()
 	switch {
-	case err == nil && g.cfg.Venues != nil:
+	case err == nil && g.cfg().Venues != nil:
 		r.s.narrow(r.gen, id.Entitlements, at, wait)
 	case err == nil:
 		r.s.checked(r.gen, at, wait)
@@ -206,7 +213,7 @@ func (g *Gateway) verify(ctx context.Context, r recheck, wait bool) bool {
 	case ctx.Err() != nil:
 		return false // Shutdown
 	default:
-		g.log.Warn("ws token recheck failed", zap.Error(err))
+		g.log().Warn("ws token recheck failed", zap.Error(err))
 		return false
 	}
 	return true
@@ -255,7 +262,7 @@ func (s *session) revoke(gen uint32, why string, wait bool) {
 // session re-authenticated, lapsed or ended meanwhile.
 func (s *session) revokeUnder(gen uint32) (a standing, id Identity, ok bool) {
 	defer s.mu.Unlock()
-	now := s.g.cfg.Hooks.Now()
+	now := s.g.cfg().Hooks.Now()
 	if s.auth.ended || s.auth.standing != authLive || s.auth.gen != gen {
 		return authNone, Identity{}, false
 	}
