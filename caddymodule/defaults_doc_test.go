@@ -99,7 +99,7 @@ var documentedDefaults = map[string]map[string]map[string]any{
 			"vendor":                     zenith.DefaultVendor,
 			"recheck_interval":           wsauth.DefaultRecheckInterval,
 			"expiry_grace":               wsauth.DefaultExpiryGrace,
-			"reload_delay":               wshandler.DefaultReloadDelay,
+			"drain_window":               wshandler.DefaultDrainWindow,
 			"transaction_ids":            wsauth.TransactionIDsInt53,
 			"limits.subscriptions":       policy.DefaultSubscriptions,
 			"limits.messages_per_second": policy.DefaultMessagesPerSecond,

@@ -10,15 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/caddymodule/wshandler"
 	"github.com/gatehouse/gatehouse/wsauth"
 )
 
 // TestServiceUnit: dist/gatehouse.service passes systemd-analyze verify
 // without a warning (run against the binary the tests built, in place of
 // /usr/bin/gatehouse), runs the binary's own run and reload commands, and
-// gives a stop time that covers the message gateway's drain (every socket
-// gets its close frame, a write of write_timeout at most, and close_grace
-// to answer). It failed when: a misspelt key (TimeoutStopSecs) was only a
+// gives a stop time that covers the message gateway's drain (the sockets'
+// close frames spread over the default drain window, the last one's write
+// of write_timeout at most, and close_grace to answer). It failed when: a misspelt key (TimeoutStopSecs) was only a
 // warning, which verify's exit status does not show.
 func TestServiceUnit(t *testing.T) {
 	t.Parallel()
@@ -46,7 +47,7 @@ func TestServiceUnit(t *testing.T) {
 			execs = append(execs, v)
 		}
 	}
-	if drain := wsauth.DefaultWriteTimeout + wsauth.DefaultCloseGrace; stop < drain+5*time.Second {
+	if drain := wshandler.DefaultDrainWindow + wsauth.DefaultWriteTimeout + wsauth.DefaultCloseGrace; stop < drain+5*time.Second {
 		t.Errorf("TimeoutStopSec %v does not cover the gateway's drain (%v) with room", stop, drain)
 	}
 	if len(execs) != 2 || !strings.HasPrefix(execs[0], "/usr/bin/gatehouse run ") || !strings.HasPrefix(execs[1], "/usr/bin/gatehouse reload ") {

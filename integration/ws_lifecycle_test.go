@@ -38,18 +38,22 @@ func mustAuthedWS(t *testing.T, g *Gatehouse, token string) *websocket.Conn {
 }
 
 // TestWSReloadAndExit checks the end of live sockets through the real
-// binary: a gateway on /relay with reload_delay 1s relays to the demo
-// backend of a second gatehouse, which the reload does not touch (the
+// binary: a gateway on /relay with drain_window 1s relays to the demo
+// backend of a second gatehouse, which the reloads do not touch (the
 // demo's own backend is in the reloaded config: it closes its connections
 // with 1001 at once, and the gateway relays that close). After `gatehouse
-// reload` a live socket is closed with 1012 (the client reconnects, and the
-// new config serves it); when the process exits (SIGTERM) a live socket is
-// closed with 1001.
+// reload` of a config whose gateway differs only in what a live session
+// can take (auth_timeout) a live socket goes on; after one that changes
+// its upstream it is closed with 1012 (the client reconnects, and the new
+// config serves it); when the process exits (SIGTERM) a live socket is
+// closed with 1012 as well, within the drain window, so that its client
+// reconnects to another instance.
 func TestWSReloadAndExit(t *testing.T) {
 	t.Parallel()
 	backend := StartGatehouse(t)
 	upstream := "ws://127.0.0.1:" + strconv.Itoa(backend.BackendPort) + "/"
-	g := StartGatehouseWith(t, Options{Config: wsExtraConfig(t, "ws-reload", "/relay", upstream, "reload_delay 1s")})
+	sameBackend := "ws://localhost:" + strconv.Itoa(backend.BackendPort) + "/"
+	g := StartGatehouseWith(t, Options{Config: wsExtraConfig(t, "ws-reload", "/relay", upstream, "drain_window 1s")})
 	backend.AlsoCheckSecretsOf(g)
 	demo := g.PasswordGrant(t, "demo", "demo")
 	dial := func() *websocket.Conn {
@@ -63,16 +67,20 @@ func TestWSReloadAndExit(t *testing.T) {
 
 	c := dial()
 	serverInfoAnswered(t, c, 1)
-	// A config that differs (Caddy skips a reload to the same config).
-	g.Reload(wsExtraConfig(t, "ws-reload-2", "/relay", upstream, "reload_delay 1s", "auth_timeout 9s"))
+	// A config that differs (Caddy skips a reload to the same config),
+	// not in the gateway's upstream or transport: the socket is kept.
+	g.Reload(wsExtraConfig(t, "ws-reload-2", "/relay", upstream, "drain_window 1s", "auth_timeout 9s"))
+	serverInfoAnswered(t, c, 2)
+	// Another upstream URL (the same backend): the socket is closed.
+	g.Reload(wsExtraConfig(t, "ws-reload-3", "/relay", sameBackend, "drain_window 1s", "auth_timeout 9s"))
 	if code := readClose(t, c); code != websocket.CloseServiceRestart {
-		t.Fatalf("live socket across a reload: close %d, want 1012", code)
+		t.Fatalf("live socket across a reload that changes its upstream: close %d, want 1012", code)
 	}
 
 	c = dial()
 	serverInfoAnswered(t, c, 2)
 	g.Stop()
-	if code := readClose(t, c); code != websocket.CloseGoingAway {
-		t.Fatalf("live socket at exit: close %d, want 1001", code)
+	if code := readClose(t, c); code != websocket.CloseServiceRestart {
+		t.Fatalf("live socket at exit: close %d, want 1012", code)
 	}
 }

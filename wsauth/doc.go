@@ -12,6 +12,9 @@
 //	                  PasswordChecker, Metrics, ...), Identity
 //	gateway.go        Gateway (New, ServeHTTP, Shutdown): the upgrade, the
 //	                  live sessions, the hijack adapter
+//	reconfigure.go    Reconfigure: a new configuration put in force on a
+//	                  live Gateway, its sessions refitted to it
+//	drain.go          Drain: the sessions closed spread over a window
 //	admit.go          what an upgrade request must pass before the 101:
 //	                  its checks, header auth, the unauthenticated places
 //	                  and the sessions of each user

@@ -210,9 +210,8 @@ func (g *Gateway) untrack(s *session) {
 }
 
 // Shutdown refuses new sockets and closes every live one (and one whose
-// upgrade it overtakes) with code: 1001 (websocket.CloseGoingAway) when
-// the process exits, 1012 (websocket.CloseServiceRestart) on a config
-// reload; the Caddy glue decides, and when. It returns once every session
+// upgrade it overtakes) with code, all at once (Drain spreads them: the
+// Caddy glue drains a gateway a reload does not keep, and at exit). It returns once every session
 // and the supervisor have ended, which the close handshake bounds
 // (WriteTimeout and CloseGrace), and sockets lingering after an unanswered
 // close are closed.

@@ -91,7 +91,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 }
 
 // reloadGrace is how long the backend's connections outlive a config
-// reload: longer than the gateway's default reload_delay, so that the
+// reload: longer than the gateway's default drain_window, so that the
 // gateway, not the backend, decides when live sockets close (1012).
 const reloadGrace = time.Minute
 

@@ -47,7 +47,8 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		motif                             # the original web client's replies
 //		header <Name> <template>...       # repeatable, one per name
 //		pass_authorization
-//		reload_delay <duration>
+//		name <name>                       # keeps sessions across reloads (default: the handler's position)
+//		drain_window <duration>           # sessions a reload cannot keep, and at exit: 1012 spread over it (reload_delay: the deprecated name)
 //		trace_subject                     # the subject on the socket's spans (default: the client only)
 //		recheck_interval <duration>       # revocation reaches live sessions within it
 //		expiry_grace <duration>           # lapsed sessions wait this long for a fresh AuthToken
@@ -130,7 +131,12 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = cfutil.HeaderTemplates(d, once, &h.Headers)
 		case "pass_authorization":
 			h.PassAuthorization, err = cfutil.Flag(d)
+		case "name":
+			h.Name, err = cfutil.OneArg(d)
+		case "drain_window":
+			h.DrainWindow, err = cfutil.DurationArg(d)
 		case "reload_delay":
+			caddy.Log().Named("caddyfile").Warn("gatehouse_ws: reload_delay is deprecated: use drain_window")
 			h.ReloadDelay, err = cfutil.DurationArg(d)
 		case "trace_subject":
 			h.TraceSubject, err = cfutil.Flag(d)

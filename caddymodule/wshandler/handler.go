@@ -9,22 +9,17 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/wsauth"
 	"github.com/gatehouse/gatehouse/wsauth/policy"
-
-	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 func init() {
 	caddy.RegisterModule(Handler{})
 }
-
-// DefaultReloadDelay is how long live sockets stay up after a reload
-// before they are closed with 1012 (restart: reconnect).
-const DefaultReloadDelay = 30 * time.Second
 
 // Handler is the message gateway (http.handlers.gatehouse_ws): it upgrades
 // requests to WebSockets, authenticates each socket with the gatehouse
@@ -232,9 +227,27 @@ type Handler struct {
 	// as "Authorization: Bearer <token>". Default false.
 	PassAuthorization bool `json:"pass_authorization,omitempty"`
 
-	// ReloadDelay is how long live sockets stay up after a config reload
-	// before they are closed with 1012 (the client reconnects). Default
-	// 30s.
+	// Name tells this handler's sessions apart across reloads from those of
+	// the server's other gatehouse_ws handlers: a reload keeps a session
+	// when the new config has a handler on the same server with the same
+	// name and the same upstreams and transport settings. Default: the
+	// handler's position among the server's gatehouse_ws handlers, which
+	// adding or moving one changes. A changed route matcher is not seen.
+	Name string `json:"name,omitempty"`
+
+	// DrainWindow is how long the gateway takes to close its sessions with
+	// 1012 (restart: reconnect) when a reload cannot keep them (the
+	// handler is gone, or its upstreams or transport settings changed) and
+	// when the process stops, one after another, spread evenly, so that
+	// reconnecting clients reach the backend a few at a time. New upgrades
+	// get 503 meanwhile. Default 10s: with the last close's write and
+	// answer, within the shipped systemd unit's stop timeout and
+	// Kubernetes' default grace period (30s each). A longer window needs
+	// a longer stop timeout (TimeoutStopSec, terminationGracePeriodSeconds).
+	DrainWindow caddy.Duration `json:"drain_window,omitempty"`
+
+	// ReloadDelay is the deprecated name of DrainWindow, still read (with
+	// a warning) when DrainWindow is not set.
 	ReloadDelay caddy.Duration `json:"reload_delay,omitempty"`
 
 	// TraceSubject puts the subject (the token's sub, a user id) on a
@@ -246,6 +259,9 @@ type Handler struct {
 	TraceSubject bool `json:"trace_subject,omitempty"`
 
 	gw     *wsauth.Gateway
+	shared *shared           // gw in gateways; nil while validating
+	key    string            // shared's key
+	server *caddyhttp.Server // the server the handler is provisioned on
 	logger *zap.Logger
 }
 
@@ -270,6 +286,9 @@ func (h *Handler) Validate() error {
 	if h.ReloadDelay < 0 {
 		return errors.New("gatehouse_ws: reload_delay must not be negative")
 	}
+	if h.DrainWindow < 0 {
+		return errors.New("gatehouse_ws: drain_window must not be negative")
+	}
 	return nil
 }
 
@@ -280,6 +299,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if h.MaxMessageSize != 0 {
 		h.logger.Warn("gatehouse_ws: max_message_size is deprecated: it is max_message_bytes now")
+	}
+	if h.ReloadDelay != 0 {
+		h.logger.Warn("gatehouse_ws: reload_delay is deprecated: it is drain_window now")
 	}
 	cfg, err := h.config()
 	if err != nil {
@@ -310,8 +332,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if w := app.AuditWriter(); w != nil { // a nil *audit.Writer would be a non-nil Auditor
 		cfg.Hooks.Audit = w
 	}
-	if h.gw, err = wsauth.New(cfg); err != nil {
-		return fmt.Errorf("gatehouse_ws: %w", err)
+	if err := h.provisionGateway(ctx, cfg); err != nil {
+		return err
 	}
 	app.AddReadinessCheck(cmp.Or(h.Readiness, "message_backend"), !h.ReadinessOptional, h.gw.CheckBackend)
 	return nil
@@ -325,24 +347,75 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	return nil
 }
 
-// Cleanup closes the live sockets: at once with 1001 when the process
-// exits, after ReloadDelay with 1012 on a config reload (the new config's
-// handler takes the reconnecting clients).
-func (h *Handler) Cleanup() error {
-	if h.gw == nil {
+// provisionGateway takes the Gateway of the handler the config before held
+// under the same key (see gateways), and puts cfg in force on it; or
+// builds one.
+func (h *Handler) provisionGateway(ctx caddy.Context, cfg wsauth.Config) error {
+	if caddymodule.Validating() {
+		// Nothing is served: the live gateways are left alone.
+		gw, err := wsauth.New(cfg)
+		if err != nil {
+			return fmt.Errorf("gatehouse_ws: %w", err)
+		}
+		h.gw = gw
 		return nil
 	}
-	if caddy.Exiting() {
-		h.gw.Shutdown(1001)
-		return nil
+	key, err := h.poolKey(ctx, &cfg)
+	if err != nil {
+		return err
 	}
-	delay := time.Duration(h.ReloadDelay)
-	if delay == 0 {
-		delay = DefaultReloadDelay
+	v, loaded, err := gateways.LoadOrNew(key, func() (caddy.Destructor, error) {
+		gw, err := wsauth.New(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("gatehouse_ws: %w", err)
+		}
+		return newShared(gw), nil
+	})
+	if err != nil {
+		return err
 	}
-	gw := h.gw
-	contain.AfterFunc(h.logger, "ws.reload", delay, func() { gw.Shutdown(1012) })
+	sh := v.(*shared)
+	r, err := sh.take(h, cfg, loaded)
+	if err != nil {
+		_, _ = gateways.Delete(key)
+		return fmt.Errorf("gatehouse_ws: %w", err)
+	}
+	h.gw, h.shared, h.key = sh.gw, sh, key
+	if loaded {
+		reloadOutcome(h.logger, r.Sessions-r.Changed, r.Changed, 0)
+	}
 	return nil
+}
+
+// drainWindow is DrainWindow, or its deprecated name's value, or the
+// default.
+func (h *Handler) drainWindow() time.Duration {
+	return cmp.Or(time.Duration(h.DrainWindow), time.Duration(h.ReloadDelay), DefaultDrainWindow)
+}
+
+// Cleanup lets go of the gateway. A gateway the new config's handler took
+// goes on with its sessions; one no handler holds any more is drained
+// (gateways): its sessions closed with 1012 spread over the drain window,
+// new upgrades refused with 503; when the process exits, Cleanup returns
+// once they are closed.
+func (h *Handler) Cleanup() error {
+	if h.server != nil {
+		positionsMu.Lock()
+		delete(positions, h.server)
+		positionsMu.Unlock()
+	}
+	if h.shared == nil {
+		if h.gw != nil { // validating
+			h.gw.Shutdown(websocket.CloseGoingAway)
+		}
+		return nil
+	}
+	err := h.shared.release(h)
+	if _, derr := gateways.Delete(h.key); derr != nil {
+		err = errors.Join(err, derr)
+	}
+	h.shared = nil
+	return err
 }
 
 // Interface guards

@@ -58,6 +58,10 @@ var (
 		Name: "gatehouse_ws_subscriptions",
 		Help: "Client subscriptions the gateway tracks (lapsed sessions' included), by controller.",
 	}, []string{"controller"})
+	reloadSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_ws_reload_sessions_total",
+		Help: "Sessions a config reload kept as they were (kept), kept and refitted to the new configuration (changed), or closed with 1012 (closed).",
+	}, []string{"outcome"})
 )
 
 func registerMetrics(ctx caddy.Context) error {
@@ -65,7 +69,7 @@ func registerMetrics(ctx caddy.Context) error {
 		return err
 	}
 	return caddymodule.RegisterOnce(ctx.GetMetricsRegistry(), sessions, authResults, relayed, denied, delivered, slowClients,
-		reauthentications, lapses, limited, subscriptions)
+		reauthentications, lapses, limited, subscriptions, reloadSessions)
 }
 
 // metrics implements wsauth.Metrics with the counters above.
