@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -345,52 +344,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	h.gw.ServeHTTP(w, r)
 	return nil
-}
-
-// provisionGateway takes the Gateway of the handler the config before held
-// under the same key (see gateways), and puts cfg in force on it; or
-// builds one.
-func (h *Handler) provisionGateway(ctx caddy.Context, cfg wsauth.Config) error {
-	if caddymodule.Validating() {
-		// Nothing is served: the live gateways are left alone.
-		gw, err := wsauth.New(cfg)
-		if err != nil {
-			return fmt.Errorf("gatehouse_ws: %w", err)
-		}
-		h.gw = gw
-		return nil
-	}
-	key, err := h.poolKey(ctx, &cfg)
-	if err != nil {
-		return err
-	}
-	v, loaded, err := gateways.LoadOrNew(key, func() (caddy.Destructor, error) {
-		gw, err := wsauth.New(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("gatehouse_ws: %w", err)
-		}
-		return newShared(gw), nil
-	})
-	if err != nil {
-		return err
-	}
-	sh := v.(*shared)
-	r, err := sh.take(h, cfg, loaded)
-	if err != nil {
-		_, _ = gateways.Delete(key)
-		return fmt.Errorf("gatehouse_ws: %w", err)
-	}
-	h.gw, h.shared, h.key = sh.gw, sh, key
-	if loaded {
-		reloadOutcome(h.logger, r.Sessions-r.Changed, r.Changed, 0)
-	}
-	return nil
-}
-
-// drainWindow is DrainWindow, or its deprecated name's value, or the
-// default.
-func (h *Handler) drainWindow() time.Duration {
-	return cmp.Or(time.Duration(h.DrainWindow), time.Duration(h.ReloadDelay), DefaultDrainWindow)
 }
 
 // Cleanup lets go of the gateway. A gateway the new config's handler took

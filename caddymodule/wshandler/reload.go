@@ -1,6 +1,7 @@
 package wshandler
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/internal/contain"
 	"github.com/gatehouse/gatehouse/wsauth"
 )
@@ -140,6 +142,52 @@ func (sh *shared) startDrain(exiting bool) {
 			drain(sh.gw, window, log, exiting)
 		}, nil)
 	})
+}
+
+// provisionGateway takes the Gateway of the handler the config before held
+// under the same key (see gateways), and puts cfg in force on it; or
+// builds one.
+func (h *Handler) provisionGateway(ctx caddy.Context, cfg wsauth.Config) error {
+	if caddymodule.Validating() {
+		// Nothing is served: the live gateways are left alone.
+		gw, err := wsauth.New(cfg)
+		if err != nil {
+			return fmt.Errorf("gatehouse_ws: %w", err)
+		}
+		h.gw = gw
+		return nil
+	}
+	key, err := h.poolKey(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	v, loaded, err := gateways.LoadOrNew(key, func() (caddy.Destructor, error) {
+		gw, err := wsauth.New(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("gatehouse_ws: %w", err)
+		}
+		return newShared(gw), nil
+	})
+	if err != nil {
+		return err
+	}
+	sh := v.(*shared)
+	r, err := sh.take(h, cfg, loaded)
+	if err != nil {
+		_, _ = gateways.Delete(key)
+		return fmt.Errorf("gatehouse_ws: %w", err)
+	}
+	h.gw, h.shared, h.key = sh.gw, sh, key
+	if loaded {
+		reloadOutcome(h.logger, r.Sessions-r.Changed, r.Changed, 0)
+	}
+	return nil
+}
+
+// drainWindow is DrainWindow, or its deprecated name's value, or the
+// default.
+func (h *Handler) drainWindow() time.Duration {
+	return cmp.Or(time.Duration(h.DrainWindow), time.Duration(h.ReloadDelay), DefaultDrainWindow)
 }
 
 // poolKey is the key of h's Gateway in gateways (see above): the server,
