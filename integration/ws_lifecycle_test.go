@@ -52,7 +52,7 @@ func TestWSReloadAndExit(t *testing.T) {
 	t.Parallel()
 	backend := StartGatehouse(t)
 	upstream := "ws://127.0.0.1:" + strconv.Itoa(backend.BackendPort) + "/"
-	sameBackend := "ws://localhost:" + strconv.Itoa(backend.BackendPort) + "/"
+	sameBackend := "ws://127.0.0.1:" + strconv.Itoa(backend.BackendPort) // another URL, the same backend
 	g := StartGatehouseWith(t, Options{Config: wsExtraConfig(t, "ws-reload", "/relay", upstream, "drain_window 1s")})
 	backend.AlsoCheckSecretsOf(g)
 	demo := g.PasswordGrant(t, "demo", "demo")
