@@ -88,18 +88,26 @@ func appendQuote(b []byte, s string) []byte {
 // checkpoint's.
 var members = []string{"instance", "run", "seq", "prev", "hash", "time", "kind", "attrs", "jws"}
 
-// ParseLine reads one line (without its line break) as a record. It is
-// strict where a lenient reader would let one record have two spellings
-// that a verifier might disagree on: member names exact and unique, UTF-8
-// valid, hashes in lower-case hex, seq and integers in their shortest
-// decimal form, the time in TimeLayout. It does not check the hash.
+// ParseLine reads one record line (without its line break) as a record.
+// It is strict where a lenient reader would let one record have two
+// spellings that a verifier might disagree on: member names exact and
+// unique, UTF-8 valid, hashes in lower-case hex, seq and integers in
+// their shortest decimal form, the time in TimeLayout. It does not check
+// the hash. A batch line is not a record line: ParseRecords reads both.
 func ParseLine(line []byte) (*Record, error) {
 	var m map[string]jsontext.Value // v2: names exact, a name given twice refused
 	if err := json.Unmarshal(line, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
+	return parseRecord(m, true)
+}
+
+// parseRecord reads a record's members from m: those of a record line,
+// where the envelope's are skipped, or those of a batch line's record
+// object, where there is no envelope.
+func parseRecord(m map[string]jsontext.Value, envelope bool) (*Record, error) {
 	for k := range m {
-		if !slices.Contains(members, k) && !slices.Contains(Envelope, k) {
+		if !slices.Contains(members, k) && !(envelope && slices.Contains(Envelope, k)) {
 			return nil, fmt.Errorf("%w: unknown member %.32q", ErrMalformed, k)
 		}
 	}

@@ -21,14 +21,25 @@ type File struct {
 	R    io.Reader
 }
 
-// Position is a line of a file; Line counts from 1.
+// Position is a line of a file and, in a batch line, a record of it:
+// Line counts from 1, and so does Index, which is 0 for a record line
+// (or a whole line).
 type Position struct {
-	File string
-	Line int
+	File  string
+	Line  int
+	Index int
 }
 
-// entry is one line read: a record, or why it is not one. A cut line
-// carries neither.
+// String is file:line, and file:line[index] for a record of a batch line.
+func (p Position) String() string {
+	if p.Index > 0 {
+		return fmt.Sprintf("%s:%d[%d]", p.File, p.Line, p.Index)
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Line)
+}
+
+// entry is one record read (a line's, or one of a batch line's), or why
+// it is not one. A cut line carries neither.
 type entry struct {
 	Position
 	ord int // the line's place in all the files read, for ordering
@@ -37,10 +48,12 @@ type entry struct {
 	cut bool
 }
 
-// readLines reads f's lines as entries. A last line without its line
-// break that is the beginning of a JSON value (a write a crash cut short)
-// is a cut, not a malformed record; so is such a beginning followed, on
-// the same line, by a whole record (the next run appending to the file).
+// readLines reads f's lines as entries, one per record (a batch line
+// gives one per record, at its index). A last line without its line
+// break that is the beginning of a JSON value (a write a crash cut short,
+// a whole batch) is a cut, not a malformed record; so is such a beginning
+// followed, on the same line, by a whole line (the next run appending to
+// the file).
 func readLines(f File, ord *int) ([]entry, error) {
 	br := bufio.NewReaderSize(f.R, 64<<10)
 	var out []entry
@@ -57,21 +70,31 @@ func readLines(f File, ord *int) ([]entry, error) {
 		if line == nil && !tooLong {
 			return out, nil
 		}
-		pos := Position{f.Name, n}
+		pos := Position{File: f.Name, Line: n}
 		switch {
 		case tooLong:
 			add(entry{Position: pos, err: errors.New("line over the size bound")})
 		case !complete && truncatedJSON(line):
 			add(entry{Position: pos, cut: true})
 		default:
-			rec, err := ParseLine(line)
+			recs, errs, batch, err := lineRecords(line)
 			if err != nil {
-				if rest := appendedRecord(line); rest != nil {
+				if rest := appendedRecords(line); rest != nil {
 					add(entry{Position: pos, cut: true})
-					rec, err = rest, nil
+					recs, errs, batch, err = rest, make([]error, len(rest)), len(rest) > 1, nil
 				}
 			}
-			add(entry{Position: pos, rec: rec, err: err})
+			if err != nil {
+				add(entry{Position: pos, err: err})
+				break
+			}
+			for i, rec := range recs {
+				p := pos
+				if batch {
+					p.Index = i + 1
+				}
+				add(entry{Position: p, rec: rec, err: errs[i]})
+			}
 		}
 		if !complete {
 			return out, nil
@@ -118,11 +141,12 @@ func truncatedJSON(b []byte) bool {
 	return errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// appendedRecord finds, in a line that is not a record, a whole record
-// after a cut one: the last place where the line's own opening (up to its
-// first colon, as every line of one encoder begins) starts again and what
-// follows is a record, while what precedes is a value cut short.
-func appendedRecord(line []byte) *Record {
+// appendedRecords finds, in a line that is not a record line or a batch
+// line, a whole line's records after a cut one: the last place where the
+// line's own opening (up to its first colon, as every line of one encoder
+// begins) starts again and what follows is a line, while what precedes is
+// a value cut short.
+func appendedRecords(line []byte) []*Record {
 	colon := bytes.IndexByte(line, ':')
 	if colon < 2 || line[0] != '{' {
 		return nil
@@ -131,16 +155,17 @@ func appendedRecord(line []byte) *Record {
 	if i <= 0 || !truncatedJSON(line[:i]) {
 		return nil
 	}
-	rec, err := ParseLine(line[i:])
+	recs, err := ParseRecords(line[i:])
 	if err != nil {
 		return nil
 	}
-	return rec
+	return recs
 }
 
-// ReadRecords reads the records of files in order, for Usage: lines a
-// crash cut short are skipped, and a line that is not a record is an
-// error (verify the files first: it says which).
+// ReadRecords reads the records of files in order (those of a batch line
+// in its order), for Usage: lines a crash cut short are skipped, and a
+// line or batch member that is not a record is an error (verify the files
+// first: it says which).
 func ReadRecords(files []File) ([]*Record, error) {
 	var out []*Record
 	ord := 0
@@ -151,7 +176,7 @@ func ReadRecords(files []File) ([]*Record, error) {
 		}
 		for _, e := range entries {
 			if e.err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", e.File, e.Line, e.err)
+				return nil, fmt.Errorf("%s: %w", e.Position, e.err)
 			}
 			if e.rec != nil {
 				out = append(out, e.rec)

@@ -48,8 +48,9 @@ const (
 // record).
 type Problem struct {
 	Kind ProblemKind
-	// Position is where it shows: the bad line, or, for a tail removed,
-	// the line after the run's last one. Empty for a missing run that only
+	// Position is where it shows: the bad record (its line and, in a
+	// batch line, its index) or a line that is not one, or, for a tail
+	// removed, the line after the run's last one. Empty for a missing run that only
 	// the store names.
 	Position
 	Instance, Run string
@@ -62,7 +63,7 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	return fmt.Sprintf("%s:%d: %s: instance %q run %q seq %d: %s", p.File, p.Line, p.Kind, p.Instance, p.Run, p.Seq, p.Detail)
+	return fmt.Sprintf("%s: %s: instance %q run %q seq %d: %s", p.Position, p.Kind, p.Instance, p.Run, p.Seq, p.Detail)
 }
 
 // Span is a run's records from seq From to To, the first at Position.
@@ -165,7 +166,7 @@ func (c *chain) last() *entry {
 // after is the position just after the run's last line.
 func (c *chain) after() (Position, int) {
 	e := c.entries[len(c.entries)-1]
-	return Position{e.File, e.Line + 1}, e.ord + 1
+	return Position{File: e.File, Line: e.Line + 1}, e.ord + 1
 }
 
 type verifier struct {

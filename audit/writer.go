@@ -49,19 +49,29 @@ type Options struct {
 }
 
 // Writer is the one sequencer of a run: it gives each record its seq, prev
-// and hash and writes it to the sink under one lock, so the sink's order
-// is the chain's. A write that fails is not part of the chain: the next
-// record takes its seq, after a loss record saying how many were lost.
+// and hash and writes it to the sink, one flush at a time, so the sink's
+// order is the chain's. Appends that come while a write is under way
+// queue, and the next flush writes them together, one sink write (a batch
+// line) for all: group commit. Each Append still returns after its record
+// is written. A write that fails is not part of the chain: the next
+// records take its seqs, after a loss record saying how many were lost.
 type Writer struct {
-	opts Options
+	opts  Options
+	batch BatchSink // the sink, when it writes batches
 
-	mu             sync.Mutex
+	mu     sync.Mutex // guards queue and closed
+	queue  []*pending // appended, not yet taken by a flush, in time order
+	closed bool
+
+	// flushMu makes one flush at a time; its holder owns what follows.
+	flushMu        sync.Mutex
 	seq            uint64 // the last record written
 	hash           [32]byte
 	lastCheckpoint time.Time
-	uncovered      int    // records written after the last checkpoint
-	lost           uint64 // caller records not written since the last one written
-	closed         bool
+	uncovered      int        // records written after the last checkpoint
+	lost           uint64     // caller records not written since the last one written
+	taken          []*pending // the batch being flushed
+	recs           []*Record  // the records of the write being made
 
 	failures atomic.Uint64
 	failing  atomic.Bool
@@ -91,13 +101,14 @@ func NewWriter(opts Options) (*Writer, error) {
 		opts.Now = time.Now
 	}
 	w := &Writer{opts: opts}
+	w.batch, _ = opts.Sink.(BatchSink)
 	if opts.Previous != nil {
 		w.hash = opts.Previous.Hash
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
 	w.lastCheckpoint = w.now()
-	_ = w.start() // counted; retried by the next Append
+	_ = w.write(nil, false, false) // the run's first record; counted, and retried by the next write
 	return w, nil
 }
 
@@ -115,9 +126,14 @@ func (w *Writer) Refusing() bool { return w.opts.RefuseWhenFailing && w.failing.
 var reserved = []Kind{KindRunStart, KindCheckpoint, KindLoss}
 
 // Append writes one record of kind with attrs, then a checkpoint if the
-// interval has passed. It returns an error wrapping ErrAttr for refused
-// attributes, ErrClosed after Close, and ErrWrite when the sink failed
-// (the record is lost and counted).
+// interval has passed, and returns once the record is written. It returns
+// an error wrapping ErrAttr for refused attributes, ErrClosed after Close,
+// and ErrWrite when the sink failed (the record is lost and counted).
+//
+// The record takes its time as it queues; then the caller waits for the
+// flush lock. If a flush took the record meanwhile, its outcome is the
+// caller's; otherwise the caller flushes the queue itself. There is no
+// delay: a record that finds no write under way is written at once, alone.
 func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 	if kind == "" || slices.Contains(reserved, kind) {
 		return fmt.Errorf("record kind %q: %w", kind, ErrAttr)
@@ -126,36 +142,39 @@ func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 	if err != nil {
 		return err
 	}
+	p := &pending{rec: Record{Kind: kind, Attrs: as}, size: recordSize(as)}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return ErrClosed
 	}
-	if err := w.catchUp(); err != nil {
-		w.lost++
-		return err
+	p.rec.Time = w.now()
+	w.queue = append(w.queue, p)
+	w.mu.Unlock()
+
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	for !p.done {
+		w.flush()
 	}
-	if err := w.write(kind, as); err != nil {
-		w.lost++
-		return err
-	}
-	if w.now().Sub(w.lastCheckpoint) >= w.opts.CheckpointInterval {
-		// The record is written; a failed checkpoint is counted and
-		// reported, and the next append or tick tries again.
-		_ = w.checkpoint()
-	}
-	return nil
+	return p.err
 }
 
 // Checkpoint signs and writes a checkpoint now, unless the last record is
 // one already.
 func (w *Writer) Checkpoint() error {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
 		return ErrClosed
 	}
-	return w.checkpointIfUncovered()
+	if w.seq > 0 && w.uncovered == 0 {
+		return nil
+	}
+	return w.write(nil, true, false)
 }
 
 // RunCheckpoints writes a checkpoint each interval while records came in,
@@ -174,99 +193,23 @@ func (w *Writer) RunCheckpoints(ctx context.Context) {
 	}
 }
 
-// Close writes the run's final checkpoint (its JWS says final: a record
-// after it can only have been inserted) and closes the writer.
+// Close writes the records still queued, then the run's final checkpoint
+// (its JWS says final: a record after it can only have been inserted),
+// and closes the writer.
 func (w *Writer) Close() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return nil
 	}
-	w.closed = true
-	if err := w.catchUp(); err != nil {
-		return err
+	w.closed = true // no record queues after this
+	w.mu.Unlock()
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	for w.queued() {
+		w.flush()
 	}
-	return w.checkpoint()
+	return w.write(nil, true, true)
 }
 
 func (w *Writer) now() time.Time { return w.opts.Now().UTC().Round(0) }
-
-// start writes the run's first record if it is not written yet.
-func (w *Writer) start() error {
-	if w.seq > 0 {
-		return nil
-	}
-	var attrs []Attr
-	if p := w.opts.Previous; p != nil {
-		attrs = []Attr{String(AttrPrevRun, p.Run), Int(AttrPrevSeq, int64(p.Seq))}
-	}
-	return w.write(KindRunStart, attrs)
-}
-
-// catchUp writes what must come before a caller's record: the run's first
-// record, and a loss record when records were lost.
-func (w *Writer) catchUp() error {
-	if err := w.start(); err != nil {
-		return err
-	}
-	if w.lost == 0 {
-		return nil
-	}
-	if err := w.write(KindLoss, []Attr{Int(AttrLost, int64(w.lost))}); err != nil {
-		return err
-	}
-	w.lost = 0
-	return nil
-}
-
-func (w *Writer) checkpointIfUncovered() error {
-	if err := w.start(); err != nil {
-		return err
-	}
-	if w.uncovered == 0 {
-		return nil
-	}
-	return w.checkpoint()
-}
-
-func (w *Writer) checkpoint() error { return w.write(KindCheckpoint, nil) }
-
-// write chains one record after the last one written and hands it to the
-// sink; only a record written moves the chain on.
-func (w *Writer) write(kind Kind, attrs []Attr) error {
-	r := &Record{Instance: w.opts.Instance, Run: w.opts.Run, Seq: w.seq + 1, Prev: w.hash,
-		Time: w.now(), Kind: kind, Attrs: attrs}
-	r.Hash = ComputeHash(r)
-	if kind == KindCheckpoint {
-		jws, err := signCheckpoint(w.opts.Signer, r, w.closed)
-		if err != nil {
-			return w.failed(err)
-		}
-		r.JWS = jws
-	}
-	if err := w.opts.Sink.WriteRecord(r); err != nil {
-		return w.failed(err)
-	}
-	w.failing.Store(false)
-	w.seq, w.hash = r.Seq, r.Hash
-	if kind != KindCheckpoint {
-		w.uncovered++
-		return nil
-	}
-	w.uncovered = 0
-	w.lastCheckpoint = r.Time
-	if w.opts.OnCheckpoint != nil {
-		w.opts.OnCheckpoint(Checkpoint{Instance: r.Instance, Run: r.Run, Seq: r.Seq, Hash: r.Hash,
-			Time: r.Time, KeyID: w.opts.Signer.KeyID(), Final: w.closed, JWS: r.JWS})
-	}
-	return nil
-}
-
-func (w *Writer) failed(err error) error {
-	n := w.failures.Add(1)
-	w.failing.Store(true)
-	if w.opts.OnWriteFailure != nil {
-		w.opts.OnWriteFailure(err, n)
-	}
-	return fmt.Errorf("%w: %w", ErrWrite, err)
-}

@@ -63,10 +63,23 @@ func (r *auditRun) Destruct() error {
 // configuration provisioned replaces with its own.
 type switchSink struct{ core atomic.Pointer[zapcore.Core] }
 
-// WriteRecord implements audit.Sink.
-func (s *switchSink) WriteRecord(r *audit.Record) error {
-	return audit.ZapSink{Core: *s.core.Load(), LoggerName: AuditLoggerName}.WriteRecord(r)
+func (s *switchSink) zap() audit.ZapSink {
+	return audit.ZapSink{Core: *s.core.Load(), LoggerName: AuditLoggerName}
 }
+
+// WriteRecord implements audit.Sink.
+func (s *switchSink) WriteRecord(r *audit.Record) error { return s.zap().WriteRecord(r) }
+
+// WriteRecords implements audit.BatchSink.
+func (s *switchSink) WriteRecords(rs []*audit.Record) error { return s.zap().WriteRecords(rs) }
+
+// Sync implements audit.Syncer.
+func (s *switchSink) Sync() error { return s.zap().Sync() }
+
+var (
+	_ audit.BatchSink = (*switchSink)(nil)
+	_ audit.Syncer    = (*switchSink)(nil)
+)
 
 // chainModule names the audit logger for Caddy's logging, which picks a
 // logger's logs by module id.

@@ -115,8 +115,8 @@ func VerifyAudit(ctx context.Context, st store.Audit, paths []string) (*AuditChe
 		}
 		files = append(files, audit.File{Name: p, R: bytes.NewReader(b)})
 		for line := range bytes.Lines(b) {
-			if r, err := audit.ParseLine(bytes.TrimSpace(line)); err == nil {
-				instances[r.Instance] = true
+			if rs, err := audit.ParseRecords(bytes.TrimSpace(line)); err == nil {
+				instances[rs[0].Instance] = true
 			}
 		}
 	}

@@ -117,11 +117,11 @@ func printAuditCheck(out io.Writer, files []string, c *caddymodule.AuditCheck) {
 		fmt.Fprintf(out, "PROBLEM %s\n", p)
 	}
 	for _, s := range c.Unprotected {
-		fmt.Fprintf(out, "unprotected %s:%d: instance %q run %q seq %d to %d: after the run's last checkpoint, nothing signed vouches for them\n",
-			s.File, s.Line, s.Instance, s.Run, s.From, s.To)
+		fmt.Fprintf(out, "unprotected %s: instance %q run %q seq %d to %d: after the run's last checkpoint, nothing signed vouches for them\n",
+			s.Position, s.Instance, s.Run, s.From, s.To)
 	}
 	for _, p := range c.Cuts {
-		fmt.Fprintf(out, "cut %s:%d: a line a crash cut short (not a tamper)\n", p.File, p.Line)
+		fmt.Fprintf(out, "cut %s: a line a crash cut short (not a tamper)\n", p)
 	}
 	for _, i := range c.Unchecked {
 		fmt.Fprintf(out, "not checked: instance %q has checkpoints in the store and no record in these files\n", i)

@@ -40,11 +40,11 @@ func runAuditUsage(cmd *cobra.Command, files []string) error {
 		return fmt.Errorf("no usage report: %w", errAuditProblems)
 	}
 	for _, s := range check.Unprotected {
-		fmt.Fprintf(errOut, "warning: %s:%d: instance %q run %q seq %d to %d are after the run's last checkpoint: used, but nothing signed vouches for them\n",
-			s.File, s.Line, s.Instance, s.Run, s.From, s.To)
+		fmt.Fprintf(errOut, "warning: %s: instance %q run %q seq %d to %d are after the run's last checkpoint: used, but nothing signed vouches for them\n",
+			s.Position, s.Instance, s.Run, s.From, s.To)
 	}
 	for _, p := range check.Cuts {
-		fmt.Fprintf(errOut, "warning: %s:%d: a line a crash cut short is left out\n", p.File, p.Line)
+		fmt.Fprintf(errOut, "warning: %s: a line a crash cut short is left out\n", p)
 	}
 	recs, err := caddymodule.AuditRecords(files)
 	if err != nil {
