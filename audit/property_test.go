@@ -8,23 +8,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/gatehouse/gatehouse/audit"
 )
 
 // want is what Verify must report first after an edit: the kind (any kind
-// when empty) and either the line (file and 1-based line) or the run and
-// seq of the first bad record.
+// when empty) and either the place (file, line and, in a batch line, the
+// record's index) or the run and seq of the first bad record.
 type want struct {
 	kind    audit.ProblemKind
-	file    string
-	line    int
+	at      audit.Position
+	orLine  bool // byPlace: the whole line (index 0) will do too
 	run     string
 	seq     uint64
-	byPlace bool // compare file and line, else run and seq
+	byPlace bool // compare the place, else run and seq
 }
 
-// edit changes l and says what Verify must report.
-type edit func(t *testing.T, rng *rand.Rand, l *tlog) want
+// edit changes m, writes it, and says what Verify must report.
+type edit func(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want)
 
 var edits = map[string]edit{
 	"change a byte":                    editByte,
@@ -38,32 +40,38 @@ var edits = map[string]edit{
 }
 
 // TestPropertyEveryEditIsCaught: over many random edits of a valid log of
-// two instances, three runs each (one rolled over two files), Verify
-// reports a problem, and its first problem names the first bad record and
-// what happened. It failed when: a record's own hash was not checked (a
-// changed byte was named one record late); a copy placed before a run's
-// first record was named reordered; the final checkpoint was ignored (a
-// record made to fit after it passed); the store's checkpoints were not
-// compared (a tail dropped after a checkpoint passed); the signature was
-// not checked (a forged checkpoint passed); of two records with one
-// predecessor, the later was always named (a record made to fit named its
-// successor).
+// two instances, three runs each (one rolled over two files), most of its
+// records in batch lines (LineSink's and zap's), Verify reports a problem,
+// and its first problem names the first bad record (its line and, inside
+// a batch line, its index) and what happened. It failed when: a record's
+// own hash was not checked (a changed byte was named one record late); a
+// copy placed before a run's first record was named reordered; the final
+// checkpoint was ignored (a record made to fit after it passed); the
+// store's checkpoints were not compared (a tail dropped after a checkpoint
+// passed); the signature was not checked (a forged checkpoint passed); of
+// two records with one predecessor, the later was always named (a record
+// made to fit named its successor); a batch line's records were all given
+// index 1 (a swap inside a batch line was named at the wrong record).
 func TestPropertyEveryEditIsCaught(t *testing.T) {
-	bases := []*tlog{buildLog(t, 1, 2, 3, false), buildLog(t, 2, 2, 3, false), buildLog(t, 3, 2, 3, false)}
+	var bases []*blog
+	for seed := range uint64(4) {
+		// The first base has no batch line: the record lines of old logs.
+		bases = append(bases, modelOf(t, buildLog(t, seed+1, 2, 3, false), rand.New(rand.NewPCG(seed, 5)), seed > 0))
+	}
 	names := make([]string, 0, len(edits))
 	for name := range edits {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	iterations := 600
+	iterations := 800
 	if testing.Short() {
-		iterations = 120
+		iterations = 160
 	}
 	for i := range iterations {
 		rng := rand.New(rand.NewPCG(uint64(i), 99))
 		name := names[i%len(names)]
-		l := bases[i%len(bases)].clone()
-		w := edits[name](t, rng, l)
+		m := bases[i/len(names)%len(bases)].clone() // every edit on every base
+		l, w := edits[name](t, rng, m)
 		rep := l.verify(t)
 		first := rep.First()
 		if first == nil {
@@ -71,7 +79,9 @@ func TestPropertyEveryEditIsCaught(t *testing.T) {
 		}
 		ok := w.kind == "" || first.Kind == w.kind
 		if w.byPlace {
-			ok = ok && first.File == w.file && first.Line == w.line
+			line := w.at
+			line.Index = 0
+			ok = ok && (first.Position == w.at || w.orLine && first.Position == line)
 		} else {
 			ok = ok && first.Run == w.run && first.Seq == w.seq
 		}
@@ -81,124 +91,156 @@ func TestPropertyEveryEditIsCaught(t *testing.T) {
 	}
 }
 
-// pickLine picks a file with records and one of its lines.
-func pickLine(rng *rand.Rand, l *tlog) (int, int) {
-	for {
-		fi := rng.IntN(len(l.files))
-		if n := len(l.files[fi].lines); n > 0 {
-			return fi, rng.IntN(n)
+// editByte changes one byte of a line. In a batch line of zap's, the byte
+// is in the records (the envelope is not protected: an edit of it passes).
+// A line that stays JSON names the record the byte is in; one that does
+// not is named as a whole, as is a line a line break put in splits (its
+// first part is at the same line, and is not a record).
+func editByte(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
+	s := m.pickSlot(rng)
+	l, _ := m.tlog(t)
+	line := l.files[s.fi].lines[s.li]
+	batch := m.files[s.fi].lines[s.li].batch
+	lo, hi := 0, len(line)
+	var spans [][2]int
+	if batch {
+		var array [2]int
+		array, spans = recordSpans(t, line)
+		if m.files[s.fi].lines[s.li].zap {
+			lo, hi = array[0], array[1]
 		}
 	}
-}
-
-func editByte(t *testing.T, rng *rand.Rand, l *tlog) want {
-	fi, li := pickLine(rng, l)
-	line := l.files[fi].lines[li]
-	j := rng.IntN(len(line))
+	j := lo + rng.IntN(hi-lo)
 	b := byte(rng.IntN(256))
 	for b == line[j] {
 		b = byte(rng.IntN(256))
 	}
 	line[j] = b
-	// A line break put into the line splits it: its first part is at
-	// the same line, and is not a record.
-	return want{file: l.files[fi].name, line: li + 1, byPlace: true}
+	w := want{at: audit.Position{File: m.files[s.fi].name, Line: s.li + 1}, byPlace: true}
+	if b != '\n' && jsontext.Value(line).IsValid() {
+		for k, sp := range spans {
+			if j >= sp[0] && j < sp[1] {
+				w.at.Index = k + 1
+			}
+		}
+	}
+	return l, w
 }
 
-func dropRecord(t *testing.T, rng *rand.Rand, l *tlog) want {
-	fi, li := pickLine(rng, l)
-	r := mustParse(t, l.files[fi].lines[li])
-	l.files[fi].lines = slices.Delete(l.files[fi].lines, li, li+1)
-	return want{kind: audit.Removed, run: r.Run, seq: r.Seq}
+func dropRecord(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
+	s := m.pickSlot(rng)
+	r := m.rec(s)
+	m.remove(s)
+	l, _ := m.tlog(t)
+	return l, want{kind: audit.Removed, run: r.Run, seq: r.Seq}
 }
 
-func swapRecords(t *testing.T, rng *rand.Rand, l *tlog) want {
+func swapRecords(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
 	for {
-		fi, i := pickLine(rng, l)
-		lines := l.files[fi].lines
-		j := rng.IntN(len(lines))
-		if i == j {
+		s := m.pickSlot(rng)
+		slots := m.slots(s.fi)
+		o := slots[rng.IntN(len(slots))]
+		if o == s {
 			continue
 		}
-		i, j = min(i, j), max(i, j)
-		lines[i], lines[j] = lines[j], lines[i]
-		r := mustParse(t, lines[i])
-		return want{kind: audit.Reordered, file: l.files[fi].name, line: i + 1, seq: r.Seq, byPlace: true}
+		a, b := m.rec(s), m.rec(o)
+		m.files[s.fi].lines[s.li].recs[s.ri], m.files[o.fi].lines[o.li].recs[o.ri] = b, a
+		l, pos := m.tlog(t)
+		first := pos[a] // the earlier place, now holding the later record
+		if pos[b].Line < first.Line || pos[b].Line == first.Line && pos[b].Index < first.Index {
+			first = pos[b]
+		}
+		return l, want{kind: audit.Reordered, at: first, byPlace: true}
 	}
 }
 
-func insertCopy(t *testing.T, rng *rand.Rand, l *tlog) want {
-	fi, src := pickLine(rng, l)
-	lines := l.files[fi].lines
-	at := rng.IntN(len(lines) + 1)
-	l.files[fi].lines = slices.Insert(lines, at, slices.Clone(lines[src]))
-	if at == src {
+// insertCopy puts a copy of a record at a random place: into a batch line
+// or as a record line of its own.
+func insertCopy(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
+	src := m.pickSlot(rng)
+	orig := m.rec(src)
+	cp := *orig
+	f := m.files[src.fi]
+	at := slot{fi: src.fi, li: rng.IntN(len(f.lines) + 1)}
+	if at.li < len(f.lines) {
+		at.ri = rng.IntN(len(f.lines[at.li].recs) + 1)
+	}
+	m.insert(at, &cp)
+	l, pos := m.tlog(t)
+	if m.next(src.fi, &cp) == orig {
 		// Just before its original: the two are one record twice, and
 		// the chain is whole up to the second.
-		return want{kind: audit.Inserted, file: l.files[fi].name, line: at + 2, byPlace: true}
+		return l, want{kind: audit.Inserted, at: pos[orig], byPlace: true}
 	}
-	return want{kind: audit.Inserted, file: l.files[fi].name, line: at + 1, byPlace: true}
+	return l, want{kind: audit.Inserted, at: pos[&cp], byPlace: true}
 }
 
 // insertFitted inserts a record made to fit after its predecessor: the
 // right seq and prev, its hash computed, as one who knows the format
-// would.
-func insertFitted(t *testing.T, rng *rand.Rand, l *tlog) want {
+// would; inside the predecessor's batch line, or as a line after its line.
+func insertFitted(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
 	for {
-		fi, li := pickLine(rng, l)
-		at := li + 1 // after line li, its predecessor
-		pred := mustParse(t, l.files[fi].lines[li])
+		s := m.pickSlot(rng)
+		pred := m.rec(s)
 		f := &audit.Record{Instance: pred.Instance, Run: pred.Run, Seq: pred.Seq + 1, Prev: pred.Hash, Time: pred.Time,
 			Kind: audit.KindQuery, Attrs: []audit.Attr{audit.Int(audit.AttrRows, 1), audit.String(audit.AttrSubject, "mallory")}}
 		f.Hash = audit.ComputeHash(f)
-		lines := l.files[fi].lines
-		if at == len(lines) && pred.Kind != audit.KindCheckpoint && fi+1 < len(l.files) {
+		if m.next(s.fi, pred) == nil && pred.Kind != audit.KindCheckpoint && s.fi+1 < len(m.files) {
 			continue // a rolled file's end: its successor is in the next file
 		}
-		l.files[fi].lines = slices.Insert(lines, at, audit.MarshalLine(f))
-		return want{kind: audit.Inserted, file: l.files[fi].name, line: at + 1, byPlace: true}
+		line := m.files[s.fi].lines[s.li]
+		if line.batch && (s.ri+1 < len(line.recs) || rng.IntN(2) == 0) {
+			m.insert(slot{s.fi, s.li, s.ri + 1}, f)
+		} else {
+			m.files[s.fi].lines = slices.Insert(m.files[s.fi].lines, s.li+1, bline{recs: []*audit.Record{f}})
+		}
+		l, pos := m.tlog(t)
+		return l, want{kind: audit.Inserted, at: pos[f], byPlace: true}
 	}
 }
 
-func dropTail(t *testing.T, rng *rand.Rand, l *tlog) want {
+func dropTail(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
 	for {
-		fi, li := pickLine(rng, l)
-		lines := l.files[fi].lines
-		r := mustParse(t, lines[li])
-		if r.Kind != audit.KindCheckpoint || li == len(lines)-1 {
+		s := m.pickSlot(rng)
+		r := m.rec(s)
+		if r.Kind != audit.KindCheckpoint || m.next(s.fi, r) == nil {
 			continue
 		}
-		l.files[fi].lines = lines[:li+1]
+		f := &m.files[s.fi]
+		f.lines[s.li].recs = f.lines[s.li].recs[:s.ri+1]
+		f.lines = f.lines[:s.li+1]
 		// A rolled run continues in the next file: drop that too.
-		if fi+1 < len(l.files) && strings.HasPrefix(l.files[fi+1].name, r.Run+".") {
-			l.files = slices.Delete(l.files, fi+1, fi+2)
+		if s.fi+1 < len(m.files) && strings.HasPrefix(m.files[s.fi+1].name, r.Run+".") {
+			m.files = slices.Delete(m.files, s.fi+1, s.fi+2)
 		}
-		return want{kind: audit.Removed, run: r.Run, seq: r.Seq + 1}
+		l, _ := m.tlog(t)
+		return l, want{kind: audit.Removed, run: r.Run, seq: r.Seq + 1}
 	}
 }
 
-func dropRun(t *testing.T, rng *rand.Rand, l *tlog) want {
-	fi, _ := pickLine(rng, l)
-	run := mustParse(t, l.files[fi].lines[0]).Run
-	l.files = slices.DeleteFunc(l.files, func(f tfile) bool { return strings.HasPrefix(f.name, run+".") })
-	return want{kind: audit.MissingRun, run: run, seq: mustSeqOfFirstExpected(l, run)}
+func dropRun(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
+	run := m.rec(m.pickSlot(rng)).Run
+	m.files = slices.DeleteFunc(m.files, func(f bfile) bool { return strings.HasPrefix(f.name, run+".") })
+	l, _ := m.tlog(t)
+	return l, want{kind: audit.MissingRun, run: run, seq: seqOfFirstExpected(m, run)}
 }
 
-// mustSeqOfFirstExpected is the seq Verify names for a missing run: that
-// of the checkpoint that names it first (the next run's link names the
-// last checkpoint, the store its first).
-func mustSeqOfFirstExpected(l *tlog, run string) uint64 {
-	for _, f := range l.files {
+// seqOfFirstExpected is the seq Verify names for a missing run: that of
+// the checkpoint that names it first (the next run's link names the last
+// checkpoint, the store its first).
+func seqOfFirstExpected(m *blog, run string) uint64 {
+	for _, f := range m.files {
 		for _, line := range f.lines {
-			if strings.Contains(string(line), `"prev_run":"`+run+`"`) {
-				r, _ := audit.ParseLine(line)
-				v, _ := r.Attr(audit.AttrPrevSeq)
-				n, _ := v.Int64()
-				return uint64(n)
+			for _, r := range line.recs {
+				if v, ok := r.Attr(audit.AttrPrevRun); ok && v.Equal(audit.String("", run).Value) {
+					v, _ := r.Attr(audit.AttrPrevSeq)
+					n, _ := v.Int64()
+					return uint64(n)
+				}
 			}
 		}
 	}
-	for _, cp := range l.expected {
+	for _, cp := range m.expected {
 		if cp.Run == run {
 			return cp.Seq
 		}
@@ -208,21 +250,21 @@ func mustSeqOfFirstExpected(l *tlog, run string) uint64 {
 
 // forgeCheckpoint signs a checkpoint again with another key: under the
 // audit key's kid, or under a kid of its own.
-func forgeCheckpoint(t *testing.T, rng *rand.Rand, l *tlog) want {
+func forgeCheckpoint(t *testing.T, rng *rand.Rand, m *blog) (*tlog, want) {
 	for {
-		fi, li := pickLine(rng, l)
-		r := mustParse(t, l.files[fi].lines[li])
+		s := m.pickSlot(rng)
+		r := m.rec(s)
 		if r.Kind != audit.KindCheckpoint {
 			continue
 		}
-		kid := l.signer.KeyID()
+		kid := m.signer.KeyID()
 		if rng.IntN(2) == 0 {
 			kid = "attacker"
 		}
 		evil := testKey(t, kid, fmt.Sprintf("evil %d", rng.IntN(1000)))
 		r.JWS = resign(t, evil, r)
-		l.files[fi].lines[li] = audit.MarshalLine(r)
-		return want{kind: audit.ForgedCheckpoint, file: l.files[fi].name, line: li + 1, byPlace: true}
+		l, pos := m.tlog(t)
+		return l, want{kind: audit.ForgedCheckpoint, at: pos[r], byPlace: true}
 	}
 }
 
