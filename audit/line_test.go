@@ -56,3 +56,56 @@ func TestParseLineRefusesSecondSpellings(t *testing.T) {
 		t.Fatalf("a line in a zap envelope: %v", err)
 	}
 }
+
+// TestParseRecordsBatchLines: a batch line's records come back in order,
+// in LineSink's spelling and in a zap envelope, and a batch line is held
+// to one spelling as a record line is: records the one member besides the
+// envelope, given once, a non-empty array of objects with a record's
+// members and no envelope of their own; a record line is not read as a
+// batch. It failed when: a record object inside a batch line was read
+// with the envelope allowed ("a record with an envelope member" passed).
+func TestParseRecordsBatchLines(t *testing.T) {
+	l := buildLog(t, 5, 1, 1, false)
+	a, b := string(l.files[0].lines[1]), string(l.files[0].lines[2])
+	ra, rb := mustParse(t, []byte(a)), mustParse(t, []byte(b))
+	good := `{"records":[` + a + `,` + b + `]}`
+	if got := string(audit.MarshalBatchLine([]*audit.Record{ra, rb})); got != good {
+		t.Fatalf("MarshalBatchLine = %s", got)
+	}
+	for _, line := range []string{good, `{"level":"info","ts":1,"logger":"audit","msg":"audit records",` + good[1:]} {
+		rs, err := audit.ParseRecords([]byte(line))
+		if err != nil || len(rs) != 2 || rs[0].Hash != ra.Hash || rs[1].Hash != rb.Hash {
+			t.Fatalf("ParseRecords = %v, %v", rs, err)
+		}
+	}
+	if rs, err := audit.ParseRecords([]byte(a)); err != nil || len(rs) != 1 || rs[0].Hash != ra.Hash {
+		t.Fatalf("a record line: %v, %v", rs, err)
+	}
+	if _, err := audit.ParseLine([]byte(good)); !errors.Is(err, audit.ErrMalformed) {
+		t.Fatalf("ParseLine read a batch line: %v", err)
+	}
+	for _, tc := range []struct{ name, line string }{
+		{"records empty", `{"records":[]}`},
+		{"records an object", `{"records":` + a + `}`},
+		{"records null", `{"records":null}`},
+		{"records given twice", `{"records":[` + a + `],` + good[1:]},
+		{"records in another case", strings.Replace(good, `"records"`, `"Records"`, 1)},
+		{"a record member beside records", strings.Replace(good, `{"records"`, `{"kind":"query","records"`, 1)},
+		{"an unknown member beside records", strings.Replace(good, `{"records"`, `{"note":"x","records"`, 1)},
+		{"a record that is a string", strings.Replace(good, `[`, `["x",`, 1)},
+		{"a record with an envelope member", strings.Replace(good, `[{"instance"`, `[{"level":"info","instance"`, 1)},
+		{"a record with an unknown member", strings.Replace(good, `[{"instance"`, `[{"note":"x","instance"`, 1)},
+		{"a record with a member missing", strings.Replace(good, `"run":"`+ra.Run+`",`, "", 1)},
+		{"a record's hash a digit too long", strings.Replace(good, `"hash":"`, `"hash":"a`, 1)},
+		{"a batch line cut short", good[:len(good)-2]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.line == good {
+				t.Fatal("the edit did not apply")
+			}
+			if _, err := audit.ParseRecords([]byte(tc.line)); !errors.Is(err, audit.ErrMalformed) {
+				t.Fatalf("ParseRecords = %v, want ErrMalformed: %s", err, tc.line)
+			}
+		})
+	}
+}
