@@ -44,9 +44,8 @@ func FuzzParseLine(f *testing.F) {
 // records that, written back as a batch line, parse to the same fields,
 // canonical encodings and jws, in the same order, and writing them again
 // gives the same bytes. Its seeds are batch lines of both spellings
-// (LineSink's and zap's) and record lines. It failed when: a batch line's
-// record objects were read with the envelope allowed (a "level" inside a
-// record passed, and did not come back).
+// (LineSink's and zap's) and record lines. It failed when:
+// MarshalBatchLine joined the records without commas (seen on purpose).
 func FuzzParseRecords(f *testing.F) {
 	l := buildLog(f, 8, 1, 1, false)
 	for _, line := range l.files[0].lines[:3] {

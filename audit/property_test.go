@@ -51,7 +51,9 @@ var edits = map[string]edit{
 // passed); the signature was not checked (a forged checkpoint passed); of
 // two records with one predecessor, the later was always named (a record
 // made to fit named its successor); a batch line's records were all given
-// index 1 (a swap inside a batch line was named at the wrong record).
+// index 1 (a copy inserted into a batch line was named at the wrong
+// record); the reader took only a batch line's first record, or the walk
+// skipped the own-hash check inside batch lines (seen on purpose).
 func TestPropertyEveryEditIsCaught(t *testing.T) {
 	var bases []*blog
 	for seed := range uint64(4) {

@@ -52,8 +52,8 @@ func zapCore(ws zapcore.WriteSyncer) zapcore.Core {
 // records"; LineSink's), and the chain verifies with every record in it;
 // a record that comes alone is a record line. It failed when: the flush
 // took one record at a time (no batch line); the records of a batch were
-// hashed against the chain's last record, not their predecessor in the
-// batch (verify named the batch's second record edited).
+// chained to the chain's last record, not to their predecessor in the
+// batch (verify named a record chained to another hash). Both on purpose.
 func TestWriterGroupCommit(t *testing.T) {
 	for _, zap := range []bool{true, false} {
 		t.Run(fmt.Sprintf("zap=%v", zap), func(t *testing.T) {
@@ -152,8 +152,9 @@ func (g *gateSink) WriteRecords(rs []*audit.Record) error {
 // TestWriterBatchFailure: a batch the sink fails is not in the chain:
 // each of its callers gets ErrWrite, the failure is counted once (one
 // write), and the next write carries a loss record of the batch's size
-// before its own record; the chain verifies. It failed when: a failed
-// batch's records were counted as one lost record (the loss said 1).
+// before its own record; the chain verifies. It failed when a failed
+// batch's records were counted as one lost record (the loss said 1; seen
+// on purpose).
 func TestWriterBatchFailure(t *testing.T) {
 	s := testKey(t, "k1", "k1")
 	sink := &gateSink{}
@@ -216,8 +217,8 @@ func TestWriterBatchFailure(t *testing.T) {
 
 // TestWriterSyncsBeforeTheStore: each checkpoint is written, then the
 // sink synced (ZapSink syncs its core), then handed to OnCheckpoint: on
-// Checkpoint, at the interval and at Close. It failed when: the store got
-// the checkpoint before the sync.
+// Checkpoint, at the interval and at Close. It failed when the writer did
+// not sync (seen on purpose).
 func TestWriterSyncsBeforeTheStore(t *testing.T) {
 	s := testKey(t, "k1", "k1")
 	var events []string
