@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,10 @@ import (
 // the run's last checkpoint are listed as unprotected, a last line cut
 // short as a cut, neither as a problem; the next run names the crashed
 // run's last checkpoint the store kept. The test reads the file itself
-// (plain JSON, not the audit package) to know what verify must say.
+// (plain JSON, not the audit package) to know what verify must say: a
+// line is one record, or, where concurrent appends shared a write, a batch
+// line whose member records holds several (verify names each by line and
+// index, file:12[3]).
 
 // Bounds of the crash test; each is a limit, not a delay.
 const (
@@ -48,7 +52,7 @@ const (
 // anchorCheckpointInterval is the demo's checkpoint interval line.
 const anchorCheckpointInterval = "\t\t\tcheckpoint_interval 1m\n"
 
-// chainLine is one line of the audit file as the test reads it.
+// chainLine is one record of the audit file as the test reads it.
 type chainLine struct {
 	Instance string         `json:"instance"`
 	Run      string         `json:"run"`
@@ -57,14 +61,29 @@ type chainLine struct {
 	Attrs    map[string]any `json:"attrs"`
 	JWS      string         `json:"jws"`
 	line     int            // from 1, in the file
+	index    int            // from 1 in a batch line, 0 for a record line
+}
+
+// batchLine is a line of several records.
+type batchLine struct {
+	Records []chainLine `json:"records"`
+}
+
+// pos is where verify names the record: file:line, file:line[index].
+func (l chainLine) pos(file string) string {
+	if l.index > 0 {
+		return fmt.Sprintf("%s:%d[%d]", file, l.line, l.index)
+	}
+	return fmt.Sprintf("%s:%d", file, l.line)
 }
 
 // chainFile is what the test reads of an audit file: its complete lines,
 // and whether the last one lacks its line break.
 type chainFile struct {
-	lines []chainLine
-	cut   bool
-	raw   []byte
+	lines   []chainLine // records, in file order
+	batches int         // batch lines
+	cut     bool
+	raw     []byte
 }
 
 // readChain reads the audit file at path from byte offset from on (line
@@ -87,11 +106,19 @@ func readChain(t testing.TB, path string, from int) chainFile {
 		}
 		n++
 		var l chainLine
-		if err := json.Unmarshal(rest[:i], &l); err != nil {
+		var b batchLine
+		if err := json.Unmarshal(rest[:i], &b); err != nil || json.Unmarshal(rest[:i], &l) != nil {
 			t.Fatalf("audit file line %d is not JSON: %v: %.200s", n, err, rest[:i])
 		}
-		l.line = n
-		cf.lines = append(cf.lines, l)
+		for k, r := range b.Records {
+			r.line, r.index = n, k+1
+			cf.lines = append(cf.lines, r)
+		}
+		if b.Records == nil {
+			l.line = n
+			cf.lines = append(cf.lines, l)
+		}
+		cf.batches += min(len(b.Records), 1)
 		rest = rest[i+1:]
 	}
 	return cf
@@ -149,8 +176,8 @@ func (s runSummary) tail() []chainLine {
 
 // unprotectedLine is verify's line for a run's tail (cli/audit.go).
 func unprotectedLine(file string, first chainLine, to uint64) string {
-	return fmt.Sprintf("unprotected %s:%d: instance %q run %q seq %d to %d: after the run's last checkpoint",
-		file, first.line, first.Instance, first.Run, first.Seq, to)
+	return fmt.Sprintf("unprotected %s: instance %q run %q seq %d to %d: after the run's last checkpoint",
+		first.pos(file), first.Instance, first.Run, first.Seq, to)
 }
 
 // auditVerify runs `gatehouse audit verify --config <g's config>` with g's
@@ -486,13 +513,14 @@ func TestAuditCrash(t *testing.T) {
 		if err := os.Truncate(file, int64(cutAt)); err != nil {
 			t.Fatal(err)
 		}
-		tail = tail[:len(tail)-1]
+		// A batch line cut short loses all its records.
+		tail = slices.DeleteFunc(tail, func(l chainLine) bool { return l.line == last.line })
 		out = verifyOK(t, g, "with the last line cut")
 		if want := fmt.Sprintf("cut %s:%d: a line a crash cut short", file, last.line); !strings.Contains(out, want) {
 			t.Errorf("verify does not report the cut line %d:\n%s", last.line, out)
 		}
-		if len(tail) > 0 && !strings.Contains(out, unprotectedLine(file, tail[0], last.Seq-1)) {
-			t.Errorf("verify does not list seq %d to %d as unprotected:\n%s", tail[0].Seq, last.Seq-1, out)
+		if len(tail) > 0 && !strings.Contains(out, unprotectedLine(file, tail[0], tail[len(tail)-1].Seq)) {
+			t.Errorf("verify does not list seq %d to %d as unprotected:\n%s", tail[0].Seq, tail[len(tail)-1].Seq, out)
 		}
 	}
 
@@ -552,20 +580,34 @@ func TestAuditCrash(t *testing.T) {
 	if !ok {
 		t.Fatalf("the crashed run has no authentication record before its last checkpoint (seq %d)", s1.lastCheckpoint())
 	}
+	t.Logf("the victim is seq %d at %s; the crashed run wrote %d batch lines", victim.Seq, victim.pos(file), crashed.batches)
 	lines := bytes.SplitAfter(good, []byte("\n"))
 	at := victim.line - 1
 	edit := func(replace []byte) []byte {
 		return bytes.Join(append(append(append([][]byte{}, lines[:at]...), replace), lines[at+1:]...), nil)
 	}
+	// Where verify names the removal: at the record after the victim,
+	// which takes the victim's place in its batch line, stays where it is
+	// on the next line, or, when the victim's line goes whole, moves up
+	// into its line.
+	next := s1.lines[slices.IndexFunc(s1.lines, func(l chainLine) bool { return l.Seq == victim.Seq })+1]
+	switch {
+	case victim.index > 0 && next.line == victim.line:
+		next.index = victim.index
+	case victim.index == 0:
+		next.line = victim.line
+	}
+	afterRemoval := next.pos(file)
 	for _, tt := range []struct {
 		name   string
 		edited []byte
 		want   string
 	}{
-		{"a record changed", edit(bytes.Replace(lines[at], []byte(`"outcome":"ok"`), []byte(`"outcome":"no"`), 1)),
-			fmt.Sprintf("PROBLEM %s:%d: edited: instance %q run %q seq %d: its content is not", file, victim.line, victim.Instance, run1, victim.Seq)},
-		{"a record removed", edit(nil),
-			fmt.Sprintf("PROBLEM %s:%d: removed: instance %q run %q seq %d:", file, victim.line, victim.Instance, run1, victim.Seq)},
+		{"a record changed", edit(editRecord(t, lines[at], victim.index, func(r []byte) []byte {
+			return bytes.Replace(r, []byte(`"outcome":"ok"`), []byte(`"outcome":"no"`), 1)
+		})), fmt.Sprintf("PROBLEM %s: edited: instance %q run %q seq %d: its content is not", victim.pos(file), victim.Instance, run1, victim.Seq)},
+		{"a record removed", edit(editRecord(t, lines[at], victim.index, func([]byte) []byte { return nil })),
+			fmt.Sprintf("PROBLEM %s: removed: instance %q run %q seq %d:", afterRemoval, victim.Instance, run1, victim.Seq)},
 		{"a middle line cut short", edit(append(lines[at][:len(lines[at])/2:len(lines[at])/2], '\n')),
 			fmt.Sprintf("PROBLEM %s:%d: edited: instance \"\" run \"\" seq 0:", file, victim.line)},
 	} {
@@ -593,14 +635,55 @@ func TestAuditCrash(t *testing.T) {
 
 // protectedRecord is an authentication record of the burst with outcome
 // ok that a checkpoint after it covers: editing it is a problem, not an
-// unprotected record.
+// unprotected record. One inside a batch line when there is one, so that
+// the edits below reach into a batch line.
 func protectedRecord(s runSummary) (chainLine, bool) {
+	var found []chainLine
 	for _, l := range s.lines {
 		if l.Kind == "authentication" && l.Attrs["outcome"] == "ok" && l.Seq < s.lastCheckpoint() {
-			return l, true
+			found = append(found, l)
 		}
 	}
-	return chainLine{}, false
+	if len(found) == 0 {
+		return chainLine{}, false
+	}
+	if i := slices.IndexFunc(found, func(l chainLine) bool { return l.index > 0 }); i >= 0 {
+		return found[i], true
+	}
+	return found[0], true
+}
+
+// editRecord returns line (with its line break) with its record at index
+// (0: the line's own) changed by edit, or taken out when edit returns nil
+// (a record line then goes whole). A batch line is written again with its
+// other records as they were.
+func editRecord(t testing.TB, line []byte, index int, edit func([]byte) []byte) []byte {
+	t.Helper()
+	if index == 0 {
+		if r := edit(line); r != nil {
+			return r
+		}
+		return nil
+	}
+	var m map[string]json.RawMessage
+	var recs []json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil || json.Unmarshal(m["records"], &recs) != nil {
+		t.Fatalf("not a batch line: %s", line)
+	}
+	if r := edit(recs[index-1]); r != nil {
+		recs[index-1] = r
+	} else {
+		recs = slices.Delete(recs, index-1, index)
+	}
+	var err error
+	if m["records"], err = json.Marshal(recs); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
 }
 
 // payloadFinal reports whether a checkpoint's JWS payload says final.
