@@ -59,11 +59,17 @@
 //
 // # Lines
 //
-// A record is one JSON object per line: instance, run, seq, prev (hex),
-// hash (hex), time, kind, attrs (an object; a list is an array of strings)
-// and, for checkpoints, jws. A log encoder's envelope members (Envelope:
-// level, ts, logger, msg) are skipped and unprotected; any other member
-// is malformed.
+// A record line is one JSON object: instance, run, seq, prev (hex), hash
+// (hex), time, kind, attrs (an object; a list is an array of strings) and,
+// for checkpoints, jws. A log encoder's envelope members (Envelope: level,
+// ts, logger, msg) are skipped and unprotected; any other member is
+// malformed. A batch line (MarshalBatchLine; ZapSink writes it with msg
+// "audit records") holds several records written with one write: besides
+// the envelope, only records, a non-empty array of objects with exactly a
+// record line's members. ParseLine reads a record line, ParseRecords
+// either; a record's place is its line and, in a batch line, its index
+// (Position.Index, from 1). The message is not checked: it is the
+// envelope's, which nothing protects.
 //
 // # Checkpoints
 //
@@ -72,7 +78,19 @@
 // kid, signing {instance, run, seq, hash, time} of the checkpoint record
 // itself, and final: true at Close. The writer writes one when the
 // interval has passed (on Append, or RunCheckpoints' tick) and one at
-// Close; each goes to OnCheckpoint for the store.
+// Close; each goes to OnCheckpoint for the store, after a sink that can
+// sync (Syncer) has synced it.
+//
+// # Group commit
+//
+// Append queues its record (its time taken in queue order), then takes the
+// flush lock; unless another append's flush wrote its record meanwhile, it
+// writes the queue (bounded) with one sink write, a batch line when there
+// are several (BatchSink). No delay is added: a record that finds no write
+// under way is written alone. Append returns after its record is written,
+// so a crash loses only records no caller was told are written. A write
+// that fails leaves none of its records in the chain: each caller gets
+// ErrWrite, and a loss record counts them in the next write.
 //
 // # Verification
 //
