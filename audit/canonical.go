@@ -3,6 +3,7 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"time"
 )
 
 // domain opens every canonical encoding: it names the format and its
@@ -14,13 +15,14 @@ const domain = "gatehouse-audit/1"
 // gives it byte by byte): instance, run, seq, time, kind and the
 // attributes sorted by key. Prev, Hash and JWS are not in it. Attributes
 // must be sorted with unique keys, as the writer and ParseLine leave them.
-func Canonical(r *Record) []byte {
-	b := make([]byte, 0, 128+32*len(r.Attrs))
+func Canonical(r *Record) []byte { return appendCanonical(make([]byte, 0, 128+32*len(r.Attrs)), r) }
+
+func appendCanonical(b []byte, r *Record) []byte {
 	b = appendStr(b, domain)
 	b = appendStr(b, r.Instance)
 	b = appendStr(b, r.Run)
 	b = binary.BigEndian.AppendUint64(b, r.Seq)
-	b = appendStr(b, r.Time.UTC().Format(TimeLayout))
+	b = appendTime(b, r.Time)
 	b = appendStr(b, string(r.Kind))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Attrs)))
 	for _, a := range r.Attrs {
@@ -51,12 +53,18 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// ComputeHash is SHA-256 over r.Prev followed by Canonical(r).
+// appendTime appends str(t in TimeLayout), formatting in place.
+func appendTime(b []byte, t time.Time) []byte {
+	n := len(b)
+	b = t.UTC().AppendFormat(append(b, 0, 0, 0, 0), TimeLayout)
+	binary.BigEndian.PutUint32(b[n:], uint32(len(b)-n-4))
+	return b
+}
+
+// ComputeHash is SHA-256 over r.Prev followed by Canonical(r). The writer
+// hashes every record in its flush: the input is built on the stack
+// (a query's record fits), not allocated.
 func ComputeHash(r *Record) [32]byte {
-	h := sha256.New()
-	h.Write(r.Prev[:])
-	h.Write(Canonical(r))
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	var buf [1024]byte
+	return sha256.Sum256(appendCanonical(append(buf[:0], r.Prev[:]...), r))
 }

@@ -15,12 +15,20 @@ const (
 )
 
 // pending is a caller's record from its Append to its flush. A flush sets
-// done and err with the flush lock held, where the caller reads them.
+// done and err under the writer's mutex, then wakes the caller.
 type pending struct {
 	rec  Record
 	size int
 	done bool
 	err  error
+	wake chan struct{} // one slot: settled, or the lead handed on
+}
+
+func (p *pending) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default: // already woken; it reads its outcome under the mutex
+	}
 }
 
 // recordSize bounds the length of a record's line: its fixed members, and
@@ -60,8 +68,13 @@ func (w *Writer) flush() {
 	w.mu.Unlock()
 
 	err := w.write(w.taken, false, false)
+	w.mu.Lock()
 	for _, p := range w.taken {
 		p.done, p.err = true, err
+	}
+	w.mu.Unlock()
+	for _, p := range w.taken {
+		p.signal()
 	}
 	clear(w.taken)
 	if err != nil {

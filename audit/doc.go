@@ -83,11 +83,12 @@
 //
 // # Group commit
 //
-// Append queues its record (its time taken in queue order), then takes the
-// flush lock; unless another append's flush wrote its record meanwhile, it
-// writes the queue (bounded) with one sink write, a batch line when there
-// are several (BatchSink). No delay is added: a record that finds no write
-// under way is written alone. Append returns after its record is written,
+// Append queues its record (its time taken in queue order). A caller that
+// finds no leader leads: it writes the queue (bounded) with one sink
+// write, a batch line when there are several (BatchSink), and hands the
+// lead to the first record queued meanwhile; the others wait until their
+// record's write is settled. No delay is added: a record that finds no
+// write under way is written alone. Append returns after its record is written,
 // so a crash loses only records no caller was told are written. A write
 // that fails leaves none of its records in the chain: each caller gets
 // ErrWrite, and a loss record counts them in the next write.

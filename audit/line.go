@@ -221,12 +221,18 @@ func parseValue(raw jsontext.Value) (Value, error) {
 // zap logger (Caddy's) writes the line MarshalLine would, inside its
 // envelope: use zap.Inline(r).
 func (r *Record) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	// One buffer for the three formatted members, not a string each: the
+	// writer encodes every record in its flush.
+	b := make([]byte, 0, 2*64+len(TimeLayout))
+	b = hex.AppendEncode(b, r.Prev[:])
+	b = hex.AppendEncode(b, r.Hash[:])
+	b = r.Time.UTC().AppendFormat(b, TimeLayout)
 	enc.AddString("instance", r.Instance)
 	enc.AddString("run", r.Run)
 	enc.AddUint64("seq", r.Seq)
-	enc.AddString("prev", hex.EncodeToString(r.Prev[:]))
-	enc.AddString("hash", hex.EncodeToString(r.Hash[:]))
-	enc.AddString("time", r.Time.UTC().Format(TimeLayout))
+	enc.AddByteString("prev", b[:64])
+	enc.AddByteString("hash", b[64:128])
+	enc.AddByteString("time", b[128:])
 	enc.AddString("kind", string(r.Kind))
 	if err := enc.AddObject("attrs", attrsObject(r.Attrs)); err != nil {
 		return err

@@ -154,11 +154,18 @@ func (r *Record) Attr(key string) (Value, bool) {
 // canonical encoding: RFC 3339 in UTC with nine fractional digits.
 const TimeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// secretKeys are attribute keys that name a credential: the writer refuses
-// them, so that a token, secret or password never reaches the audit by a
-// careless caller.
-var secretKeys = []string{"token", "access_token", "refresh_token", "id_token", "password", "secret",
-	"client_secret", "code", "authorization", "cookie", "assertion"}
+// secretKey reports whether an attribute key names a credential: the
+// writer refuses them, so that a token, secret or password never reaches
+// the audit by a careless caller. A switch, not a list searched: every
+// key of every record passes here.
+func secretKey(k string) bool {
+	switch k {
+	case "token", "access_token", "refresh_token", "id_token", "password", "secret",
+		"client_secret", "code", "authorization", "cookie", "assertion":
+		return true
+	}
+	return strings.HasSuffix(k, "_token") || strings.HasSuffix(k, "_secret")
+}
 
 // prepareAttrs checks a caller's attributes and returns them sorted, with
 // invalid UTF-8 replaced (every log encoder would replace it, and the hash
@@ -167,18 +174,32 @@ func prepareAttrs(attrs []Attr) ([]Attr, error) {
 	if len(attrs) > MaxAttrs {
 		return nil, fmt.Errorf("%d attributes: %w", len(attrs), ErrAttr)
 	}
+	// Sorted by index, then copied once in order: an Attr is large and
+	// holds pointers, and moving it about in a sort cost more than the
+	// rest of the checks (write barriers while the collector runs).
+	var order [MaxAttrs]uint8
+	ix := order[:len(attrs)]
+	for i := range ix {
+		ix[i] = uint8(i)
+		for j := i; j > 0 && attrs[ix[j]].Key < attrs[ix[j-1]].Key; j-- {
+			ix[j], ix[j-1] = ix[j-1], ix[j]
+		}
+	}
 	out := make([]Attr, len(attrs))
-	for i, a := range attrs {
+	for i, k := range ix {
+		a := attrs[k]
 		if !validKey(a.Key) {
 			return nil, fmt.Errorf("attribute key %q: %w", a.Key, ErrAttr)
 		}
-		if slices.Contains(secretKeys, a.Key) || strings.HasSuffix(a.Key, "_token") || strings.HasSuffix(a.Key, "_secret") {
+		if secretKey(a.Key) {
 			return nil, fmt.Errorf("attribute key %q names a credential: %w", a.Key, ErrAttr)
 		}
 		v := a.Value
 		v.typ = v.kind()
 		v.s = validUTF8(v.s)
-		if v.list != nil {
+		// A list is the caller's only through Strings, which copied it;
+		// it is copied again only to be mended.
+		if slices.ContainsFunc(v.list, func(s string) bool { return !utf8.ValidString(s) }) {
 			v.list = slices.Clone(v.list)
 			for j, s := range v.list {
 				v.list[j] = validUTF8(s)
@@ -186,7 +207,6 @@ func prepareAttrs(attrs []Attr) ([]Attr, error) {
 		}
 		out[i] = Attr{a.Key, v}
 	}
-	slices.SortFunc(out, func(a, b Attr) int { return strings.Compare(a.Key, b.Key) })
 	for i := 1; i < len(out); i++ {
 		if out[i].Key == out[i-1].Key {
 			return nil, fmt.Errorf("attribute key %q given twice: %w", out[i].Key, ErrAttr)

@@ -59,9 +59,10 @@ type Writer struct {
 	opts  Options
 	batch BatchSink // the sink, when it writes batches
 
-	mu     sync.Mutex // guards queue and closed
-	queue  []*pending // appended, not yet taken by a flush, in time order
-	closed bool
+	mu      sync.Mutex // guards queue, leading, closed, and the pending records' outcomes
+	queue   []*pending // appended, not yet taken by a flush, in time order
+	leading bool       // an Append leads: it flushes, then hands the lead on
+	closed  bool
 
 	// flushMu makes one flush at a time; its holder owns what follows.
 	flushMu        sync.Mutex
@@ -130,10 +131,11 @@ var reserved = []Kind{KindRunStart, KindCheckpoint, KindLoss}
 // an error wrapping ErrAttr for refused attributes, ErrClosed after Close,
 // and ErrWrite when the sink failed (the record is lost and counted).
 //
-// The record takes its time as it queues; then the caller waits for the
-// flush lock. If a flush took the record meanwhile, its outcome is the
-// caller's; otherwise the caller flushes the queue itself. There is no
-// delay: a record that finds no write under way is written at once, alone.
+// The record takes its time as it queues. A caller that finds no leader
+// (no write under way or about to be) leads: it writes the queue and hands
+// the lead on to the first record queued meanwhile. The others wait for
+// their record's flush, or for the lead. There is no delay: a record that
+// finds no leader is written at once, alone.
 func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 	if kind == "" || slices.Contains(reserved, kind) {
 		return fmt.Errorf("record kind %q: %w", kind, ErrAttr)
@@ -142,7 +144,7 @@ func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 	if err != nil {
 		return err
 	}
-	p := &pending{rec: Record{Kind: kind, Attrs: as}, size: recordSize(as)}
+	p := &pending{rec: Record{Kind: kind, Attrs: as}, size: recordSize(as), wake: make(chan struct{}, 1)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -150,13 +152,33 @@ func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 	}
 	p.rec.Time = w.now()
 	w.queue = append(w.queue, p)
+	lead := !w.leading
+	w.leading = true
 	w.mu.Unlock()
-
+	if !lead {
+		// Woken when a flush settled the record, or to lead. A caller
+		// whose record is written returns without the flush lock, which
+		// the next leader may hold for its whole write.
+		<-p.wake
+		w.mu.Lock()
+		done, err := p.done, p.err
+		w.mu.Unlock()
+		if done {
+			return err
+		}
+	}
 	w.flushMu.Lock()
-	defer w.flushMu.Unlock()
 	for !p.done {
 		w.flush()
 	}
+	w.flushMu.Unlock()
+	w.mu.Lock()
+	if len(w.queue) > 0 {
+		w.queue[0].signal() // the lead passes on, leading stays set
+	} else {
+		w.leading = false
+	}
+	w.mu.Unlock()
 	return p.err
 }
 

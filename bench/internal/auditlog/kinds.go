@@ -12,8 +12,9 @@ import (
 )
 
 // Kinds counts the records of the audit log file by kind (each of a batch
-// line's), as "N records (kind n, ...)", kinds in order; lines that are
-// not records count as "(not a record)", one each. An error reading the file is the answer, so
+// line's), as "N records in L lines (kind n, ...)", kinds in order; lines
+// that are not records count as "(not a record)", one each. N/L is how
+// many records the writer's group commit put in one write on average. An error reading the file is the answer, so
 // that the benchmark's report still prints.
 func Kinds(file string) string {
 	f, err := os.Open(file)
@@ -22,10 +23,11 @@ func Kinds(file string) string {
 	}
 	defer f.Close()
 	kinds := map[string]int{}
-	total := 0
+	total, lines := 0, 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
+		lines++
 		rs, err := audit.ParseRecords(sc.Bytes())
 		if err != nil {
 			kinds["(not a record)"]++
@@ -43,5 +45,5 @@ func Kinds(file string) string {
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
 	}
-	return fmt.Sprintf("%d records (%s)", total, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d records in %d lines (%s)", total, lines, strings.Join(parts, ", "))
 }

@@ -25,7 +25,7 @@ func TestKinds(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := Kinds(file), "5 records ((not a record) 1, lapse 1, query 2, run_start 1)"; got != want {
+	if got, want := Kinds(file), "5 records in 4 lines ((not a record) 1, lapse 1, query 2, run_start 1)"; got != want {
 		t.Errorf("Kinds = %q, want %q", got, want)
 	}
 	if got := Kinds(file + ".missing"); !strings.Contains(got, "no such file") {
