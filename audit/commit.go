@@ -21,13 +21,13 @@ type pending struct {
 	size int
 	done bool
 	err  error
-	wake chan struct{} // one slot: settled, or the lead handed on
+	wake chan struct{} // one slot: settled, or the lead handed on; nil for a leader's
 }
 
 func (p *pending) signal() {
 	select {
 	case p.wake <- struct{}{}:
-	default: // already woken; it reads its outcome under the mutex
+	default: // already woken (it reads its outcome under the mutex), or it leads
 	}
 }
 

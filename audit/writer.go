@@ -23,7 +23,8 @@ type Options struct {
 	Instance string
 	// Run names this run. Default: 128 random bits in hex.
 	Run string
-	// Sink writes each record, in chain order. Required.
+	// Sink writes each record, in chain order; a BatchSink takes the
+	// records of concurrent appends in one write. Required.
 	Sink Sink
 	// Signer signs checkpoints with the audit key. Required.
 	Signer Signer
@@ -34,11 +35,13 @@ type Options struct {
 	// CheckpointInterval is the longest time records stay after the last
 	// checkpoint, as Append and Run see it. Default one minute.
 	CheckpointInterval time.Duration
-	// OnCheckpoint receives each checkpoint written, for the store. It is
-	// called with the writer's lock held: it must not call the writer.
+	// OnCheckpoint receives each checkpoint written (and synced, when the
+	// sink is a Syncer), for the store. It is called with the writer's
+	// flush lock held: it must not call the writer.
 	OnCheckpoint func(Checkpoint)
-	// OnWriteFailure receives each failed write and the count of failures
-	// so far, to be logged and counted. Called with the lock held.
+	// OnWriteFailure receives each failed write (one for a batch) and the
+	// count of failures so far, to be logged and counted. Called with the
+	// flush lock held.
 	OnWriteFailure func(err error, failures uint64)
 	// RefuseWhenFailing says that while the last write failed, callers
 	// should refuse new sessions, logins and tokens (see Refusing);
@@ -144,7 +147,7 @@ func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 	if err != nil {
 		return err
 	}
-	p := &pending{rec: Record{Kind: kind, Attrs: as}, size: recordSize(as), wake: make(chan struct{}, 1)}
+	p := &pending{rec: Record{Kind: kind, Attrs: as}, size: recordSize(as)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -153,6 +156,11 @@ func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 	p.rec.Time = w.now()
 	w.queue = append(w.queue, p)
 	lead := !w.leading
+	if !lead {
+		// Only a caller that waits needs waking. A leader's record is
+		// the queue's first: none queues while no one leads.
+		p.wake = make(chan struct{}, 1)
+	}
 	w.leading = true
 	w.mu.Unlock()
 	if !lead {
