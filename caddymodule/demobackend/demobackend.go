@@ -11,8 +11,10 @@
 package demobackend
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -55,7 +57,32 @@ type Handler struct {
 	MaxConnections int `json:"max_connections,omitempty"`
 
 	srv    *marketdata.Server
+	key    string // in backends
 	logger *zap.Logger
+}
+
+// backends holds the running backends across config reloads, under their
+// server's name and their configuration: a reload that leaves a backend as
+// it was keeps it, with its connections (the gateway's backend legs), so
+// that the gateway's sessions, which a reload keeps too, go on. One that
+// changes it, or drops it, closes the old one's connections (Destruct).
+var backends = caddy.NewUsagePool()
+
+// pooled is a backend in backends.
+type pooled struct {
+	srv    *marketdata.Server
+	logger *zap.Logger
+}
+
+// Destruct closes the backend's connections once no handler holds it: at
+// once when the process exits, after reloadGrace on a config reload.
+func (p *pooled) Destruct() error {
+	if caddy.Exiting() {
+		return p.srv.Close()
+	}
+	srv := p.srv
+	contain.AfterFunc(p.logger, "demo.close", reloadGrace, func() { _ = srv.Close() })
+	return nil
 }
 
 // CaddyModule returns the Caddy module information.
@@ -66,15 +93,31 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision starts the backend.
+// Provision starts the backend, or takes the one the config before ran
+// with the same configuration on the same server (see backends).
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	srv, err := marketdata.New(marketdata.Config{Logger: h.logger, TickInterval: time.Duration(h.TickInterval),
-		PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout), MaxConnections: h.MaxConnections})
+	fixed, err := json.Marshal(h)
 	if err != nil {
 		return fmt.Errorf("gatehouse_demo_backend: %w", err)
 	}
-	h.srv = srv
+	var server string
+	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
+		server = srv.Name()
+	}
+	key := "gatehouse_demo_backend/" + strconv.Quote(server) + "/" + string(fixed)
+	v, _, err := backends.LoadOrNew(key, func() (caddy.Destructor, error) {
+		srv, err := marketdata.New(marketdata.Config{Logger: h.logger, TickInterval: time.Duration(h.TickInterval),
+			PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout), MaxConnections: h.MaxConnections})
+		if err != nil {
+			return nil, fmt.Errorf("gatehouse_demo_backend: %w", err)
+		}
+		return &pooled{srv: srv, logger: h.logger}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.srv, h.key = v.(*pooled).srv, key
 	return nil
 }
 
@@ -90,23 +133,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	return nil
 }
 
-// reloadGrace is how long the backend's connections outlive a config
-// reload: longer than the gateway's default drain_window, so that the
-// gateway, not the backend, decides when live sockets close (1012).
+// reloadGrace is how long the connections of a backend that a config
+// reload changed or dropped outlive it: longer than the gateway's default
+// drain_window, so that the gateway, not the backend, decides when live
+// sockets close (1012).
 const reloadGrace = time.Minute
 
-// Cleanup closes the backend's connections: at once when the process
-// exits, after reloadGrace on a config reload.
+// Cleanup lets go of the backend; the last handler holding it closes it
+// (pooled.Destruct).
 func (h *Handler) Cleanup() error {
-	if h.srv == nil {
+	if h.key == "" {
 		return nil
 	}
-	if caddy.Exiting() {
-		return h.srv.Close()
-	}
-	srv := h.srv
-	contain.AfterFunc(h.logger, "demo.close", reloadGrace, func() { _ = srv.Close() })
-	return nil
+	_, err := backends.Delete(h.key)
+	return err
 }
 
 // UnmarshalCaddyfile sets up the handler. Syntax:
