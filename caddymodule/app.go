@@ -343,6 +343,9 @@ func (a *App) Cleanup() error {
 		a.registry.Unregister(a.collector)
 		a.registry, a.collector = nil, nil
 	}
+	if a.verifier != nil && a.verifier != a.serverVerifier() {
+		a.verifier.Close() // the server's closes with the server
+	}
 	a.verifier, a.remote = nil, nil
 	if a.srv != nil {
 		if err := a.srv.Close(); err != nil {

@@ -395,8 +395,9 @@ func (s *Server) Passwords() *users.Checker { return s.passwords }
 // revocations.
 func (s *Server) Verifier() *verify.Verifier { return s.verifier }
 
-// Close stops the server's background work and waits for it. It does not
-// close the store.
+// Close stops the server's background work and waits for it, and empties
+// its verifier's cache (which still verifies, for a drain in progress). It
+// does not close the store.
 func (s *Server) Close() error {
 	if s.cancel != nil {
 		s.cancel()
@@ -404,6 +405,9 @@ func (s *Server) Close() error {
 	}
 	if s.notifier != nil {
 		s.notifier.Close()
+	}
+	if s.verifier != nil {
+		s.verifier.Close()
 	}
 	return nil
 }

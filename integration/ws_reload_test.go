@@ -44,11 +44,11 @@ var bhpSub = []byte(`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":
 // quoteSession is a subscribed socket read by a goroutine of its own that
 // keeps only when the last quote came and how the socket ended.
 type quoteSession struct {
-	c        *websocket.Conn
-	last     atomic.Int64 // Unix ns of the last quote
-	done     chan struct{}
-	err      error     // why the socket ended; read after done
-	endedAt  time.Time // likewise
+	c       *websocket.Conn
+	last    atomic.Int64 // Unix ns of the last quote
+	done    chan struct{}
+	err     error     // why the socket ended; read after done
+	endedAt time.Time // likewise
 }
 
 // leanDialer keeps each socket's buffers small: a thousand of them.

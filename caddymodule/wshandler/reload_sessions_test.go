@@ -165,20 +165,64 @@ func TestReloadThenRevoke(t *testing.T) {
 
 // TestReloadsLeaveNoGoroutine: 100 reloads with a session kept leave the
 // goroutines as after the first (each old configuration's verifier loops,
-// supervisor and drains end). It failed when Reconfigure did not end the
-// supervisor it replaced: one more goroutine per reload.
+// supervisor and drains end), and the heap within 5% of it: the live
+// objects of the first (each old configuration's verifiers, policy and
+// venue table go), the spans in use of the tenth (the first reloads'
+// garbage leaves survivors scattered over spans that later ones reuse:
+// the spans in use grow by a few per cent while the live objects do not).
+// It failed when Reconfigure did not end the supervisor it replaced: one
+// more goroutine per reload; and when each old configuration's verifier
+// cache, which the reconfigured session's token was verified into, was
+// kept by its scheduled sweep until the token expired: 100 KiB per reload.
 func TestReloadsLeaveNoGoroutine(t *testing.T) {
+	// Sessions enough that what a reload may leave behind shows against
+	// what they hold, and that the heap's noise of a few hundred KiB is
+	// less than 5%.
+	const heapSessions = 100
+	// Pings every second: what the last reloads let go stays reachable
+	// from the sessions until their next ping (seen: 30 s at the default
+	// interval, 2 s at this one).
+	room := "ping_interval 1s\n\t\t\tidle_timeout 5s\n\t\t\tlimits {\n\t\t\t\tsessions 1000\n\t\t\t}"
 	b := newPushBackend(t)
-	s := startReloadSite(t, b.addr(), "")
-	c := s.dial(s.token())
-	subscribeTo(t, c, "Market", "Security!BHP.ASX", 1)
-	s.load(b.addr(), "")
+	s := startReloadSite(t, b.addr(), room)
+	tok := s.token()
+	var conns []*websocket.Conn
+	for range heapSessions {
+		c := s.dial(tok)
+		subscribeTo(t, c, "Market", "Security!BHP.ASX", 1)
+		conns = append(conns, c)
+	}
+	c := conns[0]
+	s.load(b.addr(), room)
 	base := goroutinesSettled()
-	for range 99 {
-		s.load(b.addr(), "")
+	_, baseLive := heapSettled()
+	for range 9 {
+		s.load(b.addr(), room)
+	}
+	baseInuse, _ := heapSettled()
+	for range 90 {
+		s.load(b.addr(), room)
 	}
 	if n := goroutinesSettled(); n > base+5 {
 		t.Fatalf("%d goroutines after 100 reloads, %d after the first", n, base)
+	}
+	// What the last reloads let go stays reachable for a ping interval:
+	// the heap is measured until it is back within bounds, for heapSettle
+	// at most.
+	var inuse, live uint64
+	for deadline := time.Now().Add(heapSettle); ; time.Sleep(500 * time.Millisecond) {
+		inuse, live = heapSettled()
+		if float64(live) <= 1.05*float64(baseLive) && float64(inuse) <= 1.05*float64(baseInuse) || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("live heap after the first reload %.2f MiB, after 100 %.2f MiB; in use after the tenth %.2f MiB, after 100 %.2f MiB",
+		mib(baseLive), mib(live), mib(baseInuse), mib(inuse))
+	if float64(live) > 1.05*float64(baseLive) {
+		t.Errorf("live heap after 100 reloads %.2f MiB, after the first %.2f MiB: more than 5%% more", mib(live), mib(baseLive))
+	}
+	if float64(inuse) > 1.05*float64(baseInuse) {
+		t.Errorf("heap in use after 100 reloads %.2f MiB, after the tenth %.2f MiB: more than 5%% more", mib(inuse), mib(baseInuse))
 	}
 	m := publish("Market", "Security!BHP.ASX", 2)
 	b.push(m)
@@ -196,3 +240,8 @@ func reloadCount(t *testing.T, outcome string) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// heapSettle bounds the wait for the heap to come back after reloads.
+const heapSettle = 10 * time.Second
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -240,3 +240,24 @@ func goroutinesSettled() int {
 	}
 	return n
 }
+
+// heapSettled is the heap after collections: in use (the spans holding
+// objects) and live (the objects themselves), the least of a few samples,
+// since what a collection leaves of the sync.Pools and of the objects of
+// goroutines still ending varies from one to the next.
+func heapSettled() (inuse, live uint64) {
+	for i := range 5 {
+		runtime.GC()
+		runtime.GC() // the second empties the pools' victim caches
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		if i == 0 || m.HeapInuse < inuse {
+			inuse = m.HeapInuse
+		}
+		if i == 0 || m.HeapAlloc < live {
+			live = m.HeapAlloc
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return inuse, live
+}

@@ -22,14 +22,23 @@ type cacheEntry struct {
 // entry, put sweeps them before evicting live ones, and a sweep removes
 // them every cacheSweepInterval while the cache holds any, so that a cache
 // that served a day of sessions holds nothing once their tokens expired.
+//
+// Verifier.Close ends the cache: it drops its entries, stops its sweep and
+// caches nothing more. The scheduled sweep would otherwise hold the cache,
+// its entries and their keys until the last token expired, long after the
+// verifier itself was let go: a config reload with live sessions (which
+// the gateway verifies again with the new config's verifier) would leave
+// one such cache per reload.
 type cache struct {
 	mu       sync.RWMutex
 	m        map[string]*cacheEntry
 	max      int
 	now      func() time.Time
 	log      *zap.Logger
-	sweeping bool // a sweep is scheduled; under mu
-	peak     int  // the most entries m has held since it was made: a Go map never shrinks
+	sweeping bool        // a sweep is scheduled; under mu
+	sweepAt  *time.Timer // the scheduled sweep; under mu
+	ended    bool        // Verifier.Close was called; under mu
+	peak     int         // the most entries m has held since it was made: a Go map never shrinks
 }
 
 // cacheSweepInterval is how often a cache holding entries removes the
@@ -38,6 +47,17 @@ const cacheSweepInterval = time.Minute
 
 func newCache(max int, now func() time.Time, log *zap.Logger) *cache {
 	return &cache{m: make(map[string]*cacheEntry, min(max, 1024)), max: max, now: now, log: log}
+}
+
+// end drops the entries and the scheduled sweep; nothing is cached after.
+func (c *cache) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended, c.m, c.peak = true, map[string]*cacheEntry{}, 0
+	if c.sweepAt != nil {
+		c.sweepAt.Stop()
+	}
+	c.sweeping = false
 }
 
 func (c *cache) get(token string) (*cacheEntry, bool) {
@@ -50,6 +70,9 @@ func (c *cache) get(token string) (*cacheEntry, bool) {
 func (c *cache) put(token string, e *cacheEntry, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
 	if len(c.m) >= c.max {
 		for k, old := range c.m {
 			if !now.Before(old.id.Expiry) {
@@ -73,7 +96,7 @@ func (c *cache) put(token string, e *cacheEntry, now time.Time) {
 	c.peak = max(c.peak, len(c.m))
 	if !c.sweeping {
 		c.sweeping = true
-		contain.AfterFunc(c.log, "verify.cache_sweep", cacheSweepInterval, c.sweep)
+		c.sweepAt = contain.AfterFunc(c.log, "verify.cache_sweep", cacheSweepInterval, c.sweep)
 	}
 }
 
@@ -96,11 +119,11 @@ func (c *cache) sweep() {
 		}
 		c.m, c.peak = m, len(m)
 	}
-	if len(c.m) == 0 {
+	if len(c.m) == 0 || c.ended {
 		c.sweeping = false
 		return
 	}
-	contain.AfterFunc(c.log, "verify.cache_sweep", cacheSweepInterval, c.sweep)
+	c.sweepAt = contain.AfterFunc(c.log, "verify.cache_sweep", cacheSweepInterval, c.sweep)
 }
 
 func (c *cache) len() int {

@@ -14,6 +14,13 @@ func SweepCache(v *Verifier) (scheduled bool, room int) {
 	return v.cache.sweeping, v.cache.peak
 }
 
+// SweepScheduled reports whether a sweep of v's cache is scheduled.
+func SweepScheduled(v *Verifier) bool {
+	v.cache.mu.RLock()
+	defer v.cache.mu.RUnlock()
+	return v.cache.sweeping
+}
+
 // ClaimsDecoded reports whether id's claims were decoded yet. Call it on
 // the goroutine that calls Claims.
 func ClaimsDecoded(id *Identity) bool                                    { return id.claims != nil }

@@ -169,6 +169,16 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	return v, nil
 }
 
+// Close empties the cache of verified tokens and stops its sweeps: call it
+// when v is let go (its configuration replaced), so that the scheduled
+// sweep does not hold the cache, and the keys of its entries, until the
+// last cached token expires. Verify goes on working, without the cache.
+func (v *Verifier) Close() {
+	if v.cache != nil {
+		v.cache.end()
+	}
+}
+
 // MaxLeeway bounds Config.Leeway.
 const MaxLeeway = 5 * time.Minute
 

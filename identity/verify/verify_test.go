@@ -266,6 +266,23 @@ func TestCache(t *testing.T) {
 			t.Fatalf("expired tokens: %d entries, room %d, scheduled %v; want none", n, room, scheduled)
 		}
 	})
+	t.Run("ended by Close", func(t *testing.T) {
+		// A verifier a config reload replaced is let go while its tokens
+		// live on: its cache must not keep itself (its scheduled sweep),
+		// its entries and their keys until they expire.
+		f := newFixture(t)
+		tok := f.issuer.Token("alice")
+		if _, err := f.v.Verify(ctx, tok); err != nil || verify.CacheLen(f.v) != 1 || !verify.SweepScheduled(f.v) {
+			t.Fatalf("before Close: %v, %d entries, sweep scheduled %v; want one entry and a sweep", err, verify.CacheLen(f.v), verify.SweepScheduled(f.v))
+		}
+		f.v.Close()
+		if n, scheduled := verify.CacheLen(f.v), verify.SweepScheduled(f.v); n != 0 || scheduled {
+			t.Fatalf("after Close: %d entries, sweep scheduled %v; want none", n, scheduled)
+		}
+		if _, err := f.v.Verify(ctx, tok); err != nil || verify.CacheLen(f.v) != 0 {
+			t.Fatalf("a verification after Close: %v, %d entries; want it verified, uncached", err, verify.CacheLen(f.v))
+		}
+	})
 }
 
 func TestConfig(t *testing.T) {
