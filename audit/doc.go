@@ -89,7 +89,10 @@
 // lead to the first record queued meanwhile; the others wait until their
 // record's write is settled. No delay is added: a record that finds no
 // write under way is written alone. Append returns after its record is written,
-// so a crash loses only records no caller was told are written. A write
+// so a crash loses only records no caller was told are written; with a
+// FlushDelay it returns once the record is queued, and a flush the delay
+// later writes the queue (delay.go): the records of a busy moment share
+// one write, and a crash loses those not yet written. A write
 // that fails leaves none of its records in the chain: each caller gets
 // ErrWrite, and a loss record counts them in the next write.
 //

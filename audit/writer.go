@@ -47,6 +47,12 @@ type Options struct {
 	// should refuse new sessions, logins and tokens (see Refusing);
 	// otherwise they go on unaudited. Default false: go on.
 	RefuseWhenFailing bool
+	// FlushDelay, when positive, makes Append return once its record is
+	// queued, and a flush that starts FlushDelay after the first record of
+	// an empty queue write the queue (delay.go): the records of a delay
+	// share one write, and a crash loses the records not yet written.
+	// Default 0: each Append returns after its record's write.
+	FlushDelay time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -66,6 +72,8 @@ type Writer struct {
 	queue   []*pending // appended, not yet taken by a flush, in time order
 	leading bool       // an Append leads: it flushes, then hands the lead on
 	closed  bool
+
+	flushArmed bool // a delayed flush is due or under way (FlushDelay, delay.go); guarded by mu
 
 	// flushMu makes one flush at a time; its holder owns what follows.
 	flushMu        sync.Mutex
@@ -148,6 +156,9 @@ func (w *Writer) Append(kind Kind, attrs ...Attr) error {
 		return err
 	}
 	p := &pending{rec: Record{Kind: kind, Attrs: as}, size: recordSize(as)}
+	if w.opts.FlushDelay > 0 {
+		return w.appendDelayed(p)
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -200,6 +211,9 @@ func (w *Writer) Checkpoint() error {
 	w.mu.Unlock()
 	if closed {
 		return ErrClosed
+	}
+	for w.queued() { // records queued under a FlushDelay go before it
+		w.flush()
 	}
 	if w.seq > 0 && w.uncovered == 0 {
 		return nil

@@ -22,7 +22,8 @@ func auditConfig(t *testing.T, dbPath string, auditLog map[string]any, clients .
 	t.Helper()
 	app := App{Issuer: "http://127.0.0.1:1", Clients: clients,
 		StoreRaw: json.RawMessage(fmt.Sprintf(`{"backend": "sqlite", "path": %q}`, dbPath)),
-		Audit:    &Audit{Instance: "gw-test"}}
+		// A line per record (no flush delay): the tests edit lines.
+		Audit: &Audit{Instance: "gw-test", FlushDelay: -1}}
 	logs := map[string]any{"default": map[string]any{"level": "ERROR", "exclude": []string{AuditLoggerName}}}
 	if auditLog != nil {
 		logs["audit"] = auditLog

@@ -88,6 +88,12 @@ func (d *changeDrainer) drain(ctx context.Context, w *audit.Writer, log *zap.Log
 			}
 			written = append(written, c.ID)
 		}
+		// Under a flush delay the records are queued: a change leaves the
+		// store only once they are in the log.
+		if err := w.Flush(); err != nil {
+			written = nil
+			log.Error("writing changes into the audit chain", zap.Error(err))
+		}
 		err = d.st.DeleteAuditChanges(sctx, written)
 		cancel()
 		if err != nil {

@@ -1,7 +1,10 @@
 package caddymodule
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/audit"
 	"github.com/gatehouse/gatehouse/entitle"
@@ -45,7 +49,13 @@ func TestAuditChangesDrained(t *testing.T) {
 		t.Fatalf("claiming the orphan: %v, %v", got, err)
 	}
 
-	if err := caddy.Load(auditConfig(t, dbPath, fileLog(logPath)), true); err != nil {
+	// The default flush delay: the drain deletes a change only once its
+	// records are written, not merely queued.
+	cfg := bytes.Replace(auditConfig(t, dbPath, fileLog(logPath)), []byte(`,"flush_delay":-1`), nil, 1)
+	if bytes.Contains(cfg, []byte("flush_delay")) {
+		t.Fatalf("the config still sets flush_delay: %s", cfg)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
 		t.Fatalf("loading the config: %v", err)
 	}
 	stopped := false
@@ -130,5 +140,40 @@ func TestAuditChangesDrained(t *testing.T) {
 	}
 	if !check.OK() {
 		t.Fatalf("verify: %v", check.Problems)
+	}
+}
+
+// failingSink fails every write.
+type failingSink struct{}
+
+func (failingSink) WriteRecord(*audit.Record) error { return errors.New("disk full") }
+
+// TestAuditChangesKeptWhenUnwritten: a change whose records the log did
+// not take stays in the store, for a later drain, also when the writer
+// queues records (a flush delay) and Append succeeds before the write. It
+// failed when the drain deleted the changes Append had queued.
+func TestAuditChangesKeptWhenUnwritten(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "gatehouse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := store.WithAuditChange(t.Context(), &store.AuditChange{ID: "c1", Time: time.Now(), Action: "add"})
+	if err := st.CreateUser(ctx, store.User{Username: "alice", Subject: "alice-1", PasswordHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := audit.NewKeySigner("audit-test", ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := audit.NewWriter(audit.Options{Instance: "gw", Sink: failingSink{}, Signer: key, FlushDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	d := &changeDrainer{st: st, claimant: "gw/run", now: time.Now}
+	d.drain(t.Context(), w, zap.NewNop())
+	if pending, err := st.PendingAuditChanges(t.Context()); err != nil || !pending {
+		t.Fatalf("after a drain whose writes failed: pending %v, %v; want the change kept", pending, err)
 	}
 }

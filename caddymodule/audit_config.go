@@ -52,6 +52,16 @@ type Audit struct {
 	// 2160h (90 days); negative (Caddyfile: "off"): no automatic rotation.
 	KeyPeriod caddy.Duration `json:"key_period,omitempty"`
 
+	// FlushDelay is how long a record may wait before its write: the
+	// records of a delay share one write to the log (a query service
+	// writes one record per query, and the write is most of a record's
+	// cost), and a request does not wait for the write. A crash (of the
+	// process, not a clean stop) loses the records not yet written: a cut
+	// tail, which verify reports as such. Default 2ms; negative
+	// (Caddyfile: "off"): each record is written before the request that
+	// made it goes on, concurrent ones sharing a write.
+	FlushDelay caddy.Duration `json:"flush_delay,omitempty"`
+
 	// EncryptionKeyEnv and EncryptionKeyFile name the key encryption key
 	// that seals audit keys at rest, in the forms of signing_keys'.
 	// Default: signing_keys' own (none: audit keys stored in the clear).
@@ -100,6 +110,20 @@ func (au *Audit) interval() time.Duration {
 		return audit.DefaultCheckpointInterval
 	}
 	return time.Duration(au.CheckpointInterval)
+}
+
+// DefaultAuditFlushDelay is the default of Audit.FlushDelay.
+const DefaultAuditFlushDelay = 2 * time.Millisecond
+
+// flushDelay is the writer's FlushDelay, default applied (0: none).
+func (au *Audit) flushDelay() time.Duration {
+	switch {
+	case au.FlushDelay < 0:
+		return 0
+	case au.FlushDelay == 0:
+		return DefaultAuditFlushDelay
+	}
+	return time.Duration(au.FlushDelay)
 }
 
 // instance is the instance name, default applied.

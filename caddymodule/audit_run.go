@@ -109,7 +109,7 @@ func (a *App) startAudit(ctx caddy.Context) error {
 		return err
 	}
 	au := a.Audit
-	poolKey := fmt.Sprintf("%s|%s|%v|%s|%v|%x", a.storeKey, instance, au.interval(), au.OnFailure, pol.Period, pol.EncryptionKey)
+	poolKey := fmt.Sprintf("%s|%s|%v|%s|%v|%x|%v", a.storeKey, instance, au.interval(), au.OnFailure, pol.Period, pol.EncryptionKey, au.flushDelay())
 	core := ctx.Logger(chainModule{}).Core()
 	v, _, err := auditRuns.LoadOrNew(poolKey, func() (caddy.Destructor, error) {
 		return a.newAuditRun(ctx, instance, pol, core)
@@ -170,6 +170,7 @@ func (a *App) newAuditRun(ctx context.Context, instance string, pol keys.AuditPo
 		Signer:             ak,
 		Previous:           prev,
 		CheckpointInterval: a.Audit.interval(),
+		FlushDelay:         a.Audit.flushDelay(),
 		RefuseWhenFailing:  a.Audit.OnFailure == AuditRefuse,
 		OnCheckpoint:       func(c audit.Checkpoint) { storeCheckpoint(st, log, c) },
 		OnWriteFailure: func(err error, n uint64) {

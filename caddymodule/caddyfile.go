@@ -98,6 +98,7 @@ func init() {
 //				on_failure continue|refuse
 //				instance <name>
 //				key_period <duration>|off
+//				flush_delay <duration>|off
 //				encryption_key_env <variable>
 //				encryption_key_file <path>
 //			}
@@ -325,6 +326,8 @@ func parseAudit(d *caddyfile.Dispenser) (*Audit, error) {
 			au.Instance, err = cfutil.OneArg(d)
 		case "key_period":
 			au.KeyPeriod, err = cfutil.DurationOrOff(d)
+		case "flush_delay":
+			au.FlushDelay, err = cfutil.DurationOrOff(d)
 		case "encryption_key_env":
 			au.EncryptionKeyEnv, err = cfutil.SecretArg(d, "audit: encryption_key_env")
 		case "encryption_key_file":

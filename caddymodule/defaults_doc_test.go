@@ -77,6 +77,7 @@ var documentedDefaults = map[string]map[string]map[string]any{
 			"audit.checkpoint_interval":       audit.DefaultCheckpointInterval,
 			"audit.on_failure":                caddymodule.AuditContinue,
 			"audit.key_period":                keys.DefaultAuditPeriod,
+			"audit.flush_delay":               caddymodule.DefaultAuditFlushDelay,
 			"verifier.leeway":                 verify.DefaultLeeway,
 			"verifier.cache_size":             verify.DefaultCacheSize,
 		},

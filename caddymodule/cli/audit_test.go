@@ -26,6 +26,8 @@ func auditCaddyfile(dbPath, logPath string) string {
 		store sqlite %s
 		audit {
 			instance gw-cli
+			# A line per record: the edits below are of lines.
+			flush_delay off
 		}
 	}
 	log default {
