@@ -157,7 +157,8 @@ func manySessionsConfig(t testing.TB, name, extra string) string {
 // of the demo's /ws while the process reloads every reloadEvery for
 // reloadFor, alternately the same config and one with another route: no
 // session ends, every one gets quotes after the last reload, and each
-// reload counts every session kept, none changed or closed. The demo
+// reload counts every session kept, none changed or closed, in one log
+// line. The demo
 // backend is in the reloaded config: it is kept too, with the gateway's
 // backend legs. It failed when a reload drained the gateway's sessions
 // (1012, spread over reload_delay), and when it kept the gateway but
@@ -220,6 +221,11 @@ func TestWSReloadsKeepManySessions(t *testing.T) {
 		if v := metricValue(metrics, `gatehouse_ws_reload_sessions_total{outcome="`+outcome+`"}`); v != want {
 			t.Errorf("gatehouse_ws_reload_sessions_total{outcome=%q} = %v after %d reloads, want %v", outcome, v, reloads, want)
 		}
+	}
+	// One line per reload, the demo's two gateways (/ws, /Zenith) together.
+	lines := logEntries(t, g, "ws reload")
+	if n := countEntries(lines, map[string]any{"kept": float64(reloadSessions), "changed": 0.0, "closed": 0.0}); len(lines) != reloads || n != reloads {
+		t.Errorf("%d ws reload lines, %d of them of %d sessions kept, want one per reload, %d", len(lines), n, reloadSessions, reloads)
 	}
 	t.Logf("%d sessions across %d reloads, every one receiving; %v in all", reloadSessions, reloads, time.Since(began).Round(time.Millisecond))
 }

@@ -15,7 +15,8 @@
 // the sessions read slowly (a pause between reads). The backend pings the gateway
 // every 5 s, and is restarted once, halfway (the sessions then reconnect). A few
 // sessions have their token revoked, and a few stop renewing theirs: both lapse, and
-// are closed after the expiry grace (20 s). Each minute it prints the gateway's RSS,
+// are closed after the expiry grace (20 s). Every minute the gateway's configuration
+// is reloaded, unchanged (reload.go): no session may end for it. Each minute it prints the gateway's RSS,
 // heap in use and goroutines, the open sessions, the messages relayed, and the
 // sessions ended by cause; at the end, after every session closed, whether the
 // gateway restarted, its goroutines and heap against the baseline (taken after a
@@ -65,6 +66,8 @@ type options struct {
 	settle  time.Duration
 	keepDir bool
 
+	reloadEvery time.Duration
+
 	slowReaders              bool
 	readers, senders, silent int
 }
@@ -78,6 +81,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 135*time.Second, "after the sessions closed, how long to wait before comparing with the baseline: past the tokens' expiry (60 s), the verifier's cache sweep (every minute) and the lingering of closed sockets (30 s)")
 	flag.DurationVar(&o.idle, "idle", 5*time.Minute, "then how much longer to wait before the last RSS")
 	flag.BoolVar(&o.keepDir, "keep", false, "keep the temporary directory (binary, configs, logs)")
+	flag.DurationVar(&o.reloadEvery, "reload-every", time.Minute, "how often the gateway's configuration is reloaded, unchanged (0: never)")
 	flag.BoolVar(&o.slowReaders, "slow-readers", false, "measure what clients that do not read cost, instead of the soak")
 	flag.IntVar(&o.readers, "readers", 160, "with -slow-readers: the reading sessions")
 	flag.IntVar(&o.senders, "senders", 20, "with -slow-readers: the clients sending large Subs without reading")
@@ -165,6 +169,7 @@ func waitHTTP(url string, want int) error {
 type instance struct {
 	keep                 bool
 	dir, bin, backendCfg string
+	gwCfg, admin         string // the gateway's Caddyfile, and its admin endpoint's origin
 	backendPort          int
 	backend, gw          *proc
 	base, ws             string // the gateway's origin, and its socket's URL
@@ -210,8 +215,9 @@ http://127.0.0.1:%d {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(secret))
-	gwCfg := filepath.Join(in.dir, "Caddyfile")
-	if err := os.WriteFile(gwCfg, []byte(fmt.Sprintf(`{
+	in.gwCfg = filepath.Join(in.dir, "Caddyfile")
+	in.admin = fmt.Sprintf("http://127.0.0.1:%d", admin)
+	if err := os.WriteFile(in.gwCfg, []byte(fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
 	gatehouse {
@@ -242,7 +248,7 @@ http://127.0.0.1:%d {
 	if err := in.startBackend(); err != nil {
 		return nil, err
 	}
-	if in.gw, err = start(in.bin, in.dir, "gatehouse", gwCfg, nil); err != nil {
+	if in.gw, err = start(in.bin, in.dir, "gatehouse", in.gwCfg, nil); err != nil {
 		return nil, err
 	}
 	in.base = fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -311,6 +317,7 @@ func run(o options) error {
 		warm.peak.Load(), o.settle, mib(baseline.rss), mib(baseline.heap), mib(baseline.live), baseline.goroutines)
 
 	r := newRunState(in)
+	outcomes := m.reloadOutcomes()
 	if err := r.soak(in, o, o.d, true); err != nil {
 		return err
 	}
@@ -339,6 +346,7 @@ func run(o options) error {
 		100*((endLive.total-endLive.deadG)-(baseLive.total-baseLive.deadG))/(baseLive.total-baseLive.deadG))
 	fmt.Printf("sessions ended by cause: %s\n", r.endsText())
 	fmt.Printf("healthy session-minutes subscribed without a tick: %d of %d\n", r.starved.Load(), r.minutes.Load())
+	r.reloadReport(m, outcomes)
 	if u := r.unexpected.Load(); u > 0 {
 		fmt.Printf("sessions ended by a cause the run did not cause: %d\n", u)
 	} else {
@@ -383,17 +391,29 @@ func (r *runState) soak(in *instance, o options, d time.Duration, print bool) er
 	peek := time.NewTicker(5 * time.Second)
 	defer peek.Stop()
 	lastPrint, minute := time.Now(), 0
+	var reloadTick <-chan time.Time
+	if o.reloadEvery > 0 {
+		t := time.NewTicker(o.reloadEvery)
+		defer t.Stop()
+		reloadTick = t.C
+	}
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
+		case <-reloadTick:
+			r.reloads.Add(1)
+			if err := in.reload(); err != nil {
+				r.reloadFailures.Add(1)
+				fmt.Fprintln(os.Stderr, "soak:", err)
+			}
 		case <-peek.C:
 			s := m.sample()
 			r.notePeak(s.goroutines)
 			if print && time.Since(lastPrint) >= time.Minute {
 				lastPrint = lastPrint.Add(time.Minute)
 				minute++
-				fmt.Printf("min %3d  RSS %s  heap %s  goroutines %6d  sessions %5.0f  relayed %9.0f  delivered %11.0f  ended %s\n",
-					minute, mib(s.rss), mib(s.heap), s.goroutines, s.sessions, s.relayed, s.delivered, r.endsText())
+				fmt.Printf("min %3d  RSS %s  heap %s  goroutines %6d  sessions %5.0f  relayed %9.0f  delivered %11.0f  reloads %3d  ended %s\n",
+					minute, mib(s.rss), mib(s.heap), s.goroutines, s.sessions, s.relayed, s.delivered, r.reloads.Load(), r.endsText())
 			}
 			if !restarted && time.Since(started) >= d/2 {
 				restarted = true
@@ -441,6 +461,9 @@ type runState struct {
 	unexpected     atomic.Int64
 	backendRestart atomic.Bool
 	restartedAt    atomic.Int64 // when the backend was restarted (Unix ns)
+	reloads        atomic.Int64 // the gateway's config reloads
+	reloadFailures atomic.Int64
+	closedByReload atomic.Int64 // sessions the gateway closed with 1012 (a reload it did not keep them across)
 }
 
 func (r *runState) ended(cause string, expected bool) {
@@ -642,6 +665,9 @@ func (r *runState) cause(err error, kind sessionKind) (string, bool) {
 			return "lapsed past grace", true
 		case ce.Code == websocket.ClosePolicyViolation && kind == kindSlow:
 			return "slow reader closed", true
+		case ce.Code == websocket.CloseServiceRestart:
+			r.closedByReload.Add(1)
+			return "closed by a reload (1012)", false
 		}
 		return "close " + strconv.Itoa(ce.Code), false
 	}

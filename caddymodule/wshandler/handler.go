@@ -2,6 +2,7 @@ package wshandler
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -261,7 +262,10 @@ type Handler struct {
 	shared *shared           // gw in gateways; nil while validating
 	key    string            // shared's key
 	server *caddyhttp.Server // the server the handler is provisioned on
-	logger *zap.Logger
+	// tallied is the context of h's configuration, under which h is
+	// counted in the reload's log line (reload_tally.go); nil before.
+	tallied context.Context
+	logger  *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -368,6 +372,7 @@ func (h *Handler) Cleanup() error {
 		err = errors.Join(err, derr)
 	}
 	h.shared = nil
+	tallyLeave(h.tallied)
 	return err
 }
 

@@ -131,15 +131,22 @@ func (sh *shared) Destruct() error {
 	return nil
 }
 
-// startDrain starts the drain, once.
+// startDrain starts the drain, once; after a reload, the sessions it
+// closes are counted then, in the reload's log line.
 func (sh *shared) startDrain(exiting bool) {
 	sh.drainOnce.Do(func() {
 		sh.mu.Lock()
 		window, log := sh.window, sh.log
 		sh.mu.Unlock()
+		n := sh.gw.Sessions()
+		if exiting {
+			log.Info("ws sessions draining", zap.String("reason", "exit"), zap.Int("sessions", n), zap.Duration("window", window))
+		} else {
+			reloadOutcome(0, 0, n)
+		}
 		contain.Go(log, "ws.drain", func() {
 			defer close(sh.drained)
-			drain(sh.gw, window, log, exiting)
+			sh.gw.Drain(websocket.CloseServiceRestart, window)
 		}, nil)
 	})
 }
@@ -178,8 +185,10 @@ func (h *Handler) provisionGateway(ctx caddy.Context, cfg wsauth.Config) error {
 		return fmt.Errorf("gatehouse_ws: %w", err)
 	}
 	h.gw, h.shared, h.key = sh.gw, sh, key
+	h.tallied = ctx.Context
+	tallyJoin(h.tallied, h.logger)
 	if loaded {
-		reloadOutcome(h.logger, r.Sessions-r.Changed, r.Changed, 0)
+		reloadOutcome(r.Sessions-r.Changed, r.Changed, 0)
 	}
 	return nil
 }
@@ -216,25 +225,4 @@ func (h *Handler) poolKey(ctx caddy.Context, cfg *wsauth.Config) (string, error)
 		server = srv.Name()
 	}
 	return "gatehouse_ws/" + strconv.Quote(server) + "/" + strconv.Quote(name) + "/" + hex.EncodeToString(sum[:16]), nil
-}
-
-// drain closes every session of gw with 1012 over window, and counts and
-// logs them as closed by a reload (or by the exit).
-func drain(gw *wsauth.Gateway, window time.Duration, log *zap.Logger, exiting bool) {
-	n := gw.Sessions()
-	if exiting {
-		log.Info("ws sessions draining", zap.String("reason", "exit"), zap.Int("sessions", n), zap.Duration("window", window))
-	} else {
-		reloadOutcome(log, 0, 0, n)
-	}
-	gw.Drain(websocket.CloseServiceRestart, window)
-}
-
-// reloadOutcome counts and logs what a reload did to one handler's
-// sessions.
-func reloadOutcome(log *zap.Logger, kept, changed, closed int) {
-	reloadSessions.WithLabelValues("kept").Add(float64(kept))
-	reloadSessions.WithLabelValues("changed").Add(float64(changed))
-	reloadSessions.WithLabelValues("closed").Add(float64(closed))
-	log.Info("ws reload", zap.Int("kept", kept), zap.Int("changed", changed), zap.Int("closed", closed))
 }
