@@ -65,8 +65,7 @@ func (b *balancer) serve() {
 	}
 }
 
-// track adds c to the open connections, or closes it when the balancer
-// has stopped.
+// track adds cs to the open connections, which the test's end closes.
 func (b *balancer) track(cs ...net.Conn) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -75,6 +74,7 @@ func (b *balancer) track(cs ...net.Conn) {
 	}
 }
 
+// untrack closes cs and forgets them.
 func (b *balancer) untrack(cs ...net.Conn) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -127,7 +127,8 @@ type balancedClient struct {
 	ended    []string  // and the backend address it was on
 }
 
-// connect opens one socket through the balancer at addr.
+// connect opens one socket through the balancer b; onToken is given the
+// token it got, for the logs' secret check.
 func (cl *balancedClient) connect(b *balancer, onToken func(string)) error {
 	conn, err := net.DialTimeout("tcp", b.addr(), wsTimeout)
 	if err != nil {
