@@ -90,3 +90,14 @@ func socketInodes(pid int) (map[string]bool, error) {
 	}
 	return inodes, nil
 }
+
+// openFileLimit is this process's limit of open files (RLIMIT_NOFILE's
+// soft limit, which Go raises to the hard one at start), and the hard
+// limit, which the gatehouse processes it starts raise theirs to.
+func openFileLimit() (soft, hard uint64, err error) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0, 0, err
+	}
+	return l.Cur, l.Max, nil
+}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,33 @@ http://127.0.0.1:{$GATEHOUSE_HTTP_PORT} {
 	}
 }
 `
+
+// externalBackend starts a gatehouse that serves the demo backend alone
+// (backendOnlyConfig) and returns it with its WebSocket URL.
+func externalBackend(t *testing.T) (*Gatehouse, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "Caddyfile.backend")
+	if err := os.WriteFile(path, []byte(backendOnlyConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := StartGatehouseWith(t, Options{Config: path, ReadyPath: "/"})
+	return b, "ws://127.0.0.1:" + strconv.Itoa(b.Port) + "/"
+}
+
+// externalBackendConfig is the demo whose /ws relays to upstream, with
+// options in its block (each a line).
+func externalBackendConfig(t *testing.T, name, upstream string, options ...string) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, o := range options {
+		b.WriteString("\t\t" + o + "\n")
+	}
+	return demoVariant(t, name, configEdit{
+		anchor:  "\tgatehouse_ws /ws {\n\t\tupstream ws://127.0.0.1:{$GATEHOUSE_BACKEND_PORT:9090}/\n",
+		insert:  "\tgatehouse_ws /ws {\n\t\tupstream " + upstream + "\n" + b.String(),
+		replace: true,
+	})
+}
 
 // shortPingsDemo is the demo with the intervals short: the demo backend
 // (in the same process) pings every second, ticks every 200ms; the /ws

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -165,6 +163,13 @@ func manySessionsConfig(t testing.TB, name, extra string) string {
 // closed the demo backend's connections a minute after it.
 func TestWSReloadsKeepManySessions(t *testing.T) {
 	t.Parallel()
+	// The gatehouse holds three sockets a session (the client's, the
+	// backend leg, the demo backend's end of it), this process one; Go
+	// raises both processes' soft limit to the hard one.
+	if soft, hard, err := openFileLimit(); err != nil || soft < 2*reloadSessions || hard < 4*reloadSessions {
+		t.Fatalf("open files: limit %d, hard %d (%v): %d sessions need %d here and %d in the gatehouse; raise ulimit -n",
+			soft, hard, err, reloadSessions, 2*reloadSessions, 4*reloadSessions)
+	}
 	began := time.Now()
 	same := manySessionsConfig(t, "many", "")
 	other := manySessionsConfig(t, "many-other", "\thandle /reload-probe {\n\t\trespond \"probe\" 200\n\t}\n")
@@ -268,33 +273,6 @@ func TestWSReloadNarrowsPolicy(t *testing.T) {
 	}
 	metricBecomes(t, g, `gatehouse_ws_reload_sessions_total{outcome="changed"}`, 1)
 	metricBecomes(t, g, `gatehouse_ws_reload_sessions_total{outcome="closed"}`, 0)
-}
-
-// externalBackend starts a gatehouse that serves the demo backend alone
-// (backendOnlyConfig) and returns it with its WebSocket URL.
-func externalBackend(t *testing.T) (*Gatehouse, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "Caddyfile.backend")
-	if err := os.WriteFile(path, []byte(backendOnlyConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b := StartGatehouseWith(t, Options{Config: path, ReadyPath: "/"})
-	return b, "ws://127.0.0.1:" + strconv.Itoa(b.Port) + "/"
-}
-
-// externalBackendConfig is the demo whose /ws relays to upstream, with
-// options in its block (each a line).
-func externalBackendConfig(t *testing.T, name, upstream string, options ...string) string {
-	t.Helper()
-	var b bytes.Buffer
-	for _, o := range options {
-		b.WriteString("\t\t" + o + "\n")
-	}
-	return demoVariant(t, name, configEdit{
-		anchor:  "\tgatehouse_ws /ws {\n\t\tupstream ws://127.0.0.1:{$GATEHOUSE_BACKEND_PORT:9090}/\n",
-		insert:  "\tgatehouse_ws /ws {\n\t\tupstream " + upstream + "\n" + b.String(),
-		replace: true,
-	})
 }
 
 // drainWindow is the drain window of the tests that watch a drain.
