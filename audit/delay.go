@@ -2,7 +2,8 @@ package audit
 
 import (
 	"fmt"
-	"time"
+
+	"github.com/gatehouse/gatehouse/internal/contain"
 )
 
 // A writer with a FlushDelay does not make an Append wait for its write:
@@ -33,7 +34,7 @@ func (w *Writer) appendDelayed(p *pending) error {
 	full := len(w.queue) > maxDelayed
 	if !w.flushArmed {
 		w.flushArmed = true
-		time.AfterFunc(w.opts.FlushDelay, w.flushDelayed)
+		contain.AfterFunc(w.opts.Logger, "audit.flush", w.opts.FlushDelay, w.flushDelayed)
 	}
 	w.mu.Unlock()
 	if !full {
@@ -74,7 +75,7 @@ func (w *Writer) flushDelayed() {
 			}
 			w.mu.Unlock()
 			if rearm {
-				time.AfterFunc(w.opts.FlushDelay, w.flushDelayed)
+				contain.AfterFunc(w.opts.Logger, "audit.flush", w.opts.FlushDelay, w.flushDelayed)
 			}
 		}
 	}()

@@ -2,10 +2,11 @@
 // writer that sequences them, signed checkpoints, and the verifier that
 // names the first bad record of a chain (docs/audit.md).
 //
-// It is pure: it imports no other gatehouse package (not the Caddy glue,
-// identity, the message gateway or the query service), only the standard
-// library, zap (a sink may be a zap core), golang-jwt (the checkpoint
-// algorithms) and go-json-experiment (strict JSON). The glue gives it a
+// It is pure: it imports no gatehouse package but internal/contain (the
+// delayed flush's goroutine is contained as every other): not the Caddy
+// glue, identity, the message gateway or the query service; besides, only
+// the standard library, zap (a sink may be a zap core), golang-jwt (the
+// checkpoint algorithms) and go-json-experiment (strict JSON). The glue gives it a
 // sink on Caddy's logging and a signer over a sealed store key.
 //
 // # Records

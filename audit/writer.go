@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // DefaultCheckpointInterval is how often a writer signs a checkpoint while
@@ -53,6 +55,9 @@ type Options struct {
 	// share one write, and a crash loses the records not yet written.
 	// Default 0: each Append returns after its record's write.
 	FlushDelay time.Duration
+	// Logger logs what a delayed flush's goroutine recovers from. Default:
+	// none.
+	Logger *zap.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -111,6 +116,9 @@ func NewWriter(opts Options) (*Writer, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
 	}
 	w := &Writer{opts: opts}
 	w.batch, _ = opts.Sink.(BatchSink)

@@ -171,6 +171,7 @@ func (a *App) newAuditRun(ctx context.Context, instance string, pol keys.AuditPo
 		Previous:           prev,
 		CheckpointInterval: a.Audit.interval(),
 		FlushDelay:         a.Audit.flushDelay(),
+		Logger:             log,
 		RefuseWhenFailing:  a.Audit.OnFailure == AuditRefuse,
 		OnCheckpoint:       func(c audit.Checkpoint) { storeCheckpoint(st, log, c) },
 		OnWriteFailure: func(err error, n uint64) {

@@ -181,8 +181,10 @@ func TestReloadsLeaveNoGoroutine(t *testing.T) {
 	const heapSessions = 100
 	// Pings every second: what the last reloads let go stays reachable
 	// from the sessions until their next ping (seen: 30 s at the default
-	// interval, 2 s at this one).
-	room := "ping_interval 1s\n\t\t\tidle_timeout 5s\n\t\t\tlimits {\n\t\t\t\tsessions 1000\n\t\t\t}"
+	// interval, 2 s at this one). The sessions do not read while the
+	// reloads run, so they answer no ping: idle_timeout is longer than
+	// the test (5 s closed one with 1008 on a loaded machine).
+	room := "ping_interval 1s\n\t\t\tidle_timeout 5m\n\t\t\tlimits {\n\t\t\t\tsessions 1000\n\t\t\t}"
 	b := newPushBackend(t)
 	s := startReloadSite(t, b.addr(), room)
 	tok := s.token()
