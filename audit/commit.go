@@ -50,6 +50,14 @@ func (w *Writer) queued() bool {
 	return len(w.queue) > 0
 }
 
+// flushQueued writes every record queued. The caller holds the flush
+// lock.
+func (w *Writer) flushQueued() {
+	for w.queued() {
+		w.flush()
+	}
+}
+
 // flush writes the oldest queued records, as many as a batch takes (one
 // for a sink that does not write batches), with one sink write, and
 // settles each: written, or ErrWrite and counted as lost. Then it writes a

@@ -98,9 +98,7 @@ func (w *Writer) flushDelayed() {
 func (w *Writer) Flush() error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
-	for w.queued() {
-		w.flush()
-	}
+	w.flushQueued()
 	if w.failing.Load() {
 		return fmt.Errorf("%w: the last write failed", ErrWrite)
 	}

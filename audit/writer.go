@@ -220,9 +220,7 @@ func (w *Writer) Checkpoint() error {
 	if closed {
 		return ErrClosed
 	}
-	for w.queued() { // records queued under a FlushDelay go before it
-		w.flush()
-	}
+	w.flushQueued() // records queued under a FlushDelay go before it
 	if w.seq > 0 && w.uncovered == 0 {
 		return nil
 	}
@@ -258,9 +256,7 @@ func (w *Writer) Close() error {
 	w.mu.Unlock()
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
-	for w.queued() {
-		w.flush()
-	}
+	w.flushQueued()
 	return w.write(nil, true, true)
 }
 

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 )
 
@@ -93,6 +95,25 @@ func (c *AuditChange) Fill(u User) {
 			c.Entitlements = []string{}
 		}
 	}
+}
+
+// InStoredOrder returns changes sorted by order, each change's place in
+// the backend's own sequence (RETURNING, which claims them, has no order),
+// or nil for none: for the backends' ClaimAuditChanges.
+func InStoredOrder(changes []AuditChange, order []int64) []AuditChange {
+	if len(changes) == 0 {
+		return nil
+	}
+	idx := make([]int, len(changes))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(order[a], order[b]) })
+	out := make([]AuditChange, len(changes))
+	for i, j := range idx {
+		out[i] = changes[j]
+	}
+	return out
 }
 
 type auditChangeKey struct{}

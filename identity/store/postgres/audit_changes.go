@@ -1,10 +1,8 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -84,20 +82,7 @@ func (s *Store) ClaimAuditChanges(ctx context.Context, claimant string, now, sta
 	if err != nil {
 		return nil, fmt.Errorf("claiming audit changes: %w", err)
 	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	// RETURNING has no order.
-	idx := make([]int, len(out))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(order[a], order[b]) })
-	sorted := make([]store.AuditChange, len(out))
-	for i, j := range idx {
-		sorted[i] = out[j]
-	}
-	return sorted, nil
+	return store.InStoredOrder(out, order), nil
 }
 
 // DeleteAuditChanges removes the changes with these IDs.

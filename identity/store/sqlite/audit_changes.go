@@ -1,11 +1,9 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -93,7 +91,7 @@ func (s *Store) ClaimAuditChanges(ctx context.Context, claimant string, now, sta
 	if err != nil {
 		return nil, fmt.Errorf("claiming audit changes: %w", err)
 	}
-	return inOrder(out, order), nil
+	return store.InStoredOrder(out, order), nil
 }
 
 // DeleteAuditChanges removes the changes with these IDs.
@@ -109,23 +107,6 @@ func (s *Store) DeleteAuditChanges(ctx context.Context, ids []string) error {
 		return fmt.Errorf("deleting audit changes: %w", err)
 	}
 	return nil
-}
-
-// inOrder sorts changes by order (RETURNING has none of its own).
-func inOrder(changes []store.AuditChange, order []int64) []store.AuditChange {
-	if len(changes) == 0 {
-		return nil
-	}
-	idx := make([]int, len(changes))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(order[a], order[b]) })
-	out := make([]store.AuditChange, len(changes))
-	for i, j := range idx {
-		out[i] = changes[j]
-	}
-	return out
 }
 
 // nonNil is l, or an empty list for nil: a change that sets a list sets
