@@ -117,7 +117,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	extended := isExtendedConnect(r)
 	if extended {
-		w, r = extendedUpgrade(w, r)
+		var sr *streamResponse
+		sr, r = extendedUpgrade(w, r)
+		defer sr.end()
+		w = sr
 	}
 	adm, st := g.admit(r)
 	if st.code != 0 {

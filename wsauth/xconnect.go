@@ -49,7 +49,7 @@ const extendedKey = "R2F0ZWhvdXNlIFJGQyA4NA=="
 // extended CONNECT, stands for, and a ResponseWriter whose Hijack hands
 // the Upgrader r's stream. Errors before the upgrade are written to w as
 // ordinary responses.
-func extendedUpgrade(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+func extendedUpgrade(w http.ResponseWriter, r *http.Request) (*streamResponse, *http.Request) {
 	r2 := r.Clone(r.Context())
 	r2.Method = http.MethodGet
 	r2.Proto, r2.ProtoMajor, r2.ProtoMinor = "HTTP/1.1", 1, 1
@@ -66,13 +66,25 @@ type streamResponse struct {
 	http.ResponseWriter
 	body   io.ReadCloser
 	remote string
+	conn   net.Conn // the stream Hijack returned, nil before
 }
 
 // Hijack returns the stream as a net.Conn. Nothing is buffered: the
 // Upgrader requires an empty reader.
 func (s *streamResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c := wsframe.NewStream(s.ResponseWriter, s.body, s.remote)
+	s.conn = c
 	return c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), nil
+}
+
+// end ends the stream (wsframe.EndStream), if there is one, before the
+// handler returns: a close that a drain or the supervisor starts on a
+// session that has just ended then fails as on a closed connection,
+// instead of touching a response the server has released.
+func (s *streamResponse) end() {
+	if s.conn != nil {
+		wsframe.EndStream(s.conn)
+	}
 }
 
 func (s *streamResponse) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -19,7 +19,7 @@ import (
 // the Upgrader's HTTP/1.1 101, become the stream's 200 with the
 // negotiated sub-protocol and extensions, and nothing of them is sent.
 // Close ends the client-to-server direction (body); the stream itself
-// ends when the handler returns.
+// ends when the handler returns, which must call EndStream first.
 func NewStream(w http.ResponseWriter, body io.ReadCloser, remote string) net.Conn {
 	return &streamConn{w: w, rc: http.NewResponseController(w), body: body, remote: remote}
 }
@@ -36,8 +36,15 @@ const maxHandshakeResponse = 4096
 //
 // gorilla's Conn reads from one goroutine and serializes its writes (its
 // write mutex covers WriteControl too; a Conn over the stream writes under
-// its own), so Read and Write need no lock of their own; closeOnce guards
-// Close, which any goroutine may call.
+// its own), so Read and Write need no lock against each other; closeOnce
+// guards Close, which any goroutine may call.
+//
+// The response writer must not be touched once the handler has returned:
+// Go's HTTP/2 server clears its state then, and a late SetReadDeadline
+// (a close started by a drain just as the session ended) dereferences
+// nil. Every call into w and rc holds mu shared; EndStream, which the
+// handler calls before it returns, takes it exclusively and marks the
+// stream ended, after which those calls fail with net.ErrClosed.
 type streamConn struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
@@ -47,6 +54,25 @@ type streamConn struct {
 	head      []byte // the 101 so far; nil once the 200 is sent
 	sent      bool   // the 200 is sent
 	closeOnce sync.Once
+
+	mu    sync.RWMutex // shared by calls into w and rc, exclusive in EndStream
+	ended bool         // EndStream was called: w and rc are not touched
+}
+
+// EndStream marks c, a connection NewStream returned, ended: its request
+// body is closed (a Read waiting on it returns), calls under way into the
+// response are waited for (their deadlines bound them), and every later
+// Write or deadline fails with net.ErrClosed. The handler that created the
+// stream calls it before it returns. Other connections are left alone.
+func EndStream(c net.Conn) {
+	sc, ok := c.(*streamConn)
+	if !ok {
+		return
+	}
+	_ = sc.Close()
+	sc.mu.Lock()
+	sc.ended = true
+	sc.mu.Unlock()
 }
 
 // errHandshakeTooLong fails a Write when the Upgrader's answer runs past
@@ -56,6 +82,11 @@ var errHandshakeTooLong = errors.New("wsauth: handshake answer too long")
 func (c *streamConn) Read(p []byte) (int, error) { return c.body.Read(p) }
 
 func (c *streamConn) Write(p []byte) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ended {
+		return 0, net.ErrClosed
+	}
 	if c.sent {
 		n, err := c.w.Write(p)
 		if err == nil {
@@ -106,8 +137,23 @@ func (c *streamConn) SetDeadline(t time.Time) error {
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
 }
 
-func (c *streamConn) SetReadDeadline(t time.Time) error  { return c.rc.SetReadDeadline(t) }
-func (c *streamConn) SetWriteDeadline(t time.Time) error { return c.rc.SetWriteDeadline(t) }
+func (c *streamConn) SetReadDeadline(t time.Time) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ended {
+		return net.ErrClosed
+	}
+	return c.rc.SetReadDeadline(t)
+}
+
+func (c *streamConn) SetWriteDeadline(t time.Time) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ended {
+		return net.ErrClosed
+	}
+	return c.rc.SetWriteDeadline(t)
+}
 
 func (c *streamConn) LocalAddr() net.Addr  { return streamAddr("") }
 func (c *streamConn) RemoteAddr() net.Addr { return streamAddr(c.remote) }

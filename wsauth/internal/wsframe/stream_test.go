@@ -3,10 +3,14 @@ package wsframe
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestStreamAnswers200: the Upgrader's 101, written to a stream in
@@ -64,3 +68,90 @@ func TestStreamAnswerBounded(t *testing.T) {
 		t.Fatalf("after %d bytes: %v, %d bytes sent", written, err, rec.Body.Len())
 	}
 }
+
+// releasedWriter is a ResponseWriter that, like Go's HTTP/2 server once
+// the handler has returned, must not be touched after release: a call
+// then is counted as the server's nil dereference would crash it.
+type releasedWriter struct {
+	*httptest.ResponseRecorder
+	released atomic.Bool
+	late     atomic.Int32
+}
+
+func (w *releasedWriter) touch() {
+	if w.released.Load() {
+		w.late.Add(1)
+	}
+}
+
+func (w *releasedWriter) Write(p []byte) (int, error) { w.touch(); return w.ResponseRecorder.Write(p) }
+func (w *releasedWriter) Flush()                      { w.touch() }
+func (w *releasedWriter) SetReadDeadline(time.Time) error {
+	w.touch()
+	return nil
+}
+func (w *releasedWriter) SetWriteDeadline(time.Time) error {
+	w.touch()
+	return nil
+}
+
+// TestStreamEndedIsNotTouched: closes that race the handler's return (a
+// drain's closeClient, the supervisor's) call Write and the deadlines
+// from other goroutines; once EndStream returns, none of them reaches the
+// response writer, and each fails with net.ErrClosed. A Read waiting on
+// the body returns.
+func TestStreamEndedIsNotTouched(t *testing.T) {
+	w := &releasedWriter{ResponseRecorder: httptest.NewRecorder()}
+	body, bodyW := io.Pipe()
+	s := NewStream(w, body, "")
+	if _, err := s.Write([]byte("HTTP/1.1 101 Switching Protocols\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	readDone := make(chan error, 1)
+	go func() { _, err := s.Read(make([]byte, 8)); readDone <- err }()
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var errs [3]atomic.Value
+	for i, call := range []func() error{
+		func() error { _, err := s.Write([]byte{0x88, 0}); return err },
+		func() error { return s.SetReadDeadline(time.Now().Add(time.Second)) },
+		func() error { return s.SetWriteDeadline(time.Now().Add(time.Second)) },
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					errs[i].Store(errBox{call()})
+					return
+				default:
+					_ = call()
+				}
+			}
+		}()
+	}
+	time.Sleep(5 * time.Millisecond)
+	EndStream(s)
+	w.released.Store(true)
+	close(stop)
+	wg.Wait()
+	if n := w.late.Load(); n != 0 {
+		t.Fatalf("%d calls reached the response after EndStream", n)
+	}
+	for i := range errs {
+		if err := errs[i].Load().(errBox).err; !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("call %d after EndStream: %v, want net.ErrClosed", i, err)
+		}
+	}
+	select {
+	case <-readDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Read waiting on the body did not return at EndStream")
+	}
+	_ = bodyW.Close()
+	EndStream(s) // twice is harmless
+}
+
+type errBox struct{ err error }
