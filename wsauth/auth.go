@@ -215,7 +215,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 		return false
 	}
 	cur := s.g.cfg()
-	s.in.conf, s.in.limits = cur, cur.Limits.limitsFor(&id)
+	s.in.conf, s.in.limits = cur.gen, cur.Limits.limitsFor(&id)
 	subject := id.Subject
 	s.auth.user.Store(&subject)
 	s.in.state = StateAuthenticated
@@ -226,7 +226,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.auth.bc, s.auth.bw = bc, bw
 	s.auth.gen++
 	s.auth.checkedAt = at
-	s.subs.fitted = cur // none yet: nothing to fit
+	s.subs.fitted = cur.gen // none yet: nothing to fit
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
 	s.back.conn = bc.NetConn()

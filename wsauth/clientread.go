@@ -30,7 +30,7 @@ type clientReader struct {
 	policy       policyCache   // the policy's last answer (allowed)
 	relayed      relayCount    // the forwards not yet counted (reportRelayed)
 	limits       policy.Limits // the effective limits of the identity
-	conf         *Config       // the configuration limits and policy were taken from (refresh)
+	conf         uint64        // the gen of the configuration limits and policy were taken from (refresh)
 	bucket       bucket        // the message rate's
 	authBucket   bucket        // the Auth messages' once authenticated
 	insecure     bool          // RequireTLS, and the connection is not secure

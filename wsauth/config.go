@@ -108,6 +108,13 @@ type Config struct {
 
 	tids     *tidScheme // Backend.TransactionIDs' scheme (withDefaults)
 	auditing bool       // Hooks.Audit was given: records are built (audit.go; withDefaults)
+	// gen numbers the configurations a Gateway has had in force (New's
+	// is 1, each Reconfigure's one more). A session remembers which one
+	// it last took its limits from and fitted its subscriptions to by
+	// this number, not by a pointer: a pointer would keep a replaced
+	// configuration, with its verifier and identity server, reachable as
+	// long as the session stayed quiet.
+	gen uint64
 }
 
 // Auth is authentication: how long and how much a socket may send before

@@ -64,6 +64,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	cfg.gen = 1
 	g := &Gateway{sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
 		places: places{bySource: map[string]int{}, users: map[string]int{}}}
 	g.conf.Store(&cfg)

@@ -65,6 +65,7 @@ func (g *Gateway) Reconfigure(cfg Config) (Reconfigured, error) {
 	if !reflect.DeepEqual(old.Backend, cfg.Backend) || !reflect.DeepEqual(old.Transport, cfg.Transport) {
 		return Reconfigured{}, ErrNotLive
 	}
+	cfg.gen = old.gen + 1
 	g.conf.Store(&cfg)
 	g.restartSupervisor()
 	live := g.liveSessions(nil)
@@ -115,10 +116,10 @@ func (s *session) refitUnder(cur *Config) int {
 // many ended. A lapsed session is fitted when it authenticates again (its
 // remembered subscriptions are filtered then, reauthenticate). s.mu held.
 func (s *session) refitLocked(cur *Config) int {
-	if s.subs.fitted == cur || s.auth.ended || s.auth.standing != authLive {
+	if s.subs.fitted == cur.gen || s.auth.ended || s.auth.standing != authLive {
 		return 0
 	}
-	s.subs.fitted = cur
+	s.subs.fitted = cur.gen
 	var out [][]byte
 	var ended []subKey
 	for _, k := range s.subs.keys() {

@@ -3,6 +3,7 @@ package wsauth
 import (
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +237,7 @@ func TestReconfigureRacesForwards(t *testing.T) {
 		eventually(t, "the refit and its Unsubs", func() bool {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			return s.subs.fitted == e.gw.cfg() && len(s.subs.owed) == 0
+			return s.subs.fitted == e.gw.cfg().gen && len(s.subs.owed) == 0
 		})
 		eventually(t, "the backend holds no News", func() bool {
 			_, held := backendSubs(e.backend.received())
@@ -305,5 +306,46 @@ func TestDrainSpreads(t *testing.T) {
 	}
 	if got := <-drained; got != n {
 		t.Errorf("Drain reported %d sessions, want %d", got, n)
+	}
+}
+
+// TestReconfigureReleasesOld: a session that stays quiet does not keep a
+// replaced configuration alive: after two Reconfigures, the policy of the
+// first one, which nothing else holds, is collected while the session
+// (subscribed, authenticated, not sending) goes on. It failed when the
+// session remembered the configuration it had taken its limits from and
+// fitted its subscriptions to by pointer: the replaced one stayed
+// reachable until the client's next message.
+func TestReconfigureReleasesOld(t *testing.T) {
+	e, _ := newLiveEnv(t, nil)
+	c := dialAuthenticated(t, e, tokDemo, false)
+	subscribe(t, c, "Market", "Security!BHP.ASX", 41)
+
+	collected := make(chan struct{})
+	func() {
+		p := noNews(t)
+		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, collected)
+		if _, err := e.gw.Reconfigure(reconfigured(e, func(c *Config) { c.Policy = p })); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	// A message after the first Reconfigure: the client reader takes the
+	// configuration in force, as any quiet session's last message did.
+	subscribe(t, c, "Market", "Security!RIO.ASX", 42)
+	if _, err := e.gw.Reconfigure(reconfigured(e, func(*Config) {})); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-collected:
+			subscribe(t, c, "Market", "Security!CSL.ASX", 43) // the session goes on
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replaced configuration's policy is still reachable with the session quiet")
+		}
 	}
 }

@@ -222,7 +222,7 @@ func (s *session) handle(msg []byte) {
 		s.deny(&env, "unauthenticated")
 		return
 	}
-	if cur := s.g.cfg(); cur != s.in.conf {
+	if cur := s.g.cfg(); cur.gen != s.in.conf {
 		s.refresh(cur)
 	}
 	if !s.in.bucket.take(s.now(), &s.in.limits) {
@@ -259,7 +259,7 @@ func (s *session) handle(msg []byte) {
 // Reconfigure put in force after the client reader last looked. Client
 // reader only (forwardLocked calls it under mu).
 func (s *session) refresh(cur *Config) {
-	s.in.conf = cur
+	s.in.conf = cur.gen
 	s.in.policy.valid = false
 	if s.in.state == StateAuthenticated {
 		s.in.limits = cur.Limits.limitsFor(&s.auth.id)

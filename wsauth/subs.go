@@ -105,7 +105,7 @@ type subscriptions struct {
 	owed     []subKey          // the backend's Unsubs since a lapse, not yet written (unsubscribe)
 	order    map[subKey]uint64 // when each subscription was tracked (seq): the newest end first over a lowered limit
 	seq      uint64            // the next subscription's order
-	fitted   *Config           // the configuration the subscriptions were last fitted to (refitLocked)
+	fitted   uint64            // the gen of the configuration the subscriptions were last fitted to (refitLocked)
 
 	ownSent atomic.Bool // the gateway has sent the backend a message of its own
 }
@@ -177,7 +177,7 @@ func (s *session) forwardLocked(msg []byte, env *zenith.Envelope) (refused strin
 		}
 		return "authority lapsed", nil
 	}
-	if cur := s.g.cfg(); cur != s.in.conf {
+	if cur := s.g.cfg(); cur.gen != s.in.conf {
 		// Reconfigured since handle's check: a refit that ran meanwhile
 		// has not seen this message, so the new policy is asked here,
 		// under mu, as the venue table is below.
