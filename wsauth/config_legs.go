@@ -140,6 +140,15 @@ type Transport struct {
 }
 
 // Validate checks t and changes nothing.
+// Fixed is t without what only an upgrade reads (AllowedOrigins,
+// Subprotocols, DisableCompression): what a live socket depends on. Two
+// configurations whose Backend and Fixed Transport are equal can be put
+// in force on the same live sessions (Gateway.Reconfigure).
+func (t Transport) Fixed() Transport {
+	t.AllowedOrigins, t.Subprotocols, t.DisableCompression = nil, nil, false
+	return t
+}
+
 func (t *Transport) Validate() error {
 	var errs []error
 	for _, p := range t.Subprotocols {

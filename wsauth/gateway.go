@@ -41,7 +41,9 @@ type Gateway struct {
 	// configuration's hooks, policy and limits, never a mix.
 	conf     atomic.Pointer[Config]
 	reconfMu sync.Mutex // one Reconfigure at a time
-	upgrader websocket.Upgrader
+	// upgrader answers the upgrades: built from the configuration's
+	// admission settings (newUpgrader), replaced whole by Reconfigure.
+	upgrader atomic.Pointer[websocket.Upgrader]
 	dialer   websocket.Dialer
 
 	places places // what admit counts (admit.go)
@@ -68,16 +70,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
 		places: places{bySource: map[string]int{}, users: map[string]int{}}}
 	g.conf.Store(&cfg)
-	g.upgrader = websocket.Upgrader{
-		HandshakeTimeout:  cfg.Transport.WriteTimeout,
-		Subprotocols:      slices.Clone(cfg.Transport.Subprotocols),
-		CheckOrigin:       g.checkOrigin,
-		EnableCompression: !cfg.Transport.DisableCompression,
-		Error: func(w http.ResponseWriter, _ *http.Request, status int, _ error) {
-			http.Error(w, http.StatusText(status), status)
-		},
-	}
-	g.upgrader.WriteBufferPool = &bufferPool{}
+	g.upgrader.Store(g.newUpgrader(&cfg))
 	g.dialer = websocket.Dialer{
 		HandshakeTimeout:  cfg.Backend.DialTimeout,
 		Proxy:             nil,
@@ -89,6 +82,22 @@ func New(cfg Config) (*Gateway, error) {
 		ReadBufferSize: 1 << 10,
 	}
 	return g, nil
+}
+
+// newUpgrader is the Upgrader of cfg's admission settings: the
+// sub-protocols, compression, and the handshake's write timeout (the
+// origin check reads the configuration in force).
+func (g *Gateway) newUpgrader(cfg *Config) *websocket.Upgrader {
+	return &websocket.Upgrader{
+		HandshakeTimeout:  cfg.Transport.WriteTimeout,
+		Subprotocols:      slices.Clone(cfg.Transport.Subprotocols),
+		CheckOrigin:       g.checkOrigin,
+		EnableCompression: !cfg.Transport.DisableCompression,
+		Error: func(w http.ResponseWriter, _ *http.Request, status int, _ error) {
+			http.Error(w, http.StatusText(status), status)
+		},
+		WriteBufferPool: &bufferPool{},
+	}
 }
 
 // cfg is the configuration in force. Any goroutine.
@@ -139,7 +148,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // An upgrade that fails, or that Shutdown overtakes, gives back the place
 // admit took, and ends the upgrade's span.
 func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request, adm admission, tr sockTrace, extended bool) {
-	conn, err := g.upgrader.Upgrade(hijacker{w, g.cfg().Transport.WriteTimeout}, r, nil)
+	conn, err := g.upgrader.Load().Upgrade(hijacker{w, g.cfg().Transport.WriteTimeout}, r, nil)
 	if err != nil {
 		g.giveBack(&adm)
 		g.log().Debug("ws upgrade failed", zap.Error(err))

@@ -13,10 +13,10 @@ import (
 )
 
 // ErrNotLive is Reconfigure's refusal of a configuration whose Backend or
-// Transport differ from the one in force: what a live socket was opened
-// with (its backend leg's address and dialer, its timers, its bounds)
-// cannot change under it. The caller builds a new Gateway instead and
-// drains this one.
+// Transport's fixed part (Transport.Fixed) differ from the one in force:
+// what a live socket was opened with (its backend leg's address and
+// dialer, its timers, its bounds) cannot change under it. The caller
+// builds a new Gateway instead and drains this one.
 var ErrNotLive = errors.New("backend or transport changed: not applicable to live sessions")
 
 // Reconfigured is what Reconfigure did to the live sessions.
@@ -32,8 +32,10 @@ type Reconfigured struct {
 
 // Reconfigure puts cfg in force on a live Gateway, as if it had been
 // built with it, and keeps its sessions. cfg's Backend and Transport must
-// be those in force (else ErrNotLive, and nothing changes); everything
-// else may differ: the hooks (the verifier, the identity server, the
+// be those in force, but for the Transport's admission settings (its
+// origins, sub-protocols and compression: the next upgrades use them, the
+// live sockets are done with them; Transport.Fixed); else ErrNotLive, and
+// nothing changes. Everything else may differ: the hooks (the verifier, the identity server, the
 // revocation signal, the metrics, the audit, the logger), Auth, Live,
 // Limits, Policy, Venues, Profile and TraceSubject.
 //
@@ -62,11 +64,12 @@ func (g *Gateway) Reconfigure(cfg Config) (Reconfigured, error) {
 	g.reconfMu.Lock()
 	defer g.reconfMu.Unlock()
 	old := g.cfg()
-	if !reflect.DeepEqual(old.Backend, cfg.Backend) || !reflect.DeepEqual(old.Transport, cfg.Transport) {
+	if !reflect.DeepEqual(old.Backend, cfg.Backend) || !reflect.DeepEqual(old.Transport.Fixed(), cfg.Transport.Fixed()) {
 		return Reconfigured{}, ErrNotLive
 	}
 	cfg.gen = old.gen + 1
 	g.conf.Store(&cfg)
+	g.upgrader.Store(g.newUpgrader(&cfg))
 	g.restartSupervisor()
 	live := g.liveSessions(nil)
 	r := Reconfigured{Sessions: len(live)}

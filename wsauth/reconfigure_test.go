@@ -167,6 +167,46 @@ func TestReconfigureRefusesLegChange(t *testing.T) {
 	subscribe(t, c, "News", "News!NZX", 2)
 }
 
+// TestReconfigureAdmissionLive: a Reconfigure that changes only the
+// admission settings (the allowed origins, the sub-protocols, compression)
+// keeps the session, which goes on receiving, and the next upgrades take
+// the new settings: the newly allowed origin and sub-protocol are
+// accepted, the origin no longer listed is refused with 403. It failed
+// when the whole Transport had to be unchanged (ErrNotLive: every session
+// of the handler closed for an origin added), and when the Upgrader built
+// by New stayed in force (the new origin refused).
+func TestReconfigureAdmissionLive(t *testing.T) {
+	e, _ := newLiveEnv(t, func(c *Config) { c.Transport.AllowedOrigins = []string{"https://old.example"} })
+	c := dialAuthenticated(t, e, tokDemo, false)
+	subscribe(t, c, "News", "News!ASX", 1)
+
+	_, err := e.gw.Reconfigure(reconfigured(e, func(c *Config) {
+		c.Transport.AllowedOrigins = []string{"https://new.example"}
+		c.Transport.Subprotocols = []string{"zenith.v2", DefaultSubprotocol}
+		c.Transport.DisableCompression = true
+	}))
+	if err != nil {
+		t.Fatalf("admission settings changed: %v", err)
+	}
+	subscribe(t, c, "News", "News!NZX", 2)
+
+	d := &websocket.Dialer{Subprotocols: []string{"zenith.v2"}, HandshakeTimeout: 5 * time.Second, EnableCompression: true}
+	nc, resp, err := e.tryDial(http.Header{"Origin": {"https://new.example"}}, d)
+	if err != nil {
+		t.Fatalf("the newly allowed origin: %v (%v)", err, resp)
+	}
+	defer nc.Close()
+	if got := nc.Subprotocol(); got != "zenith.v2" {
+		t.Errorf("sub-protocol %q, want the newly listed zenith.v2", got)
+	}
+	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); ext != "" {
+		t.Errorf("compression off, yet the upgrade answered %q", ext)
+	}
+	if _, resp, err := e.tryDial(http.Header{"Origin": {"https://old.example"}}, nil); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("the origin no longer listed: %v (%v), want 403", err, resp)
+	}
+}
+
 // TestReconfigureBetweenCheckAndForward: a Sub the client reader allowed
 // under the old policy, and that reaches the session's lock only after the
 // swap and the refit, is refused by the new policy there (Error/Authority)

@@ -33,7 +33,9 @@ const DefaultDrainWindow = 10 * time.Second
 // kept in gateways under its key: the server's name, the handler's name
 // (its name field, else its position among the server's gatehouse_ws
 // handlers) and a hash of what a live socket cannot change under it (the
-// gateway's Backend and Transport). A new handler whose key is held takes
+// gateway's Backend and Transport but for its admission settings,
+// wsauth.Transport.Fixed: origins, sub-protocols and compression change
+// for the next upgrades only). A new handler whose key is held takes
 // that Gateway and puts its own configuration in force on it
 // (Reconfigure): the sessions go on, on the new app's verifier, identity
 // server, revocation signal and policy. The old handler's Cleanup then
@@ -215,7 +217,7 @@ func (h *Handler) poolKey(ctx caddy.Context, cfg *wsauth.Config) (string, error)
 	fixed, err := json.Marshal(struct {
 		Backend   wsauth.Backend
 		Transport wsauth.Transport
-	}{cfg.Backend, cfg.Transport})
+	}{cfg.Backend, cfg.Transport.Fixed()})
 	if err != nil {
 		return "", fmt.Errorf("gatehouse_ws: hashing the backend's configuration: %w", err)
 	}

@@ -38,6 +38,31 @@ func TestReloadKeepsSessions(t *testing.T) {
 	}
 }
 
+// TestReloadAdmissionKeepsSessions: a reload that changes only what an
+// upgrade reads (the allowed origins, compression) keeps the subscribed
+// session on its backend leg. It failed when the pool key hashed the whole
+// Transport: the session was drained with 1012.
+func TestReloadAdmissionKeepsSessions(t *testing.T) {
+	b := newPushBackend(t)
+	s := startReloadSite(t, b.addr(), "drain_window 1s")
+	c := s.dial(s.token())
+	subscribeTo(t, c, "Market", "Security!BHP.ASX", 1)
+	for i, ws := range []string{
+		"drain_window 1s\n\t\t\tallowed_origins https://desk.example",
+		"drain_window 1s\n\t\t\tallowed_origins https://desk.example https://web.example\n\t\t\tcompression off",
+	} {
+		s.load(b.addr(), ws)
+		m := publish("Market", "Security!BHP.ASX", 10+i)
+		b.push(m)
+		if got := next(t, c); got != m {
+			t.Fatalf("after reload %d: %s, want %s", i+1, got, m)
+		}
+	}
+	if n := b.upgrades(); n != 1 {
+		t.Fatalf("the backend saw %d legs, want 1", n)
+	}
+}
+
 // TestReloadNarrowsPolicy: a reload whose policy denies News ends the
 // session's News subscription with the scope-shrink sequence
 // (Error/Authority, then a server Unsub) and leaves its Market one
