@@ -463,6 +463,7 @@ type runState struct {
 	restartedAt    atomic.Int64 // when the backend was restarted (Unix ns)
 	reloads        atomic.Int64 // the gateway's config reloads
 	reloadFailures atomic.Int64
+	tokenRetries   atomic.Int64 // token renewals asked again after a failure (renewToken)
 	closedByReload atomic.Int64 // sessions the gateway closed with 1012 (a reload it did not keep them across)
 }
 
@@ -496,6 +497,24 @@ func (r *runState) endsText() string {
 		fmt.Fprintf(&b, "%s=%d ", k, v)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// renewToken is token, asked again up to three times a second apart when
+// it fails, as a client renewing a live session's token does: a request
+// sent on a kept-alive connection just as a config reload closes the old
+// server's idle connections fails on the wire (a POST is not retried by
+// net/http), and a renewal given up would lapse the session 15 s later.
+// Each retry is counted (tokenRetries).
+func (r *runState) renewToken(ctx context.Context) (string, error) {
+	tok, err := r.token()
+	for i := 0; err != nil && i < 3 && ctx.Err() == nil; i++ {
+		if r.tokenRetries.Add(1) <= 3 {
+			fmt.Printf("token renewal failed, asking again: %v\n", err)
+		}
+		time.Sleep(time.Second)
+		tok, err = r.token()
+	}
+	return tok, err
 }
 
 // token is a client_credentials access token of client soak.
@@ -619,7 +638,7 @@ func (r *runState) once(ctx context.Context, rng *rand.Rand, kind sessionKind) (
 			if kind == kindUnrenewed {
 				continue
 			}
-			if t, err := r.token(); err == nil {
+			if t, err := r.renewToken(ctx); err == nil {
 				tok = t
 				txid++
 				_ = send(`{"Controller":"Auth","Topic":"AuthToken","TransactionID":` + strconv.Itoa(txid) +

@@ -68,6 +68,7 @@ func (r *runState) reloadReport(m *monitor, before map[string]float64) {
 	fmt.Printf("config reloads: %d (failed: %d); sessions kept %.0f, changed %.0f, closed %.0f (gatehouse_ws_reload_sessions_total); closed with 1012 at the clients: %d\n",
 		r.reloads.Load(), r.reloadFailures.Load(), after["kept"]-before["kept"], after["changed"]-before["changed"],
 		after["closed"]-before["closed"], r.closedByReload.Load())
+	fmt.Printf("token renewals asked again after a failure: %d\n", r.tokenRetries.Load())
 	if after["closed"] > before["closed"] || r.closedByReload.Load() > 0 || r.reloadFailures.Load() > 0 {
 		fmt.Println("FAIL: reloads closed sessions, or failed")
 	}
