@@ -25,6 +25,7 @@ var allowedImports = map[string][]string{
 	"identity/verify/verifytest":     {"identity/verify"},
 	"identity/clients":               {"identity/oauth", "identity/verify"},
 	"identity/users":                 {"identity/store"},
+	"identity/mfa":                   {},
 	"identity/keys":                  {"identity/store", "identity/verify"},
 	"identity/tokens":                {"identity/keys", "identity/clients", "identity/store", "identity/oauth"},
 	"identity/grant":                 {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store"},
