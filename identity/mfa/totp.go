@@ -3,7 +3,7 @@ package mfa
 import (
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha1" //nolint:gosec // RFC 6238's default, and the only one every authenticator app computes
+	"crypto/sha1" // RFC 6238's default, and the one every authenticator app computes
 	"crypto/subtle"
 	"encoding/base32"
 	"encoding/binary"
