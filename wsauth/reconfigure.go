@@ -43,9 +43,9 @@ type Reconfigured struct {
 // the old one or the new one whole. Then each authenticated session is
 // refitted as a re-authentication would (refitLocked): a subscription the
 // new policy or venue table no longer allows ends with Error/Authority
-// and a server Unsub; over a lowered subscription limit the newest end
-// with Error/Limited and a server Unsub; the backend gets an Unsub for
-// each. The session stays open. Messages read after the swap are
+// and a server Unsub; over a lowered subscription limit, or a lowered
+// MaxSubscriptionBytes, the newest end with Error/Limited and a server
+// Unsub; the backend gets an Unsub for each. The session stays open. Messages read after the swap are
 // authorized by the new configuration; one the old one allowed and that
 // is forwarded after the swap is authorized again under the session's
 // lock (forwardLocked). The supervisor is restarted: it waits on the new
@@ -112,8 +112,9 @@ func (s *session) refitUnder(cur *Config) int {
 // refitLocked fits a live session's subscriptions to cur, once per
 // configuration: those cur's policy or venue table no longer allows end
 // as a scope lost at a re-authentication does (Error/Authority and a
-// server Unsub to the client), and over cur's subscription limit the
-// newest end with Error/Limited and a server Unsub. The backend's Unsubs
+// server Unsub to the client), and over cur's subscription limit or its
+// MaxSubscriptionBytes the newest end with Error/Limited and a server
+// Unsub. The backend's Unsubs
 // are owed and written by a goroutine of the session's (unsubscribe), as
 // a narrowing's are; what the client is told is pushed. It returns how
 // many ended. A lapsed session is fitted when it authenticates again (its
@@ -138,6 +139,14 @@ func (s *session) refitLocked(cur *Config) int {
 			ended = append(ended, k)
 			cur.Hooks.Metrics.Limited(LimitSubscriptions)
 		}
+	}
+	// Over a lowered MaxSubscriptionBytes, likewise: the newest end until
+	// the copies kept fit (each end lowers bytes; none left fits any bound).
+	for s.subs.bytes > cur.Limits.MaxSubscriptionBytes && len(s.subs.msgs) > 0 {
+		k := s.subs.newest(1)[0]
+		out = append(out, s.endSubLocked(k, s.subs.msgs[k], endLimit, CodeLimited)...)
+		ended = append(ended, k)
+		cur.Hooks.Metrics.Limited(LimitSubscriptions)
 	}
 	if len(ended) == 0 {
 		return 0

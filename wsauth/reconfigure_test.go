@@ -102,6 +102,35 @@ func TestReconfigureLowersLimit(t *testing.T) {
 	}
 }
 
+// TestReconfigureLowersSubscriptionBytes: under a lowered
+// MaxSubscriptionBytes that holds the copies of one subscription and a
+// half, the two newest end with Error/Limited and a server Unsub, the
+// oldest stays. It failed when the refit checked only the count: all
+// three stayed, over the new bound, until the session ended.
+func TestReconfigureLowersSubscriptionBytes(t *testing.T) {
+	e, _ := newLiveEnv(t, nil)
+	c := dialAuthenticated(t, e, tokDemo, false)
+	for i, topic := range []string{"Security!A.ASX", "Security!B.ASX", "Security!C.ASX"} {
+		subscribe(t, c, "Market", topic, 31+i)
+	}
+	one := int64(len(subMsg("Market", "Security!A.ASX", 31)) + len("Security!A.ASX"))
+	if _, err := e.gw.Reconfigure(reconfigured(e, func(c *Config) { c.Limits.MaxSubscriptionBytes = one * 3 / 2 })); err != nil {
+		t.Fatal(err)
+	}
+	sameSet(t, "after the lowered bound", readN(t, c, 4), []string{
+		errorMsg("Market", "Security!C.ASX", 33, CodeLimited),
+		`{"Controller":"Market","Topic":"Security!C.ASX","Action":"Unsub","TransactionID":33,"Confirm":true}`,
+		errorMsg("Market", "Security!B.ASX", 32, CodeLimited),
+		`{"Controller":"Market","Topic":"Security!B.ASX","Action":"Unsub","TransactionID":32,"Confirm":true}`,
+	})
+	eventually(t, "the backend's Unsubs", func() bool {
+		return e.backend.gatewayUnsubs("Market", "Security!B.ASX") == 1 && e.backend.gatewayUnsubs("Market", "Security!C.ASX") == 1
+	})
+	if _, held := backendSubs(e.backend.received()); len(held) != 1 || !held["Market/Security!A.ASX"] {
+		t.Fatalf("the backend holds %v, want only Security!A.ASX", held)
+	}
+}
+
 // TestReconfigureSwapsVerifier: after a Reconfigure the session is
 // verified by the new verifier and ended by the new revocation signal,
 // not the old one's; AuthToken on it asks the new verifier. It failed
