@@ -26,6 +26,7 @@ type Store interface {
 	Counters
 	Maintenance
 	Audit
+	MFA
 
 	// Close releases the backend's resources.
 	Close() error
@@ -60,11 +61,11 @@ type Users interface {
 	CreateUser(ctx context.Context, u User) error
 	// UpdateUser replaces the user with u.Username. ErrNotFound if there is none.
 	UpdateUser(ctx context.Context, u User) error
-	// DeleteUser deletes the user called username and its consents, ends
-	// its sessions as RevokeSubject(subject, now, tokensUntil) does, and
-	// retires its subject, which CreateUser then gives no one (a subject
-	// is never reassigned, OpenID Connect Core §2; the username may be
-	// taken again). It returns the user deleted; ErrNotFound if there is
+	// DeleteUser deletes the user called username, its consents and its
+	// second factors (MFA), ends its sessions as RevokeSubject(subject,
+	// now, tokensUntil) does, and retires its subject, which CreateUser
+	// then gives no one (a subject is never reassigned, OpenID Connect
+	// Core §2; the username may be taken again). It returns the user deleted; ErrNotFound if there is
 	// none. On SQLite it is one transaction; on PostgreSQL the user is
 	// gone once the first commits, and a second ends what a login racing
 	// the delete stored meanwhile (an error from it still names the user).
@@ -103,6 +104,51 @@ type Users interface {
 	// UpdateUser never changes them, so that a change always goes through
 	// here.
 	UpdateEntitlements(ctx context.Context, username string, update func(entitle.Set) (entitle.Set, error), now, tokensUntil time.Time) (User, error)
+}
+
+// MFA are the users' second factors, by subject (never reassigned): a
+// TOTP factor each, and recovery codes. DeleteUser deletes them with the
+// user, in its transaction.
+type MFA interface {
+	// TOTP returns the subject's TOTP factor. ErrNotFound if it has none.
+	TOTP(ctx context.Context, subject string) (TOTPFactor, error)
+	// PutTOTP stores f as its subject's TOTP factor, replacing any (an
+	// enrolment confirmed by its first code).
+	PutTOTP(ctx context.Context, f TOTPFactor) error
+	// AdvanceTOTP sets the subject's factor's LastStep to step if it is
+	// below step, and reports whether it did: a compare-and-set, so that
+	// of two requests with one code, on one instance or two, one sees
+	// true; false is a code of a step accepted already. ErrNotFound if the
+	// subject has no factor.
+	AdvanceTOTP(ctx context.Context, subject string, step int64) (bool, error)
+	// DeleteTOTP removes the subject's TOTP factor. ErrNotFound if it has
+	// none.
+	DeleteTOTP(ctx context.Context, subject string) error
+	// ReplaceRecoveryCodes replaces the subject's recovery codes with the
+	// codes whose hashes are given (none: the subject has none left), in
+	// one transaction.
+	ReplaceRecoveryCodes(ctx context.Context, subject string, hashes [][]byte, now time.Time) error
+	// RecoveryCodes returns the hashes of the subject's unspent recovery
+	// codes, in no order.
+	RecoveryCodes(ctx context.Context, subject string) ([][]byte, error)
+	// SpendRecoveryCode deletes the subject's recovery code with hash and
+	// reports whether there was one: of two requests spending one code,
+	// one sees true.
+	SpendRecoveryCode(ctx context.Context, subject string, hash []byte) (bool, error)
+}
+
+// TOTPFactor is a user's TOTP factor (RFC 6238).
+type TOTPFactor struct {
+	// Subject is the user's subject.
+	Subject string
+	// Secret is the shared secret as the caller keeps it: sealed at rest
+	// by the caller, as private signing keys are.
+	Secret []byte
+	// LastStep is the time step of the last code accepted, 0 if none:
+	// a code of that step or an earlier one is refused.
+	LastStep int64
+	// Created is when the factor was enrolled.
+	Created time.Time
 }
 
 // FamilyBound bounds a user's refresh families with a client

@@ -280,6 +280,22 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX audit_changes_seq ON audit_changes (seq)`,
 	},
+	// 12: the users' second factors (store.MFA), as the SQLite backend's
+	// version 13.
+	{
+		`CREATE TABLE mfa_totp (
+			subject    text COLLATE "C" NOT NULL PRIMARY KEY,
+			secret     bytea NOT NULL,
+			last_step  bigint NOT NULL,
+			created_at timestamptz NOT NULL
+		)`,
+		`CREATE TABLE mfa_recovery (
+			subject    text COLLATE "C" NOT NULL,
+			hash       bytea NOT NULL,
+			created_at timestamptz NOT NULL,
+			PRIMARY KEY (subject, hash)
+		)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

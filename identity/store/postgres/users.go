@@ -93,6 +93,9 @@ func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUnti
 		if _, err := tx.Exec(ctx, `DELETE FROM consents WHERE subject = $1`, u.Subject); err != nil {
 			return err
 		}
+		if err := deleteFactorsTx(ctx, tx, u.Subject); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO deleted_subjects (subject, deleted_at) VALUES ($1, $2)
 			ON CONFLICT (subject) DO NOTHING`, u.Subject, ts(now)); err != nil {
 			return err
@@ -114,11 +117,14 @@ func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUnti
 
 // deletedLate is DeleteUser's second pass, once its first is committed:
 // as revokeSubjectLate, but for any authentication time, since the user
-// is gone and every session, family, consent or code of its subject stored
-// since is a login's that read it before: they all go.
+// is gone and every session, family, consent, code or second factor of its
+// subject stored since is a login's that read it before: they all go.
 func (s *Store) deletedLate(ctx context.Context, subject string, now, tokensUntil time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM consents WHERE subject = $1`, subject); err != nil {
+			return err
+		}
+		if err := deleteFactorsTx(ctx, tx, subject); err != nil {
 			return err
 		}
 		return s.revokeSubjectTx(ctx, tx, subject, now, tokensUntil)

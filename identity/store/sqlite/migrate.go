@@ -277,6 +277,23 @@ var migrations = [][]string{
 			claimed_at   INTEGER
 		) STRICT`,
 	},
+	// 13: the users' second factors (store.MFA), by subject: a TOTP
+	// factor each (its sealed secret and the step it last accepted) and
+	// the hashes of the unspent recovery codes.
+	{
+		`CREATE TABLE mfa_totp (
+			subject    TEXT NOT NULL PRIMARY KEY,
+			secret     BLOB NOT NULL,
+			last_step  INTEGER NOT NULL,
+			created_at INTEGER NOT NULL
+		) STRICT`,
+		`CREATE TABLE mfa_recovery (
+			subject    TEXT NOT NULL,
+			hash       BLOB NOT NULL,
+			created_at INTEGER NOT NULL,
+			PRIMARY KEY (subject, hash)
+		) STRICT, WITHOUT ROWID`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

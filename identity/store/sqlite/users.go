@@ -75,9 +75,9 @@ func (s *Store) UpdateUser(ctx context.Context, u store.User) error {
 	return nil
 }
 
-// DeleteUser deletes the user called username and its consents, ends its
-// sessions as RevokeSubject does, and retires its subject, in one
-// transaction. It returns the user deleted; ErrNotFound if there is none.
+// DeleteUser deletes the user called username, its consents and its
+// second factors, ends its sessions as RevokeSubject does, and retires its
+// subject, in one transaction. It returns the user deleted; ErrNotFound if there is none.
 func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUntil time.Time) (store.User, error) {
 	var u store.User
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -86,6 +86,9 @@ func (s *Store) DeleteUser(ctx context.Context, username string, now, tokensUnti
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM consents WHERE subject = ?`, u.Subject); err != nil {
+			return err
+		}
+		if err := deleteFactorsTx(ctx, tx, u.Subject); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO deleted_subjects (subject, deleted_at) VALUES (?, ?)

@@ -50,6 +50,7 @@ var groups = []struct {
 	{"Audit", auditCases},
 	{"AuditChanges", auditChangeCases},
 	{"Users", userCases},
+	{"MFA", mfaCases},
 	{"RefreshFamilies", refreshCases},
 	{"KeepFamilies", keepCases},
 	{"LegacyFamilies", legacyCases},
