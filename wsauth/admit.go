@@ -21,12 +21,13 @@ import (
 // admission is what admit learned of an upgrade request it accepts: what
 // its session is built from.
 type admission struct {
-	version    string    // the ?version= the client asked for
-	hasVersion bool      // it asked for one
-	src        string    // sourceKey of the client's address
-	id         *Identity // verified from the Authorization header; nil without one
-	at         time.Time // when the verifier was asked
-	sid        string    // the session's id in the audit; "" when not auditing
+	version    string              // the ?version= the client asked for
+	hasVersion bool                // it asked for one
+	src        string              // sourceKey of the client's address
+	id         *Identity           // verified from the Authorization header; nil without one
+	at         time.Time           // when the verifier was asked
+	sid        string              // the session's id in the audit; "" when not auditing
+	upgrader   *websocket.Upgrader // the Upgrader of the configuration whose sub-protocols were checked
 }
 
 // places are what a Gateway counts to admit sockets: the places of the
@@ -89,8 +90,9 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 	if !g.checkOrigin(r) {
 		return admission{}, status{code: http.StatusForbidden}
 	}
+	cfg := g.cfg() // its sub-protocols are checked here and its Upgrader answers
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.ContainsFunc(offered, func(p string) bool {
-		return slices.Contains(g.cfg().Transport.Subprotocols, p)
+		return slices.Contains(cfg.Transport.Subprotocols, p)
 	}) {
 		return admission{}, status{http.StatusBadRequest, "unsupported sub-protocol"}
 	}
@@ -102,7 +104,7 @@ func (g *Gateway) admit(r *http.Request) (admission, status) {
 	// hung verifier holds no more requests than that, none longer than
 	// Auth.Timeout, and sockets without a credential cannot keep clients
 	// with one out.
-	adm := admission{version: version, hasVersion: hasVersion, src: sourceKey(g.cfg().Hooks.ClientIP(r))}
+	adm := admission{version: version, hasVersion: hasVersion, src: sourceKey(cfg.Hooks.ClientIP(r)), upgrader: cfg.upgrader}
 	if g.auditing() {
 		adm.sid = newSessionID()
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/gatehouse/gatehouse/wsauth/policy"
 	"github.com/gatehouse/gatehouse/wsauth/zenith"
 )
@@ -115,6 +117,11 @@ type Config struct {
 	// configuration, with its verifier and identity server, reachable as
 	// long as the session stayed quiet.
 	gen uint64
+	// upgrader answers the upgrades this configuration admits (built from
+	// its admission settings by Gateway.newUpgrader, before it is put in
+	// force): admit takes it with the sub-protocols it checked, so that
+	// one upgrade never mixes two configurations' lists.
+	upgrader *websocket.Upgrader
 }
 
 // Auth is authentication: how long and how much a socket may send before

@@ -139,7 +139,6 @@ type Transport struct {
 	CloseLinger time.Duration
 }
 
-// Validate checks t and changes nothing.
 // Fixed is t without what only an upgrade reads (AllowedOrigins,
 // Subprotocols, DisableCompression): what a live socket depends on. Two
 // configurations whose Backend and Fixed Transport are equal can be put
@@ -149,6 +148,7 @@ func (t Transport) Fixed() Transport {
 	return t
 }
 
+// Validate checks t and changes nothing.
 func (t *Transport) Validate() error {
 	var errs []error
 	for _, p := range t.Subprotocols {

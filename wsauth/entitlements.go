@@ -66,8 +66,11 @@ func (s *session) narrowUnder(gen uint32, ent entitle.Set, wall time.Time) (out 
 		s.g.record(audit.KindRevocation, s.who(&s.auth.id, audit.Strings(audit.AttrEntitlements, kept.Strings()...),
 			audit.Strings("removed", removed...))...)
 	}
+	// The client reader's policy cache (allowed) answers by scopes, which
+	// a narrowing leaves as they were: it stays, and is the reader's alone
+	// (this runs on the supervisor). The entitlements are asked under mu
+	// at each forward (forwardLocked).
 	s.auth.ent = kept
-	s.in.policy.valid = false
 	for _, k := range s.subs.keys() {
 		msg := s.subs.msgs[k]
 		if s.mayKeepLocked(k, msg) == "" {

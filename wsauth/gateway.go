@@ -41,9 +41,6 @@ type Gateway struct {
 	// configuration's hooks, policy and limits, never a mix.
 	conf     atomic.Pointer[Config]
 	reconfMu sync.Mutex // one Reconfigure at a time
-	// upgrader answers the upgrades: built from the configuration's
-	// admission settings (newUpgrader), replaced whole by Reconfigure.
-	upgrader atomic.Pointer[websocket.Upgrader]
 	dialer   websocket.Dialer
 
 	places places // what admit counts (admit.go)
@@ -69,8 +66,8 @@ func New(cfg Config) (*Gateway, error) {
 	cfg.gen = 1
 	g := &Gateway{sessions: map[*session]struct{}{}, lingering: map[net.Conn]struct{}{},
 		places: places{bySource: map[string]int{}, users: map[string]int{}}}
+	cfg.upgrader = g.newUpgrader(&cfg)
 	g.conf.Store(&cfg)
-	g.upgrader.Store(g.newUpgrader(&cfg))
 	g.dialer = websocket.Dialer{
 		HandshakeTimeout:  cfg.Backend.DialTimeout,
 		Proxy:             nil,
@@ -148,7 +145,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // An upgrade that fails, or that Shutdown overtakes, gives back the place
 // admit took, and ends the upgrade's span.
 func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request, adm admission, tr sockTrace, extended bool) {
-	conn, err := g.upgrader.Load().Upgrade(hijacker{w, g.cfg().Transport.WriteTimeout}, r, nil)
+	conn, err := adm.upgrader.Upgrade(hijacker{w, g.cfg().Transport.WriteTimeout}, r, nil)
 	if err != nil {
 		g.giveBack(&adm)
 		g.log().Debug("ws upgrade failed", zap.Error(err))

@@ -68,8 +68,8 @@ func (g *Gateway) Reconfigure(cfg Config) (Reconfigured, error) {
 		return Reconfigured{}, ErrNotLive
 	}
 	cfg.gen = old.gen + 1
+	cfg.upgrader = g.newUpgrader(&cfg)
 	g.conf.Store(&cfg)
-	g.upgrader.Store(g.newUpgrader(&cfg))
 	g.restartSupervisor()
 	live := g.liveSessions(nil)
 	r := Reconfigured{Sessions: len(live)}
@@ -141,12 +141,16 @@ func (s *session) refitLocked(cur *Config) int {
 		}
 	}
 	// Over a lowered MaxSubscriptionBytes, likewise: the newest end until
-	// the copies kept fit (each end lowers bytes; none left fits any bound).
-	for s.subs.bytes > cur.Limits.MaxSubscriptionBytes && len(s.subs.msgs) > 0 {
-		k := s.subs.newest(1)[0]
-		out = append(out, s.endSubLocked(k, s.subs.msgs[k], endLimit, CodeLimited)...)
-		ended = append(ended, k)
-		cur.Hooks.Metrics.Limited(LimitSubscriptions)
+	// the copies kept fit (each end lowers bytes), one sort for them all.
+	if s.subs.bytes > cur.Limits.MaxSubscriptionBytes {
+		for _, k := range s.subs.newest(len(s.subs.msgs)) {
+			if s.subs.bytes <= cur.Limits.MaxSubscriptionBytes {
+				break
+			}
+			out = append(out, s.endSubLocked(k, s.subs.msgs[k], endLimit, CodeLimited)...)
+			ended = append(ended, k)
+			cur.Hooks.Metrics.Limited(LimitSubscriptions)
+		}
 	}
 	if len(ended) == 0 {
 		return 0

@@ -203,7 +203,8 @@ func TestReconfigureRefusesLegChange(t *testing.T) {
 // accepted, the origin no longer listed is refused with 403. It failed
 // when the whole Transport had to be unchanged (ErrNotLive: every session
 // of the handler closed for an origin added), and when the Upgrader built
-// by New stayed in force (the new origin refused).
+// by New stayed in force (the new sub-protocol not chosen, compression
+// still negotiated).
 func TestReconfigureAdmissionLive(t *testing.T) {
 	e, _ := newLiveEnv(t, func(c *Config) { c.Transport.AllowedOrigins = []string{"https://old.example"} })
 	c := dialAuthenticated(t, e, tokDemo, false)

@@ -511,15 +511,22 @@ func (r *runState) renewToken(ctx context.Context) (string, error) {
 		if r.tokenRetries.Add(1) <= 3 {
 			fmt.Printf("token renewal failed, asking again: %v\n", err)
 		}
-		time.Sleep(time.Second)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Second):
+		}
 		tok, err = r.token()
 	}
 	return tok, err
 }
 
+// tokenClient asks for tokens, each request bounded.
+var tokenClient = &http.Client{Timeout: 10 * time.Second}
+
 // token is a client_credentials access token of client soak.
 func (r *runState) token() (string, error) {
-	resp, err := http.PostForm(r.base+"/connect/token", url.Values{"grant_type": {"client_credentials"},
+	resp, err := tokenClient.PostForm(r.base+"/connect/token", url.Values{"grant_type": {"client_credentials"},
 		"client_id": {"soak"}, "client_secret": {secret}})
 	if err != nil {
 		return "", err

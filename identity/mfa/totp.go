@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,11 +63,12 @@ func Code(secret []byte, step int64) string {
 	sum := m.Sum(nil)
 	off := sum[len(sum)-1] & 0x0f
 	bin := binary.BigEndian.Uint32(sum[off:off+4]) & 0x7fffffff
-	s := strconv.FormatUint(uint64(bin%1_000_000), 10)
-	for len(s) < Digits {
-		s = "0" + s
+	var code [Digits]byte
+	for i := Digits - 1; i >= 0; i-- {
+		code[i] = '0' + byte(bin%10)
+		bin /= 10
 	}
-	return s
+	return string(code[:])
 }
 
 // Check reports which step code proves under secret at now: a step within
@@ -125,13 +127,14 @@ func EncodeSecret(secret []byte) string {
 // KeyURI is the otpauth URI that enrols secret in an authenticator app
 // (the QR code's content): the issuer names the service, account the
 // user, and the parameters are spelled out for the apps that read them.
-func KeyURI(issuer, account string, secret []byte) string {
-	q := url.Values{}
-	q.Set("secret", EncodeSecret(secret))
-	q.Set("issuer", issuer)
-	q.Set("algorithm", "SHA1")
-	q.Set("digits", strconv.Itoa(Digits))
-	q.Set("period", strconv.Itoa(int(Period/time.Second)))
-	u := url.URL{Scheme: "otpauth", Host: "totp", Path: "/" + issuer + ":" + account, RawQuery: q.Encode()}
-	return u.String()
+// Spaces are %20, never +, which some apps show as it is; a colon in the
+// issuer would split the label elsewhere, and is refused.
+func KeyURI(issuer, account string, secret []byte) (string, error) {
+	if issuer == "" || account == "" || strings.Contains(issuer, ":") {
+		return "", errors.New("mfa: an issuer and an account are needed, and the issuer may not contain a colon")
+	}
+	esc := func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+	return "otpauth://totp/" + url.PathEscape(issuer) + ":" + url.PathEscape(account) +
+		"?secret=" + EncodeSecret(secret) + "&issuer=" + esc(issuer) + "&algorithm=SHA1&digits=" + strconv.Itoa(Digits) +
+		"&period=" + strconv.Itoa(int(Period/time.Second)), nil
 }

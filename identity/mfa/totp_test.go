@@ -96,7 +96,14 @@ func TestKeyURI(t *testing.T) {
 	if err != nil || len(secret) != SecretBytes {
 		t.Fatalf("NewSecret: %d bytes, %v", len(secret), err)
 	}
-	u, err := url.Parse(KeyURI("Gatehouse Demo", "trader", secret))
+	raw, err := KeyURI("Gatehouse Demo", "trader", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(raw, "+") || !strings.HasPrefix(raw, "otpauth://totp/Gatehouse%20Demo:trader?") {
+		t.Fatalf("URI %s: spaces must be %%20", raw)
+	}
+	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,5 +114,10 @@ func TestKeyURI(t *testing.T) {
 	}
 	if s := q.Get("secret"); s != EncodeSecret(secret) || strings.Contains(s, "=") || len(s) != 32 {
 		t.Fatalf("secret %q", s)
+	}
+	for _, bad := range [][2]string{{"", "trader"}, {"Gatehouse", ""}, {"Gate:house", "trader"}} {
+		if _, err := KeyURI(bad[0], bad[1], secret); err == nil {
+			t.Errorf("KeyURI(%q, %q) accepted", bad[0], bad[1])
+		}
 	}
 }

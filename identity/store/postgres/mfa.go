@@ -32,8 +32,8 @@ func (s *Store) TOTP(ctx context.Context, subject string) (store.TOTPFactor, err
 
 // PutTOTP stores f as its subject's TOTP factor, replacing any.
 func (s *Store) PutTOTP(ctx context.Context, f store.TOTPFactor) error {
-	if len(f.Secret) == 0 {
-		return fmt.Errorf("storing the TOTP factor of %q: no secret", f.Subject)
+	if len(f.Secret) == 0 || f.Created.IsZero() {
+		return fmt.Errorf("storing the TOTP factor of %q: no secret, or no time of enrolment", f.Subject)
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO mfa_totp (subject, secret, last_step, created_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (subject) DO UPDATE SET secret = excluded.secret, last_step = excluded.last_step, created_at = excluded.created_at`,
@@ -80,14 +80,23 @@ func (s *Store) DeleteTOTP(ctx context.Context, subject string) error {
 }
 
 // ReplaceRecoveryCodes replaces the subject's recovery codes with hashes,
-// in one transaction.
+// in one transaction that first takes a lock of the subject's codes (a
+// transaction-scoped advisory lock): at READ COMMITTED, two replacements
+// racing would each delete only the rows committed before they began, and
+// both new sets would stay.
 func (s *Store) ReplaceRecoveryCodes(ctx context.Context, subject string, hashes [][]byte, now time.Time) error {
+	if now.IsZero() {
+		return fmt.Errorf("replacing the recovery codes of %q: no time", subject)
+	}
 	for _, h := range hashes {
 		if len(h) == 0 {
 			return fmt.Errorf("replacing the recovery codes of %q: an empty hash", subject)
 		}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('gatehouse mfa_recovery ' || $1, 0))`, subject); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM mfa_recovery WHERE subject = $1`, subject); err != nil {
 			return err
 		}

@@ -30,8 +30,8 @@ func (s *Store) TOTP(ctx context.Context, subject string) (store.TOTPFactor, err
 
 // PutTOTP stores f as its subject's TOTP factor, replacing any.
 func (s *Store) PutTOTP(ctx context.Context, f store.TOTPFactor) error {
-	if len(f.Secret) == 0 {
-		return fmt.Errorf("storing the TOTP factor of %q: no secret", f.Subject)
+	if len(f.Secret) == 0 || f.Created.IsZero() {
+		return fmt.Errorf("storing the TOTP factor of %q: no secret, or no time of enrolment", f.Subject)
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO mfa_totp (subject, secret, last_step, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (subject) DO UPDATE SET secret = excluded.secret, last_step = excluded.last_step, created_at = excluded.created_at`,
@@ -82,6 +82,9 @@ func (s *Store) DeleteTOTP(ctx context.Context, subject string) error {
 // ReplaceRecoveryCodes replaces the subject's recovery codes with hashes,
 // in one transaction.
 func (s *Store) ReplaceRecoveryCodes(ctx context.Context, subject string, hashes [][]byte, now time.Time) error {
+	if now.IsZero() {
+		return fmt.Errorf("replacing the recovery codes of %q: no time", subject)
+	}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM mfa_recovery WHERE subject = ?`, subject); err != nil {
 			return err

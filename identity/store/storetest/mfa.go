@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ var mfaCases = []testCase{
 	{"TOTPAdvanceConcurrent", testTOTPAdvanceConcurrent},
 	{"RecoveryCodes", testRecoveryCodes},
 	{"RecoverySpendConcurrent", testRecoverySpendConcurrent},
+	{"RecoveryReplaceConcurrent", testRecoveryReplaceConcurrent},
 	{"DeleteUserDeletesFactors", testDeleteUserDeletesFactors},
 }
 
@@ -142,6 +145,45 @@ func testRecoverySpendConcurrent(t *testing.T, s store.Store) {
 	})
 	equal(t, "requests that spent the code", won.Load(), int32(1))
 	sameHashes(t, "the codes left", codes(t, s, "sub"), [][]byte{hash("r2")})
+}
+
+// testRecoveryReplaceConcurrent: of a burst of replacements, all at once,
+// each with a set of its own, exactly one set remains whole, for a
+// subject that had codes and for one that had none.
+func testRecoveryReplaceConcurrent(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	wantErr(t, "ReplaceRecoveryCodes", s.ReplaceRecoveryCodes(ctx, "had", [][]byte{hash("old")}, t0), nil)
+	for _, subject := range []string{"had", "none"} {
+		var n atomic.Int32
+		race(t, func() error {
+			i := n.Add(1)
+			set := [][]byte{hash(fmt.Sprint(subject, i, "a")), hash(fmt.Sprint(subject, i, "b"))}
+			return s.ReplaceRecoveryCodes(ctx, subject, set, t0)
+		})
+		got := codes(t, s, subject)
+		whole := false
+		for i := range int32(burst) {
+			set := [][]byte{hash(fmt.Sprint(subject, i+1, "a")), hash(fmt.Sprint(subject, i+1, "b"))}
+			if len(got) == 2 && (bytes.Equal(got[0], set[0]) || bytes.Equal(got[0], set[1])) {
+				sameHashes(t, "the set left for "+subject, got, set)
+				whole = true
+			}
+		}
+		if !whole {
+			t.Fatalf("subject %s: %d codes left, not one set of 2", subject, len(got))
+		}
+	}
+	wantErr(t, "PutTOTP without a time", errIf(s.PutTOTP(ctx, store.TOTPFactor{Subject: "x", Secret: []byte("x")}) == nil), nil)
+	wantErr(t, "ReplaceRecoveryCodes without a time", errIf(s.ReplaceRecoveryCodes(ctx, "x", [][]byte{hash("r")}, time.Time{}) == nil), nil)
+}
+
+// errIf is an error when refused is true: a call that should have failed
+// and did not.
+func errIf(accepted bool) error {
+	if accepted {
+		return errors.New("accepted")
+	}
+	return nil
 }
 
 func testDeleteUserDeletesFactors(t *testing.T, s store.Store) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,13 +56,14 @@ type streamConn struct {
 	sent      bool   // the 200 is sent
 	closeOnce sync.Once
 
-	mu    sync.RWMutex // shared by calls into w and rc, exclusive in EndStream
-	ended bool         // EndStream was called: w and rc are not touched
+	mu      sync.RWMutex // shared by calls into w and rc, exclusive in EndStream
+	ended   bool         // EndStream was called: w and rc are not touched
+	writing atomic.Int32 // Writes under way
 }
 
 // EndStream marks c, a connection NewStream returned, ended: its request
-// body is closed (a Read waiting on it returns), calls under way into the
-// response are waited for (their deadlines bound them), and every later
+// body is closed (a Read waiting on it returns), a Write under way is
+// ended by a write deadline of now and waited for, and every later
 // Write or deadline fails with net.ErrClosed. The handler that created the
 // stream calls it before it returns. Other connections are left alone.
 func EndStream(c net.Conn) {
@@ -70,6 +72,17 @@ func EndStream(c net.Conn) {
 		return
 	}
 	_ = sc.Close()
+	// A Write blocked on the peer's flow control holds mu shared: a write
+	// deadline of now ends it, instead of letting it run to its own
+	// deadline while the exclusive lock waits, and every shared call
+	// queued behind that lock with it. It resets the stream, so it is set
+	// only while a write is under way: a stream whose writes are done ends
+	// cleanly, with END_STREAM, when the handler returns.
+	sc.mu.RLock()
+	if !sc.ended && sc.writing.Load() > 0 {
+		_ = sc.rc.SetWriteDeadline(time.Now())
+	}
+	sc.mu.RUnlock()
 	sc.mu.Lock()
 	sc.ended = true
 	sc.mu.Unlock()
@@ -87,6 +100,8 @@ func (c *streamConn) Write(p []byte) (int, error) {
 	if c.ended {
 		return 0, net.ErrClosed
 	}
+	c.writing.Add(1)
+	defer c.writing.Add(-1)
 	if c.sent {
 		n, err := c.w.Write(p)
 		if err == nil {
