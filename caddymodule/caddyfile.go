@@ -266,6 +266,8 @@ func parseSigningKeys(d *caddyfile.Dispenser) (*SigningKeys, error) {
 			k.CheckInterval, err = cfutil.DurationArg(d)
 		case "bits":
 			k.Bits, err = cfutil.PositiveIntArg(d)
+		case "algorithms":
+			err = cfutil.AppendArgs(d, &k.Algorithms)
 		case "encryption_key_env":
 			k.EncryptionKeyEnv, err = cfutil.SecretArg(d, "signing_keys: encryption_key_env")
 		case "encryption_key_file":

@@ -63,6 +63,10 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			c.AllowHTTPRedirect, err = cfutil.Flag(d)
 		case "jwks":
 			c.JWKS, err = parseJWKS(d)
+		case "access_token_signing_alg":
+			c.AccessTokenSigningAlg, err = cfutil.OneArg(d)
+		case "id_token_signed_response_alg":
+			c.IDTokenSignedResponseAlg, err = cfutil.OneArg(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

@@ -133,6 +133,19 @@ type Client struct {
 	// for RS256 or P-256 for ES256, each with a kid. Default: none, and
 	// only unsigned request objects are accepted from the client.
 	JWKS json.RawMessage `json:"jwks,omitempty"`
+
+	// AccessTokenSigningAlg is the "alg" of the client's access tokens:
+	// RS256, ES256 or EdDSA, one of signing_keys algorithms. This
+	// server's own property (no registration standard names one): every
+	// resource that checks the client's tokens must accept the algorithm.
+	// Default: the first of signing_keys algorithms (RS256 unless set).
+	AccessTokenSigningAlg string `json:"access_token_signing_alg,omitempty"`
+
+	// IDTokenSignedResponseAlg is the "alg" of the client's ID tokens
+	// (OpenID Connect Dynamic Client Registration 1.0 §2): RS256, ES256 or
+	// EdDSA, one of signing_keys algorithms; never "none". Default: the
+	// first of signing_keys algorithms.
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
 }
 
 // identityClient converts c.
@@ -163,6 +176,9 @@ func (c *Client) identityClient() (clients.Config, error) {
 		AllowPlainPKCE:      c.AllowPlainPKCE,
 		AllowHTTPRedirect:   c.AllowHTTPRedirect,
 		RequestObjectJWKS:   []byte(c.JWKS),
+
+		AccessTokenSigningAlg:    c.AccessTokenSigningAlg,
+		IDTokenSignedResponseAlg: c.IDTokenSignedResponseAlg,
 
 		PostLogoutRedirectURIs:            c.PostLogoutRedirectURIs,
 		FrontchannelLogoutURI:             c.FrontchannelLogoutURI,

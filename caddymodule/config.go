@@ -207,6 +207,17 @@ type SigningKeys struct {
 	// 2048.
 	Bits int `json:"bits,omitempty"`
 
+	// Algorithms are the algorithms the server keeps signing keys for:
+	// RS256, ES256 (ECDSA on P-256) and EdDSA (Ed25519), each with one
+	// signing key at a time on the schedule above, published with its
+	// "alg" in the JWKS and listed in the discovery document's
+	// id_token_signing_alg_values_supported. The first signs the tokens
+	// of clients that name no algorithm (access_token_signing_alg,
+	// id_token_signed_response_alg). Default ["RS256"]. An ES256 or EdDSA
+	// signature costs a small fraction of an RS256 one; a resource that
+	// checks the tokens must accept the algorithm.
+	Algorithms []string `json:"algorithms,omitempty"`
+
 	// EncryptionKeyEnv names the environment variable that holds the key
 	// encryption key: 32 bytes as 64 hex digits or base64 (standard or
 	// URL alphabet, padded or not). When a key encryption key is given,
@@ -241,6 +252,7 @@ func (k *SigningKeys) keyPolicy() (keys.Policy, error) {
 		Announce:      time.Duration(k.Announce),
 		CheckInterval: time.Duration(k.CheckInterval),
 		Bits:          k.Bits,
+		Algorithms:    k.Algorithms,
 		EncryptionKey: kek,
 	}, nil
 }

@@ -76,7 +76,7 @@ func TestAuditRecordsIdentityEvents(t *testing.T) {
 			}
 		}, []string{"revocation client_id=app family_id=FAMILY_ID sub=sub-demo transport=token what=refresh_token"}},
 		{"key rotation", func(t *testing.T) {
-			if _, err := f.srv.RotateKeys(context.Background(), true); err != nil {
+			if _, err := f.srv.RotateKeys(context.Background(), "", true); err != nil {
 				t.Fatal(err)
 			}
 		}, []string{"key_rotation event=rotated immediately=true key=signing kid=KID"}},

@@ -190,6 +190,14 @@ func (cfg *Config) Validate() error {
 	if err := cfg.Keys.Validate(); err != nil {
 		return err
 	}
+	for _, c := range cfg.Clients {
+		for _, alg := range []string{c.AccessTokenSigningAlg, c.IDTokenSignedResponseAlg} {
+			if alg != "" && !cfg.Keys.Signs(alg) {
+				return fmt.Errorf("configuring clients: client %q signs with %s, which is not among the signing algorithms %v",
+					c.ID, alg, cfg.Keys.WithDefaults().Algorithms)
+			}
+		}
+	}
 	return cfg.Lockout.Validate()
 }
 

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/gatehouse/gatehouse/entitle"
 	"github.com/gatehouse/gatehouse/identity/oauth"
@@ -60,7 +61,9 @@ type Discovery struct {
 	PromptValuesSupported                  []string `json:"prompt_values_supported"`
 }
 
-func newDiscovery(issuer string, scopes []string) Discovery {
+// newDiscovery is the document of issuer with scopes, whose ID tokens are
+// signed with one of algs (the signing keys' algorithms).
+func newDiscovery(issuer string, scopes, algs []string) Discovery {
 	return Discovery{
 		Issuer:                             issuer,
 		JWKSURI:                            issuer + PathJWKS,
@@ -87,7 +90,7 @@ func newDiscovery(issuer string, scopes []string) Discovery {
 			"code token", "code id_token token"},
 		ResponseModesSupported:            []string{"form_post", "query", "fragment"},
 		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
-		IDTokenSigningAlgValuesSupported:  []string{"RS256"},
+		IDTokenSigningAlgValuesSupported:  slices.Clone(algs),
 		SubjectTypesSupported:             []string{"public"},
 		CodeChallengeMethodsSupported:     []string{"plain", "S256"},
 		RequestParameterSupported:         true,

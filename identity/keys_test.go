@@ -149,7 +149,7 @@ func TestKeyScheduleCatchUp(t *testing.T) {
 func TestForcedRotation(t *testing.T) {
 	f := newFixture(t)
 	first := f.signingKid()
-	kid, err := f.srv.RotateKeys(context.Background(), false)
+	kid, err := f.srv.RotateKeys(context.Background(), "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +160,12 @@ func TestForcedRotation(t *testing.T) {
 	if f.signingKid() != kid {
 		t.Fatal("rotated key does not sign after the announce time")
 	}
-	now, err := f.srv.RotateKeys(context.Background(), true)
+	now, err := f.srv.RotateKeys(context.Background(), "", true)
 	if err != nil || f.signingKid() != now {
 		t.Fatalf("immediate rotation: %v", err)
 	}
 	// The CLI's path, on the store directly, is picked up by the next sync.
-	cli, err := keys.Rotate(context.Background(), f.st, keys.Policy{}, f.clock.Now(), true, nil)
+	cli, err := keys.Rotate(context.Background(), f.st, keys.Policy{}, keys.RS256, f.clock.Now(), true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestRotationRevoking(t *testing.T) {
 	if res := f.userinfo("GET", tok); res.status != 200 { // cached now
 		t.Fatal(res.raw)
 	}
-	kid, err := keys.RotateRevoking(context.Background(), f.st, keys.Policy{}, f.clock.Now(), nil)
+	kid, err := keys.RotateRevoking(context.Background(), f.st, keys.Policy{}, keys.RS256, f.clock.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

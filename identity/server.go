@@ -78,7 +78,7 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if err := s.checkSubjectsOfClients(ctx, clientIDs); err != nil {
 		return nil, err
 	}
-	if s.discovery, err = json.Marshal(newDiscovery(cfg.Issuer, cfg.ScopesSupported)); err != nil {
+	if s.discovery, err = json.Marshal(newDiscovery(cfg.Issuer, cfg.ScopesSupported, cfg.Keys.WithDefaults().Algorithms)); err != nil {
 		return nil, fmt.Errorf("encoding discovery document: %w", err)
 	}
 	pol := cfg.Keys
@@ -338,10 +338,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-// RotateKeys forces a signing-key rotation (see keys.Policy): the new key
-// signs after the announce time, or at once when immediately is set.
-func (s *Server) RotateKeys(ctx context.Context, immediately bool) (string, error) {
-	return s.keys.Rotate(ctx, s.cfg.Now(), immediately)
+// RotateKeys forces a rotation of the alg signing key (see keys.Policy;
+// "" the first algorithm): the new key signs after the announce time, or
+// at once when immediately is set.
+func (s *Server) RotateKeys(ctx context.Context, alg string, immediately bool) (string, error) {
+	if alg == "" {
+		alg = s.keys.Policy().Algorithms[0]
+	}
+	return s.keys.Rotate(ctx, alg, s.cfg.Now(), immediately)
 }
 
 // CheckStore reads the store (one counter, absent), for a readiness probe.
@@ -350,10 +354,15 @@ func (s *Server) CheckStore(ctx context.Context) error {
 	return err
 }
 
-// CheckSigningKey reports whether a key signs now, for a readiness probe.
+// CheckSigningKey reports whether a key of each signing algorithm signs
+// now, for a readiness probe.
 func (s *Server) CheckSigningKey() error {
-	_, _, err := s.keys.SigningKey(s.cfg.Now())
-	return err
+	for _, alg := range s.keys.Policy().Algorithms {
+		if _, _, err := s.keys.SigningKeyFor(alg, s.cfg.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Keys is the server's key source for verifiers in this process.

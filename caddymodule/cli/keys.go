@@ -22,11 +22,12 @@ func setUpKeysCommand(cmd *cobra.Command) {
 		RunE:  runKeysList,
 	})
 	rotate := &cobra.Command{
-		Use:   "rotate [--immediately [--revoke]]",
-		Short: "Creates a new signing key that takes over after the announce time",
+		Use:   "rotate [--alg RS256|ES256|EdDSA] [--immediately [--revoke]]",
+		Short: "Creates a new signing key per algorithm that takes over after the announce time",
 		Args:  cobra.NoArgs,
 		RunE:  runKeysRotate,
 	}
+	rotate.Flags().String("alg", "", "Rotate the key of this algorithm only (RS256, ES256 or EdDSA; one of signing_keys algorithms). Default: every algorithm the config keeps keys for")
 	rotate.Flags().Bool("immediately", false, "Sign with the new key at once (tokens of the old key stay valid; verifiers caching the key set may refuse new tokens until they refresh)")
 	rotate.Flags().Bool("revoke", false, "With --immediately, for a key that may be compromised: remove every other key at once, so the tokens they signed stop verifying once the servers reload their keys (check_interval)")
 	cmd.AddCommand(rotate)
@@ -43,9 +44,9 @@ func runKeysList(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KID\tSTATUS\tENCRYPTED\tCREATED\tSIGN_FROM\tRETIRE_AT\tREMOVE_AT")
+	fmt.Fprintln(tw, "KID\tALG\tSTATUS\tENCRYPTED\tCREATED\tSIGN_FROM\tRETIRE_AT\tREMOVE_AT")
 	for _, k := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\t%s\t%s\n", k.ID, k.Status, k.Encrypted,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", k.ID, k.Algorithm, k.Status, k.Encrypted,
 			cliTime(k.Created), cliTime(k.SignFrom), cliTime(k.RetireAt), cliTime(k.RemoveAt))
 	}
 	return tw.Flush()
@@ -79,19 +80,25 @@ func runKeysRotate(cmd *cobra.Command, _ []string) error {
 	}
 	defer st.Close()
 	now := time.Now()
-	rotate := func() (string, error) { return keys.Rotate(cmd.Context(), st, pol, now, immediately, nil) }
-	if revoke {
-		rotate = func() (string, error) { return keys.RotateRevoking(cmd.Context(), st, pol, now, nil) }
-	}
-	kid, err := rotate()
-	if err != nil {
-		return fmt.Errorf("rotating signing keys: %w", err)
+	algs := pol.WithDefaults().Algorithms
+	if alg, _ := cmd.Flags().GetString("alg"); alg != "" {
+		algs = []string{alg}
 	}
 	out := cmd.OutOrStdout()
-	if immediately {
-		fmt.Fprintf(out, "new signing key %s signs now\n", kid)
-	} else {
-		fmt.Fprintf(out, "new signing key %s is published now and signs from %s\n", kid, cliTime(now.Add(app.SigningKeys.EffectiveAnnounce())))
+	for _, alg := range algs {
+		rotate := func() (string, error) { return keys.Rotate(cmd.Context(), st, pol, alg, now, immediately, nil) }
+		if revoke {
+			rotate = func() (string, error) { return keys.RotateRevoking(cmd.Context(), st, pol, alg, now, nil) }
+		}
+		kid, err := rotate()
+		if err != nil {
+			return fmt.Errorf("rotating the %s signing key: %w", alg, err)
+		}
+		if immediately {
+			fmt.Fprintf(out, "new %s signing key %s signs now\n", alg, kid)
+		} else {
+			fmt.Fprintf(out, "new %s signing key %s is published now and signs from %s\n", alg, kid, cliTime(now.Add(app.SigningKeys.EffectiveAnnounce())))
+		}
 	}
 	fmt.Fprintf(out, "running servers pick it up within %v (signing_keys check_interval)\n", app.SigningKeys.EffectiveCheckInterval())
 	return nil

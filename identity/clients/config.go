@@ -167,7 +167,24 @@ type Config struct {
 	// signs request objects with (OpenID Connect Core §6.1; RS256 or
 	// ES256). Without it only unsigned request objects are accepted.
 	RequestObjectJWKS []byte
+	// AccessTokenSigningAlg is the "alg" of the client's access tokens:
+	// RS256, ES256 or EdDSA, one the server keeps signing keys for. A
+	// property of this server's (no registration standard names one):
+	// every resource that checks the client's tokens must accept the
+	// algorithm. Default: the server's first signing algorithm (RS256
+	// unless configured).
+	AccessTokenSigningAlg string
+	// IDTokenSignedResponseAlg is the "alg" of the client's ID tokens
+	// (OpenID Connect Dynamic Client Registration 1.0 §2,
+	// id_token_signed_response_alg): RS256, ES256 or EdDSA, one the
+	// server keeps signing keys for; never "none". Default: the server's
+	// first signing algorithm.
+	IDTokenSignedResponseAlg string
 }
+
+// SigningAlgorithms are the values AccessTokenSigningAlg and
+// IDTokenSignedResponseAlg may take (the algorithms of package keys).
+var SigningAlgorithms = []string{"RS256", "ES256", "EdDSA"}
 
 // Validate checks the client's own rules.
 func (c *Config) Validate() error {
@@ -250,6 +267,11 @@ func (c *Config) Validate() error {
 	}
 	if c.AccessTokenLifetime < 0 {
 		return fmt.Errorf("client %q: access-token lifetime must not be negative", c.ID)
+	}
+	for _, alg := range []string{c.AccessTokenSigningAlg, c.IDTokenSignedResponseAlg} {
+		if alg != "" && !contains(SigningAlgorithms, alg) {
+			return fmt.Errorf("client %q: signing algorithm %q is not one of %v", c.ID, alg, SigningAlgorithms)
+		}
 	}
 	if err := c.Refresh.Validate(); err != nil {
 		return fmt.Errorf("client %q: %w", c.ID, err)

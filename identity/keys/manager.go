@@ -2,7 +2,6 @@ package keys
 
 import (
 	"context"
-	"crypto/rsa"
 	"errors"
 	"fmt"
 	"slices"
@@ -57,6 +56,11 @@ type Policy struct {
 	EncryptionKey []byte
 	// Bits is the RSA modulus size of new keys. Default 2048.
 	Bits int
+	// Algorithms are the algorithms the server keeps signing keys for,
+	// one signing key each at a time, each with its own schedule: RS256,
+	// ES256 (ECDSA on P-256) and EdDSA (Ed25519). The first signs tokens
+	// of clients that name no algorithm. Default [RS256].
+	Algorithms []string
 	// Retention is how long a retired key stays published: at least the
 	// longest token lifetime plus leeway. The identity server computes it
 	// from its token lifetimes (see identity.KeyRetention). Default
@@ -85,6 +89,14 @@ func (p Policy) Validate() error {
 	if p.EncryptionKey != nil && len(p.EncryptionKey) != EncryptionKeySize {
 		return fmt.Errorf("the key encryption key must be %d bytes", EncryptionKeySize)
 	}
+	for i, alg := range p.Algorithms {
+		if !Supported(alg) {
+			return fmt.Errorf("signing algorithm %q is not supported: only %s are", alg, strings.Join(Algorithms, ", "))
+		}
+		if slices.Contains(p.Algorithms[:i], alg) {
+			return fmt.Errorf("signing algorithm %q is named twice", alg)
+		}
+	}
 	return nil
 }
 
@@ -105,7 +117,15 @@ func (p Policy) WithDefaults() Policy {
 	if p.Retention <= 0 {
 		p.Retention = DefaultRetention
 	}
+	if len(p.Algorithms) == 0 {
+		p.Algorithms = []string{RS256}
+	}
 	return p
+}
+
+// Signs reports whether the policy keeps signing keys for alg.
+func (p Policy) Signs(alg string) bool {
+	return slices.Contains(p.WithDefaults().Algorithms, alg)
 }
 
 // Manager applies a Policy to the keys in the store and holds the keys
@@ -141,17 +161,17 @@ func (m *Manager) load(ctx context.Context) ([]*signingKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading signing keys: %w", err)
 	}
-	loaded := map[string]*rsa.PrivateKey{}
+	loaded := map[string]*signingKey{}
 	for _, k := range m.keys.all() {
-		loaded[k.id] = k.private
+		loaded[k.id] = k
 	}
 	keys := make([]*signingKey, 0, len(stored))
 	for _, sk := range stored {
-		if priv, ok := loaded[sk.ID]; ok {
+		if old, ok := loaded[sk.ID]; ok && old.alg == sk.Algorithm {
 			// The material never changes: keep the loaded key, so the
 			// verifier's cached tokens stay valid across syncs.
-			keys = append(keys, &signingKey{id: sk.ID, private: priv, created: sk.Created,
-				signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt})
+			keys = append(keys, &signingKey{id: sk.ID, alg: old.alg, private: old.private, public: old.public,
+				created: sk.Created, signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt})
 			continue
 		}
 		k, err := parseStoredKey(sk, m.pol.EncryptionKey)
@@ -202,30 +222,46 @@ func (m *Manager) Sync(ctx context.Context, now time.Time) error {
 		live = append(live, k)
 	}
 	keys = live
-	signs := slices.ContainsFunc(keys, func(k *signingKey) bool { return k.signsAt(now) })
+	for _, alg := range m.pol.Algorithms {
+		added, err := m.schedule(ctx, now, alg, keys)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, added...)
+	}
+	slices.SortStableFunc(keys, compareKeys)
+	m.keys.replace(keys)
+	return nil
+}
+
+// schedule applies the schedule of alg's keys (those of keys with alg) at
+// now: a key must sign now, and the successor of the signing key is
+// announced Announce before it retires. It returns the keys it added.
+func (m *Manager) schedule(ctx context.Context, now time.Time, alg string, keys []*signingKey) ([]*signingKey, error) {
+	signs := slices.ContainsFunc(keys, func(k *signingKey) bool { return k.alg == alg && k.signsAt(now) })
 	switch {
 	case !signs:
 		// First start, or every key retired while no instance ran: a key
 		// must sign at once.
 		retire, remove := m.retireAfter(now)
-		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, now, retire, remove)
+		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, alg, m.pol.Bits, now, now, retire, remove)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		m.log.Info("signing key created", zap.String("kid", k.id), zap.Time("retire_at", retire))
+		m.log.Info("signing key created", zap.String("kid", k.id), zap.String("alg", alg), zap.Time("retire_at", retire))
 		m.record(k.id, keyCreated)
-		keys = append(keys, k)
+		return []*signingKey{k}, nil
 	case m.pol.Period > 0:
 		// The successor follows the key that signs last into the future;
 		// a retired key is never extended.
 		var latest *signingKey
 		for _, k := range keys {
-			if (k.retireAt.IsZero() || k.retireAt.After(now)) && (latest == nil || compareKeys(latest, k) < 0) {
+			if k.alg == alg && (k.retireAt.IsZero() || k.retireAt.After(now)) && (latest == nil || compareKeys(latest, k) < 0) {
 				latest = k
 			}
 		}
 		if latest == nil || latest.retireAt.IsZero() || latest.retireAt.Sub(now) > m.pol.Announce {
-			break
+			return nil, nil
 		}
 		start := latest.retireAt
 		if announced := now.Add(m.pol.Announce); start.Before(announced) {
@@ -234,24 +270,23 @@ func (m *Manager) Sync(ctx context.Context, now time.Time) error {
 			start = announced
 			latest.retireAt, latest.removeAt = start, start.Add(m.pol.Retention)
 			if err := m.update(ctx, latest); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		retire, remove := m.retireAfter(start)
-		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, start, retire, remove)
+		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, alg, m.pol.Bits, now, start, retire, remove)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		m.log.Info("signing key announced", zap.String("kid", k.id), zap.Time("sign_from", start))
+		m.log.Info("signing key announced", zap.String("kid", k.id), zap.String("alg", alg), zap.Time("sign_from", start))
 		m.record(k.id, keyAnnounced)
-		keys = append(keys, k)
+		return []*signingKey{k}, nil
 	}
-	m.keys.replace(keys)
-	return nil
+	return nil, nil
 }
 
 func (m *Manager) update(ctx context.Context, k *signingKey) error {
-	err := m.st.UpdateSigningKey(ctx, store.SigningKey{ID: k.id, Algorithm: "RS256", Created: k.created,
+	err := m.st.UpdateSigningKey(ctx, store.SigningKey{ID: k.id, Algorithm: k.alg, Created: k.created,
 		SignFrom: k.signFrom, RetireAt: k.retireAt, RemoveAt: k.removeAt})
 	if err != nil {
 		return fmt.Errorf("rescheduling signing key %q: %w", k.id, err)
@@ -259,24 +294,29 @@ func (m *Manager) update(ctx context.Context, k *signingKey) error {
 	return nil
 }
 
-// Rotate forces a rotation at now: a new key signs from now+Announce (or
-// at once when immediately is set), the signing key retires then and
-// stays published for Retention, and keys announced but not yet signing
-// are dropped. It returns the new key's id.
-func (m *Manager) Rotate(ctx context.Context, now time.Time, immediately bool) (string, error) {
-	return m.rotate(ctx, now, immediately, false)
+// Rotate forces a rotation of alg's key at now: a new key signs from
+// now+Announce (or at once when immediately is set), the signing key of
+// alg retires then and stays published for Retention, and alg keys
+// announced but not yet signing are dropped. Keys of other algorithms are
+// left as they are. It returns the new key's id.
+func (m *Manager) Rotate(ctx context.Context, alg string, now time.Time, immediately bool) (string, error) {
+	return m.rotate(ctx, alg, now, immediately, false)
 }
 
 // RotateRevoking is Rotate at once, for a key that may be compromised:
-// every other key is removed from the store too, so the tokens they
-// signed stop verifying as soon as each server reloads its keys (Sync,
-// every CheckInterval), cached ones included. It returns the new key's id.
-func (m *Manager) RotateRevoking(ctx context.Context, now time.Time) (string, error) {
-	return m.rotate(ctx, now, true, true)
+// every other key of alg is removed from the store too, so the tokens
+// they signed stop verifying as soon as each server reloads its keys
+// (Sync, every CheckInterval), cached ones included. It returns the new
+// key's id.
+func (m *Manager) RotateRevoking(ctx context.Context, alg string, now time.Time) (string, error) {
+	return m.rotate(ctx, alg, now, true, true)
 }
 
 // rotate is Rotate; with revoke, RotateRevoking.
-func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke bool) (string, error) {
+func (m *Manager) rotate(ctx context.Context, alg string, now time.Time, immediately, revoke bool) (string, error) {
+	if !slices.Contains(m.pol.Algorithms, alg) {
+		return "", fmt.Errorf("no signing keys are kept for %q (the algorithms are %s)", alg, strings.Join(m.pol.Algorithms, ", "))
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keys, err := m.load(ctx)
@@ -286,19 +326,23 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 	if revoke {
 		// The successor first: a failure leaves the old keys signing.
 		retire, remove := m.retireAfter(now)
-		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, now, retire, remove)
+		k, err := newKey(ctx, m.st, m.pol.EncryptionKey, alg, m.pol.Bits, now, now, retire, remove)
 		if err != nil {
 			return "", err
 		}
-		m.keys.replace([]*signingKey{k})
+		others := slices.DeleteFunc(slices.Clone(keys), func(o *signingKey) bool { return o.alg == alg })
+		m.keys.replace(append(others, k))
 		for _, old := range keys {
+			if old.alg != alg {
+				continue
+			}
 			if err := m.st.DeleteSigningKey(ctx, old.id); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return "", fmt.Errorf("removing key %q: %w", old.id, err)
 			}
-			m.log.Warn("signing key removed at once", zap.String("kid", old.id))
+			m.log.Warn("signing key removed at once", zap.String("kid", old.id), zap.String("alg", alg))
 			m.record(old.id, keyRemoved)
 		}
-		m.log.Info("signing key rotated", zap.String("kid", k.id), zap.Time("sign_from", now), zap.Bool("revoking", true))
+		m.log.Info("signing key rotated", zap.String("kid", k.id), zap.String("alg", alg), zap.Time("sign_from", now), zap.Bool("revoking", true))
 		m.record(k.id, keyRotated, audit.Bool("revoking", true))
 		return k.id, nil
 	}
@@ -309,6 +353,7 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 	var live []*signingKey
 	for _, k := range keys {
 		switch {
+		case k.alg != alg:
 		case k.signFrom.After(now):
 			if err := m.st.DeleteSigningKey(ctx, k.id); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return "", fmt.Errorf("dropping announced key %q: %w", k.id, err)
@@ -324,13 +369,15 @@ func (m *Manager) rotate(ctx context.Context, now time.Time, immediately, revoke
 		live = append(live, k)
 	}
 	retire, remove := m.retireAfter(start)
-	k, err := newKey(ctx, m.st, m.pol.EncryptionKey, m.pol.Bits, now, start, retire, remove)
+	k, err := newKey(ctx, m.st, m.pol.EncryptionKey, alg, m.pol.Bits, now, start, retire, remove)
 	if err != nil {
 		return "", err
 	}
-	m.log.Info("signing key rotated", zap.String("kid", k.id), zap.Time("sign_from", start), zap.Bool("immediately", immediately))
+	m.log.Info("signing key rotated", zap.String("kid", k.id), zap.String("alg", alg), zap.Time("sign_from", start), zap.Bool("immediately", immediately))
 	m.record(k.id, keyRotated, audit.Bool("immediately", immediately))
-	m.keys.replace(append(live, k))
+	live = append(live, k)
+	slices.SortStableFunc(live, compareKeys)
+	m.keys.replace(live)
 	return k.id, nil
 }
 
@@ -362,6 +409,7 @@ func runSchedule(ctx context.Context, interval time.Duration, now func() time.Ti
 // Info describes a stored signing key, for `gatehouse keys list`.
 type Info struct {
 	ID        string
+	Algorithm string // RS256, ES256 or EdDSA
 	Status    string // "announced", "signing", "retired" (published), "expired"
 	Encrypted bool
 	Created   time.Time
@@ -389,31 +437,32 @@ func List(ctx context.Context, st store.Keys, now time.Time) ([]Info, error) {
 		case now.Before(k.signFrom):
 			status = "announced"
 		}
-		out = append(out, Info{ID: sk.ID, Status: status, Encrypted: sealed(sk.Private),
+		out = append(out, Info{ID: sk.ID, Algorithm: sk.Algorithm, Status: status, Encrypted: sealed(sk.Private),
 			Created: sk.Created, SignFrom: sk.SignFrom, RetireAt: sk.RetireAt, RemoveAt: sk.RemoveAt})
 	}
 	slices.SortStableFunc(out, func(a, b Info) int { return a.SignFrom.Compare(b.SignFrom) })
 	return out, nil
 }
 
-// Rotate forces a rotation in st without a running server, as `gatehouse
-// keys rotate` does; running servers pick the change up within their
-// CheckInterval. pol should be the servers' policy (Retention included).
-func Rotate(ctx context.Context, st store.Keys, pol Policy, now time.Time, immediately bool, log *zap.Logger) (string, error) {
+// Rotate forces a rotation of alg's key in st without a running server,
+// as `gatehouse keys rotate` does; running servers pick the change up
+// within their CheckInterval. pol should be the servers' policy
+// (Retention and Algorithms included).
+func Rotate(ctx context.Context, st store.Keys, pol Policy, alg string, now time.Time, immediately bool, log *zap.Logger) (string, error) {
 	m, err := NewManager(st, pol, log)
 	if err != nil {
 		return "", err
 	}
-	return m.Rotate(ctx, now, immediately)
+	return m.Rotate(ctx, alg, now, immediately)
 }
 
 // RotateRevoking is Manager.RotateRevoking on st, with pol, for the CLI.
-func RotateRevoking(ctx context.Context, st store.Keys, pol Policy, now time.Time, log *zap.Logger) (string, error) {
+func RotateRevoking(ctx context.Context, st store.Keys, pol Policy, alg string, now time.Time, log *zap.Logger) (string, error) {
 	m, err := NewManager(st, pol, log)
 	if err != nil {
 		return "", err
 	}
-	return m.RotateRevoking(ctx, now)
+	return m.RotateRevoking(ctx, alg, now)
 }
 
 // compareKeys orders keys by when they begin signing, then by when they

@@ -2,25 +2,23 @@ package keys
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/big"
 	"sync"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/store"
 )
 
-// signingKey is a loaded key with its schedule.
+// signingKey is a loaded key with its algorithm and schedule.
 type signingKey struct {
 	id       string
-	private  *rsa.PrivateKey
+	alg      string // RS256, ES256 or EdDSA, bound to the key's type
+	private  crypto.Signer
+	public   crypto.PublicKey // private.Public(), kept: the verifier compares it by identity
 	created  time.Time
 	signFrom time.Time
 	retireAt time.Time // zero: not scheduled
@@ -53,8 +51,10 @@ func (ks *keySet) all() []*signingKey {
 	return append([]*signingKey(nil), ks.keys...)
 }
 
+// parseStoredKey opens a stored key. Its algorithm column must name the
+// algorithm its key type signs with: a key is never used with another.
 func parseStoredKey(sk store.SigningKey, kek []byte) (*signingKey, error) {
-	if sk.Algorithm != "RS256" {
+	if !Supported(sk.Algorithm) {
 		return nil, fmt.Errorf("signing key %q: unsupported algorithm %q", sk.ID, sk.Algorithm)
 	}
 	der, err := openKey(kek, sk.Private, sk.ID)
@@ -65,30 +65,36 @@ func parseStoredKey(sk store.SigningKey, kek []byte) (*signingKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing signing key %q: %w", sk.ID, err)
 	}
-	priv, ok := parsed.(*rsa.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("signing key %q is not an RSA key", sk.ID)
+	if alg := algorithmOf(parsed); alg != sk.Algorithm {
+		return nil, fmt.Errorf("signing key %q is stored as %s but is a %T", sk.ID, sk.Algorithm, parsed)
 	}
-	priv.Precompute()
-	return &signingKey{id: sk.ID, private: priv, created: sk.Created, signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt}, nil
+	priv := parsed.(crypto.Signer)
+	if r, ok := priv.(*rsa.PrivateKey); ok {
+		r.Precompute()
+	}
+	return &signingKey{id: sk.ID, alg: sk.Algorithm, private: priv, public: priv.Public(), created: sk.Created,
+		signFrom: sk.SignFrom, retireAt: sk.RetireAt, removeAt: sk.RemoveAt}, nil
 }
 
-// newKey generates an RSA key with its schedule and stores it.
-func newKey(ctx context.Context, st store.Keys, kek []byte, bits int, now, signFrom, retireAt, removeAt time.Time) (*signingKey, error) {
-	priv, err := rsa.GenerateKey(rand.Reader, bits)
+// newKey generates a key for alg (bits for RSA) with its schedule and
+// stores it, sealed with kek when one is set.
+func newKey(ctx context.Context, st store.Keys, kek []byte, alg string, bits int, now, signFrom, retireAt, removeAt time.Time) (*signingKey, error) {
+	priv, err := generate(alg, bits)
 	if err != nil {
-		return nil, fmt.Errorf("generating signing key: %w", err)
+		return nil, fmt.Errorf("generating %s signing key: %w", alg, err)
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
 		return nil, fmt.Errorf("encoding signing key: %w", err)
 	}
-	k := &signingKey{id: thumbprint(&priv.PublicKey), private: priv, created: now, signFrom: signFrom, retireAt: retireAt, removeAt: removeAt}
+	pub := priv.Public()
+	k := &signingKey{id: thumbprint(alg, pub), alg: alg, private: priv, public: pub, created: now,
+		signFrom: signFrom, retireAt: retireAt, removeAt: removeAt}
 	sealedKey, err := sealKey(kek, der, k.id)
 	if err != nil {
 		return nil, fmt.Errorf("encrypting signing key: %w", err)
 	}
-	err = st.AddSigningKey(ctx, store.SigningKey{ID: k.id, Algorithm: "RS256", Private: sealedKey,
+	err = st.AddSigningKey(ctx, store.SigningKey{ID: k.id, Algorithm: alg, Private: sealedKey,
 		Created: now, SignFrom: signFrom, RetireAt: retireAt, RemoveAt: removeAt})
 	if err != nil {
 		return nil, fmt.Errorf("storing signing key %q: %w", k.id, err)
@@ -96,39 +102,29 @@ func newKey(ctx context.Context, st store.Keys, kek []byte, bits int, now, signF
 	return k, nil
 }
 
-// signer returns the key that signs at t: of those whose period holds t,
-// the one that began signing last.
-func (ks *keySet) signer(t time.Time) (*signingKey, error) {
+// signer returns the alg key that signs at t: of those whose period
+// holds t, the one that began signing last.
+func (ks *keySet) signer(alg string, t time.Time) (*signingKey, error) {
 	ks.mu.RLock()
 	defer ks.mu.RUnlock()
 	for i := len(ks.keys) - 1; i >= 0; i-- {
-		if ks.keys[i].signsAt(t) {
-			return ks.keys[i], nil
+		if k := ks.keys[i]; k.alg == alg && k.signsAt(t) {
+			return k, nil
 		}
 	}
-	return nil, errors.New("no signing key is active")
+	return nil, fmt.Errorf("no %s signing key is active", alg)
 }
 
-// publicKey returns the published key with this key id.
-func (ks *keySet) publicKey(kid string, t time.Time) (*rsa.PublicKey, bool) {
+// published returns the published key with this key id.
+func (ks *keySet) published(kid string, t time.Time) (*signingKey, bool) {
 	ks.mu.RLock()
 	defer ks.mu.RUnlock()
 	for _, k := range ks.keys {
 		if k.id == kid && k.publishedAt(t) {
-			return &k.private.PublicKey, true
+			return k, true
 		}
 	}
 	return nil, false
-}
-
-// JWK is one public key of a JWK Set (RFC 7517).
-type JWK struct {
-	Kty string `json:"kty"`
-	Use string `json:"use"`
-	Kid string `json:"kid"`
-	Alg string `json:"alg"`
-	N   string `json:"n"`
-	E   string `json:"e"`
 }
 
 // JWKS is a JWK Set.
@@ -136,35 +132,17 @@ type JWKS struct {
 	Keys []JWK `json:"keys"`
 }
 
-// JWKS returns the JSON key set of the keys published at t.
+// JWKS returns the JSON key set of the keys published at t, each with its
+// "alg".
 func (m *Manager) JWKS(t time.Time) ([]byte, error) {
 	ks := &m.keys
 	ks.mu.RLock()
 	set := JWKS{Keys: []JWK{}}
 	for _, k := range ks.keys {
 		if k.publishedAt(t) {
-			set.Keys = append(set.Keys, rsaJWK(k.id, &k.private.PublicKey))
+			set.Keys = append(set.Keys, publicJWK(k.id, k.alg, k.public))
 		}
 	}
 	ks.mu.RUnlock()
 	return json.Marshal(set)
-}
-
-func rsaJWK(kid string, pub *rsa.PublicKey) JWK {
-	b64 := base64.RawURLEncoding
-	return JWK{
-		Kty: "RSA", Use: "sig", Kid: kid, Alg: "RS256",
-		N: b64.EncodeToString(pub.N.Bytes()),
-		E: b64.EncodeToString(big.NewInt(int64(pub.E)).Bytes()),
-	}
-}
-
-// thumbprint is the RFC 7638 JWK thumbprint of an RSA public key, used as
-// its key id.
-func thumbprint(pub *rsa.PublicKey) string {
-	j := rsaJWK("", pub)
-	// Members in lexicographic order, no white space (RFC 7638 §3.2).
-	canonical := fmt.Sprintf(`{"e":%q,"kty":"RSA","n":%q}`, j.E, j.N)
-	sum := sha256.Sum256([]byte(canonical))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
 }

@@ -1,9 +1,6 @@
 package keys
 
 import (
-	"crypto"
-	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,23 +8,27 @@ import (
 	"time"
 )
 
-// Sign signs claims with the key that signs at now, as a compact JWS with
-// RS256 and the given "typ" header.
-func (m *Manager) Sign(typ string, claims any, now time.Time) (string, error) {
-	k, err := m.keys.signer(now)
+// Sign signs claims with the alg key that signs at now, as a compact JWS
+// with that "alg" and the given "typ" header. alg "" is the policy's
+// default (DefaultAlgorithm).
+func (m *Manager) Sign(alg, typ string, claims any, now time.Time) (string, error) {
+	if alg == "" {
+		alg = m.pol.Algorithms[0]
+	}
+	k, err := m.keys.signer(alg, now)
 	if err != nil {
 		return "", err
 	}
 	return signJWT(k, typ, claims)
 }
 
-// signJWT signs claims with k as a compact JWS with RS256.
+// signJWT signs claims with k as a compact JWS with k's algorithm.
 func signJWT(k *signingKey, typ string, claims any) (string, error) {
 	header, err := json.Marshal(struct {
 		Alg string `json:"alg"`
 		Kid string `json:"kid"`
 		Typ string `json:"typ"`
-	}{"RS256", k.id, typ})
+	}{k.alg, k.id, typ})
 	if err != nil {
 		return "", err
 	}
@@ -37,12 +38,11 @@ func signJWT(k *signingKey, typ string, claims any) (string, error) {
 	}
 	b64 := base64.RawURLEncoding
 	var sb strings.Builder
-	sb.Grow(b64.EncodedLen(len(header)) + b64.EncodedLen(len(payload)) + 2 + b64.EncodedLen(k.private.Size()))
+	sb.Grow(b64.EncodedLen(len(header)) + b64.EncodedLen(len(payload)) + 2 + b64.EncodedLen(signatureSize(k.alg, k.private)))
 	sb.WriteString(b64.EncodeToString(header))
 	sb.WriteByte('.')
 	sb.WriteString(b64.EncodeToString(payload))
-	digest := sha256.Sum256([]byte(sb.String()))
-	sig, err := rsa.SignPKCS1v15(nil, k.private, crypto.SHA256, digest[:])
+	sig, err := sign(k.alg, k.private, []byte(sb.String()))
 	if err != nil {
 		return "", fmt.Errorf("signing token: %w", err)
 	}

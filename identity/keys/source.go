@@ -17,29 +17,55 @@ type source struct {
 }
 
 // Source returns the manager's published keys as a verify.KeySource,
-// judged at the time now returns.
+// judged at the time now returns. Each key declares its algorithm
+// (verify.DeclaredKeys), and its ES256 signatures are low-S.
 func (m *Manager) Source(now func() time.Time) verify.KeySource {
 	return source{m: m, now: now}
 }
 
 // Key returns the published public key kid.
 func (s source) Key(_ context.Context, kid string) (crypto.PublicKey, error) {
-	if k, ok := s.m.keys.publicKey(kid, s.now()); ok {
-		return k, nil
+	if k, ok := s.m.keys.published(kid, s.now()); ok {
+		return k.public, nil
 	}
 	return nil, verify.ErrUnknownKey
 }
 
 // Published reports whether key is still published as kid.
 func (s source) Published(kid string, key crypto.PublicKey) bool {
-	k, ok := s.m.keys.publicKey(kid, s.now())
-	return ok && crypto.PublicKey(k) == key
+	k, ok := s.m.keys.published(kid, s.now())
+	return ok && k.public == key
 }
 
-// SigningKey returns the id and private key of the key that signs at t,
-// for tests that forge tokens with the server's own key.
+// KeyAlgorithm implements verify.DeclaredKeys: the algorithm key kid
+// signs with.
+func (s source) KeyAlgorithm(kid string) string {
+	if k, ok := s.m.keys.published(kid, s.now()); ok {
+		return k.alg
+	}
+	return ""
+}
+
+// LowS implements verify.DeclaredKeys: the manager signs ES256 with low S
+// only (sign).
+func (source) LowS() bool { return true }
+
+var _ verify.DeclaredKeys = source{}
+
+// SigningKey returns the id and private key of the RS256 key that signs
+// at t, for tests that forge tokens with the server's own key.
 func (m *Manager) SigningKey(t time.Time) (string, *rsa.PrivateKey, error) {
-	k, err := m.keys.signer(t)
+	k, err := m.keys.signer(RS256, t)
+	if err != nil {
+		return "", nil, err
+	}
+	return k.id, k.private.(*rsa.PrivateKey), nil
+}
+
+// SigningKeyFor returns the id and private key of the alg key that signs
+// at t.
+func (m *Manager) SigningKeyFor(alg string, t time.Time) (string, crypto.Signer, error) {
+	k, err := m.keys.signer(alg, t)
 	if err != nil {
 		return "", nil, err
 	}

@@ -3,10 +3,12 @@ package tokens
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
+	"github.com/gatehouse/gatehouse/identity/keys"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/store"
 )
@@ -90,10 +92,16 @@ func UserClaims(u *store.User, scopes []string) ProfileClaims {
 	return p
 }
 
-// halfHash is the at_hash of an access token, or the c_hash of a code, for
-// RS256 (OpenID Connect Core §3.1.3.6, §3.3.2.11): the left half of its
-// SHA-256, base64url.
-func halfHash(value string) string {
+// halfHash is the at_hash of an access token, or the c_hash of a code, in
+// an ID token signed with alg (OpenID Connect Core §3.1.3.6, §3.3.2.11):
+// the left half of its hash with the hash of alg, base64url. SHA-256 for
+// RS256 and ES256; SHA-512 for EdDSA with Ed25519, whose signature hashes
+// with SHA-512 (as go-oidc and node's oidc-token-hash compute it).
+func halfHash(alg, value string) string {
+	if alg == keys.EdDSA {
+		sum := sha512.Sum512([]byte(value))
+		return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
+	}
 	sum := sha256.Sum256([]byte(value))
 	return base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
 }

@@ -45,7 +45,7 @@ func (s *Service) LogoutToken(clientID, subject, sid string) (token, jti string,
 		Expiry: now.Add(LogoutTokenLifetime).Unix(), ID: jti, SessionID: sid,
 		Events: map[string]map[string]any{BackchannelLogoutEvent: {}},
 	}
-	if token, err = s.cfg.Keys.Sign(TypeLogoutToken, claims, now); err != nil {
+	if token, err = s.cfg.Keys.Sign("", TypeLogoutToken, claims, now); err != nil {
 		return "", "", fmt.Errorf("signing logout token: %w", err)
 	}
 	return token, jti, nil

@@ -227,7 +227,7 @@ func (s *Service) mintAccessID(g Grant, jti string, now time.Time) (access, *oau
 	if !g.AuthTime.IsZero() {
 		claims.AuthTime = g.AuthTime.Unix()
 	}
-	tok, err := s.cfg.Keys.Sign(oauth.TypeAccessToken, claims, now)
+	tok, err := s.cfg.Keys.Sign(g.Client.AccessTokenSigningAlg, oauth.TypeAccessToken, claims, now)
 	if err != nil {
 		return access{}, oauth.ServerError(err)
 	}
@@ -257,13 +257,17 @@ func (s *Service) mintID(g Grant, at *access, code string, now time.Time) (strin
 		AuthTime: g.AuthTime.Unix(), Nonce: g.Nonce, SessionID: g.SessionID,
 		ProfileClaims: UserClaims(g.User, g.Scopes),
 	}
+	alg := g.Client.IDTokenSignedResponseAlg
+	if alg == "" {
+		alg = s.cfg.Keys.Policy().Algorithms[0]
+	}
 	if at != nil {
-		claims.AtHash = halfHash(at.token)
+		claims.AtHash = halfHash(alg, at.token)
 	}
 	if code != "" {
-		claims.CHash = halfHash(code)
+		claims.CHash = halfHash(alg, code)
 	}
-	tok, err := s.cfg.Keys.Sign(oauth.TypeIDToken, claims, now)
+	tok, err := s.cfg.Keys.Sign(alg, oauth.TypeIDToken, claims, now)
 	if err != nil {
 		return "", oauth.ServerError(err)
 	}

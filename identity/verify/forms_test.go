@@ -243,24 +243,28 @@ func TestAlgorithmKeyConfusion(t *testing.T) {
 	}
 	rsParts := strings.Split(rs, ".")
 	psHeader := b64.EncodeToString([]byte(`{"alg":"PS256","kid":"rsa","typ":"at+jwt"}`))
+	// A header whose alg does not fit the kid's key type is refused before
+	// the signature is looked at (bad_algorithm); one that fits, with a
+	// signature of the wrong key, fails the signature check.
 	tests := []struct {
-		name  string
-		token string
+		name   string
+		token  string
+		reason verify.Reason
 	}{
-		{"ES256 by the attacker's key under the RSA kid", sign("ES256", "rsa", jwt.SigningMethodES256, attackerEC)},
-		{"ES256 by the attacker's key under the EC kid", sign("ES256", "ec", jwt.SigningMethodES256, attackerEC)},
-		{"RS256 header under the EC kid", sign("RS256", "ec", jwt.SigningMethodRS256, is.Private)},
-		{"PS256 header on an RS256 signature", psHeader + "." + rsParts[1] + "." + rsParts[2]},
+		{"ES256 by the attacker's key under the RSA kid", sign("ES256", "rsa", jwt.SigningMethodES256, attackerEC), verify.ReasonAlgorithm},
+		{"ES256 by the attacker's key under the EC kid", sign("ES256", "ec", jwt.SigningMethodES256, attackerEC), verify.ReasonSignature},
+		{"RS256 header under the EC kid", sign("RS256", "ec", jwt.SigningMethodRS256, is.Private), verify.ReasonAlgorithm},
+		{"PS256 header on an RS256 signature", psHeader + "." + rsParts[1] + "." + rsParts[2], verify.ReasonSignature},
 		{"PS256 signature spliced onto other claims", func() string {
 			p := strings.Split(sign("PS256", "rsa", jwt.SigningMethodPS256, is.Private), ".")
 			other, _ := json.Marshal(is.Claims("admin", "Service/Admin"))
 			return p[0] + "." + b64.EncodeToString(other) + "." + p[2]
-		}()},
+		}(), verify.ReasonSignature},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if id, err := v.Verify(t.Context(), tt.token); id != nil || reasonOf(err) != verify.ReasonSignature {
-				t.Fatalf("got %+v, %v; want %s", id, err, verify.ReasonSignature)
+			if id, err := v.Verify(t.Context(), tt.token); id != nil || reasonOf(err) != tt.reason {
+				t.Fatalf("got %+v, %v; want %s", id, err, tt.reason)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
@@ -63,14 +64,15 @@ func FuzzVerify(f *testing.F) {
 
 // jwk is one key of a JWK Set as the oracle of FuzzParseJWKS reads it.
 type jwk struct {
-	Kty, Use, Kid, N, E, Crv, X, Y string
+	Kty, Use, Kid, Alg, N, E, Crv, X, Y string
 }
 
 // FuzzParseJWKS: every key the parser returns is a signature key the body
 // holds under that kid, with exactly that body's key material (modulus and
-// exponent, or curve and point), and no RSA modulus is under 2048 bits;
-// no kid of an RSA signature key in a set it accepts is left out; and the
-// good seeds (RSA, EC, mixed with keys to skip) parse.
+// exponent, curve and point, or Ed25519's x), and no RSA modulus is under
+// 2048 bits; no kid of an RSA signature key in a set it accepts is left
+// out, unless its "alg" is not an RS or PS algorithm; and the good seeds
+// (RSA, EC, Ed25519, mixed with keys to skip) parse.
 func FuzzParseJWKS(f *testing.F) {
 	issuer := verifytest.NewIssuer(f, issuerURL, time.Now)
 	f.Add(string(issuer.JWKS()))
@@ -98,8 +100,11 @@ func FuzzParseJWKS(f *testing.F) {
 	ec, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "EC", "kid": "p256", "crv": "P-256",
 		"x": base64.RawURLEncoding.EncodeToString(gx.Bytes()), "y": base64.RawURLEncoding.EncodeToString(gy.Bytes())}}})
 	f.Add(string(ec))
+	okp := `{"keys":[{"kty":"OKP","kid":"ed","crv":"Ed25519","alg":"EdDSA","x":"` + zeros(32) + `"}]}`
+	f.Add(okp)
+	f.Add(`{"keys":[{"kty":"OKP","kid":"ed","crv":"Ed25519","alg":"ES256","x":"` + zeros(32) + `"}]}`)
 	// Good sets, which must parse.
-	goodSets := map[string]bool{string(issuer.JWKS()): true, string(mixed): true, string(ec): true}
+	goodSets := map[string]bool{string(issuer.JWKS()): true, string(mixed): true, string(ec): true, okp: true}
 
 	f.Fuzz(func(t *testing.T, body string) {
 		keys, err := verify.ParseJWKS([]byte(body))
@@ -122,7 +127,7 @@ func FuzzParseJWKS(f *testing.F) {
 			}
 		}
 		for _, k := range in.Keys {
-			if k.Kty == "RSA" && k.Kid != "" && isSig(k) {
+			if k.Kty == "RSA" && k.Kid != "" && isSig(k) && slices.Contains([]string{"", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}, k.Alg) {
 				if keys[k.Kid] == nil {
 					t.Fatalf("RSA signature key %q left out", k.Kid)
 				}
@@ -148,6 +153,9 @@ func sameKey(k jwk, key crypto.PublicKey) bool {
 	case *ecdsa.PublicKey:
 		x, y, ok := ecPoint(key)
 		return ok && k.Kty == "EC" && key.Curve.Params().Name == k.Crv && x.Cmp(b64(k.X)) == 0 && y.Cmp(b64(k.Y)) == 0
+	case ed25519.PublicKey:
+		raw, err := base64.RawURLEncoding.DecodeString(k.X)
+		return err == nil && k.Kty == "OKP" && k.Crv == "Ed25519" && bytes.Equal(raw, key)
 	}
 	return false
 }

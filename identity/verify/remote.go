@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"encoding/base64"
@@ -63,8 +64,9 @@ type RemoteKeySet struct {
 
 	mu        sync.RWMutex
 	keys      map[string]crypto.PublicKey
-	fetched   time.Time // last successful fetch
-	attempted time.Time // last fetch attempt
+	algs      map[string]string // the "alg" each key declares, if any
+	fetched   time.Time         // last successful fetch
+	attempted time.Time         // last fetch attempt
 	lastErr   error
 	inflight  chan struct{} // closed when the running fetch ends
 
@@ -161,6 +163,21 @@ func (r *RemoteKeySet) Published(kid string, key crypto.PublicKey) bool {
 	return ok && k == key
 }
 
+// KeyAlgorithm implements DeclaredKeys: the "alg" of the key's JWK, ""
+// when it has none.
+func (r *RemoteKeySet) KeyAlgorithm(kid string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.algs[kid]
+}
+
+// LowS implements DeclaredKeys: false, a remote issuer may sign ES256
+// with either s (Go's crypto/ecdsa does). The twin (r, n−s) of one of its
+// tokens verifies as that token does, with the same claims: the same
+// identity, refused by the same revocations (by jti, family, subject),
+// and cached apart from it only as the same verdict.
+func (*RemoteKeySet) LowS() bool { return false }
+
 // Run refreshes the key set on schedule until ctx ends, then waits for a
 // fetch under way (it runs on NewRemoteKeySet's context: one given the
 // same context ends with it).
@@ -237,7 +254,7 @@ func (r *RemoteKeySet) refresh(ctx context.Context, scheduled bool) error {
 // fetchAndKeep fetches the key set and keeps it (refresh's goroutine),
 // then closes done.
 func (r *RemoteKeySet) fetchAndKeep(ctx context.Context, done chan struct{}) {
-	keys, err := r.fetch(ctx)
+	keys, algs, err := r.fetch(ctx)
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -262,7 +279,7 @@ func (r *RemoteKeySet) fetchAndKeep(ctx context.Context, done chan struct{}) {
 			keys[kid] = old
 		}
 	}
-	r.keys = keys
+	r.keys, r.algs = keys, algs
 	r.fetched = r.cfg.Now()
 }
 
@@ -296,40 +313,50 @@ func (r *RemoteKeySet) fetchPanicked(done chan struct{}) {
 // errFetchPanicked is the error of a key-set fetch that panicked.
 var errFetchPanicked = errors.New("fetching the remote key set panicked")
 
-func (r *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, error) {
+func (r *RemoteKeySet) fetch(ctx context.Context) (map[string]crypto.PublicKey, map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.URL, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("key set answered %s", resp.Status)
+		return nil, nil, fmt.Errorf("key set answered %s", resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading key set: %w", err)
+		return nil, nil, fmt.Errorf("reading key set: %w", err)
 	}
 	if len(body) > maxJWKSSize {
-		return nil, fmt.Errorf("key set larger than %d bytes", maxJWKSSize)
+		return nil, nil, fmt.Errorf("key set larger than %d bytes", maxJWKSSize)
 	}
-	return ParseJWKS(body)
+	return parseJWKS(body)
 }
 
-// ParseJWKS reads the signature keys of a JWK Set (RSA and EC keys with a
-// kid; other keys are skipped).
+// ParseJWKS reads the signature keys of a JWK Set (RSA, EC and Ed25519
+// keys with a kid; other keys are skipped).
 func ParseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
+	keys, _, err := parseJWKS(body)
+	return keys, err
+}
+
+// parseJWKS is ParseJWKS, with the "alg" each key declares. A key whose
+// "alg" is no asymmetric signature algorithm ("none", HMAC, an
+// encryption algorithm) or does not fit its type is skipped: no token
+// could verify with it.
+func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, error) {
 	var set struct {
 		Keys []struct {
 			Kty string `json:"kty"`
 			Use string `json:"use"`
 			Kid string `json:"kid"`
+			Alg string `json:"alg"`
 			N   string `json:"n"`
 			E   string `json:"e"`
 			Crv string `json:"crv"`
@@ -338,12 +365,12 @@ func ParseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
 		} `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &set); err != nil {
-		return nil, fmt.Errorf("parsing key set: %w", err)
+		return nil, nil, fmt.Errorf("parsing key set: %w", err)
 	}
 	if len(set.Keys) > maxJWKSKeys {
-		return nil, fmt.Errorf("key set holds %d keys, more than %d", len(set.Keys), maxJWKSKeys)
+		return nil, nil, fmt.Errorf("key set holds %d keys, more than %d", len(set.Keys), maxJWKSKeys)
 	}
-	keys := map[string]crypto.PublicKey{}
+	keys, algs := map[string]crypto.PublicKey{}, map[string]string{}
 	b64 := base64.RawURLEncoding
 	for _, k := range set.Keys {
 		if k.Kid == "" || (k.Use != "" && k.Use != "sig") {
@@ -357,7 +384,7 @@ func ParseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
 			// bits in front would pass a short key for a long one.
 			modulus := new(big.Int).SetBytes(n)
 			if err1 != nil || err2 != nil || modulus.BitLen() < minRSABits || len(e) == 0 || len(e) > 4 {
-				return nil, fmt.Errorf("key %q: malformed or weak RSA key", k.Kid)
+				return nil, nil, fmt.Errorf("key %q: malformed or weak RSA key", k.Kid)
 			}
 			keys[k.Kid] = &rsa.PublicKey{N: modulus, E: int(new(big.Int).SetBytes(e).Int64())}
 		case "EC":
@@ -376,16 +403,32 @@ func ParseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
 			y, err2 := b64.DecodeString(k.Y)
 			size := (curve.Params().BitSize + 7) / 8
 			if err1 != nil || err2 != nil || len(x) != size || len(y) != size {
-				return nil, fmt.Errorf("key %q: malformed EC key", k.Kid)
+				return nil, nil, fmt.Errorf("key %q: malformed EC key", k.Kid)
 			}
 			pub, err := ecdsa.ParseUncompressedPublicKey(curve, append(append([]byte{4}, x...), y...))
 			if err != nil {
-				return nil, fmt.Errorf("key %q: %w", k.Kid, err)
+				return nil, nil, fmt.Errorf("key %q: %w", k.Kid, err)
 			}
 			keys[k.Kid] = pub
+		case "OKP":
+			if k.Crv != "Ed25519" {
+				continue
+			}
+			x, err := b64.DecodeString(k.X)
+			if err != nil || len(x) != ed25519.PublicKeySize {
+				return nil, nil, fmt.Errorf("key %q: malformed Ed25519 key", k.Kid)
+			}
+			keys[k.Kid] = ed25519.PublicKey(x)
+		}
+		if key, ok := keys[k.Kid]; ok && k.Alg != "" {
+			if !asymmetric(k.Alg) || !keyFits(k.Alg, key) {
+				delete(keys, k.Kid)
+				continue
+			}
+			algs[k.Kid] = k.Alg
 		}
 	}
-	return keys, nil
+	return keys, algs, nil
 }
 
 func equalKeys(a, b crypto.PublicKey) bool {
@@ -393,7 +436,7 @@ func equalKeys(a, b crypto.PublicKey) bool {
 	return ok && eq.Equal(b)
 }
 
-var _ KeySource = (*RemoteKeySet)(nil)
+var _ DeclaredKeys = (*RemoteKeySet)(nil)
 
 // shownURL is u as an error may quote it: without user info, query or
 // fragment, any of which may hold a secret.

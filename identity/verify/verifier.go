@@ -57,8 +57,13 @@ type Config struct {
 	Issuer string
 	// Audience is the audience "aud" must contain. Default "gatehouse".
 	Audience string
-	// Algorithms are the accepted "alg" values. Default ["RS256"]. Only
-	// asymmetric algorithms are allowed: "none" and HMAC never are.
+	// Algorithms are the accepted "alg" values. Only asymmetric
+	// algorithms are allowed: "none" and HMAC never are. Whatever they
+	// are, a token's "alg" must fit the type of the key its "kid" names
+	// and, when the key source declares one (DeclaredKeys: the server's
+	// own keys, JWKS entries with "alg"), the key's algorithm. Default:
+	// each declared key's own algorithm, and RS256 for a key that
+	// declares none.
 	Algorithms []string
 	// Types are the accepted "typ" header values, compared
 	// case-insensitively; "application/" prefixes are allowed (RFC 9068
@@ -107,6 +112,7 @@ type Verifier struct {
 	changed signal // fired when the revocations in force grow
 	stats   Stats
 	headers headerCache
+	pinned  bool // Config.Algorithms was given
 }
 
 // New checks cfg and returns a Verifier. With revocations configured, the
@@ -124,8 +130,9 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.Audience == "" {
 		cfg.Audience = DefaultAudience
 	}
-	if len(cfg.Algorithms) == 0 {
-		cfg.Algorithms = []string{"RS256"}
+	pinned := len(cfg.Algorithms) > 0
+	if !pinned {
+		cfg.Algorithms = asymmetricAlgorithms
 	}
 
 	if len(cfg.Types) == 0 {
@@ -156,7 +163,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	v := &Verifier{cfg: cfg}
+	v := &Verifier{cfg: cfg, pinned: pinned}
 	if cfg.CacheSize > 0 {
 		v.cache = newCache(cfg.CacheSize, cfg.Now, cfg.Logger)
 	}
@@ -191,7 +198,7 @@ func (cfg Config) Validate() error {
 	}
 	for _, a := range cfg.Algorithms {
 		if !asymmetric(a) {
-			return fmt.Errorf("algorithm %q is not allowed: only RS, PS and ES algorithms are", a)
+			return fmt.Errorf("algorithm %q is not allowed: only RS, PS, ES algorithms and EdDSA are", a)
 		}
 	}
 	if slices.Contains(cfg.Types, "") {
@@ -203,13 +210,10 @@ func (cfg Config) Validate() error {
 	return nil
 }
 
-func asymmetric(alg string) bool {
-	switch alg {
-	case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512":
-		return true
-	}
-	return false
-}
+// asymmetricAlgorithms are the algorithms a verifier may accept.
+var asymmetricAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+func asymmetric(alg string) bool { return slices.Contains(asymmetricAlgorithms, alg) }
 
 // Verify checks a bearer token and returns its identity, or an *Error.
 //
@@ -280,9 +284,15 @@ func (v *Verifier) verifyCold(ctx context.Context, token string) (*Identity, str
 	case err != nil:
 		return nil, "", nil, refuse(ReasonKeysUnavailable, err)
 	}
+	if e := v.checkKeyAlgorithm(h.Alg, kid, key); e != nil {
+		return nil, "", nil, e
+	}
 	sig, err := decodeB64(sigB64)
 	if err != nil {
 		return nil, "", nil, refuse(ReasonMalformed, fmt.Errorf("signature: %w", err))
+	}
+	if d, ok := v.cfg.Keys.(DeclaredKeys); ok && d.LowS() && highS(h.Alg, sig) {
+		return nil, "", nil, refuse(ReasonSignature, errHighS)
 	}
 	method := jwt.GetSigningMethod(h.Alg)
 	if method == nil {
