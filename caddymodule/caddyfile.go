@@ -256,7 +256,7 @@ func parseSigningKeys(d *caddyfile.Dispenser) (*SigningKeys, error) {
 		return nil, err
 	}
 	k := new(SigningKeys)
-	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("signing_keys: "), func(name string) (err error) {
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("signing_keys: ", "algorithms"), func(name string) (err error) {
 		switch name {
 		case "period":
 			k.Period, err = cfutil.DurationOrOff(d)

@@ -58,7 +58,7 @@ func runNodeScript(t *testing.T, g *Gatehouse, script string) string {
 
 // nodeDependencies are the packages of node/package.json the scripts
 // need: a node_modules installed before one of them was added lacks it.
-var nodeDependencies = []string{"openid-client", "ws", "oidc-client-ts"}
+var nodeDependencies = []string{"openid-client", "ws", "oidc-client-ts", "jose"}
 
 // installNodeModules runs npmCI in dir unless node_modules holds every
 // dependency.

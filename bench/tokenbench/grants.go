@@ -38,9 +38,10 @@ var clientCredentialsForm = url.Values{
 }.Encode()
 
 // clientCredentials posts the client_credentials grant with
-// client_secret_basic; one warm-up request per worker checks the answer.
-func clientCredentials(t *target, s *server) setupFunc {
-	auth := basicAuth(serviceID, s.serviceSecret)
+// client_secret_basic as the client id (whose access tokens have its
+// algorithm); one warm-up request per worker checks the answer.
+func clientCredentials(t *target, s *server, id string) setupFunc {
+	auth := basicAuth(id, s.serviceSecret)
 	return func(ctx context.Context, _ int) (op, error) {
 		body, err := t.post(ctx, tokenPath, clientCredentialsForm, auth)
 		if err != nil {

@@ -1,12 +1,15 @@
 // Command tokenbench measures Gatehouse's token endpoint against the raw
-// cost of the RS256 signature every access token needs. It starts the
+// cost of the signature every access token needs. It starts the
 // gatehouse app in-process through real Caddy (caddy.Load, admin off, a
 // temporary data directory), then measures, each for -d with -c concurrent
 // workers:
 //
-//   - the raw RS256 sign and verify rates with a 2048-bit key;
+//   - the raw RS256 sign and verify rates with a 2048-bit key, and the
+//     raw ES256 (P-256, low S) and EdDSA (Ed25519) sign rates;
 //   - a plain Caddy static_response to the same POST (HTTP overhead);
-//   - POST /connect/token with client_credentials (client_secret_basic);
+//   - POST /connect/token with client_credentials (client_secret_basic),
+//     for a client with RS256 access tokens, one with ES256 and one with
+//     EdDSA;
 //   - POST /connect/token with refresh_token, each worker rotating its own
 //     chain after one password login.
 //
@@ -61,6 +64,14 @@ func run(d time.Duration, c int, cpuprofile string) error {
 	if err != nil {
 		return err
 	}
+	signES, err := measure(ctx, rowSignES256, c, d, rawSignES256)
+	if err != nil {
+		return err
+	}
+	signEd, err := measure(ctx, rowSignEdDSA, c, d, rawSignEdDSA)
+	if err != nil {
+		return err
+	}
 
 	srv, err := startServer(dir)
 	if err != nil {
@@ -74,7 +85,15 @@ func run(d time.Duration, c int, cpuprofile string) error {
 	}
 	// The endpoint phases: logins and warm-ups first, so that the profile
 	// holds only the measured requests.
-	cc, err := prepare(ctx, "client_credentials", c, clientCredentials(t, srv))
+	cc, err := prepare(ctx, rowCC, c, clientCredentials(t, srv, serviceID))
+	if err != nil {
+		return err
+	}
+	ccES, err := prepare(ctx, rowCCES256, c, clientCredentials(t, srv, es256ID))
+	if err != nil {
+		return err
+	}
+	ccEd, err := prepare(ctx, rowCCEdDSA, c, clientCredentials(t, srv, eddsaID))
 	if err != nil {
 		return err
 	}
@@ -86,7 +105,7 @@ func run(d time.Duration, c int, cpuprofile string) error {
 	if err != nil {
 		return err
 	}
-	ccPhase, rtPhase := cc.run(ctx, d), rt.run(ctx, d)
+	ccPhase, ccESPhase, ccEdPhase, rtPhase := cc.run(ctx, d), ccES.run(ctx, d), ccEd.run(ctx, d), rt.run(ctx, d)
 	if err := stopProfile(); err != nil {
 		return err
 	}
@@ -95,7 +114,7 @@ func run(d time.Duration, c int, cpuprofile string) error {
 		return err
 	}
 
-	rows := []phase{merge(before, after), verify, base, ccPhase, rtPhase}
+	rows := []phase{merge(before, after), verify, signES, signEd, base, ccPhase, ccESPhase, ccEdPhase, rtPhase}
 	printTable(os.Stdout, rows, [2]phase{before, after}, c, d)
 	return checkErrors(rows, srv.logPath)
 }

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"math/big"
 	"sync"
 )
 
@@ -65,6 +69,55 @@ func rawVerify(context.Context, int) (op, error) {
 		if err := rsa.VerifyPKCS1v15(&k.PublicKey, crypto.SHA256, digest[:], sig); err != nil {
 			return fmt.Errorf("%w: %w", errStop, err)
 		}
+		return nil
+	}, nil
+}
+
+// rawECKey and rawEdKey are the keys of the raw ES256 and EdDSA figures.
+var (
+	rawECKey = sync.OnceValues(func() (*ecdsa.PrivateKey, error) {
+		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	})
+	rawEdKey = sync.OnceValues(func() (ed25519.PrivateKey, error) {
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		return k, err
+	})
+)
+
+// p256HalfOrder is n/2 for P-256, for the low-S step of rawSignES256.
+var p256HalfOrder = new(big.Int).Rsh(elliptic.P256().Params().N, 1)
+
+// rawSignES256 is one ES256 signature per operation, as identity's keys
+// make it: SHA-256 of the signing input, ecdsa.Sign, s made low, r || s.
+func rawSignES256(context.Context, int) (op, error) {
+	k, err := rawECKey()
+	if err != nil {
+		return nil, err
+	}
+	return func(context.Context) error {
+		digest := sha256.Sum256(signingInput)
+		r, s, err := ecdsa.Sign(rand.Reader, k, digest[:])
+		if err != nil {
+			return err
+		}
+		if s.Cmp(p256HalfOrder) > 0 {
+			s.Sub(elliptic.P256().Params().N, s)
+		}
+		sig := make([]byte, 64)
+		r.FillBytes(sig[:32])
+		s.FillBytes(sig[32:])
+		return nil
+	}, nil
+}
+
+// rawSignEdDSA is one Ed25519 signature of the signing input per operation.
+func rawSignEdDSA(context.Context, int) (op, error) {
+	k, err := rawEdKey()
+	if err != nil {
+		return nil, err
+	}
+	return func(context.Context) error {
+		_ = ed25519.Sign(k, signingInput)
 		return nil
 	}, nil
 }

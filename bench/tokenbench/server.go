@@ -29,7 +29,9 @@ const (
 
 // Names of the benchmark's clients, user and scopes.
 const (
-	serviceID   = "bench-service" // confidential: client_credentials
+	serviceID   = "bench-service" // confidential: client_credentials, RS256
+	es256ID     = "bench-es256"   // the same with ES256 access tokens
+	eddsaID     = "bench-eddsa"   // the same with EdDSA access tokens
 	appID       = "bench-app"     // public: password, refresh_token
 	username    = "bench"
 	marketScope = "Service/Market"
@@ -82,14 +84,27 @@ func startServer(dir string) (*server, error) {
 		}},
 		"apps": obj{
 			"gatehouse": obj{
-				"issuer":     s.base,
-				"users_file": usersPath,
-				"store":      obj{"backend": "sqlite", "path": filepath.Join(dir, "gatehouse.db")},
+				"issuer":       s.base,
+				"users_file":   usersPath,
+				"store":        obj{"backend": "sqlite", "path": filepath.Join(dir, "gatehouse.db")},
+				"signing_keys": obj{"algorithms": []string{"RS256", "ES256", "EdDSA"}},
 				"clients": []obj{{
 					"id":            serviceID,
 					"secret_sha256": []string{hex.EncodeToString(secretSum[:])},
 					"grant_types":   []string{oauth.GrantClientCredentials},
 					"scopes":        []string{marketScope},
+				}, {
+					"id":                       es256ID,
+					"secret_sha256":            []string{hex.EncodeToString(secretSum[:])},
+					"grant_types":              []string{oauth.GrantClientCredentials},
+					"scopes":                   []string{marketScope},
+					"access_token_signing_alg": "ES256",
+				}, {
+					"id":                       eddsaID,
+					"secret_sha256":            []string{hex.EncodeToString(secretSum[:])},
+					"grant_types":              []string{oauth.GrantClientCredentials},
+					"scopes":                   []string{marketScope},
+					"access_token_signing_alg": "EdDSA",
 				}, {
 					"id":          appID,
 					"public":      true,

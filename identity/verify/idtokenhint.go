@@ -8,6 +8,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
+// idTokenAlgorithms are the algorithms of the server's ID tokens.
+var idTokenAlgorithms = []string{"RS256", "ES256", "EdDSA"}
+
 // MaxIDTokenHint bounds an id_token_hint (docs/design.md: a token 8 KiB).
 const MaxIDTokenHint = 8 << 10
 
@@ -35,18 +38,18 @@ func (c hintClaims) GetSubject() (string, error)                { return c.Subje
 func (c hintClaims) GetAudience() (jwt.ClaimStrings, error)     { return c.Audience, nil }
 
 // ParseIDTokenHint checks an id_token_hint (OpenID Connect Core §3.1.2.1,
-// RP-Initiated Logout 1.0 §2): one of issuer's ID tokens (typ JWT, RS256
-// only, signed by a key of keys, iss issuer) with a subject, at most
-// MaxIDTokenHint bytes. Its expiry is not checked: a hint may be an
-// expired ID token (STYLE rule 11 names this exception); the caller
-// checks its audience.
+// RP-Initiated Logout 1.0 §2): one of issuer's ID tokens (typ JWT, RS256,
+// ES256 or EdDSA, the alg its key fits and is declared for, signed by a
+// key of keys, iss issuer) with a subject, at most MaxIDTokenHint bytes.
+// Its expiry is not checked: a hint may be an expired ID token (STYLE
+// rule 11 names this exception); the caller checks its audience.
 func ParseIDTokenHint(ctx context.Context, raw, issuer string, keys KeySource) (IDTokenHint, error) {
 	if len(raw) > MaxIDTokenHint {
 		return IDTokenHint{}, errors.New("id_token_hint too long")
 	}
 	var c hintClaims
 	_, err := jwt.NewParser(
-		jwt.WithValidMethods([]string{"RS256"}),
+		jwt.WithValidMethods(idTokenAlgorithms),
 		jwt.WithoutClaimsValidation(), // exp deliberately not checked; iss checked below, aud by the caller
 	).ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
 		if typ, _ := t.Header["typ"].(string); typ != "JWT" {
@@ -56,7 +59,18 @@ func ParseIDTokenHint(ctx context.Context, raw, issuer string, keys KeySource) (
 		if kid == "" {
 			return nil, errors.New("no kid")
 		}
-		return keys.Key(ctx, kid)
+		key, err := keys.Key(ctx, kid)
+		if err != nil {
+			return nil, err
+		}
+		alg, _ := t.Header["alg"].(string)
+		if !keyFits(alg, key) {
+			return nil, fmt.Errorf("alg %q does not fit the key", alg)
+		}
+		if d, ok := keys.(DeclaredKeys); ok && d.KeyAlgorithm(kid) != alg {
+			return nil, fmt.Errorf("alg %q is not the key's", alg)
+		}
+		return key, nil
 	})
 	switch {
 	case err != nil:
