@@ -297,7 +297,12 @@ type VerifierConfig struct {
 	JWKSURL string `json:"jwks_url,omitempty"`
 
 	// Algorithms are the accepted "alg" values; only asymmetric ones (RS,
-	// PS, ES) may be named. Default ["RS256"].
+	// PS, ES, EdDSA) may be named, never "none" or HMAC. Whatever they
+	// are, a token's "alg" must fit the type of the key its "kid" names
+	// and the "alg" that key is declared for (the identity server's own
+	// keys; a remote JWKS entry's "alg"). Default: each key's declared
+	// "alg", and RS256 for a remote key that declares none (name ES256 or
+	// EdDSA here to accept such keys of those types).
 	Algorithms []string `json:"algorithms,omitempty"`
 
 	// Types are the accepted "typ" header values (compared

@@ -74,6 +74,7 @@ var documentedDefaults = map[string]map[string]map[string]any{
 			"signing_keys.announce":           keys.DefaultAnnounce,
 			"signing_keys.check_interval":     keys.DefaultCheckInterval,
 			"signing_keys.bits":               keys.DefaultBits,
+			"signing_keys.algorithms":         keys.DefaultAlgorithm,
 			"audit.checkpoint_interval":       audit.DefaultCheckpointInterval,
 			"audit.on_failure":                caddymodule.AuditContinue,
 			"audit.key_period":                keys.DefaultAuditPeriod,

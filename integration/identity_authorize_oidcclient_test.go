@@ -84,13 +84,17 @@ func (s *spaServer) serve(t *testing.T, issuer string) {
 
 // spaClient is the demo's configuration with the client spa-test: public,
 // the code flow, redirect URIs and CORS origins on both relying parties.
-func spaClient(origins ...string) string {
+func spaClient(origins ...string) string { return spaClientWith("", origins...) }
+
+// spaClientWith is spaClient with extra subdirectives (lines ending in a
+// newline).
+func spaClientWith(extra string, origins ...string) string {
 	var uris []string
 	for _, o := range origins {
 		uris = append(uris, o+"/callback", o+"/silent")
 	}
 	return fmt.Sprintf("client spa-test {\n\t\t\tpublic\n\t\t\tgrant_types authorization_code\n\t\t\tscopes openid profile\n"+
-		"\t\t\tredirect_uris %s\n\t\t\tallowed_origins %s\n\t\t}\n\n\t\t", strings.Join(uris, " "), strings.Join(origins, " "))
+		"\t\t\tredirect_uris %s\n\t\t\tallowed_origins %s\n%s\t\t}\n\n\t\t", strings.Join(uris, " "), strings.Join(origins, " "), extra)
 }
 
 // TestChromiumOIDCClientTS: oidc-client-ts signs in from a relying party

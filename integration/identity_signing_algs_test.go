@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 )
@@ -106,4 +107,47 @@ func TestOIDCIDTokenAlgorithms(t *testing.T) {
 func TestNodeIDTokenAlgorithms(t *testing.T) {
 	t.Parallel()
 	runNodeScript(t, StartGatehouseWith(t, Options{Config: algsConfig(t)}), "algs.test.mjs")
+}
+
+// TestChromiumOIDCClientTSES256: the original web client's flow
+// (oidc-client-ts's signinRedirect, the login page,
+// signinRedirectCallback, in Chromium) with a client whose ID tokens are
+// ES256: the sign-in completes with the user's subject and nonce, and the
+// ID token it kept is ES256. (oidc-client-ts reads the ID token's claims
+// and leaves its signature to the code exchange's TLS, as OpenID Connect
+// Core §3.1.3.7 allows; go-oidc and jose verify ES256 signatures above.)
+func TestChromiumOIDCClientTSES256(t *testing.T) {
+	t.Parallel()
+	ctx := chromium(t)
+	rp := listenSPA(t, "127.0.0.1")
+	g := StartGatehouseWith(t, Options{Config: demoVariant(t, "spa-es256",
+		configEdit{anchor: anchorGatehouse, insert: "\t\tsigning_keys {\n\t\t\talgorithms RS256 ES256\n\t\t}\n"},
+		configEdit{anchor: anchorServiceClient, insert: spaClientWith("\t\t\tid_token_signed_response_alg ES256\n", rp.origin), before: true})})
+	rp.serve(t, g.Issuer)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(rp.origin+"/start"),
+		chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), "demo"),
+		chromedp.SendKeys(chromedp.ID("password"), "demo"),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("done")),
+	)
+	if err != nil {
+		t.Fatalf("signinRedirect: %v", err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idToken, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.parse(sessionStorage.getItem("oidc.user:`+g.Issuer+`:spa-test")).id_token`))
+	if err != nil {
+		t.Fatalf("reading the ID token oidc-client-ts kept: %v", err)
+	}
+	if !strings.HasPrefix(text, "ok "+subjectOf(t, "demo")+" ") {
+		t.Fatalf("signinRedirectCallback: %q", text)
+	}
+	g.AddSecret(idToken)
+	if alg := headerAlg(t, idToken); alg != "ES256" {
+		t.Fatalf("the ID token oidc-client-ts kept is %s, want ES256", alg)
+	}
 }

@@ -22,6 +22,9 @@ const (
 	EdDSA = "EdDSA"
 )
 
+// DefaultAlgorithm is the algorithm of a Policy that names none.
+const DefaultAlgorithm = RS256
+
 // Algorithms are the signing algorithms a Policy may name, in the order
 // the JWKS lists their keys.
 var Algorithms = []string{RS256, ES256, EdDSA}
@@ -62,8 +65,8 @@ func algorithmOf(key any) string {
 // p256HalfOrder is n/2 for P-256: a signature's s above it is high.
 var p256HalfOrder = new(big.Int).Rsh(elliptic.P256().Params().N, 1)
 
-// sign returns the JWS signature of input with key under alg: PKCS #1
-// v1.5 over SHA-256 for RS256; for ES256 the raw r || s, 32 bytes each
+// sign returns the JWS signature of input with key under alg: RSASSA-PKCS1
+// v1.5 over SHA-256 for RS256 (RFC 7518 §3.3); for ES256 the raw r || s, 32 bytes each
 // (RFC 7518 §3.4, not ASN.1), with s at most n/2 (low S) so that each
 // token has one signature, not also its twin (r, n−s); Ed25519 over the
 // input itself for EdDSA.
@@ -121,10 +124,10 @@ func publicJWK(kid, alg string, pub crypto.PublicKey) JWK {
 	case *rsa.PublicKey:
 		j.Kty, j.N, j.E = "RSA", b64.EncodeToString(p.N.Bytes()), b64.EncodeToString(big.NewInt(int64(p.E)).Bytes())
 	case *ecdsa.PublicKey:
-		x, y := make([]byte, 32), make([]byte, 32)
-		p.X.FillBytes(x)
-		p.Y.FillBytes(y)
-		j.Kty, j.Crv, j.X, j.Y = "EC", "P-256", b64.EncodeToString(x), b64.EncodeToString(y)
+		// The uncompressed point: 0x04 || x || y, 32 bytes each on P-256.
+		if raw, err := p.Bytes(); err == nil && len(raw) == 65 {
+			j.Kty, j.Crv, j.X, j.Y = "EC", "P-256", b64.EncodeToString(raw[1:33]), b64.EncodeToString(raw[33:])
+		}
 	case ed25519.PublicKey:
 		j.Kty, j.Crv, j.X = "OKP", "Ed25519", b64.EncodeToString(p)
 	}

@@ -361,3 +361,20 @@ func TestAlgorithmMustFitTheKey(t *testing.T) {
 		}
 	}
 }
+
+// An ID token of each algorithm is an id_token_hint the end-session
+// endpoint takes. (It failed with the hint's methods RS256 alone.)
+func TestIDTokenHintOfEachAlgorithm(t *testing.T) {
+	f := newManagerFixture(t, allAlgs())
+	for _, alg := range keys.Algorithms {
+		tok, err := f.m.Sign(alg, "JWT", map[string]any{"iss": testIssuer, "sub": "alice", "aud": "app",
+			"exp": f.now.Add(time.Hour).Unix(), "iat": f.now.Unix()}, f.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hint, err := verify.ParseIDTokenHint(t.Context(), tok, testIssuer, f.m.Source(func() time.Time { return f.now }))
+		if err != nil || hint.Subject != "alice" {
+			t.Fatalf("%s hint: %+v, %v", alg, hint, err)
+		}
+	}
+}

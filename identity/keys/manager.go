@@ -118,7 +118,7 @@ func (p Policy) WithDefaults() Policy {
 		p.Retention = DefaultRetention
 	}
 	if len(p.Algorithms) == 0 {
-		p.Algorithms = []string{RS256}
+		p.Algorithms = []string{DefaultAlgorithm}
 	}
 	return p
 }

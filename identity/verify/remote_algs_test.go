@@ -43,8 +43,12 @@ func newRemoteIssuer(t *testing.T, clock func() time.Time) *remoteIssuer {
 	}
 	b64 := base64.RawURLEncoding
 	ecJWK := func(kid, alg string, k *ecdsa.PrivateKey) map[string]any {
+		raw, err := k.PublicKey.Bytes() // 0x04 || x || y
+		if err != nil {
+			t.Fatal(err)
+		}
 		j := map[string]any{"kty": "EC", "use": "sig", "kid": kid, "crv": "P-256",
-			"x": b64.EncodeToString(k.X.FillBytes(make([]byte, 32))), "y": b64.EncodeToString(k.Y.FillBytes(make([]byte, 32)))}
+			"x": b64.EncodeToString(raw[1:33]), "y": b64.EncodeToString(raw[33:])}
 		if alg != "" {
 			j["alg"] = alg
 		}
