@@ -23,8 +23,8 @@ import (
 )
 
 // Audit keys sign the audit's checkpoints (docs/audit.md). They are their
-// own kind: stored apart from the signing keys, Ed25519 (EdDSA) where
-// tokens are RS256, their ids prefixed AuditKeyPrefix, and never removed,
+// own kind: stored apart from the signing keys, always Ed25519 (EdDSA),
+// their ids prefixed AuditKeyPrefix, and never removed,
 // so that a log of any age can be verified.
 const (
 	AuditKeyPrefix     = "audit-"

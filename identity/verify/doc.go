@@ -6,7 +6,14 @@
 // optionally revocations, giving an Identity or an *Error typed by reason.
 //
 // Keys come only from the configured key set, never from a token's own
-// jku, jwk, x5u or x5c header: a token carrying one is refused.
+// jku, jwk, x5u or x5c header: a token carrying one is refused. A token's
+// alg must fit the type of the key its kid names (RS and PS: RSA; ES256:
+// P-256; EdDSA: Ed25519) and, where the key set declares one
+// (DeclaredKeys: the server's keys, a JWKS entry's "alg"), the key's own
+// algorithm; ES256 signatures of an issuer that signs with low s only
+// (the server's) are refused with a high s, so the twin (r, n−s) of a
+// token is not another valid token. A remote issuer's twin is the same
+// claims: the same verdict, revocations being by jti, family and subject.
 //
 // Revocations are read into memory every RevocationRefresh and, when the
 // store notifies them (store.RevocationNotifier), as soon as any instance
