@@ -230,6 +230,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.setAuthorityLocked(authLive)
 	s.mu.Unlock()
 	s.back.conn = bc.NetConn()
+	s.back.deflate = s.client.wire != nil && s.client.wire.Deflate()
 	if bw != nil {
 		bw.SetHooks(wsframe.Hooks{BeforeRead: s.extendBackend, Idle: s.backendIdle, Eager: true})
 	}

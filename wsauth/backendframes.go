@@ -27,16 +27,21 @@ import (
 // with code 1006, as gorilla has it.
 func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 	defer s.life.wg.Done()
-	batch := s.client.wire != nil && !s.client.wire.Deflate()
+	batch := s.client.wire != nil
 	limit := s.g.cfg().Backend.MaxMessageBytes
 	for {
 		contain.Point("ws.backend_reader")
 		if batch {
 			// The commonest case of all: a run of such messages, whole in
 			// the buffer, goes to the batch as it came, in one copy.
-			var drop func([]byte) bool // the backend's answers to the gateway's own messages
-			if own := s.ownPrefix(); own != nil {
-				drop = func(msg []byte) bool { return answersGateway(msg, own) }
+			// The backend's answers to the gateway's own messages, and
+			// the messages to compress, stop the run.
+			var drop func([]byte) bool
+			switch own := s.ownPrefix(); {
+			case own != nil:
+				drop = func(msg []byte) bool { return !s.back.plain(msg) || answersGateway(msg, own) }
+			case s.back.deflate:
+				drop = func(msg []byte) bool { return !s.back.plain(msg) }
 			}
 			if run, k := wsframe.VerbatimRun(c.Buffered(), limit, wsframe.BatchBytes-len(s.back.batch), drop); k > 0 {
 				if !s.close.writesEnded() {

@@ -32,20 +32,15 @@ type backendReader struct {
 	batch     []byte  // messages framed for the client, not yet queued
 	batchBuf  *[]byte // batch's buffer (wsframe.GetBatch)
 	batchMsgs int     // the messages in batch
+
+	deflate bool         // the client negotiated permessage-deflate (set before the reader starts)
+	z       compressRule // which messages it compresses (compress.go)
 }
 
 // full reports whether n more bytes would take a batch that holds
 // messages past wsframe.BatchBytes.
 func (b *backendReader) full(n int) bool {
 	return len(b.batch) > 0 && len(b.batch)+n > wsframe.BatchBytes
-}
-
-// frame appends msg to the batch, framed as one final frame of op.
-func (b *backendReader) frame(op byte, msg []byte) {
-	b.grow()
-	b.batch = wsframe.AppendHeader(b.batch, wsframe.FinalBit|op, len(msg), nil)
-	b.batch = append(b.batch, msg...)
-	b.batchMsgs++
 }
 
 // appendRun appends run, k frames as the backend sent them
@@ -99,7 +94,7 @@ func (b *backendReader) releaseScratch() {
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.life.wg.Done()
 	bc.SetReadLimit(s.g.cfg().Backend.MaxMessageBytes)
-	batch := s.client.wire != nil && !s.client.wire.Deflate() // else gorilla frames each message
+	batch := s.client.wire != nil // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
 		if err != nil {

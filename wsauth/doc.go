@@ -42,6 +42,8 @@
 //	relay.go          the backend leg's dial with failover; who writes the
 //	                  send queue to the client, and when; the client writer
 //	queue.go          sendQueue, the client's bounded send queue
+//	compress.go       permessage-deflate to the client: which messages are
+//	                  compressed (compressRule), never one carrying a token
 //	ping.go           clientPings, the pings the client has not answered
 //	backendread.go    backendReader, the backend reader's state; its loop
 //	                  through gorilla, its batch, the message buffers

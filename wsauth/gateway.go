@@ -266,8 +266,9 @@ func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (h hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // bufferPool is gorilla's WriteBufferPool: the session frames data
-// itself, and gorilla takes a write buffer only to write a data message (a
-// compressed one), giving it back after: an idle connection holds none.
+// itself, compressed or not, and gorilla takes a write buffer only to write
+// a data message on a connection not the gateway's (wsframe.Conn) or the
+// backend leg's, giving it back after: an idle connection holds none.
 type bufferPool struct{ p sync.Pool }
 
 func (b *bufferPool) Get() any  { return b.p.Get() }

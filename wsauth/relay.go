@@ -222,8 +222,8 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 		} else {
 			delivered += m.framed
 		}
-	case s.client.wire == nil || s.client.wire.Deflate():
-		// Compressed: gorilla frames it, and writes it at once.
+	case s.client.wire == nil:
+		// Not a connection of the gateway's: gorilla frames it.
 		_ = s.client.ws.SetWriteDeadline(deadline(s.g.cfg().Transport.WriteTimeout))
 		if err := s.client.ws.WriteMessage(m.typ, m.data); err != nil {
 			s.clientWriteFailed(err)
@@ -231,7 +231,7 @@ func (s *session) writeOut(m *outMsg, delivered int) int {
 			s.g.cfg().Hooks.Metrics.Delivered(1)
 		}
 	default:
-		if err := s.client.wire.AppendFrame(m.typ, m.data); err != nil {
+		if err := s.appendOut(m); err != nil {
 			s.clientWriteFailed(err)
 		} else if m.backend {
 			delivered++

@@ -85,6 +85,7 @@ type session struct {
 	subs subscriptions // the client's subscriptions (subs.go)
 
 	out   sendQueue     // the client's send queue (queue.go), with its own lock
+	outZ  compressRule  // which of the queue's messages the flusher compresses (compress.go)
 	back  backendReader // the backend reader's (backendread.go)
 	close closer        // the close state (closing.go)
 
@@ -95,8 +96,8 @@ type session struct {
 // clientConn is the client's socket, the counterpart of the authority's
 // bc and bw. newSession sets it and nobody changes it after; how it is
 // used is the goroutines' division in session: the client reader reads
-// ws, the flusher alone writes data frames (through wire, or through ws
-// when wire is nil or deflates), any goroutine may write control frames
+// ws, the flusher alone writes data frames (through wire, compressed or
+// not, or through ws when wire is nil), any goroutine may write control frames
 // (ws.WriteControl) and move the read deadline to end the reads
 // (closeClient, giveUp), and teardown closes it.
 type clientConn struct {

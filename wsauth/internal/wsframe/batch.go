@@ -35,6 +35,12 @@ func PutBatch(bp *[]byte) {
 // once. data is copied: the caller may reuse it on return. After a close
 // frame it returns websocket.ErrCloseSent.
 func (c *Conn) AppendFrame(typ int, data []byte) error {
+	return c.appendFrame(FinalBit|byte(typ), data)
+}
+
+// appendFrame is AppendFrame of a frame whose first byte is first (FIN,
+// the RSV bits, the opcode).
+func (c *Conn) appendFrame(first byte, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -55,7 +61,7 @@ func (c *Conn) AppendFrame(typ int, data []byte) error {
 	if direct {
 		// Alone, and not copied: the header and data in one writev.
 		var hdr [MaxHeader]byte
-		h := AppendHeader(hdr[:0], FinalBit|byte(typ), len(data), nil)
+		h := AppendHeader(hdr[:0], first, len(data), nil)
 		bufs := net.Buffers{h, data}
 		if err := c.deadlineLocked(c.flushDeadlineLocked()); err != nil {
 			return err
@@ -69,7 +75,7 @@ func (c *Conn) AppendFrame(typ int, data []byte) error {
 		return nil
 	}
 	if alone {
-		return c.writeMaskedLocked(typ, data)
+		return c.writeMaskedLocked(first, data)
 	}
 	if c.pending == nil {
 		c.pbuf = batchBufs.Get().(*[]byte)
@@ -78,10 +84,10 @@ func (c *Conn) AppendFrame(typ int, data []byte) error {
 	if c.client {
 		var key [4]byte
 		binary.LittleEndian.PutUint32(key[:], rand.Uint32())
-		c.pending = AppendHeader(c.pending, FinalBit|byte(typ), len(data), key[:])
+		c.pending = AppendHeader(c.pending, first, len(data), key[:])
 		c.pending = AppendMasked(c.pending, data, key)
 	} else {
-		c.pending = AppendHeader(c.pending, FinalBit|byte(typ), len(data), nil)
+		c.pending = AppendHeader(c.pending, first, len(data), nil)
 		c.pending = append(c.pending, data...)
 	}
 	if len(c.pending) >= BatchBytes {

@@ -18,8 +18,8 @@ import (
 // for the other leg: a message waits in a batch only while its writer has
 // more to read and process.
 //
-// Gorilla's own writes (the handshake, control frames from any goroutine,
-// compressed data frames) come through Write, at once: the batch written
+// Gorilla's own writes (the handshake, control frames from any goroutine)
+// come through Write, at once: the batch written
 // so far goes first, in the same write(2), so frames keep their order and
 // none is left waiting behind a batch. A close frame written marks the
 // connection: no data frame is appended after it (IsCloseFrame).
@@ -68,7 +68,7 @@ type Conn struct {
 	hasDl     bool      // applied is set on nc
 	err       error     // a write failed: every later write fails with it
 	sniffed   bool      // the server's 101 went through Write (deflate is known)
-	deflate   bool      // the client leg negotiated permessage-deflate: data frames are gorilla's
+	deflate   bool      // the client leg negotiated permessage-deflate: data frames may be compressed
 	closeSent bool      // a close frame was written: no data frame may follow
 
 	aborted atomic.Bool // Abort was called: writes fail
@@ -144,8 +144,9 @@ func (c *Conn) ReadAt() time.Time { return c.readAt }
 
 // Deflate reports whether the connection's client negotiated
 // permessage-deflate, as the Upgrader's 101 written through the Conn said
-// (NegotiatedDeflate): data frames are then gorilla's, compressed, and the
-// session writes none of its own. Known once the upgrade returned.
+// (NegotiatedDeflate): the session may then compress the data frames it
+// writes (AppendFrameDeflated), each message alone. Known once the
+// upgrade returned.
 func (c *Conn) Deflate() bool { return c.deflate }
 
 // RawReads reports whether the Conn reads the socket into its own buffer
@@ -197,8 +198,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 		// The server's first write is the Upgrader's 101.
 		c.sniffed = true
 		c.deflate = NegotiatedDeflate(p)
-	} else if !c.deflate && IsCloseFrame(p) {
-		// The gateway's data frames are gorilla's only when compressed.
+	} else if IsCloseFrame(p) {
+		// Gorilla writes no data frame (the session frames its own,
+		// compressed or not), so a Write is a control frame, whole.
 		c.closeSent = true
 	}
 	b, dl := p, c.wdl

@@ -2,13 +2,14 @@
 // Conn: what the session writes and reads of the frames itself, for
 // batching and for relaying a backend's frames to the client as they came.
 //
-// Gorilla keeps the handshake, control frames and permessage-deflate; the
-// Conn under it carries the session's own data frames, batched, beside
-// gorilla's writes, and keeps in step with gorilla by what gorilla
-// writes through it: the server's first Write is the Upgrader's whole 101
-// (NegotiatedDeflate: with permessage-deflate, data frames are gorilla's
-// and the session writes none), and a control frame is one Write, whole
-// (IsCloseFrame: once a close frame is written, no data frame follows).
+// Gorilla keeps the handshake, control frames, and the reading of a
+// client's compressed messages; the Conn under it carries the session's
+// own data frames, batched, compressed or not (permessage-deflate, each
+// message alone), beside gorilla's writes, and keeps in step with gorilla
+// by what gorilla writes through it: the server's first Write is the
+// Upgrader's whole 101 (NegotiatedDeflate: whether the session may
+// compress), and a control frame is one Write, whole (IsCloseFrame: once
+// a close frame is written, no data frame follows).
 // On the backend leg, gorilla's Dialer reads the answer to its upgrade no
 // further than its end, which the Conn gives it a line at a time: the
 // frames after it are left to the session's own reader. gorilla_test.go
@@ -28,12 +29,16 @@
 //	            read a line at a time and bounded (MaxUpgradeAnswer)
 //	batch.go    its batched writes of whole frames (AppendFrame,
 //	            AppendFrames, WriteFrames, Flush) and their buffers
+//	deflate.go  permessage-deflate: a message compressed alone by a
+//	            pooled writer (Deflate, AppendDeflated,
+//	            AppendFrameDeflated), at DeflateLevel
 //	gorilla.go  what a Conn learns of gorilla's state from its writes
 //	            (NegotiatedDeflate, IsCloseFrame)
 //	dial.go     Dial, DialTLS: the backend leg's Conn, for gorilla's Dialer
 //	stream.go   NewStream: an extended CONNECT's stream as a net.Conn
 //
-// It imports the standard library and gorilla (its opcode constants and
-// errors), nothing of wsauth: what a session does with the frames is
-// wsauth's (wsauth/deps_test.go holds the table).
+// It imports the standard library, gorilla (its opcode constants and
+// errors) and klauspost's flate (the compressor), nothing of wsauth: what
+// a session does with the frames is wsauth's (wsauth/deps_test.go holds
+// the table).
 package wsframe

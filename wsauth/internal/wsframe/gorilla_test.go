@@ -143,12 +143,23 @@ func TestGorillaWrites101Whole(t *testing.T) {
 // ping, a pong and a close in one Write each, the frame whole, on the
 // server's Conn and the client's; IsCloseFrame knows the close alone
 // (pings and pongs whose payload begins as a close frame does are not
-// one), and after it the Conn appends no data frame. It fails if gorilla
-// writes a control frame in pieces (a pong's payload written apart could
-// read as a close, and every later message fail) or a close frame
-// otherwise (the Conn would not see it, and write data after it).
+// one), and after it the Conn appends no data frame, with
+// permessage-deflate negotiated or not (the session frames its data
+// messages itself either way). It fails if gorilla writes a control
+// frame in pieces (a pong's payload written apart could read as a close,
+// and every later message fail) or a close frame otherwise (the Conn
+// would not see it, and write data after it); it failed with the close
+// frame watched for only without permessage-deflate.
 func TestGorillaWritesControlFramesWhole(t *testing.T) {
-	u := upgrade(t, false, false, nil)
+	for _, deflate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("permessage-deflate %v", deflate), func(t *testing.T) {
+			testControlFramesWhole(t, upgrade(t, deflate, deflate, nil))
+		})
+	}
+}
+
+// testControlFramesWhole is TestGorillaWritesControlFramesWhole on u.
+func testControlFramesWhole(t *testing.T, u *upgraded) {
 	for _, leg := range []struct {
 		name string
 		ws   *websocket.Conn

@@ -23,11 +23,11 @@ func AppendMasked(b, data []byte, key [4]byte) []byte {
 	return b
 }
 
-// writeMaskedLocked writes a masked frame larger than a batch (the
+// writeMaskedLocked writes a masked frame (its first byte first) larger than a batch (the
 // pending batch went first), masking it a batch's room at a time into a
 // batch buffer: a masked copy of the whole frame would be garbage of its
 // size. c.mu held.
-func (c *Conn) writeMaskedLocked(typ int, data []byte) error {
+func (c *Conn) writeMaskedLocked(first byte, data []byte) error {
 	var key [4]byte
 	binary.LittleEndian.PutUint32(key[:], rand.Uint32())
 	bp := batchBufs.Get().(*[]byte)
@@ -39,7 +39,7 @@ func (c *Conn) writeMaskedLocked(typ int, data []byte) error {
 		return err
 	}
 	defer c.writing.Store(false)
-	b := AppendHeader((*bp)[:0], FinalBit|byte(typ), len(data), key[:])
+	b := AppendHeader((*bp)[:0], first, len(data), key[:])
 	for off := 0; off < len(data); {
 		k := min(len(data)-off, BatchBytes-len(b))
 		// The key goes on where the last chunk left it (RFC 6455 §5.3:

@@ -1,0 +1,238 @@
+package wsauth
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
+)
+
+// TestCompressRule: which messages the rule has compressed. It failed
+// with the skip not counted down (a session that stopped paying never
+// tried again), and with the sums not reset when compression stopped
+// paying (each probe weighed with the incompressible run before it, so
+// the data turned compressible was left uncompressed).
+func TestCompressRule(t *testing.T) {
+	// A step: n messages of size bytes, each compressing to share of it (0:
+	// not at all); want is how many of them the rule tries.
+	type step struct {
+		n, size int
+		share   float64
+		want    int
+	}
+	for _, tt := range []struct {
+		name  string
+		steps []step
+	}{
+		{"short messages never", []step{{100, compressMinBytes - 1, 0.5, 0}}},
+		{"market data, every message", []step{{1000, 253, 0.76, 1000}}},
+		{"incompressible, one in 64", []step{{640, 256, 0, 10}}},
+		{"incompressible 8 KiB, one in 64", []step{{640, 8 << 10, 0, 10}}},
+		{"saving under an eighth, one in 64", []step{{640, 256, 0.9, 10}}},
+		{"short messages do not count towards the probe", []step{
+			{1, 256, 0, 1}, {1000, 64, 0.5, 0}, {63, 256, 0.76, 0}, {10, 256, 0.76, 10},
+		}},
+		{"data turning compressible, tried again", []step{
+			{64, 256, 0, 1}, {1, 256, 0.76, 1}, {100, 256, 0.76, 100},
+		}},
+		{"one poor message among good ones, still every message", []step{
+			{100, 253, 0.76, 100}, {1, 8 << 10, 0, 1}, {100, 253, 0.76, 100},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var r compressRule
+			for i, st := range tt.steps {
+				tried := 0
+				for range st.n {
+					if r.try(st.size) {
+						tried++
+						r.record(st.size, int(st.share*float64(st.size)))
+					}
+				}
+				if tried != st.want {
+					t.Fatalf("step %d: tried %d of %d messages of %d bytes, want %d", i, tried, st.n, st.size, st.want)
+				}
+			}
+		})
+	}
+}
+
+// rawReads is a client's net.Conn that keeps a copy of what it reads.
+type rawReads struct {
+	net.Conn
+	mu  sync.Mutex
+	got []byte
+}
+
+func (r *rawReads) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	r.mu.Lock()
+	r.got = append(r.got, p[:n]...)
+	r.mu.Unlock()
+	return n, err
+}
+
+// frames are the frames read after the 101: each one's RSV1 bit.
+func (r *rawReads) frames(t *testing.T) []bool {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, b, ok := bytes.Cut(r.got, []byte("\r\n\r\n"))
+	if !ok {
+		t.Fatal("no 101 read")
+	}
+	var rsv1 []bool
+	for len(b) > 0 {
+		hdr := append([]byte{b[0] &^ wsframe.RSV1Bit}, b[1:min(len(b), 10)]...)
+		h, size, err := wsframe.ParseHeader(hdr, false)
+		if err != nil || size+int(h.Len) > len(b) {
+			t.Fatalf("frame %d: %v (%x)", len(rsv1), err, b[:min(len(b), 10)])
+		}
+		rsv1 = append(rsv1, b[0]&wsframe.RSV1Bit != 0)
+		b = b[size+int(h.Len):]
+	}
+	return rsv1
+}
+
+// compressingDialer is a client offering permessage-deflate whose reads
+// are kept (the last dial's in *rec).
+func compressingDialer(rec **rawReads) *websocket.Dialer {
+	return &websocket.Dialer{
+		Subprotocols: []string{DefaultSubprotocol}, HandshakeTimeout: 5 * time.Second, EnableCompression: true,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			*rec = &rawReads{Conn: c}
+			return *rec, nil
+		},
+	}
+}
+
+// marketQuote is one of the demo market's Security updates (253 bytes),
+// which compresses to about three quarters alone.
+const marketQuote = `{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Sub","Data":{"High":45.12,"Low":45.08,"Last":45.08,"Trend":"Down","BestBid":45.06,"BidQuantity":7000,"BestAsk":45.10,"AskQuantity":5700,"NumberOfTrades":1,"Volume":1200,"ValueTraded":54096.00}}`
+
+// TestBackendMessagesCompressedWherePays: a client that negotiated
+// permessage-deflate gets the backend's market data compressed, a run of
+// incompressible messages as they came, the market data after that run
+// uncompressed until the rule's next try and compressed again from it,
+// and short messages never compressed; every message reads back as sent
+// (gorilla's client decompresses), through the backend reader's batch
+// (the whole stream in one read) and a byte at a time. It failed with
+// the backend reader's batch compressing nothing (RSV1 never set), and
+// with verbatim runs taken past a message to compress.
+func TestBackendMessagesCompressedWherePays(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	letters := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[r.IntN(62)]
+		}
+		return string(b)
+	}
+	var stream []byte
+	var want []wireMsg
+	var compressed []bool // each message's frame is to be
+	add := func(msg string, z bool) {
+		stream = appendFrame(stream, true, websocket.TextMessage, []byte(msg), 0)
+		want = append(want, wireMsg{websocket.TextMessage, msg})
+		compressed = append(compressed, z)
+	}
+	for range 5 {
+		add(marketQuote, true)
+	}
+	add(`{"Controller":"Market","Topic":"Short","Action":"Sub","Data":{}}`, false)
+	// The first of these leaves the saving so far under an eighth: it and
+	// the next compressSkip messages go as they are.
+	for range 3 {
+		add(letters(2048), false)
+	}
+	for range compressSkip - 2 {
+		add(marketQuote, false)
+	}
+	for range 3 {
+		add(marketQuote, true)
+	}
+	stream = appendFrame(stream, true, websocket.CloseMessage, []byte{0x03, 0xe8}, 0)
+	for _, tt := range []struct {
+		name   string
+		chunks [][]byte
+	}{
+		{"one read", [][]byte{stream}},
+		{"a byte at a time", bytewise(stream)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fe := newFeedEnv(t)
+			fe.mu.Lock()
+			fe.next = tt.chunks
+			fe.mu.Unlock()
+			var rec *rawReads
+			c, _, err := fe.tryDial(bearer(tokDemo), compressingDialer(&rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for i, w := range want {
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				typ, data, err := c.ReadMessage()
+				if err != nil || typ != w.typ || string(data) != w.data {
+					t.Fatalf("message %d: type %d, %.40q (%v), want %.40q", i, typ, data, err, w.data)
+				}
+			}
+			rsv1 := rec.frames(t)
+			if len(rsv1) < len(want) {
+				t.Fatalf("%d frames read, want %d", len(rsv1), len(want))
+			}
+			if got := fmt.Sprint(rsv1[:len(want)]); got != fmt.Sprint(compressed) {
+				t.Fatalf("frames compressed:\n%v\nwant\n%v", got, fmt.Sprint(compressed))
+			}
+		})
+	}
+}
+
+// TestTokenNeverCompressed: an Identify reply that carries the session's
+// access token (Auth.ReturnAccessToken) goes uncompressed to a client
+// that negotiated permessage-deflate; the same reply without the token,
+// as long, is compressed. It failed with carriesToken's check left out
+// of appendOut.
+func TestTokenNeverCompressed(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		allowed    []string
+		compressed bool
+	}{
+		{"with the token", []string{"*"}, false},
+		{"without", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken = tt.allowed })
+			var rec *rawReads
+			c, _, err := e.tryDial(nil, compressingDialer(&rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got := roundTrip(t, c, authToken("Bearer", tokDemo))
+			if !strings.Contains(got, `"Result":"Success"`) || strings.Contains(got, `"AccessToken"`) == tt.compressed {
+				t.Fatalf("reply %s", got)
+			}
+			if len(got) < compressMinBytes {
+				t.Fatalf("the reply is %d bytes, too short to be compressed anyway", len(got))
+			}
+			if rsv1 := rec.frames(t); len(rsv1) != 1 || rsv1[0] != tt.compressed {
+				t.Fatalf("frames compressed %v, want [%v]", rsv1, tt.compressed)
+			}
+		})
+	}
+}
