@@ -90,10 +90,14 @@ func blastPrefix(i int) []byte {
 	return fmt.Appendf(nil, `{"Controller":"Market","Topic":"Bench!%d","Action":"Sub","Data":{"`, i)
 }
 
-// blastSub is the Sub that asks the backend for a blast on Bench!<i>.
-func blastSub(i, size int, rate float64, until time.Time) []byte {
+// blastSub is the Sub that asks the backend for a blast of f on Bench!<i>.
+func blastSub(i int, f figure, rate float64, until time.Time) []byte {
+	if f.market {
+		return fmt.Appendf(nil, `{"Controller":"Market","Topic":"Bench!%d","Action":"Sub","Data":{"Payload":"market","Rate":%.3f,"Until":%d}}`,
+			i, rate, until.UnixNano())
+	}
 	return fmt.Appendf(nil, `{"Controller":"Market","Topic":"Bench!%d","Action":"Sub","Data":{"Size":%d,"Rate":%.3f,"Until":%d}}`,
-		i, size, rate, until.UnixNano())
+		i, f.size, rate, until.UnixNano())
 }
 
 // received is what one connection's receiver counted of a blast.

@@ -15,7 +15,10 @@
 //     subtracts);
 //   - the memory per authenticated idle connection at N connections (both
 //     legs open): the proxy's peak RSS minus its idle RSS, divided by N;
-//   - the cost of permessage-deflate on the gateway;
+//   - the cost of permessage-deflate on the gateway: each figure, and
+//     backend->client market data (the demo market's Security updates), with
+//     compression negotiated by the client next to compression off, round
+//     by round, with the goals the gateway's compression is held to;
 //   - with -audit, each throughput figure on the gateway with its audit on
 //     next to the same gateway without it;
 //
@@ -82,7 +85,7 @@ func main() {
 		"its chain in a file of the temporary directory, against the gateway without it")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, Caddyfiles, logs)")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run of about 30 s after the build: -d 300ms -warm 100ms -rounds 1 -n 300,\n"+
-		"shorter pauses, compression for backend->client 256 B only")
+		"shorter pauses, compression for backend->client 256 B and market data only")
 	flag.Parse()
 	o.settle, o.mem.pause, o.mem.idle = 200*time.Millisecond, time.Second, 2*time.Second
 	if o.quick {
@@ -162,8 +165,8 @@ const pathAudit = "gatehouse+audit"
 
 // figures are the throughput figures, in the order measured and printed.
 var figures = []figure{
-	{backendToClient, 256}, {backendToClient, 8 << 10},
-	{clientToBackend, 256}, {clientToBackend, 8 << 10},
+	{dir: backendToClient, size: 256}, {dir: backendToClient, size: 8 << 10},
+	{dir: clientToBackend, size: 256}, {dir: clientToBackend, size: 8 << 10},
 }
 
 // results are every figure of the run.
@@ -184,15 +187,6 @@ type figureResult struct {
 	offered float64
 	max     map[string][]sample // per path, one per round
 	fixed   map[string][]sample
-}
-
-// compressResult is one figure on the gateway with compression on, next to
-// the same figure with it off: the max rate with it on, then both at a rate
-// both sustain.
-type compressResult struct {
-	f            figure
-	offered      float64
-	max, off, on sample
 }
 
 // run builds, starts the servers, measures every figure and prints them.
@@ -323,26 +317,7 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		return nil
 	}
 	z := &path{name: pathGatehouse + "+deflate", url: wsURL(gh.port, wszPath), header: auth, proxy: gh, backend: be, compress: true}
-	for _, fr := range r.through {
-		if o.quick && fr.f != figures[0] {
-			continue
-		}
-		c := compressResult{f: fr.f}
-		if c.max, err = trial(ctx, z, fr.f, 0, o.trialOptions, ""); err != nil {
-			return fmt.Errorf("%v with compression, max rate: %w", fr.f, err)
-		}
-		c.offered = twoDigits(o.load * min(c.max.rate(), bestRate(fr.max[pathGatehouse])))
-		if c.off, err = trial(ctx, paths[pathGatehouse], fr.f, c.offered, o.trialOptions, ""); err != nil {
-			return fmt.Errorf("%v at %.0f msg/s: %w", fr.f, c.offered, err)
-		}
-		if c.on, err = trial(ctx, z, fr.f, c.offered, o.trialOptions, ""); err != nil {
-			return fmt.Errorf("%v with compression at %.0f msg/s: %w", fr.f, c.offered, err)
-		}
-		progress("%-22v compression on: max %.0f msg/s; at %.0f/s proxy %s/msg (off: %s/msg)", fr.f, c.max.rate(),
-			c.offered, us(c.on.perMsg(c.on.proxyCPU)), us(c.off.perMsg(c.off.proxyCPU)))
-		r.compress = append(r.compress, c)
-	}
-	return nil
+	return compression(ctx, paths[pathGatehouse], z, o, r)
 }
 
 // offeredRate is the fixed rate of f's CPU and latency figures: the flag,

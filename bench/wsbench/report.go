@@ -41,6 +41,7 @@ func report(w io.Writer, r *results, o *options) {
 	}
 	printCompression(w, r)
 	printGoals(w, r)
+	printCompressionGoals(w, r)
 	if len(r.profiles) > 0 {
 		fmt.Fprintln(w, "\nprofiles (CPU and allocations: gatehouse at the offered rates, in extra trials; heap: each proxy at N connections):")
 		for _, p := range r.profiles {
@@ -141,42 +142,6 @@ func printMemory(w io.Writer, r *results) {
 		if m := r.memory[name]; m.err != nil || m.n < m.want {
 			fmt.Fprintf(w, "  NOTE: %s: %d of %d connections: %v\n", name, m.n, m.want, m.err)
 		}
-	}
-}
-
-func printCompression(w io.Writer, r *results) {
-	if len(r.compress) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\ncompression on (permessage-deflate, the gateway's default) vs off, gatehouse only, one round")
-	rows := [][]string{{"", "off", "on", "on/off"}}
-	var notes []string
-	for _, c := range r.compress {
-		var fr figureResult
-		for _, t := range r.through {
-			if t.f == c.f {
-				fr = t
-			}
-		}
-		add := func(label string, off, on float64, format func(float64) string) {
-			rows = append(rows, []string{label, format(off), format(on), ratio(on, off)})
-		}
-		rows = append(rows, []string{c.f.String()})
-		add("  max rate (msg/s)", bestRate(fr.max[pathGatehouse]), c.max.rate(), count)
-		add(fmt.Sprintf("  proxy CPU/msg at %s/s", count(c.offered)),
-			micros(c.off.perMsg(c.off.proxyCPU)), micros(c.on.perMsg(c.on.proxyCPU)), usf)
-		add("  client-leg bytes/msg", float64(c.off.wire)/float64(max(c.off.msgs, 1)), float64(c.on.wire)/float64(max(c.on.msgs, 1)), count)
-		add("  latency p50", micros(c.off.percentile(0.5)), micros(c.on.percentile(0.5)), usf)
-		add("  latency p99", micros(c.off.percentile(0.99)), micros(c.on.percentile(0.99)), usf)
-		for _, s := range []sample{c.off, c.on} {
-			if s.rate() < sustained*c.offered {
-				notes = append(notes, fmt.Sprintf("  NOTE: %v delivered %s of the %s msg/s offered", c.f, count(s.rate()), count(c.offered)))
-			}
-		}
-	}
-	printRows(w, rows)
-	for _, n := range notes {
-		fmt.Fprintln(w, n)
 	}
 }
 
@@ -315,6 +280,9 @@ func figureSlug(f figure) string {
 	d := "b2c"
 	if f.dir == clientToBackend {
 		d = "c2b"
+	}
+	if f.market {
+		return d + "-market"
 	}
 	if f.size%1024 == 0 {
 		return fmt.Sprintf("%s-%dk", d, f.size/1024)

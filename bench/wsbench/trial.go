@@ -32,16 +32,22 @@ const (
 	clientToBackend
 )
 
-// figure is a message direction and size.
+// figure is a message direction and size, or, backend->client, the
+// market-data payload (the demo market's Security updates, about 290
+// bytes each).
 type figure struct {
-	dir  direction
-	size int
+	dir    direction
+	size   int
+	market bool
 }
 
 func (f figure) String() string {
 	d := "backend->client"
 	if f.dir == clientToBackend {
 		d = "client->backend"
+	}
+	if f.market {
+		return d + " market data"
 	}
 	return fmt.Sprintf("%s %s", d, sizeName(f.size))
 }
@@ -145,7 +151,7 @@ func trial(ctx context.Context, p *path, f figure, rate float64, o trialOptions,
 	if f.dir == backendToClient {
 		for i, c := range conns {
 			wg.Go(func() { got[i] = receive(c, i, t0, t1, rate > 0, until.Add(drainLimit)) })
-			if err := c.WriteMessage(websocket.TextMessage, blastSub(i, f.size, perConn, until)); err != nil {
+			if err := c.WriteMessage(websocket.TextMessage, blastSub(i, f, perConn, until)); err != nil {
 				return sample{}, fmt.Errorf("%s: asking for a blast: %w", p.name, err)
 			}
 		}

@@ -17,7 +17,12 @@
 //     end message. Each message is
 //     {"Controller":"Market","Topic":"Bench!<id>","Action":"Sub","Data":{"Sent":<unix ns>,"Pad":"..."}}
 //     with Sent, 19 digits, stamped just before its write; the end message
-//     has "Data":{"End":<messages sent>} instead.
+//     has "Data":{"End":<messages sent>} instead. With "Payload":"market"
+//     in Data (and no Size), the messages are the demo market's Security
+//     updates in turn (bench/internal/marketblast: 1,024 of them, about
+//     290 bytes each), Data being the update's with Sent and the update's
+//     topic first:
+//     {...,"Data":{"Sent":<unix ns>,"Of":"Security!BHP.ASX","High":45.12,...}}.
 //   - {"Controller":"Market","Topic":"BenchIn","Action":"Publish","Data":
 //     {"Sent":<unix ns>,...}} is counted: when it arrives inside the
 //     window, its latency (arrival minus Sent) is kept.
@@ -49,6 +54,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse/gatehouse/bench/internal/marketblast"
 )
 
 // maxSamples bounds the latencies kept per window.
@@ -226,9 +233,10 @@ func (c *conn) readLoop() {
 type blastRequest struct {
 	Controller, Topic, Action string
 	Data                      struct {
-		Size  int
-		Rate  float64
-		Until int64
+		Size    int
+		Rate    float64
+		Until   int64
+		Payload string // "market": the demo market's Security updates
 	}
 }
 
@@ -239,13 +247,22 @@ func (c *conn) startBlast(msg []byte) {
 		return
 	}
 	c.stopBlast()
-	tmpl, sentAt, err := blastTemplate(req.Topic, req.Data.Size)
+	var tmpls [][]byte
+	var sentAt int
+	var err error
+	if req.Data.Payload == "market" {
+		tmpls, sentAt = marketblast.Templates(req.Topic)
+	} else {
+		var tmpl []byte
+		tmpl, sentAt, err = blastTemplate(req.Topic, req.Data.Size)
+		tmpls = [][]byte{tmpl}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "backend:", err)
 		return
 	}
 	c.stop, c.ended = make(chan struct{}), make(chan struct{})
-	go c.blast(tmpl, sentAt, req.Data.Rate, time.Unix(0, req.Data.Until), req.Topic)
+	go c.blast(tmpls, sentAt, req.Data.Rate, time.Unix(0, req.Data.Until), req.Topic)
 }
 
 // stopBlast ends the running blast, if any, and waits for its writer.
@@ -261,10 +278,11 @@ func (c *conn) stopBlast() {
 	<-c.ended
 }
 
-// blast writes tmpl, stamped at sentAt, rate times a second (0: as fast as
-// the connection takes it) until the wall clock passes until, then the end
-// message. It is the connection's only writer while it runs.
-func (c *conn) blast(tmpl []byte, sentAt int, rate float64, until time.Time, topic string) {
+// blast writes tmpls in turn, each stamped at sentAt, rate times a second
+// (0: as fast as the connection takes them) until the wall clock passes
+// until, then the end message. It is the connection's only writer while
+// it runs.
+func (c *conn) blast(tmpls [][]byte, sentAt int, rate float64, until time.Time, topic string) {
 	defer close(c.ended)
 	start := time.Now()
 	var sent int64
@@ -289,6 +307,7 @@ func (c *conn) blast(tmpl []byte, sentAt int, rate float64, until time.Time, top
 				continue
 			}
 		}
+		tmpl := tmpls[n%len(tmpls)]
 		strconv.AppendInt(tmpl[:sentAt], now.UnixNano(), 10)
 		_ = c.ws.SetWriteDeadline(now.Add(writeTimeout))
 		if err := c.ws.WriteMessage(websocket.TextMessage, tmpl); err != nil {
@@ -320,9 +339,10 @@ func blastTemplate(topic string, size int) ([]byte, int, error) {
 	return b, len(head), nil
 }
 
-// padding is n bytes of pseudo-random letters and digits: text that
-// compresses about as well as market data does (permessage-deflate), the
-// same for every run.
+// padding is n bytes of pseudo-random letters and digits, the same for
+// every run: text that permessage-deflate barely compresses (about 14% at
+// best, by its letters' code lengths; flate's levels 1 to 5 give it up as
+// incompressible), unlike market data (the "market" payload).
 func padding(n int) []byte {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	b := make([]byte, n)
