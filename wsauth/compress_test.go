@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
@@ -232,6 +234,94 @@ func TestTokenNeverCompressed(t *testing.T) {
 			}
 			if rsv1 := rec.frames(t); len(rsv1) != 1 || rsv1[0] != tt.compressed {
 				t.Fatalf("frames compressed %v, want [%v]", rsv1, tt.compressed)
+			}
+		})
+	}
+}
+
+// TestTokenNeverCompressedOverHTTP2: over an extended CONNECT (HTTP/2),
+// whose stream the session frames as it does a socket, an Identify reply
+// carrying the access token goes uncompressed to a client that
+// negotiated permessage-deflate; the same reply without it is compressed.
+// It failed with carriesToken's check left out of appendOut. Re-runs
+// itself with GODEBUG=http2xconnect=1.
+func TestTokenNeverCompressedOverHTTP2(t *testing.T) {
+	if rerunWithXConnect(t, "TestTokenNeverCompressedOverHTTP2") {
+		return
+	}
+	for _, tt := range []struct {
+		name       string
+		allowed    []string
+		compressed bool
+	}{
+		{"with the token", []string{"*"}, false},
+		{"without", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken = tt.allowed })
+			fr, authority := h2Client(t, e)
+			var hb bytes.Buffer
+			enc := hpack.NewEncoder(&hb)
+			for _, f := range [][2]string{{":method", "CONNECT"}, {":protocol", "websocket"}, {":scheme", "https"},
+				{":authority", authority}, {":path", "/ws?version=1.1"}, {"sec-websocket-version", "13"},
+				{"sec-websocket-protocol", DefaultSubprotocol}, {"sec-websocket-extensions", "permessage-deflate"}} {
+				_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			}
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+			var got []byte // the stream's bytes from the server
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				switch f := f.(type) {
+				case *http2.SettingsFrame:
+					if !f.IsAck() {
+						_ = fr.WriteSettingsAck()
+					}
+				case *http2.MetaHeadersFrame:
+					if f.StreamID != 1 {
+						continue
+					}
+					var ext string
+					for _, hf := range f.RegularFields() {
+						if hf.Name == "sec-websocket-extensions" {
+							ext = hf.Value
+						}
+					}
+					if s := f.PseudoValue("status"); s != "200" || !strings.Contains(ext, "permessage-deflate") {
+						t.Fatalf("status %s, extensions %q", s, ext)
+					}
+					msg := authToken("Bearer", tokDemo)
+					frame := append(wsframe.AppendHeader(nil, wsframe.FinalBit|websocket.TextMessage, len(msg), []byte{0, 0, 0, 0}), msg...)
+					_ = fr.WriteData(1, false, frame) // masked with a zero key: the payload as it is
+				case *http2.DataFrame:
+					if f.StreamID != 1 {
+						continue
+					}
+					got = append(got, f.Data()...)
+					if len(got) < 2 {
+						continue
+					}
+					hdr := append([]byte{got[0] &^ wsframe.RSV1Bit}, got[1:min(len(got), 10)]...)
+					h, size, err := wsframe.ParseHeader(hdr, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) < size+int(h.Len) {
+						continue
+					}
+					payload := got[size : size+int(h.Len)]
+					if got[0]&wsframe.RSV1Bit != 0 != tt.compressed {
+						t.Fatalf("the reply's frame compressed: %v, want %v (%.60q)", got[0]&wsframe.RSV1Bit != 0, tt.compressed, payload)
+					}
+					if !tt.compressed && !bytes.Contains(payload, []byte(`"AccessToken"`)) {
+						t.Fatalf("the reply %s", payload)
+					}
+					return
+				}
 			}
 		})
 	}

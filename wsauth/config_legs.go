@@ -98,7 +98,8 @@ type Transport struct {
 	// always allowed.
 	AllowedOrigins []string
 	// DisableCompression turns off permessage-deflate on the client leg.
-	// Default false (offered).
+	// Default false (accepted when the client offers it, and each message
+	// to the client compressed only where that pays: compress.go).
 	DisableCompression bool
 	// MaxMessageBytes bounds one client message after decompression; a
 	// larger one closes the socket with 1009. Default

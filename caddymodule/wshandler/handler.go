@@ -72,7 +72,11 @@ type Handler struct {
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 
 	// DisableCompression turns permessage-deflate off on the client leg.
-	// Default false.
+	// Default false: accepted when the client offers it (every browser
+	// does), each message to the client compressed alone, and only where
+	// that pays (at least 128 bytes, and while compression saves at least
+	// an eighth of the session's recent messages); a message carrying the
+	// access token never.
 	DisableCompression bool `json:"disable_compression,omitempty"`
 
 	// MaxMessageBytes bounds a client message after decompression, in
