@@ -195,11 +195,21 @@ func bombMessage() []byte {
 	return []byte(`{"Controller":"Zenith","Topic":"ServerInfo","Data":"` + strings.Repeat("a", 2<<20) + `"}`)
 }
 
-// recordingConn records what a client writes on the connection it dials.
+// recordingConn records what a client writes on the connection it dials,
+// and what it reads.
 type recordingConn struct {
 	net.Conn
 	mu      sync.Mutex
 	written []byte
+	read    []byte
+}
+
+func (r *recordingConn) Read(b []byte) (int, error) {
+	n, err := r.Conn.Read(b)
+	r.mu.Lock()
+	r.read = append(r.read, b[:n]...)
+	r.mu.Unlock()
+	return n, err
 }
 
 func (r *recordingConn) dial(ctx context.Context, network, addr string) (net.Conn, error) {
