@@ -81,6 +81,7 @@ func compression(ctx context.Context, gh, z *path, o *options, r *results) error
 				if err != nil {
 					return fmt.Errorf("%v on %s, max rate: %w", f, p.name, err)
 				}
+				progress("%-22v max rate   %-17s %9.0f msg/s  %.0f B/msg", f, p.name, s.rate(), perMsgBytes(s))
 				if p == z {
 					c.maxOn = append(c.maxOn, s)
 				} else {
