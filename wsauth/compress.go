@@ -2,6 +2,9 @@ package wsauth
 
 import (
 	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/gatehouse/gatehouse/wsauth/internal/wsframe"
 )
@@ -45,12 +48,13 @@ const (
 type compressRule struct {
 	in, out int // bytes of the messages tried, and as sent (compressed or not)
 	skip    int // messages left uncompressed before the next try
+	max     int // longer messages are never compressed (deflateWindow); 0: no bound
 }
 
 // try reports whether to compress a message of n bytes; a message of at
 // least compressMinBytes left uncompressed counts towards the next try.
 func (r *compressRule) try(n int) bool {
-	if n < compressMinBytes {
+	if n < compressMinBytes || r.max > 0 && n > r.max {
 		return false
 	}
 	if r.skip > 0 {
@@ -75,6 +79,43 @@ func (r *compressRule) record(n, z int) {
 	if r.in > compressWindow {
 		r.in, r.out = r.in/2, r.out/2
 	}
+}
+
+// deflateWindow is the longest message the gateway may compress for a
+// client whose upgrade request h offers permessage-deflate with
+// server_max_window_bits (RFC 7692 §7.1.2.1), 0 when it limits nothing.
+// Gorilla's Upgrader accepts the first offer that names permessage-deflate
+// and ignores its parameters, answering without the window bits, while
+// the gateway's compressor looks back up to 32 KiB; a message no longer
+// than the client's window has no back-reference beyond it (each message
+// is compressed alone), so only the longer ones go uncompressed. A value
+// the RFC does not allow (outside 8 to 15, or none) bounds to the
+// smallest window.
+func deflateWindow(h http.Header) int {
+	for _, v := range h.Values("Sec-WebSocket-Extensions") {
+		for offer := range strings.SplitSeq(v, ",") {
+			params := strings.Split(offer, ";")
+			if strings.TrimSpace(params[0]) != "permessage-deflate" {
+				continue
+			}
+			for _, p := range params[1:] {
+				name, value, _ := strings.Cut(strings.TrimSpace(p), "=")
+				if strings.TrimSpace(name) != "server_max_window_bits" {
+					continue
+				}
+				bits, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
+				if err != nil || bits < 8 || bits > 15 {
+					bits = 8
+				}
+				if bits == 15 {
+					return 0
+				}
+				return 1 << bits
+			}
+			return 0 // gorilla takes the first offer
+		}
+	}
+	return 0
 }
 
 // carriesToken reports whether m is one of the gateway's own messages

@@ -2,10 +2,14 @@ package wsauth
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -324,5 +328,77 @@ func TestTokenNeverCompressedOverHTTP2(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeflateWindow: the longest message compressed for a client's offer.
+// It failed with the offers after the first weighed (gorilla accepts the
+// first), and with a bad value taken as no bound.
+func TestDeflateWindow(t *testing.T) {
+	for _, tt := range []struct {
+		offer string
+		want  int
+	}{
+		{"", 0},
+		{"permessage-deflate; client_max_window_bits", 0}, // what browsers offer
+		{"permessage-deflate; server_max_window_bits=15", 0},
+		{"permessage-deflate; server_max_window_bits=10", 1 << 10},
+		{`permessage-deflate; server_max_window_bits="9"; client_no_context_takeover`, 1 << 9},
+		{"permessage-deflate;server_max_window_bits=8", 1 << 8},
+		{"permessage-deflate; server_max_window_bits=99", 1 << 8},
+		{"permessage-deflate; server_max_window_bits", 1 << 8},
+		{"x-webkit-deflate-frame, permessage-deflate; server_max_window_bits=12", 1 << 12},
+		{"permessage-deflate, permessage-deflate; server_max_window_bits=9", 0},
+	} {
+		t.Run(tt.offer, func(t *testing.T) {
+			h := http.Header{}
+			if tt.offer != "" {
+				h.Set("Sec-WebSocket-Extensions", tt.offer)
+			}
+			if got := deflateWindow(h); got != tt.want {
+				t.Fatalf("deflateWindow = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWindowBoundsCompression: a client that offers permessage-deflate
+// with a server window of 512 bytes (server_max_window_bits=9) gets a
+// backend message within it compressed, and a longer one, which the
+// gateway's 32 KiB window could compress beyond the client's, as it is;
+// both read back whole. It failed with the bound left out of the rule
+// (the longer message came compressed).
+func TestWindowBoundsCompression(t *testing.T) {
+	e := newTestEnv(t, nil)
+	c := handDial(t, e, "Authorization: Bearer "+tokDemo+"\r\nSec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=9\r\n", 5*time.Second)
+	if c.resp == nil || c.resp.StatusCode != http.StatusSwitchingProtocols || !strings.Contains(c.resp.Header.Get("Sec-WebSocket-Extensions"), "permessage-deflate") {
+		t.Fatalf("upgrade: %+v", c.resp)
+	}
+	short, long := marketQuote, strings.Repeat(marketQuote, 4) // 253 and 1,012 bytes
+	say, _ := json.Marshal([]string{short, long})
+	if _, err := c.Write(handFrame(wsframe.FinalBit|websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Say","Data":`+string(say)+`}`))); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i, want := range []struct {
+		msg        string
+		compressed bool
+	}{{short, true}, {long, false}} {
+		b0, p, err := readFrame(c.br)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if compressed := b0&wsframe.RSV1Bit != 0; compressed != want.compressed {
+			t.Fatalf("message %d (%d bytes): compressed %v, want %v", i, len(want.msg), compressed, want.compressed)
+		}
+		if want.compressed {
+			p, err = io.ReadAll(flate.NewReader(io.MultiReader(bytes.NewReader(p), bytes.NewReader([]byte{0, 0, 0xff, 0xff, 1, 0, 0, 0xff, 0xff}))))
+			if err != nil {
+				t.Fatalf("message %d: inflating: %v", i, err)
+			}
+		}
+		if string(p) != want.msg {
+			t.Fatalf("message %d: %.60q, want %.60q", i, p, want.msg)
+		}
 	}
 }

@@ -135,6 +135,8 @@ func newSession(g *Gateway, cc *websocket.Conn, r *http.Request, adm *admission,
 		wake: make(chan struct{}, 1),
 		life: lifetime{done: make(chan struct{})},
 	}
+	s.outZ.max = deflateWindow(r.Header)
+	s.back.z.max = s.outZ.max
 	if cw, ok := cc.NetConn().(*wsframe.Conn); ok {
 		s.client.wire = cw
 		cw.SetHooks(wsframe.Hooks{BeforeRead: s.extend, Idle: s.flushBackend, Stamp: true})

@@ -17,7 +17,8 @@ import (
 // server_no_context_takeover and client_no_context_takeover, whatever the
 // client offered (RFC 7692 §7.1.1.1 and §7.1.1.2 let a server do so), and
 // with no window bits: the server's window is then RFC 1951's 32 KiB, the
-// most a flate writer uses. A message the server sends uncompressed (RSV1
+// most a flate writer uses (a client that asked for a smaller one is sent
+// compressed only the messages within it: wsauth's deflateWindow). A message the server sends uncompressed (RSV1
 // clear) is as valid as one it compresses (RFC 7692 §6).
 
 // DeflateLevel is the flate level messages are compressed at. Measured
