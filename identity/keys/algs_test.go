@@ -378,3 +378,32 @@ func TestIDTokenHintOfEachAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedTokenOfEachAlgorithm: a token of each algorithm verifies twice
+// through a verifier with its cache on, the second time from the cache
+// (which asks whether the key is still published). It failed with the
+// key source comparing the keys with ==: an ed25519.PublicKey is a slice,
+// and the second EdDSA verification panicked.
+func TestCachedTokenOfEachAlgorithm(t *testing.T) {
+	f := newManagerFixture(t, allAlgs())
+	v, err := verify.New(t.Context(), verify.Config{Issuer: testIssuer, Keys: f.m.Source(func() time.Time { return f.now }),
+		Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range allAlgs().Algorithms {
+		tok := f.token(alg, "cached-"+alg)
+		for i := range 3 {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("%s, verification %d: panic %v", alg, i+1, p)
+					}
+				}()
+				if _, err := v.Verify(t.Context(), tok); err != nil {
+					t.Fatalf("%s, verification %d: %v", alg, i+1, err)
+				}
+			}()
+		}
+	}
+}

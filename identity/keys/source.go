@@ -31,10 +31,16 @@ func (s source) Key(_ context.Context, kid string) (crypto.PublicKey, error) {
 	return nil, verify.ErrUnknownKey
 }
 
-// Published reports whether key is still published as kid.
+// Published reports whether key is still published as kid. The keys are
+// compared by their own Equal: an ed25519.PublicKey is a slice, which ==
+// panics on.
 func (s source) Published(kid string, key crypto.PublicKey) bool {
 	k, ok := s.m.keys.published(kid, s.now())
-	return ok && k.public == key
+	if !ok {
+		return false
+	}
+	eq, can := k.public.(interface{ Equal(crypto.PublicKey) bool })
+	return can && eq.Equal(key)
 }
 
 // KeyAlgorithm implements verify.DeclaredKeys: the algorithm key kid

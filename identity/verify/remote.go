@@ -160,7 +160,7 @@ func (r *RemoteKeySet) Published(kid string, key crypto.PublicKey) bool {
 	r.mu.RLock()
 	k, ok := r.keys[kid]
 	r.mu.RUnlock()
-	return ok && k == key
+	return ok && equalKeys(k, key)
 }
 
 // KeyAlgorithm implements DeclaredKeys: the "alg" of the key's JWK, ""
@@ -431,6 +431,8 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, err
 	return keys, algs, nil
 }
 
+// equalKeys reports whether a and b are the same public key, by the key
+// type's own Equal: an ed25519.PublicKey is a slice, which == panics on.
 func equalKeys(a, b crypto.PublicKey) bool {
 	eq, ok := a.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && eq.Equal(b)

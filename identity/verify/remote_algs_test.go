@@ -215,3 +215,30 @@ func TestRemoteES256TwinHasTheSameVerdict(t *testing.T) {
 		}
 	}
 }
+
+// A remote issuer's token of each algorithm verifies again from the
+// verifier's cache, which asks whether its key is still published. It
+// failed with RemoteKeySet.Published comparing the keys with ==: an
+// ed25519.PublicKey is a slice, and the second EdDSA verification
+// panicked.
+func TestRemoteCachedTokenOfEachAlgorithm(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	is := newRemoteIssuer(t, clock)
+	v := is.verifier(t, clock, nil)
+	for _, c := range []struct{ alg, kid string }{{"RS256", "rsa"}, {"ES256", "ec"}, {"EdDSA", "ed"}} {
+		tok := is.token(t, c.alg, c.kid, "cached-"+c.kid)
+		for i := range 3 {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("%s, verification %d: panic %v", c.alg, i+1, p)
+					}
+				}()
+				if _, err := v.Verify(t.Context(), tok); err != nil {
+					t.Fatalf("%s, verification %d: %v", c.alg, i+1, err)
+				}
+			}()
+		}
+	}
+}
