@@ -374,7 +374,7 @@ func TestOtherTokenTypesAreNoAccessTokens(t *testing.T) {
 	if at == "" || rt == "" || idt == "" {
 		t.Fatalf("login: %s", login.raw)
 	}
-	logoutTok, _, err := f.srv.tokens.LogoutToken("app", "sub-demo", "sid-1")
+	logoutTok, _, err := f.srv.tokens.LogoutToken("app", "", "sub-demo", "sid-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,3 +108,20 @@ func TestClientSigningAlgorithmNeedsKeys(t *testing.T) {
 		})
 	}
 }
+
+// A logout token is signed with the algorithm of the client's ID tokens,
+// as Back-Channel Logout signs it, or the server's first when the client
+// names none. (It failed when LogoutToken always signed with the first:
+// a relying party pinning EdDSA refused its RS256 logout token.)
+func TestLogoutTokenAlgorithm(t *testing.T) {
+	f := algsFixture(t)
+	for alg, want := range map[string]string{keys.EdDSA: keys.EdDSA, keys.ES256: keys.ES256, "": keys.RS256} {
+		tok, _, err := f.srv.tokens.LogoutToken("app", alg, "sub-demo", "sid-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tokenAlg(t, tok); got != want {
+			t.Fatalf("logout token for a client of %q ID tokens: %s, want %s", alg, got, want)
+		}
+	}
+}

@@ -368,7 +368,7 @@ func (e *Endpoint) frontchannelURI(c *clients.Client, sid string) string {
 
 // backchannel queues a logout token for c.
 func (e *Endpoint) backchannel(c *clients.Client, sess store.Session) {
-	token, jti, err := e.cfg.Tokens.LogoutToken(c.ID, sess.Subject, sess.ID)
+	token, jti, err := e.cfg.Tokens.LogoutToken(c.ID, c.IDTokenSignedResponseAlg, sess.Subject, sess.ID)
 	if err != nil {
 		e.cfg.Logger.Error("minting a logout token", zap.String("client_id", c.ID), zap.Error(err))
 		return

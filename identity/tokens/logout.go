@@ -31,8 +31,12 @@ type logoutClaims struct {
 }
 
 // LogoutToken signs a logout token telling clientID that the session sid
-// of subject has ended. It returns the token and its jti.
-func (s *Service) LogoutToken(clientID, subject, sid string) (token, jti string, err error) {
+// of subject has ended, with alg, the algorithm of the client's ID tokens
+// (its IDTokenSignedResponseAlg; "" for the server's first): Back-Channel
+// Logout 1.0 §2.4 signs logout tokens as ID tokens are, and a relying
+// party that pins its ID tokens' alg refuses any other. It returns the
+// token and its jti.
+func (s *Service) LogoutToken(clientID, alg, subject, sid string) (token, jti string, err error) {
 	if clientID == "" || (subject == "" && sid == "") {
 		return "", "", fmt.Errorf("logout token: needs a client and a subject or a session")
 	}
@@ -45,7 +49,7 @@ func (s *Service) LogoutToken(clientID, subject, sid string) (token, jti string,
 		Expiry: now.Add(LogoutTokenLifetime).Unix(), ID: jti, SessionID: sid,
 		Events: map[string]map[string]any{BackchannelLogoutEvent: {}},
 	}
-	if token, err = s.cfg.Keys.Sign("", TypeLogoutToken, claims, now); err != nil {
+	if token, err = s.cfg.Keys.Sign(alg, TypeLogoutToken, claims, now); err != nil {
 		return "", "", fmt.Errorf("signing logout token: %w", err)
 	}
 	return token, jti, nil
