@@ -407,3 +407,38 @@ func TestCachedTokenOfEachAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// A key of an algorithm the configuration no longer keeps retires at the
+// next Sync and leaves the key set after the retention, with automatic
+// rotation off too; its tokens verify until then. (It failed when Sync
+// scheduled only the configured algorithms: the ES256 key signed and was
+// published for good.)
+func TestDroppedAlgorithmRetires(t *testing.T) {
+	pol := allAlgs()
+	pol.Period = -1 // no automatic rotation
+	f := newManagerFixture(t, pol)
+	tok := f.token(keys.ES256, "before-the-drop")
+	_, kid := header(t, tok)
+
+	pol.Algorithms = []string{keys.RS256}
+	m, err := keys.NewManager(f.st, pol, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	f.sync()
+	if _, ok := f.jwks()[kid]; !ok {
+		t.Fatal("the dropped algorithm's key left the key set at once: its tokens still in flight would fail")
+	}
+	if _, err := f.verifier().Verify(t.Context(), tok); err != nil {
+		t.Fatalf("a token of the dropped algorithm, within the retention: %v", err)
+	}
+	f.now = f.now.Add(keys.DefaultRetention + time.Minute)
+	f.sync()
+	if _, ok := f.jwks()[kid]; ok {
+		t.Fatal("the dropped algorithm's key is still published after the retention")
+	}
+	if n := len(f.jwks()); n != 1 {
+		t.Fatalf("%d keys published, want the RS256 key alone", n)
+	}
+}

@@ -213,6 +213,21 @@ func (m *Manager) Sync(ctx context.Context, now time.Time) error {
 			m.record(k.id, keyRemoved)
 			continue
 		}
+		if !slices.Contains(m.pol.Algorithms, k.alg) && (k.retireAt.IsZero() || k.retireAt.After(now)) {
+			// An algorithm the configuration no longer keeps: its keys
+			// retire now and leave the key set after Retention, as a
+			// rotation's old key does (with no automatic rotation they
+			// would otherwise sign and be published for good).
+			k.retireAt, k.removeAt = now, now.Add(m.pol.Retention)
+			if !k.signFrom.Before(now) {
+				k.signFrom = now
+			}
+			if err := m.update(ctx, k); err != nil {
+				return err
+			}
+			m.log.Info("signing key retired: its algorithm is no longer kept", zap.String("kid", k.id), zap.String("alg", k.alg),
+				zap.Time("remove_at", k.removeAt))
+		}
 		if !k.retireAt.IsZero() && k.removeAt.Before(k.retireAt.Add(m.pol.Retention)) {
 			k.removeAt = k.retireAt.Add(m.pol.Retention) // token lifetimes grew
 			if err := m.update(ctx, k); err != nil {
