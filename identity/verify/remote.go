@@ -349,7 +349,8 @@ func ParseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
 // parseJWKS is ParseJWKS, with the "alg" each key declares. A key whose
 // "alg" is no asymmetric signature algorithm ("none", HMAC, an
 // encryption algorithm) or does not fit its type is skipped: no token
-// could verify with it.
+// could verify with it. A kid that two usable entries of different keys
+// share names no key.
 func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, error) {
 	var set struct {
 		Keys []struct {
@@ -371,11 +372,13 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, err
 		return nil, nil, fmt.Errorf("key set holds %d keys, more than %d", len(set.Keys), maxJWKSKeys)
 	}
 	keys, algs := map[string]crypto.PublicKey{}, map[string]string{}
+	twice := map[string]bool{} // kids of two usable entries: neither is used
 	b64 := base64.RawURLEncoding
 	for _, k := range set.Keys {
 		if k.Kid == "" || (k.Use != "" && k.Use != "sig") {
 			continue
 		}
+		var key crypto.PublicKey
 		switch k.Kty {
 		case "RSA":
 			n, err1 := b64.DecodeString(k.N)
@@ -386,7 +389,7 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, err
 			if err1 != nil || err2 != nil || modulus.BitLen() < minRSABits || len(e) == 0 || len(e) > 4 {
 				return nil, nil, fmt.Errorf("key %q: malformed or weak RSA key", k.Kid)
 			}
-			keys[k.Kid] = &rsa.PublicKey{N: modulus, E: int(new(big.Int).SetBytes(e).Int64())}
+			key = &rsa.PublicKey{N: modulus, E: int(new(big.Int).SetBytes(e).Int64())}
 		case "EC":
 			var curve elliptic.Curve
 			switch k.Crv {
@@ -409,7 +412,7 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, err
 			if err != nil {
 				return nil, nil, fmt.Errorf("key %q: %w", k.Kid, err)
 			}
-			keys[k.Kid] = pub
+			key = pub
 		case "OKP":
 			if k.Crv != "Ed25519" {
 				continue
@@ -418,15 +421,26 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, err
 			if err != nil || len(x) != ed25519.PublicKeySize {
 				return nil, nil, fmt.Errorf("key %q: malformed Ed25519 key", k.Kid)
 			}
-			keys[k.Kid] = ed25519.PublicKey(x)
+			key = ed25519.PublicKey(x)
 		}
-		if key, ok := keys[k.Kid]; ok && k.Alg != "" {
-			if !asymmetric(k.Alg) || !keyFits(k.Alg, key) {
-				delete(keys, k.Kid)
-				continue
-			}
+		if key == nil || k.Alg != "" && (!asymmetric(k.Alg) || !keyFits(k.Alg, key)) {
+			continue // of no use: an entry of another kind cannot touch one of the same kid
+		}
+		if prev, seen := keys[k.Kid]; seen && !(equalKeys(prev, key) && algs[k.Kid] == k.Alg) {
+			twice[k.Kid] = true // the same entry listed twice is no ambiguity
+		}
+		keys[k.Kid] = key
+		if k.Alg != "" {
 			algs[k.Kid] = k.Alg
+		} else {
+			delete(algs, k.Kid)
 		}
+	}
+	// A kid that names two keys is ambiguous: which one a token means
+	// cannot be told, so neither verifies anything.
+	for kid := range twice {
+		delete(keys, kid)
+		delete(algs, kid)
 	}
 	return keys, algs, nil
 }

@@ -242,3 +242,39 @@ func TestRemoteCachedTokenOfEachAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// A kid that two usable entries of different keys share names no key
+// (which one a token means cannot be told), and an entry of no use (another key type,
+// an alg that does not fit) leaves the usable one of its kid as it is.
+// (It failed when the later entry's checks looked up the earlier entry's
+// key: an "oct" entry with an alg deleted it.)
+func TestJWKSSharedKid(t *testing.T) {
+	is := newRemoteIssuer(t, time.Now)
+	b64 := base64.RawURLEncoding
+	rsa := map[string]any{"kty": "RSA", "use": "sig", "alg": "RS256", "kid": "k",
+		"n": b64.EncodeToString(is.Private.N.Bytes()), "e": "AQAB"}
+	ed := map[string]any{"kty": "OKP", "use": "sig", "alg": "EdDSA", "kid": "k", "crv": "Ed25519",
+		"x": b64.EncodeToString(is.ed.Public().(ed25519.PublicKey))}
+	oct := map[string]any{"kty": "oct", "kid": "k", "alg": "HS256", "k": "c2VjcmV0"}
+	misfit := map[string]any{"kty": "OKP", "use": "sig", "alg": "ES256", "kid": "k", "crv": "Ed25519",
+		"x": b64.EncodeToString(is.ed.Public().(ed25519.PublicKey))}
+	for name, c := range map[string]struct {
+		entries []any
+		want    bool
+	}{
+		"two usable":            {[]any{rsa, ed}, false},
+		"the same entry twice":  {[]any{rsa, rsa}, true},
+		"an oct entry after":    {[]any{rsa, oct}, true},
+		"an unfit entry after":  {[]any{rsa, misfit}, true},
+		"an unfit entry before": {[]any{misfit, rsa}, true},
+	} {
+		body, _ := json.Marshal(map[string]any{"keys": c.entries})
+		keys, err := verify.ParseJWKS(body)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := keys["k"] != nil; got != c.want {
+			t.Errorf("%s: kid k names a key: %v, want %v", name, got, c.want)
+		}
+	}
+}
