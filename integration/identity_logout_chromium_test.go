@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -145,14 +146,40 @@ func TestChromiumLogout(t *testing.T) {
 			g := StartGatehouseWith(t, Options{Config: logoutClientConfig(t, rpBase)})
 			rp := newLogoutRP(t, ln, g.Issuer)
 			if mode != cookiesDefault {
-				if _, err := chromedp.Call(ctx, network.SetCookieControls,
-					network.SetCookieControlsParams{EnableThirdPartyCookieRestriction: mode == cookiesBlocked}); err != nil {
+				if err := setCookieControls(ctx, mode == cookiesBlocked); err != nil {
 					t.Fatalf("blocking third-party cookies: %v", err)
 				}
 			}
 			testChromiumLogout(t, ctx, g, rp, mode)
 		})
 	}
+}
+
+// setCookieControls restricts third-party cookies (Network.setCookieControls)
+// or lifts the restriction. Chromium releases differ on the command's
+// parameters: some require the two that disable the third-party cookie
+// metadata and heuristics beside the restriction (Chromium 148 refuses the
+// call without them, -32602), later protocol versions take the
+// restriction alone. The full form is tried first, then the short one.
+func setCookieControls(ctx context.Context, restrict bool) error {
+	full := cdp.Command[cookieControls, cdp.Empty]{Method: network.CommandSetCookieControls}
+	_, err := chromedp.Call(ctx, full, cookieControls{EnableThirdPartyCookieRestriction: restrict})
+	if err == nil {
+		return nil
+	}
+	_, err2 := chromedp.Call(ctx, network.SetCookieControls, network.SetCookieControlsParams{EnableThirdPartyCookieRestriction: restrict})
+	if err2 == nil {
+		return nil
+	}
+	return fmt.Errorf("with every parameter: %v; with the restriction alone: %w", err, err2)
+}
+
+// cookieControls are Network.setCookieControls' parameters in the form
+// that requires all three.
+type cookieControls struct {
+	EnableThirdPartyCookieRestriction bool `json:"enableThirdPartyCookieRestriction"`
+	DisableThirdPartyCookieMetadata   bool `json:"disableThirdPartyCookieMetadata"`
+	DisableThirdPartyCookieHeuristics bool `json:"disableThirdPartyCookieHeuristics"`
 }
 
 func testChromiumLogout(t *testing.T, ctx context.Context, g *Gatehouse, rp *logoutRP, mode string) {
