@@ -207,20 +207,25 @@ func TestBackendMessagesCompressedWherePays(t *testing.T) {
 	}
 }
 
+// tokenReplyCases are the Identify replies of the token tests: with the
+// access token (ReturnAccessToken allows every client), never compressed,
+// and without it, compressed.
+var tokenReplyCases = []struct {
+	name       string
+	allowed    []string
+	compressed bool
+}{
+	{"with the token", []string{"*"}, false},
+	{"without", nil, true},
+}
+
 // TestTokenNeverCompressed: an Identify reply that carries the session's
 // access token (Auth.ReturnAccessToken) goes uncompressed to a client
 // that negotiated permessage-deflate; the same reply without the token,
 // as long, is compressed. It failed with carriesToken's check left out
 // of appendOut.
 func TestTokenNeverCompressed(t *testing.T) {
-	for _, tt := range []struct {
-		name       string
-		allowed    []string
-		compressed bool
-	}{
-		{"with the token", []string{"*"}, false},
-		{"without", nil, true},
-	} {
+	for _, tt := range tokenReplyCases {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken = tt.allowed })
 			var rec *rawReads
@@ -253,14 +258,7 @@ func TestTokenNeverCompressedOverHTTP2(t *testing.T) {
 	if rerunWithXConnect(t, "TestTokenNeverCompressedOverHTTP2") {
 		return
 	}
-	for _, tt := range []struct {
-		name       string
-		allowed    []string
-		compressed bool
-	}{
-		{"with the token", []string{"*"}, false},
-		{"without", nil, true},
-	} {
+	for _, tt := range tokenReplyCases {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken = tt.allowed })
 			fr, authority := h2Client(t, e)

@@ -31,16 +31,11 @@ func (s source) Key(_ context.Context, kid string) (crypto.PublicKey, error) {
 	return nil, verify.ErrUnknownKey
 }
 
-// Published reports whether key is still published as kid. The keys are
-// compared by their own Equal: an ed25519.PublicKey is a slice, which ==
-// panics on.
+// Published reports whether key is still published as kid
+// (verify.SameKey: an ed25519.PublicKey is a slice, which == panics on).
 func (s source) Published(kid string, key crypto.PublicKey) bool {
 	k, ok := s.m.keys.published(kid, s.now())
-	if !ok {
-		return false
-	}
-	eq, can := k.public.(interface{ Equal(crypto.PublicKey) bool })
-	return can && eq.Equal(key)
+	return ok && verify.SameKey(k.public, key)
 }
 
 // KeyAlgorithm implements verify.DeclaredKeys: the algorithm key kid

@@ -160,7 +160,7 @@ func (r *RemoteKeySet) Published(kid string, key crypto.PublicKey) bool {
 	r.mu.RLock()
 	k, ok := r.keys[kid]
 	r.mu.RUnlock()
-	return ok && equalKeys(k, key)
+	return ok && SameKey(k, key)
 }
 
 // KeyAlgorithm implements DeclaredKeys: the "alg" of the key's JWK, ""
@@ -275,7 +275,7 @@ func (r *RemoteKeySet) fetchAndKeep(ctx context.Context, done chan struct{}) {
 	// Keep the old key objects where nothing changed, so cached tokens
 	// stay valid across refreshes.
 	for kid, k := range keys {
-		if old, ok := r.keys[kid]; ok && equalKeys(old, k) {
+		if old, ok := r.keys[kid]; ok && SameKey(old, k) {
 			keys[kid] = old
 		}
 	}
@@ -426,7 +426,7 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, err
 		if key == nil || k.Alg != "" && (!asymmetric(k.Alg) || !keyFits(k.Alg, key)) {
 			continue // of no use: an entry of another kind cannot touch one of the same kid
 		}
-		if prev, seen := keys[k.Kid]; seen && !(equalKeys(prev, key) && algs[k.Kid] == k.Alg) {
+		if prev, seen := keys[k.Kid]; seen && !(SameKey(prev, key) && algs[k.Kid] == k.Alg) {
 			twice[k.Kid] = true // the same entry listed twice is no ambiguity
 		}
 		keys[k.Kid] = key
@@ -445,9 +445,10 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, map[string]string, err
 	return keys, algs, nil
 }
 
-// equalKeys reports whether a and b are the same public key, by the key
+// SameKey reports whether a and b are the same public key, by the key
 // type's own Equal: an ed25519.PublicKey is a slice, which == panics on.
-func equalKeys(a, b crypto.PublicKey) bool {
+// Key sources use it in Published.
+func SameKey(a, b crypto.PublicKey) bool {
 	eq, ok := a.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && eq.Equal(b)
 }
