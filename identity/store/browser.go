@@ -103,10 +103,14 @@ type BrowserMaintenance interface {
 
 // Session is a browser's login session.
 type Session struct {
-	Hash      []byte    // SHA-256 of the secret in the session cookie; unique
-	ID        string    // the public session id (the ID token's "sid"); unique
-	Subject   string    // the user logged in
-	AuthTime  time.Time // when the user entered their password
+	Hash     []byte    // SHA-256 of the secret in the session cookie; unique
+	ID       string    // the public session id (the ID token's "sid"); unique
+	Subject  string    // the user logged in
+	AuthTime time.Time // when the user entered their password
+	// AMR are the authentication methods the user has passed in this
+	// session (RFC 8176 values: "pwd", then "otp" and "mfa" after a
+	// second factor).
+	AMR       []string
 	Created   time.Time
 	LastSeen  time.Time
 	ExpiresAt time.Time // the session ends here (idle expiry, moved on by TouchSession)
@@ -128,6 +132,7 @@ type AuthCode struct {
 	Nonce       string    // the request's nonce, for the ID token
 	SessionID   string    // the session's public id ("sid")
 	AuthTime    time.Time // when the user authenticated
+	AMR         []string  // the session's authentication methods
 	// CodeChallenge and CodeChallengeMethod are the PKCE challenge (RFC
 	// 7636); both empty when the request had none.
 	CodeChallenge       string

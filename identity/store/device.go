@@ -118,6 +118,7 @@ type DeviceCode struct {
 	// Set when approved.
 	Subject   string
 	AuthTime  time.Time
+	AMR       []string // the approving session's authentication methods
 	SessionID string
 
 	UsedAt    time.Time // zero until tokens are issued
@@ -130,5 +131,6 @@ type DeviceDecision struct {
 	Subject   string   // the user who decided
 	Scopes    []string // the scopes granted (approved)
 	AuthTime  time.Time
+	AMR       []string
 	SessionID string
 }

@@ -335,11 +335,15 @@ type User struct {
 
 // RefreshFamily is every refresh token descended from one grant.
 type RefreshFamily struct {
-	ID        string
-	ClientID  string
-	Subject   string
-	Scopes    []string
-	AuthTime  time.Time // when the user authenticated
+	ID       string
+	ClientID string
+	Subject  string
+	Scopes   []string
+	AuthTime time.Time // when the user authenticated
+	// AMR are the authentication methods of the sign-in the family was
+	// issued from (RFC 8176); a scope that needs a second factor is kept
+	// at a refresh only when they include one.
+	AMR       []string
 	Created   time.Time
 	ExpiresAt time.Time // absolute expiry: no token of the family lives past it
 	RevokedAt time.Time // zero unless revoked

@@ -16,7 +16,7 @@ import (
 // as the SQLite backend keeps them.
 
 const sessionColumns = `hash, id, subject, auth_time, created_at, last_seen, expires_at,
-	absolute_expires_at, clients`
+	absolute_expires_at, clients, amr`
 
 // CreateSession stores a new session. ErrAlreadyExists if its hash or id
 // is taken.
@@ -25,9 +25,9 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
 		return errors.New("creating session: empty hash or id")
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		ss.Hash, ss.ID, ss.Subject, ts(ss.AuthTime), ts(ss.Created), ts(ss.LastSeen),
-		ts(ss.ExpiresAt), ts(ss.AbsoluteExpiresAt), textList(ss.Clients))
+		ts(ss.ExpiresAt), ts(ss.AbsoluteExpiresAt), textList(ss.Clients), textList(ss.AMR))
 	if isUnique(err) {
 		return fmt.Errorf("creating session: %w", store.ErrAlreadyExists)
 	}
@@ -44,7 +44,7 @@ func (s *Store) Session(ctx context.Context, hash []byte) (store.Session, error)
 		authTime, created, seen, exp, absolute pgtype.Timestamptz
 	)
 	err := s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE hash = $1`, hash).
-		Scan(&ss.Hash, &ss.ID, &ss.Subject, &authTime, &created, &seen, &exp, &absolute, &ss.Clients)
+		Scan(&ss.Hash, &ss.ID, &ss.Subject, &authTime, &created, &seen, &exp, &absolute, &ss.Clients, &ss.AMR)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("reading session: %w", store.ErrNotFound)
 	}
@@ -53,7 +53,7 @@ func (s *Store) Session(ctx context.Context, hash []byte) (store.Session, error)
 	}
 	ss.AuthTime, ss.Created, ss.LastSeen = fromTS(authTime), fromTS(created), fromTS(seen)
 	ss.ExpiresAt, ss.AbsoluteExpiresAt = fromTS(exp), fromTS(absolute)
-	ss.Clients = nonEmpty(ss.Clients)
+	ss.Clients, ss.AMR = nonEmpty(ss.Clients), nonEmpty(ss.AMR)
 	return ss, nil
 }
 
@@ -94,7 +94,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 
 const codeColumns = `hash, client_id, redirect_uri, subject, scopes, nonce, session_id, auth_time,
 	code_challenge, code_challenge_method, created_at, expires_at, retain_until, used_at, replayed_at,
-	family_id, access_token_id, access_token_expires_at, entitlements`
+	family_id, access_token_id, access_token_expires_at, entitlements, amr`
 
 // PutCode stores a new, unused code.
 func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
@@ -102,10 +102,10 @@ func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
 		return errors.New("storing authorization code: empty hash")
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO auth_codes (`+codeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL, '', '', NULL, $14)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL, '', '', NULL, $14, $15)`,
 		c.Hash, c.ClientID, c.RedirectURI, c.Subject, textList(c.Scopes), c.Nonce, c.SessionID,
 		ts(c.AuthTime), c.CodeChallenge, c.CodeChallengeMethod, ts(c.Created), ts(c.ExpiresAt),
-		ts(c.RetainUntil), textList(c.Entitlements.Strings()))
+		ts(c.RetainUntil), textList(c.Entitlements.Strings()), textList(c.AMR))
 	if isUnique(err) {
 		return fmt.Errorf("storing authorization code: %w", store.ErrAlreadyExists)
 	}
@@ -125,14 +125,14 @@ func scanCode(row pgx.Row) (store.AuthCode, error) {
 	)
 	if err := row.Scan(&c.Hash, &c.ClientID, &c.RedirectURI, &c.Subject, &c.Scopes, &c.Nonce, &c.SessionID,
 		&authTime, &c.CodeChallenge, &c.CodeChallengeMethod, &created, &exp, &retain, &used, &rep,
-		&c.FamilyID, &c.AccessTokenID, &atExp, &pairs); err != nil {
+		&c.FamilyID, &c.AccessTokenID, &atExp, &pairs, &c.AMR); err != nil {
 		return store.AuthCode{}, err
 	}
 	var err error
 	if c.Entitlements, err = decodeSet(pairs); err != nil {
 		return store.AuthCode{}, err
 	}
-	c.Scopes = nonEmpty(c.Scopes)
+	c.Scopes, c.AMR = nonEmpty(c.Scopes), nonEmpty(c.AMR)
 	c.AuthTime, c.Created, c.ExpiresAt, c.RetainUntil = fromTS(authTime), fromTS(created), fromTS(exp), fromTS(retain)
 	c.UsedAt, c.ReplayedAt, c.AccessTokenExpiresAt = fromTS(used), fromTS(rep), fromTS(atExp)
 	return c, nil

@@ -21,7 +21,7 @@ import (
 
 const deviceColumns = `hash, user_code_hash, client_id, scopes, created_at, expires_at, retain_until,
 	interval_ms, last_polled_at, state, decided_at, subject, auth_time, session_id, used_at,
-	family_id, access_token_id, access_token_expires_at, asked_entitlements`
+	family_id, access_token_id, access_token_expires_at, asked_entitlements, amr`
 
 // PutDeviceCode stores a new, pending authorization.
 func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
@@ -29,7 +29,7 @@ func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
 		return errors.New("storing device code: empty hash")
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO device_codes (`+deviceColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, NULL, '', NULL, '', NULL, '', '', NULL, $10)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, NULL, '', NULL, '', NULL, '', '', NULL, $10, '{}')`,
 		d.Hash, d.UserCodeHash, d.ClientID, textList(d.Scopes), ts(d.Created), ts(d.ExpiresAt),
 		ts(d.RetainUntil), d.Interval.Milliseconds(), store.DevicePending, askedList(d.AskedEntitlements))
 	if isUnique(err) {
@@ -52,7 +52,7 @@ func scanDevice(row pgx.Row) (store.DeviceCode, error) {
 	)
 	if err := row.Scan(&d.Hash, &d.UserCodeHash, &d.ClientID, &d.Scopes, &created, &exp, &retain, &interval,
 		&polled, &d.State, &decided, &d.Subject, &authTime, &d.SessionID, &used,
-		&d.FamilyID, &d.AccessTokenID, &atExp, &asked); err != nil {
+		&d.FamilyID, &d.AccessTokenID, &atExp, &asked, &d.AMR); err != nil {
 		return store.DeviceCode{}, err
 	}
 	if asked != nil {
@@ -62,7 +62,7 @@ func scanDevice(row pgx.Row) (store.DeviceCode, error) {
 		}
 		d.AskedEntitlements = &set
 	}
-	d.Scopes = nonEmpty(d.Scopes)
+	d.Scopes, d.AMR = nonEmpty(d.Scopes), nonEmpty(d.AMR)
 	d.Created, d.ExpiresAt, d.RetainUntil = fromTS(created), fromTS(exp), fromTS(retain)
 	d.Interval = time.Duration(interval) * time.Millisecond
 	d.LastPolledAt, d.DecidedAt, d.AuthTime = fromTS(polled), fromTS(decided), fromTS(authTime)
@@ -150,9 +150,9 @@ func (s *Store) DecideDeviceCode(ctx context.Context, userCodeHash []byte, now t
 		state, scopes = store.DeviceApproved, textList(dd.Scopes)
 	}
 	d, err := scanDevice(s.pool.QueryRow(ctx, `UPDATE device_codes SET state = $1, decided_at = $2,
-		subject = $3, auth_time = $4, session_id = $5, scopes = COALESCE($6, scopes)
+		subject = $3, auth_time = $4, session_id = $5, scopes = COALESCE($6, scopes), amr = $9
 		WHERE user_code_hash = $7 AND state = $8 AND expires_at > $2 RETURNING `+deviceColumns,
-		state, ms(now), dd.Subject, ts(dd.AuthTime), dd.SessionID, scopes, userCodeHash, store.DevicePending))
+		state, ms(now), dd.Subject, ts(dd.AuthTime), dd.SessionID, scopes, userCodeHash, store.DevicePending, textList(dd.AMR)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, err := s.DeviceCodeByUserCode(ctx, userCodeHash); err != nil {
 			return store.DeviceCode{}, fmt.Errorf("deciding device code: %w", err)

@@ -296,6 +296,15 @@ var migrations = [][]string{
 			PRIMARY KEY (subject, hash)
 		)`,
 	},
+	// 13: the authentication methods (RFC 8176) of sessions, codes,
+	// device authorizations and refresh families, as the SQLite backend's
+	// version 14.
+	{
+		`ALTER TABLE sessions ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
+		`ALTER TABLE auth_codes ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
+		`ALTER TABLE device_codes ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
+		`ALTER TABLE refresh_families ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

@@ -15,7 +15,7 @@ import (
 // familyColumns are the columns of a refresh family, in scanFamily's order.
 const familyColumns = `f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at,
 	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at,
-	f.session_id, f.entitlements`
+	f.session_id, f.entitlements, f.amr`
 
 // scanFamily reads familyColumns, after the extra destinations before.
 func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
@@ -26,7 +26,7 @@ func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
 		pairs                               []string
 	)
 	dest := append(before, &f.ID, &f.ClientID, &f.Subject, &f.Scopes, &authTime, &created, &expires, &revoked,
-		&f.Salt, &f.Generation, &f.Current, &currentExpires, &f.Previous, &rotated, &f.SessionID, &pairs)
+		&f.Salt, &f.Generation, &f.Current, &currentExpires, &f.Previous, &rotated, &f.SessionID, &pairs, &f.AMR)
 	if err := row.Scan(dest...); err != nil {
 		return store.RefreshFamily{}, err
 	}
@@ -34,7 +34,7 @@ func scanFamily(row pgx.Row, before ...any) (store.RefreshFamily, error) {
 	if f.Entitlements, err = decodeSet(pairs); err != nil {
 		return store.RefreshFamily{}, fmt.Errorf("refresh family %q: %w", f.ID, err)
 	}
-	f.Scopes = nonEmpty(f.Scopes)
+	f.Scopes, f.AMR = nonEmpty(f.Scopes), nonEmpty(f.AMR)
 	f.AuthTime, f.Created, f.ExpiresAt, f.RevokedAt = fromTS(authTime), fromTS(created), fromTS(expires), fromTS(revoked)
 	f.Salt, f.Current, f.Previous = nonEmpty(f.Salt), nonEmpty(f.Current), nonEmpty(f.Previous)
 	f.CurrentExpiresAt, f.RotatedAt = fromTS(currentExpires), fromTS(rotated)
@@ -59,11 +59,11 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO refresh_families
 			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
-			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id, entitlements)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13, $14)`,
+			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id, entitlements, amr)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, NULL, $13, $14, $15)`,
 			f.ID, f.ClientID, f.Subject, textList(f.Scopes), ts(f.AuthTime), ts(f.Created),
 			ts(f.ExpiresAt), ts(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), ts(f.CurrentExpiresAt),
-			f.SessionID, textList(f.Entitlements.Strings())); err != nil || bound.Keep <= 0 {
+			f.SessionID, textList(f.Entitlements.Strings()), textList(f.AMR)); err != nil || bound.Keep <= 0 {
 			return err
 		}
 		return s.boundFamiliesTx(ctx, tx, f, bound)

@@ -13,7 +13,7 @@ import (
 // The browser flows' roles (store.BrowserStore): sessions, codes, consents.
 
 const sessionColumns = `hash, id, subject, auth_time, created_at, last_seen, expires_at,
-	absolute_expires_at, clients`
+	absolute_expires_at, clients, amr`
 
 // CreateSession stores a new session. ErrAlreadyExists if its hash or id
 // is taken.
@@ -22,9 +22,9 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
 		return errors.New("creating session: empty hash or id")
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ss.Hash, ss.ID, ss.Subject, millis(ss.AuthTime), millis(ss.Created), millis(ss.LastSeen),
-		millis(ss.ExpiresAt), millis(ss.AbsoluteExpiresAt), encodeList(ss.Clients))
+		millis(ss.ExpiresAt), millis(ss.AbsoluteExpiresAt), encodeList(ss.Clients), encodeList(ss.AMR))
 	if isUnique(err) {
 		return fmt.Errorf("creating session: %w", store.ErrAlreadyExists)
 	}
@@ -39,10 +39,10 @@ func (s *Store) Session(ctx context.Context, hash []byte) (store.Session, error)
 	var (
 		ss                                     store.Session
 		authTime, created, seen, exp, absolute sql.NullInt64
-		clients                                string
+		clients, amr                           string
 	)
 	err := s.r.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE hash = ?`, hash).
-		Scan(&ss.Hash, &ss.ID, &ss.Subject, &authTime, &created, &seen, &exp, &absolute, &clients)
+		Scan(&ss.Hash, &ss.ID, &ss.Subject, &authTime, &created, &seen, &exp, &absolute, &clients, &amr)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("reading session: %w", store.ErrNotFound)
 	}
@@ -52,6 +52,9 @@ func (s *Store) Session(ctx context.Context, hash []byte) (store.Session, error)
 	ss.AuthTime, ss.Created, ss.LastSeen = fromMillis(authTime), fromMillis(created), fromMillis(seen)
 	ss.ExpiresAt, ss.AbsoluteExpiresAt = fromMillis(exp), fromMillis(absolute)
 	if ss.Clients, err = decodeList(clients); err != nil {
+		return store.Session{}, fmt.Errorf("reading session: %w", err)
+	}
+	if ss.AMR, err = decodeList(amr); err != nil {
 		return store.Session{}, fmt.Errorf("reading session: %w", err)
 	}
 	return ss, nil
@@ -93,7 +96,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 
 const codeColumns = `hash, client_id, redirect_uri, subject, scopes, nonce, session_id, auth_time,
 	code_challenge, code_challenge_method, created_at, expires_at, retain_until, used_at, replayed_at,
-	family_id, access_token_id, access_token_expires_at, entitlements`
+	family_id, access_token_id, access_token_expires_at, entitlements, amr`
 
 // PutCode stores a new, unused code.
 func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
@@ -101,10 +104,10 @@ func (s *Store) PutCode(ctx context.Context, c store.AuthCode) error {
 		return errors.New("storing authorization code: empty hash")
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO auth_codes (`+codeColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', NULL, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, '', '', NULL, ?, ?)`,
 		c.Hash, c.ClientID, c.RedirectURI, c.Subject, encodeList(c.Scopes), c.Nonce, c.SessionID,
 		millis(c.AuthTime), c.CodeChallenge, c.CodeChallengeMethod, millis(c.Created), millis(c.ExpiresAt),
-		millis(c.RetainUntil), encodeSet(c.Entitlements))
+		millis(c.RetainUntil), encodeSet(c.Entitlements), encodeList(c.AMR))
 	if isUnique(err) {
 		return fmt.Errorf("storing authorization code: %w", store.ErrAlreadyExists)
 	}
@@ -122,17 +125,20 @@ func scanCode(row rowScanner) (store.AuthCode, error) {
 		c                                         store.AuthCode
 		authTime, created, exp, retain, used, rep sql.NullInt64
 		atExp                                     sql.NullInt64
-		scopes, pairs                             string
+		scopes, pairs, amr                        string
 	)
 	if err := row.Scan(&c.Hash, &c.ClientID, &c.RedirectURI, &c.Subject, &scopes, &c.Nonce, &c.SessionID,
 		&authTime, &c.CodeChallenge, &c.CodeChallengeMethod, &created, &exp, &retain, &used, &rep,
-		&c.FamilyID, &c.AccessTokenID, &atExp, &pairs); err != nil {
+		&c.FamilyID, &c.AccessTokenID, &atExp, &pairs, &amr); err != nil {
 		return store.AuthCode{}, err
 	}
 	c.AuthTime, c.Created, c.ExpiresAt, c.RetainUntil = fromMillis(authTime), fromMillis(created), fromMillis(exp), fromMillis(retain)
 	c.UsedAt, c.ReplayedAt, c.AccessTokenExpiresAt = fromMillis(used), fromMillis(rep), fromMillis(atExp)
 	var err error
 	if c.Scopes, err = decodeList(scopes); err != nil {
+		return c, err
+	}
+	if c.AMR, err = decodeList(amr); err != nil {
 		return c, err
 	}
 	c.Entitlements, err = decodeSet(pairs)

@@ -15,7 +15,7 @@ import (
 
 const deviceColumns = `hash, user_code_hash, client_id, scopes, created_at, expires_at, retain_until,
 	interval_ms, last_polled_at, state, decided_at, subject, auth_time, session_id, used_at,
-	family_id, access_token_id, access_token_expires_at, asked_entitlements`
+	family_id, access_token_id, access_token_expires_at, asked_entitlements, amr`
 
 // PutDeviceCode stores a new, pending authorization.
 func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
@@ -23,7 +23,7 @@ func (s *Store) PutDeviceCode(ctx context.Context, d store.DeviceCode) error {
 		return errors.New("storing device code: empty hash")
 	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO device_codes (`+deviceColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '', NULL, '', NULL, '', '', NULL, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '', NULL, '', NULL, '', '', NULL, ?, '[]')`,
 		d.Hash, d.UserCodeHash, d.ClientID, encodeList(d.Scopes), millis(d.Created), millis(d.ExpiresAt),
 		millis(d.RetainUntil), d.Interval.Milliseconds(), store.DevicePending, encodeAsked(d.AskedEntitlements))
 	if isUnique(err) {
@@ -41,12 +41,12 @@ func scanDevice(row rowScanner) (store.DeviceCode, error) {
 		created, exp, retain, polled, decided sql.NullInt64
 		authTime, used, atExp                 sql.NullInt64
 		interval                              int64
-		scopes                                string
+		scopes, amr                           string
 		asked                                 sql.NullString
 	)
 	if err := row.Scan(&d.Hash, &d.UserCodeHash, &d.ClientID, &scopes, &created, &exp, &retain, &interval,
 		&polled, &d.State, &decided, &d.Subject, &authTime, &d.SessionID, &used,
-		&d.FamilyID, &d.AccessTokenID, &atExp, &asked); err != nil {
+		&d.FamilyID, &d.AccessTokenID, &atExp, &asked, &amr); err != nil {
 		return store.DeviceCode{}, err
 	}
 	d.Created, d.ExpiresAt, d.RetainUntil = fromMillis(created), fromMillis(exp), fromMillis(retain)
@@ -55,6 +55,9 @@ func scanDevice(row rowScanner) (store.DeviceCode, error) {
 	d.UsedAt, d.AccessTokenExpiresAt = fromMillis(used), fromMillis(atExp)
 	var err error
 	if d.Scopes, err = decodeList(scopes); err != nil {
+		return store.DeviceCode{}, err
+	}
+	if d.AMR, err = decodeList(amr); err != nil {
 		return store.DeviceCode{}, err
 	}
 	if asked.Valid {
@@ -145,9 +148,9 @@ func (s *Store) DecideDeviceCode(ctx context.Context, userCodeHash []byte, now t
 		state, scopes = store.DeviceApproved, encodeList(dd.Scopes)
 	}
 	d, err := scanDevice(s.w.QueryRowContext(ctx, `UPDATE device_codes SET state = ?, decided_at = ?,
-		subject = ?, auth_time = ?, session_id = ?, scopes = CASE WHEN ? = '' THEN scopes ELSE ? END
+		subject = ?, auth_time = ?, session_id = ?, scopes = CASE WHEN ? = '' THEN scopes ELSE ? END, amr = ?
 		WHERE user_code_hash = ? AND state = ? AND expires_at > ? RETURNING `+deviceColumns,
-		state, millis(now), dd.Subject, millis(dd.AuthTime), dd.SessionID, scopes, scopes,
+		state, millis(now), dd.Subject, millis(dd.AuthTime), dd.SessionID, scopes, scopes, encodeList(dd.AMR),
 		userCodeHash, store.DevicePending, millis(now)))
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.DeviceCodeByUserCode(ctx, userCodeHash); err != nil {

@@ -294,6 +294,15 @@ var migrations = [][]string{
 			PRIMARY KEY (subject, hash)
 		) STRICT, WITHOUT ROWID`,
 	},
+	// 14: the authentication methods (RFC 8176) of sessions, and of the
+	// codes, device authorizations and refresh families they issue, as
+	// JSON arrays: a scope that needs a second factor follows them.
+	{
+		`ALTER TABLE sessions ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE auth_codes ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE device_codes ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE refresh_families ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

@@ -14,19 +14,19 @@ import (
 // familyColumns are the columns of a refresh family, in scanFamily's order.
 const familyColumns = `f.id, f.client_id, f.subject, f.scopes, f.auth_time, f.created_at, f.expires_at, f.revoked_at,
 	f.salt, f.generation, f.current_hash, f.current_expires_at, f.previous_hash, f.rotated_at,
-	f.session_id, f.entitlements`
+	f.session_id, f.entitlements, f.amr`
 
 // scanFamily reads familyColumns, after the extra destinations before.
 func scanFamily(row scanner, before ...any) (store.RefreshFamily, error) {
 	var (
 		f                                   store.RefreshFamily
-		scopes, pairs                       string
+		scopes, pairs, amr                  string
 		authTime, created, expires, revoked sql.NullInt64
 		currentExpires, rotated             sql.NullInt64
 		salt, current, previous             []byte
 	)
 	dest := append(before, &f.ID, &f.ClientID, &f.Subject, &scopes, &authTime, &created, &expires, &revoked,
-		&salt, &f.Generation, &current, &currentExpires, &previous, &rotated, &f.SessionID, &pairs)
+		&salt, &f.Generation, &current, &currentExpires, &previous, &rotated, &f.SessionID, &pairs, &amr)
 	if err := row.Scan(dest...); err != nil {
 		return store.RefreshFamily{}, err
 	}
@@ -36,6 +36,9 @@ func scanFamily(row scanner, before ...any) (store.RefreshFamily, error) {
 	}
 	if f.Entitlements, err = decodeSet(pairs); err != nil {
 		return store.RefreshFamily{}, fmt.Errorf("refresh family %q: %w", f.ID, err)
+	}
+	if f.AMR, err = decodeList(amr); err != nil {
+		return store.RefreshFamily{}, fmt.Errorf("refresh family %q: amr: %w", f.ID, err)
 	}
 	f.AuthTime, f.Created, f.ExpiresAt, f.RevokedAt = fromMillis(authTime), fromMillis(created), fromMillis(expires), fromMillis(revoked)
 	f.Salt, f.Current, f.Previous = nonEmpty(salt), nonEmpty(current), nonEmpty(previous)
@@ -61,11 +64,11 @@ func (s *Store) CreateRefreshFamily(ctx context.Context, f store.RefreshFamily, 
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO refresh_families
 			(id, client_id, subject, scopes, auth_time, created_at, expires_at, revoked_at,
-			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id, entitlements)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)`,
+			 salt, generation, current_hash, current_expires_at, previous_hash, rotated_at, session_id, entitlements, amr)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)`,
 			f.ID, f.ClientID, f.Subject, encodeList(f.Scopes), millis(f.AuthTime), millis(f.Created),
 			millis(f.ExpiresAt), millis(f.RevokedAt), blob(f.Salt), f.Generation, blob(f.Current), millis(f.CurrentExpiresAt),
-			f.SessionID, encodeSet(f.Entitlements)); err != nil {
+			f.SessionID, encodeSet(f.Entitlements), encodeList(f.AMR)); err != nil {
 			return err
 		}
 		if bound.Keep <= 0 {

@@ -101,7 +101,7 @@ func session(name string) store.Session {
 	return store.Session{
 		Hash: hash("session/" + name), ID: "sid-" + name, Subject: "sub-" + name,
 		AuthTime: t0, Created: t0, LastSeen: t0, ExpiresAt: t0.Add(time.Hour),
-		AbsoluteExpiresAt: t0.Add(24 * time.Hour),
+		AbsoluteExpiresAt: t0.Add(24 * time.Hour), AMR: []string{"pwd", "otp", "mfa"},
 	}
 }
 
@@ -267,7 +267,7 @@ func authCode(name string) store.AuthCode {
 	return store.AuthCode{
 		Hash: hash("code/" + name), ClientID: "app", RedirectURI: "http://127.0.0.1:5000/cb?x=1",
 		Subject: "sub-" + name, Scopes: []string{"openid", "offline_access"}, Nonce: "n-" + name,
-		SessionID: "sid-" + name, AuthTime: t0.Add(-time.Minute),
+		SessionID: "sid-" + name, AuthTime: t0.Add(-time.Minute), AMR: []string{"pwd", "otp", "mfa"},
 		CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", CodeChallengeMethod: "S256",
 		Entitlements: entitle.MustParse("ASX:quotes"),
 		Created:      t0, ExpiresAt: t0.Add(time.Minute), RetainUntil: t0.Add(time.Hour),

@@ -97,7 +97,8 @@ func normDevice(t *testing.T, d store.DeviceCode) store.DeviceCode {
 }
 
 func approve(subject string) store.DeviceDecision {
-	return store.DeviceDecision{Approved: true, Subject: subject, Scopes: []string{"openid"}, AuthTime: t0, SessionID: "sid-1"}
+	return store.DeviceDecision{Approved: true, Subject: subject, Scopes: []string{"openid"}, AuthTime: t0, SessionID: "sid-1",
+		AMR: []string{"pwd", "otp", "mfa"}}
 }
 
 func testDevicePutAndRead(t *testing.T, s store.DeviceStore) {
@@ -193,8 +194,8 @@ func testDeviceDecide(t *testing.T, s store.DeviceStore) {
 	got, err := s.DecideDeviceCode(ctx, a.UserCodeHash, now, approve("alice"))
 	wantErr(t, "approve", err, nil)
 	want := a
-	want.State, want.DecidedAt, want.Subject, want.Scopes, want.AuthTime, want.SessionID =
-		store.DeviceApproved, now, "alice", []string{"openid"}, t0, "sid-1"
+	want.State, want.DecidedAt, want.Subject, want.Scopes, want.AuthTime, want.SessionID, want.AMR =
+		store.DeviceApproved, now, "alice", []string{"openid"}, t0, "sid-1", []string{"pwd", "otp", "mfa"}
 	equal(t, "approved", normDevice(t, got), want)
 	read, _ := s.DeviceCode(ctx, a.Hash)
 	equal(t, "approved read back", normDevice(t, read), want)

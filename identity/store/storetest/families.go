@@ -25,6 +25,7 @@ func family(id string) store.RefreshFamily {
 		Subject:          "subject-" + id,
 		Scopes:           []string{"openid", "offline_access", "Service/Market"},
 		AuthTime:         t0.Add(-time.Minute),
+		AMR:              []string{"pwd", "otp", "mfa"},
 		Created:          t0,
 		ExpiresAt:        t0.Add(30 * 24 * time.Hour),
 		Salt:             []byte("salt of " + id),
@@ -97,6 +98,7 @@ func legacyFamily(id string) legacy {
 	f := family(id)
 	f.Salt, f.Generation, f.Current, f.CurrentExpiresAt = nil, 0, nil, time.Time{}
 	f.Entitlements = entitle.Set{} // legacy families came before entitlements
+	f.AMR = nil                    // and before authentication methods
 	rotatedAt := t0.Add(time.Hour)
 	first := store.RefreshToken{Hash: hash(id + "/legacy/0"), FamilyID: id, IssuedAt: t0,
 		ExpiresAt: t0.Add(tokenLife), RotatedAt: rotatedAt, Successor: hash(id + "/legacy/1")}
