@@ -140,6 +140,11 @@ type App struct {
 	// see Lockout.
 	Lockout *Lockout `json:"lockout,omitempty"`
 
+	// SecondFactor names the scopes that need a second factor, and how
+	// TOTP factors are named in authenticator apps. Default: no scope
+	// needs one.
+	SecondFactor *SecondFactor `json:"second_factor,omitempty"`
+
 	// SigningKeys is the signing-key lifecycle (announce, sign, retire,
 	// remove) and the encryption of private keys at rest. Default: see
 	// SigningKeys.

@@ -75,6 +75,10 @@ func init() {
 //				base_delay <duration>
 //				max_delay <duration>
 //			}
+//			second_factor {
+//				scopes <scope>...
+//				totp_issuer <name>
+//			}
 //			signing_keys {
 //				period <duration>|off
 //				announce <duration>
@@ -165,6 +169,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 			app.APIResources = append(app.APIResources, r)
 		case "lockout":
 			app.Lockout, err = parseLockout(d)
+		case "second_factor":
+			app.SecondFactor, err = parseSecondFactor(d)
 		case "signing_keys":
 			app.SigningKeys, err = parseSigningKeys(d)
 		case "verifier":
@@ -248,6 +254,26 @@ func parseLockout(d *caddyfile.Dispenser) (*Lockout, error) {
 		return err
 	})
 	return l, err
+}
+
+// parseSecondFactor parses `second_factor { ... }`.
+func parseSecondFactor(d *caddyfile.Dispenser) (*SecondFactor, error) {
+	if err := cfutil.NoArgs(d); err != nil {
+		return nil, err
+	}
+	f := new(SecondFactor)
+	err := cfutil.ParseBlock(d, cfutil.NewOnceSet("second_factor: ", "scopes"), func(name string) (err error) {
+		switch name {
+		case "scopes":
+			return cfutil.AppendArgs(d, &f.Scopes)
+		case "totp_issuer":
+			f.TOTPIssuer, err = cfutil.OneArg(d)
+		default:
+			return cfutil.Unrecognized(d)
+		}
+		return err
+	})
+	return f, err
 }
 
 // parseSigningKeys parses `signing_keys { ... }`.

@@ -30,6 +30,8 @@ func (a *App) IdentityConfig() (identity.Config, error) {
 		HSTS:                    a.HSTS,
 		PasswordHashConcurrency: a.PasswordHashConcurrency,
 		Lockout:                 a.Lockout.policy(),
+		SecondFactorScopes:      a.SecondFactor.scopes(),
+		TOTPIssuer:              a.SecondFactor.totpIssuer(),
 		CodeLifetime:            time.Duration(a.CodeLifetime),
 		DeviceCodeLifetime:      time.Duration(a.DeviceCodeLifetime),
 		DevicePollInterval:      time.Duration(a.DevicePollInterval),
@@ -181,6 +183,39 @@ func (l *Lockout) policy() users.LockoutPolicy {
 		BaseDelay:     time.Duration(l.BaseDelay),
 		MaxDelay:      time.Duration(l.MaxDelay),
 	}
+}
+
+// SecondFactor is the step-up policy: which scopes a user's token carries
+// only after the sign-in passed a second factor (a TOTP code, a recovery
+// code or a passkey), and the name of the TOTP factors.
+type SecondFactor struct {
+	// Scopes need a second factor, e.g. the scopes that place orders. A
+	// sign-in with a password alone gets the user's other scopes and not
+	// these; asking for one at the authorization endpoint asks the user
+	// for a second factor first (a step-up). The password grant cannot
+	// obtain them, and a refresh token keeps them only if its sign-in
+	// passed a second factor. Client credentials are not subject to
+	// them. Each must be a published scope. Default: none.
+	Scopes []string `json:"scopes,omitempty"`
+
+	// TOTPIssuer is the name authenticator apps show beside a TOTP
+	// factor (the issuer of its otpauth URI). Default: the issuer URL's
+	// host.
+	TOTPIssuer string `json:"totp_issuer,omitempty"`
+}
+
+func (f *SecondFactor) scopes() []string {
+	if f == nil {
+		return nil
+	}
+	return f.Scopes
+}
+
+func (f *SecondFactor) totpIssuer() string {
+	if f == nil {
+		return ""
+	}
+	return f.TOTPIssuer
 }
 
 // SigningKeys is the signing-key lifecycle: a new key is announced (published

@@ -83,6 +83,7 @@ func (a *App) checkRemoteOnly() error {
 		{"clients", len(a.Clients) > 0},
 		{"api_resources", len(a.APIResources) > 0},
 		{"lockout", a.Lockout != nil},
+		{"second_factor", a.SecondFactor != nil},
 		{"signing_keys", a.SigningKeys != nil},
 	} {
 		if f.set {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,8 +78,16 @@ type Config struct {
 	// Keys is the signing-key lifecycle and its encryption at rest. Its
 	// Retention is computed from the token lifetimes.
 	Keys keys.Policy
-	// Lockout is the brute-force defence of the password checks.
+	// Lockout is the brute-force defence of the password checks, and of
+	// the second factors' codes.
 	Lockout users.LockoutPolicy
+	// SecondFactorScopes are the scopes a user's token carries only when
+	// its sign-in passed a second factor (tokens.Config). Each must be in
+	// ScopesSupported. Default: none.
+	SecondFactorScopes []string
+	// TOTPIssuer is the name authenticator apps show beside a TOTP factor.
+	// Default: the issuer URL's host.
+	TOTPIssuer string
 	// ClientIP returns the request's source address, e.g. Caddy's client
 	// IP (which honours trusted_proxies). Default: the host of RemoteAddr.
 	ClientIP func(*http.Request) string
@@ -196,6 +205,18 @@ func (cfg *Config) Validate() error {
 				return fmt.Errorf("configuring clients: client %q signs with %s, which is not among the signing algorithms %v",
 					c.ID, alg, cfg.Keys.WithDefaults().Algorithms)
 			}
+		}
+	}
+	published := cfg.ScopesSupported
+	if len(published) == 0 {
+		published = DefaultScopes
+	}
+	for _, sc := range cfg.SecondFactorScopes {
+		switch {
+		case sc == "openid" || sc == "offline_access":
+			return fmt.Errorf("second_factor: scope %q cannot need a second factor: every sign-in asks for it", sc)
+		case !slices.Contains(published, sc):
+			return fmt.Errorf("second_factor: scope %q is not a published scope", sc)
 		}
 	}
 	return cfg.Lockout.Validate()

@@ -59,6 +59,9 @@ type Discovery struct {
 	ClaimsParameterSupported               bool     `json:"claims_parameter_supported"`
 	AuthorizationResponseIssParameter      bool     `json:"authorization_response_iss_parameter_supported"`
 	PromptValuesSupported                  []string `json:"prompt_values_supported"`
+	// The authentication classes a request may ask for with acr_values
+	// (RFC 9470), and that tokens carry in acr.
+	ACRValuesSupported []string `json:"acr_values_supported"`
 }
 
 // newDiscovery is the document of issuer with scopes, whose ID tokens are
@@ -82,7 +85,7 @@ func newDiscovery(issuer string, scopes, algs []string) Discovery {
 		ScopesSupported:                    scopes,
 		ClaimsSupported: []string{"sub", "updated_at", "locale", "zoneinfo", "birthdate", "gender", "website",
 			"picture", "profile", "preferred_username", "nickname", "middle_name", "given_name", "family_name",
-			"name", "email", "email_verified", "role"},
+			"name", "email", "email_verified", "role", "acr", "amr", "auth_time"},
 		GrantTypesSupported: []string{oauth.GrantAuthorizationCode, oauth.GrantClientCredentials, oauth.GrantRefreshToken,
 			oauth.GrantImplicit, oauth.GrantPassword, oauth.GrantDeviceCode},
 		AuthorizationDetailsTypesSupported: []string{entitle.DetailType},
@@ -99,6 +102,7 @@ func newDiscovery(issuer string, scopes, algs []string) Discovery {
 		RequestObjectSigningAlgValuesSupported: []string{"none", "RS256", "ES256"},
 		AuthorizationResponseIssParameter:      true,
 		PromptValuesSupported:                  []string{"none", "login", "consent", "select_account"},
+		ACRValuesSupported:                     slices.Clone(oauth.ACRValuesSupported),
 	}
 }
 

@@ -101,8 +101,9 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		Keys: s.keys, Store: st, RefreshSecret: refreshSecret, Audit: s.audit, Now: cfg.Now,
 		MaxAccessLifetime: s.clients.LongestAccessLifetime(cfg.AccessTokenLifetime) + verify.MaxLeeway,
 		// s.verifier is made after the token service: read it at the call.
-		FamilyRevoked: func(ctx context.Context, since time.Time) error { return s.verifier.RevokedHere(ctx, since) },
-		CodeLifetime:  cfg.CodeLifetime,
+		FamilyRevoked:      func(ctx context.Context, since time.Time) error { return s.verifier.RevokedHere(ctx, since) },
+		CodeLifetime:       cfg.CodeLifetime,
+		SecondFactorScopes: cfg.SecondFactorScopes,
 		IsClient: func(id string) bool {
 			_, ok := users.ClientNamed(id, clientIDs)
 			return ok

@@ -21,6 +21,15 @@ func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response
 	if perr != nil {
 		return nil, perr
 	}
+	// A scope that needs a second factor, asked for by name, is refused
+	// before the password is read: the grant cannot prove a factor. One
+	// the client holds by default is dropped from the grant (Issue).
+	if req.Form.Get("scope") != "" {
+		if need := e.cfg.Tokens.NeedsSecondFactor(scopes); len(need) > 0 {
+			return nil, oauth.NewError(oauth.ErrInvalidScope, "scope "+oauth.QuoteScope(need[0])+
+				" needs a second factor, which the password grant cannot prove: sign in through the authorization endpoint")
+		}
+	}
 	asked, perr := oauth.AskedDetails(req.Form)
 	if perr != nil {
 		return nil, perr
@@ -50,7 +59,7 @@ func (e *Endpoint) password(ctx context.Context, req *Request) (*tokens.Response
 	}
 	resp, perr := e.cfg.Tokens.Issue(ctx, tokens.Grant{
 		Client: req.Client, User: &user, Subject: user.Subject, Scopes: granted,
-		AuthTime: at, Type: oauth.GrantPassword, Entitlements: pairs,
+		AuthTime: at, AMR: []string{oauth.AMRPassword}, Type: oauth.GrantPassword, Entitlements: pairs,
 	})
 	if perr != nil && errors.Is(perr.Cause, tokens.ErrSessionsEnded) {
 		// The password changed while it was checked: the answer is a wrong

@@ -25,7 +25,12 @@ type accessClaims struct {
 	ID        string `json:"jti"`
 	ClientID  string `json:"client_id"`
 	Scope     string `json:"scope,omitempty"`
-	AuthTime  int64  `json:"auth_time,omitempty"`
+	// AuthTime, ACR and AMR say how the user authenticated (RFC 9068
+	// §2.2.1), as the ID token does: a resource reads whether a second
+	// factor was passed here. None for client credentials.
+	AuthTime int64    `json:"auth_time,omitempty"`
+	ACR      string   `json:"acr,omitempty"`
+	AMR      []string `json:"amr,omitempty"`
 	// FamilyID names the refresh-token family the token was issued from,
 	// so that revoking the family revokes it without a record of its own.
 	FamilyID string `json:"fid,omitempty"`
@@ -38,13 +43,15 @@ type accessClaims struct {
 
 // idClaims are an ID token's claims (OpenID Connect Core §2).
 type idClaims struct {
-	Issuer   string `json:"iss"`
-	Subject  string `json:"sub"`
-	Audience string `json:"aud"`
-	Expiry   int64  `json:"exp"`
-	IssuedAt int64  `json:"iat"`
-	AuthTime int64  `json:"auth_time,omitempty"`
-	Nonce    string `json:"nonce,omitempty"`
+	Issuer   string   `json:"iss"`
+	Subject  string   `json:"sub"`
+	Audience string   `json:"aud"`
+	Expiry   int64    `json:"exp"`
+	IssuedAt int64    `json:"iat"`
+	AuthTime int64    `json:"auth_time,omitempty"`
+	ACR      string   `json:"acr,omitempty"`
+	AMR      []string `json:"amr,omitempty"`
+	Nonce    string   `json:"nonce,omitempty"`
 	// SessionID is the login session's public id (OpenID Connect
 	// Front-Channel and Back-Channel Logout), for tokens issued through the
 	// browser flows.

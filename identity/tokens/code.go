@@ -149,7 +149,7 @@ func (s *Service) codeGrant(ctx context.Context, c *clients.Client, rec store.Au
 	case ended:
 		return Grant{}, errBadCode("the login session ended (a logout) after the code was issued")
 	}
-	scopes := oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes)
+	scopes := s.FitFactors(true, oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes), rec.AMR)
 	// The code's pairs that the user still holds, of which the token
 	// request may ask for fewer.
 	pairs, perr := oauth.NarrowDetails(rec.Entitlements.Intersect(user.Entitlements), asked)
@@ -157,7 +157,7 @@ func (s *Service) codeGrant(ctx context.Context, c *clients.Client, rec store.Au
 		return Grant{}, perr
 	}
 	return Grant{
-		Client: c, User: &user, Subject: rec.Subject, Scopes: scopes, AuthTime: rec.AuthTime,
+		Client: c, User: &user, Subject: rec.Subject, Scopes: scopes, AuthTime: rec.AuthTime, AMR: rec.AMR,
 		Type: oauth.GrantAuthorizationCode, Nonce: rec.Nonce, SessionID: rec.SessionID, Entitlements: pairs,
 	}, nil
 }

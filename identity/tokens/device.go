@@ -125,8 +125,9 @@ func (s *Service) issueFromDevice(ctx context.Context, c *clients.Client, rec st
 		return nil, perr
 	}
 	g := Grant{
-		Client: c, User: &user, Subject: rec.Subject, AuthTime: rec.AuthTime, Type: oauth.GrantDeviceCode,
-		Scopes: oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes), SessionID: rec.SessionID,
+		Client: c, User: &user, Subject: rec.Subject, AuthTime: rec.AuthTime, AMR: rec.AMR, Type: oauth.GrantDeviceCode,
+		Scopes:       s.FitFactors(true, oauth.Intersect(oauth.Intersect(rec.Scopes, c.Scopes), user.Scopes), rec.AMR),
+		SessionID:    rec.SessionID,
 		Entitlements: pairs,
 	}
 	var fam *newFamily

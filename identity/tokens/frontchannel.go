@@ -65,6 +65,7 @@ func (s *Service) Authorize(ctx context.Context, a Authorization) (*FrontChannel
 	now := s.cfg.Now()
 	out := &FrontChannel{}
 	g := a.Grant
+	g.Scopes = s.FitFactors(true, g.Scopes, g.AMR)
 	if a.Code {
 		if s.cfg.Codes == nil {
 			return nil, oauth.ServerError(errors.New("no code store"))
@@ -76,7 +77,7 @@ func (s *Service) Authorize(ctx context.Context, a Authorization) (*FrontChannel
 		exp := now.Add(s.cfg.CodeLifetime)
 		rec := store.AuthCode{
 			Hash: HashToken(code), ClientID: g.Client.ID, RedirectURI: a.RedirectURI, Subject: g.Subject,
-			Scopes: g.Scopes, Nonce: g.Nonce, SessionID: g.SessionID, AuthTime: g.AuthTime,
+			Scopes: g.Scopes, Nonce: g.Nonce, SessionID: g.SessionID, AuthTime: g.AuthTime, AMR: g.AMR,
 			CodeChallenge: a.CodeChallenge, CodeChallengeMethod: a.CodeChallengeMethod, Entitlements: g.Entitlements,
 			Created: now, ExpiresAt: exp, RetainUntil: exp.Add(CodeRetention),
 		}

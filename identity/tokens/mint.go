@@ -80,6 +80,12 @@ type Config struct {
 	CodeLifetime time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// SecondFactorScopes are the scopes a user's token carries only when
+	// the sign-in it comes from passed a second factor (oauth.MultiFactor
+	// of its AMR): every grant drops them otherwise, a refresh included,
+	// so a family signed in with one factor loses them at its next
+	// rotation. Client credentials are not subject to it.
+	SecondFactorScopes []string
 	// IsClient, if set, reports whether id names a registered client
 	// (compared without regard to case, as a resource may compare owners).
 	// A user whose subject is one gets no token: a client_credentials
@@ -123,8 +129,11 @@ type Grant struct {
 	Subject  string
 	Scopes   []string
 	AuthTime time.Time // zero for client credentials
-	Type     string    // the grant type, for the audit log
-	FamilyID string    // the refresh-token family it comes from, if any
+	// AMR are the authentication methods of the user's sign-in (RFC
+	// 8176); none for client credentials.
+	AMR      []string
+	Type     string // the grant type, for the audit log
+	FamilyID string // the refresh-token family it comes from, if any
 	// Entitlements are the market-data pairs the grant gives: what its
 	// holder holds (a user's, a client_credentials client's), narrowed by
 	// what the request asked for (oauth.NarrowDetails).
@@ -227,6 +236,9 @@ func (s *Service) mintAccessID(g Grant, jti string, now time.Time) (access, *oau
 	if !g.AuthTime.IsZero() {
 		claims.AuthTime = g.AuthTime.Unix()
 	}
+	if g.User != nil {
+		claims.ACR, claims.AMR = oauth.ACR(g.AMR), g.AMR
+	}
 	tok, err := s.cfg.Keys.Sign(g.Client.AccessTokenSigningAlg, oauth.TypeAccessToken, claims, now)
 	if err != nil {
 		return access{}, oauth.ServerError(err)
@@ -254,7 +266,7 @@ func (s *Service) mintID(g Grant, at *access, code string, now time.Time) (strin
 	claims := idClaims{
 		Issuer: s.cfg.Issuer, Subject: g.Subject, Audience: g.Client.ID,
 		Expiry: now.Add(s.cfg.IDTokenLifetime).Unix(), IssuedAt: now.Unix(),
-		AuthTime: g.AuthTime.Unix(), Nonce: g.Nonce, SessionID: g.SessionID,
+		AuthTime: g.AuthTime.Unix(), ACR: oauth.ACR(g.AMR), AMR: g.AMR, Nonce: g.Nonce, SessionID: g.SessionID,
 		ProfileClaims: UserClaims(g.User, g.Scopes),
 	}
 	alg := g.Client.IDTokenSignedResponseAlg
@@ -280,6 +292,7 @@ func (s *Service) mintID(g Grant, at *access, code string, now time.Time) (strin
 // an ID token for openid.
 func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) {
 	now := s.cfg.Now()
+	g.Scopes = s.FitFactors(g.User != nil, g.Scopes, g.AMR)
 	var fam *newFamily
 	if g.User != nil && slices.Contains(g.Scopes, oauth.ScopeOfflineAccess) && g.Client.AllowsGrant(oauth.GrantRefreshToken) {
 		var perr *oauth.Error
@@ -310,6 +323,22 @@ func (s *Service) Issue(ctx context.Context, g Grant) (*Response, *oauth.Error) 
 		zap.Stringer("entitlements", g.Entitlements))
 	s.recordIssued(g, g.Type, at.jti)
 	return resp, nil
+}
+
+// FitFactors is scopes without those that need a second factor
+// (Config.SecondFactorScopes) when a user's sign-in, amr, passed none; a
+// grant of no user (client credentials) keeps them all.
+func (s *Service) FitFactors(user bool, scopes, amr []string) []string {
+	if !user || oauth.MultiFactor(amr) || len(oauth.SecondFactorScopes(scopes, s.cfg.SecondFactorScopes)) == 0 {
+		return scopes
+	}
+	return oauth.WithoutSecondFactorScopes(scopes, s.cfg.SecondFactorScopes)
+}
+
+// NeedsSecondFactor are the scopes of scopes that need a second factor
+// (Config.SecondFactorScopes).
+func (s *Service) NeedsSecondFactor(scopes []string) []string {
+	return oauth.SecondFactorScopes(scopes, s.cfg.SecondFactorScopes)
 }
 
 // revocationUntil is how long a revocation made at now must last: until

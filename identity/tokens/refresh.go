@@ -149,7 +149,7 @@ func (s *Service) prepareFamily(g Grant, now time.Time) (*newFamily, *oauth.Erro
 	pol := g.Client.Refresh
 	row := store.RefreshFamily{
 		ID: famID, ClientID: g.Client.ID, Subject: g.Subject, Scopes: g.Scopes, Entitlements: g.Entitlements,
-		AuthTime: g.AuthTime, Created: now, ExpiresAt: now.Add(pol.AbsoluteLifetime),
+		AuthTime: g.AuthTime, AMR: g.AMR, Created: now, ExpiresAt: now.Add(pol.AbsoluteLifetime),
 		Salt: salt, Generation: 1, Current: HashToken(token), SessionID: g.SessionID,
 	}
 	row.CurrentExpiresAt = slidingExpiry(now, pol, row.ExpiresAt)
@@ -453,15 +453,22 @@ func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store
 	case user.Disabled:
 		return Grant{}, errBadRefresh(errors.New("user disabled"))
 	}
-	scopes := oauth.Intersect(oauth.Intersect(fam.Scopes, c.Scopes), user.Scopes)
+	held := oauth.Intersect(oauth.Intersect(fam.Scopes, c.Scopes), user.Scopes)
+	// A scope that needs a second factor stays only if the family's
+	// sign-in passed one: families from before the requirement lose it.
+	scopes := s.FitFactors(true, held, fam.AMR)
 	if ask.Scope != "" {
 		want, perr := oauth.ParseScope(ask.Scope)
 		if perr != nil {
 			return Grant{}, perr
 		}
 		for _, sc := range want {
-			if !slices.Contains(scopes, sc) {
+			switch {
+			case !slices.Contains(held, sc):
 				return Grant{}, oauth.NewError(oauth.ErrInvalidScope, "scope "+oauth.QuoteScope(sc)+" exceeds the original grant")
+			case !slices.Contains(scopes, sc):
+				return Grant{}, oauth.NewError(oauth.ErrInvalidScope, "scope "+oauth.QuoteScope(sc)+
+					" needs a second factor, which the sign-in of this refresh token did not pass: sign in again through the authorization endpoint")
 			}
 		}
 		scopes = want
@@ -472,7 +479,7 @@ func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store
 	if perr != nil {
 		return Grant{}, perr
 	}
-	g := Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime,
+	g := Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime, AMR: fam.AMR,
 		Type: oauth.GrantRefreshToken, FamilyID: fam.ID, Entitlements: pairs}
 	if perr := s.sessionsEnded(ctx, g); perr != nil {
 		return Grant{}, perr
