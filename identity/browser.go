@@ -22,6 +22,8 @@ import (
 const (
 	PathLogin   = "/connect/login"
 	PathConsent = "/connect/consent"
+	// PathFactor is where the second-factor form posts.
+	PathFactor = "/connect/login/factor"
 )
 
 // browserSecretName names the server secret the browser flows derive their
@@ -75,6 +77,7 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 	ep, err := authorize.New(authorize.Config{
 		Keys:   s.keys.Source(s.cfg.Now),
 		Issuer: s.cfg.Issuer, LoginPath: prefix + PathLogin, ConsentPath: prefix + PathConsent,
+		FactorPath: prefix + PathFactor, Factors: s.factors,
 		Clients: s.clients, Tokens: s.tokens, Store: browserBacked{s.store, bs}, Sessions: sessions, Guard: guard,
 		Passwords: s.passwords, Pages: pages, SealKey: derive(secret, "pending request"), ClientIP: s.cfg.ClientIP,
 		Failed: s.countFailed, Issued: s.countIssued, Logger: s.log, Audit: s.audit, Now: s.cfg.Now,
@@ -85,6 +88,7 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 	s.endpoints[prefix+PathAuthorize] = ep
 	s.endpoints[prefix+PathLogin] = http.HandlerFunc(ep.ServeLogin)
 	s.endpoints[prefix+PathConsent] = http.HandlerFunc(ep.ServeConsent)
+	s.endpoints[prefix+PathFactor] = http.HandlerFunc(ep.ServeFactor)
 
 	s.notifier = logout.NewNotifier(logout.NotifierConfig{Client: s.cfg.BackchannelClient, Logger: s.log})
 	out, err := logout.New(logout.Config{

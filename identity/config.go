@@ -211,6 +211,9 @@ func (cfg *Config) Validate() error {
 	if len(published) == 0 {
 		published = DefaultScopes
 	}
+	if strings.Contains(cfg.TOTPIssuer, ":") {
+		return fmt.Errorf("second_factor: totp_issuer %q may not contain a colon (the otpauth URI's separator)", cfg.TOTPIssuer)
+	}
 	for _, sc := range cfg.SecondFactorScopes {
 		switch {
 		case sc == "openid" || sc == "offline_access":
@@ -220,6 +223,18 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	return cfg.Lockout.Validate()
+}
+
+// totpIssuer is the name of TOTP factors in authenticator apps:
+// TOTPIssuer, or the issuer URL's host.
+func (cfg Config) totpIssuer() string {
+	if cfg.TOTPIssuer != "" {
+		return cfg.TOTPIssuer
+	}
+	if u, err := url.Parse(cfg.Issuer); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return "Gatehouse"
 }
 
 // validateIssuer checks that issuer is an absolute http(s) URL without

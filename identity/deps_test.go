@@ -26,20 +26,21 @@ var allowedImports = map[string][]string{
 	"identity/clients":               {"identity/oauth", "identity/verify"},
 	"identity/users":                 {"identity/store"},
 	"identity/mfa":                   {},
+	"identity/factors":               {"identity/store", "identity/mfa", "identity/keys", "identity/users", "identity/oauth"},
 	"identity/keys":                  {"identity/store", "identity/verify"},
 	"identity/tokens":                {"identity/keys", "identity/clients", "identity/store", "identity/oauth"},
 	"identity/grant":                 {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store"},
 	"identity/web":                   {},
 	"identity/session":               {"identity/store"},
 	"identity/authorize": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
-		"identity/session", "identity/web", "identity/verify"},
+		"identity/session", "identity/web", "identity/verify", "identity/factors"},
 	"identity/device": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
 		"identity/session", "identity/web"},
 	"identity/logout": {"identity/tokens", "identity/clients", "identity/oauth", "identity/store", "identity/session",
 		"identity/web", "identity/verify"},
 	"identity": {"identity/oauth", "identity/clients", "identity/users", "identity/keys", "identity/tokens",
 		"identity/grant", "identity/authorize", "identity/device", "identity/session", "identity/web", "identity/store",
-		"identity/verify", "identity/logout"},
+		"identity/verify", "identity/logout", "identity/factors"},
 }
 
 // TestImportTable fails when an identity package imports an identity

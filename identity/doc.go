@@ -9,6 +9,7 @@
 //	oauth     wire vocabulary (errors, form, scopes, Basic, CORS)
 //	clients   registered clients and API resources, client authentication
 //	users     password hashing, the users file, the password Checker
+//	factors   second factors: TOTP enrolment and checks, recovery codes
 //	keys      signing-key lifecycle, sealing, JWKS, signing
 //	tokens    claims, minting, refresh-token families, codes
 //	grant     the token endpoint, one file per grant

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/factors"
 	"github.com/gatehouse/gatehouse/identity/grant"
 	"github.com/gatehouse/gatehouse/identity/keys"
 	"github.com/gatehouse/gatehouse/identity/logout"
@@ -45,6 +46,7 @@ type Server struct {
 	keys      *keys.Manager
 	tokens    *tokens.Service
 	passwords *users.Checker
+	factors   *factors.Service
 	verifier  *verify.Verifier
 	notifier  *logout.Notifier // back-channel logout; nil without the browser flows
 	discovery []byte
@@ -136,6 +138,16 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 		checker.Record, checker.Refusing = cfg.Audit, cfg.Audit.Refusing
 	}
 	if s.passwords, err = users.NewChecker(checker); err != nil {
+		return nil, err
+	}
+	fcfg := factors.Config{
+		Store: st, Checker: s.passwords, Issuer: cfg.totpIssuer(), KEK: cfg.Keys.EncryptionKey,
+		Audit: s.audit, Now: cfg.Now,
+	}
+	if cfg.Audit != nil {
+		fcfg.Record = cfg.Audit
+	}
+	if s.factors, err = factors.New(fcfg); err != nil {
 		return nil, err
 	}
 	// The server's own check (userinfo, introspection, revocation) always
@@ -400,6 +412,9 @@ func (s *Server) CodeGrant(ctx context.Context, clientID, clientSecret, code, re
 // other front doors that take a password (the message gateway's
 // AuthOwner, the login page).
 func (s *Server) Passwords() *users.Checker { return s.passwords }
+
+// Factors are the users' second factors, for the command line.
+func (s *Server) Factors() *factors.Service { return s.factors }
 
 // Verifier is the server's access-token check: its own keys, with
 // revocations.

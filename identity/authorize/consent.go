@@ -111,7 +111,7 @@ func (e *Endpoint) ServeConsent(w http.ResponseWriter, r *http.Request) {
 		e.fail(w, r, ConsentName, q, c, oauth.NewError(oauth.ErrAccessDenied, "the user is unknown or disabled"))
 		return
 	}
-	granted, perr := grantedScopes(q, user)
+	granted, perr := e.grantedScopes(q, user, sess)
 	if perr != nil {
 		e.fail(w, r, ConsentName, q, c, perr)
 		return

@@ -19,7 +19,13 @@
 // forms carry anti-forgery tokens bound to the browser (session.Guard) and
 // refuse posts from another site.
 //
-// It imports the domain packages (clients, tokens, users, store), the
-// session and web packages, the oauth vocabulary and verify (an
-// id_token_hint is one of our ID tokens); no other endpoint package.
+// A request for a scope that needs a second factor, or for the
+// multi-factor class in acr_values (RFC 9470), from a session that passed
+// one factor leads through the second-factor form (POST
+// /connect/login/factor) when the user has a factor to pass: a right code
+// elevates the session (a new cookie, amr with "otp" and "mfa").
+//
+// It imports the domain packages (clients, tokens, users, factors,
+// store), the session and web packages, the oauth vocabulary and verify
+// (an id_token_hint is one of our ID tokens); no other endpoint package.
 package authorize

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/factors"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/session"
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -47,6 +48,13 @@ type Config struct {
 	// LoginPath and ConsentPath are the paths the login and consent forms
 	// post to. Required.
 	LoginPath, ConsentPath string
+	// FactorPath is the path the second-factor form posts to; required
+	// with Factors.
+	FactorPath string
+	// Factors checks second factors. Default: none, and a request for a
+	// scope that needs one (tokens.Service.NeedsSecondFactor) gets the
+	// other scopes.
+	Factors *factors.Service
 	// Clients are the registered clients. Required.
 	Clients *clients.Registry
 	// Tokens issues codes and tokens. Required.
@@ -100,6 +108,9 @@ func New(cfg Config) (*Endpoint, error) {
 		cfg.Store == nil || cfg.Sessions == nil || cfg.Guard == nil || cfg.Passwords == nil || cfg.Pages == nil ||
 		cfg.ClientIP == nil || cfg.Keys == nil {
 		return nil, errors.New("authorization endpoint: missing dependency")
+	}
+	if cfg.Factors != nil && cfg.FactorPath == "" {
+		return nil, errors.New("authorization endpoint: second factors need the path of their form")
 	}
 	if !cfg.Tokens.CodesEnabled() {
 		return nil, errors.New("authorization endpoint: the token service keeps no codes")
@@ -196,7 +207,18 @@ func (e *Endpoint) proceed(w http.ResponseWriter, r *http.Request, name string, 
 			return
 		}
 	}
-	granted, perr := grantedScopes(q, user)
+	if stepUp, err := e.needsStepUp(r, q, sess, user); err != nil {
+		e.fail(w, r, name, q, c, oauth.ServerError(err))
+		return
+	} else if stepUp {
+		if q.prompts(promptNone) {
+			e.fail(w, r, name, q, c, oauth.NewError(oauth.ErrInteractionRequired, "the request needs a second factor, which the session has not passed"))
+			return
+		}
+		e.showFactor(w, r, name, q, c, sess, user, http.StatusOK, "")
+		return
+	}
+	granted, perr := e.grantedScopes(q, user, sess)
 	if perr != nil {
 		e.fail(w, r, name, q, c, perr)
 		return
@@ -234,11 +256,17 @@ func (e *Endpoint) activeUser(r *http.Request, subject string) (store.User, bool
 	return u, !u.Disabled, nil
 }
 
-// grantedScopes are the requested scopes the user may hold.
-func grantedScopes(q *request, u store.User) ([]string, *oauth.Error) {
-	granted := oauth.Intersect(q.Scopes, u.Scopes)
-	if len(granted) == 0 {
+// grantedScopes are the requested scopes the user may hold, without
+// those that need a second factor the session has not passed (a user
+// with no factor to pass gets the others).
+func (e *Endpoint) grantedScopes(q *request, u store.User, sess store.Session) ([]string, *oauth.Error) {
+	held := oauth.Intersect(q.Scopes, u.Scopes)
+	granted := e.cfg.Tokens.FitFactors(true, held, sess.AMR)
+	switch {
+	case len(held) == 0:
 		return nil, oauth.NewError(oauth.ErrInvalidScope, "none of the requested scopes is allowed for this user")
+	case len(granted) == 0:
+		return nil, oauth.NewError(oauth.ErrInvalidScope, "the requested scopes need a second factor, which the user has not set up")
 	}
 	if q.IDToken && !slices.Contains(granted, oauth.ScopeOpenID) {
 		return nil, oauth.NewError(oauth.ErrInvalidScope, "the user may not hold the openid scope")
@@ -256,7 +284,7 @@ func (e *Endpoint) respond(w http.ResponseWriter, r *http.Request, name string, 
 		return
 	}
 	g := tokens.Grant{
-		Client: c, User: &user, Subject: user.Subject, Scopes: granted, AuthTime: sess.AuthTime,
+		Client: c, User: &user, Subject: user.Subject, Scopes: granted, AuthTime: sess.AuthTime, AMR: sess.AMR,
 		Type: oauth.GrantAuthorizationCode, Nonce: q.Nonce, SessionID: sess.ID, Entitlements: pairs,
 	}
 	fc, perr := e.cfg.Tokens.Authorize(ctx, tokens.Authorization{

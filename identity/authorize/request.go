@@ -62,6 +62,9 @@ type request struct {
 	Prompt        []string `json:"p,omitempty"`
 	MaxAge        int      `json:"ma"` // -1: none
 	LoginHint     string   `json:"lh,omitempty"`
+	// SecondFactor: the request's acr_values ask for the multi-factor
+	// class (RFC 9470 §4).
+	SecondFactor bool `json:"mfa,omitempty"`
 	// HintSubject is the subject of the request's id_token_hint, "" when
 	// it has none.
 	HintSubject string `json:"hs,omitempty"`
@@ -319,6 +322,12 @@ func (q *request) rest(c *clients.Client, p url.Values) *oauth.Error {
 			return oauth.InvalidRequest("max_age must be a number of seconds")
 		}
 		q.MaxAge = n
+	}
+	// acr_values (OpenID Connect Core §3.1.2.1, RFC 9470 §4): voluntary
+	// classes in order of preference. Asking for the multi-factor one
+	// starts a step-up; a class not known is ignored, as it may be.
+	if acr := p.Get("acr_values"); len(acr) <= maxLoginHint {
+		q.SecondFactor = slices.Contains(strings.Fields(acr), oauth.ACRMultiFactor)
 	}
 	if q.LoginHint = p.Get("login_hint"); len(q.LoginHint) > maxLoginHint {
 		q.LoginHint = ""

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -178,9 +179,9 @@ func (m *Manager) ended(ctx context.Context, s store.Session) (bool, error) {
 	return ended, nil
 }
 
-// Start logs subject in: a new session (never the one the browser had: no
-// fixation), its cookie set on w, and the browser's previous session, if
-// any, ended.
+// Start logs subject in with a password: a new session (never the one
+// the browser had: no fixation), its cookie set on w, and the browser's
+// previous session, if any, ended.
 func (m *Manager) Start(ctx context.Context, w http.ResponseWriter, r *http.Request, subject string, authTime time.Time) (store.Session, error) {
 	secret, err := newSecret()
 	if err != nil {
@@ -193,21 +194,10 @@ func (m *Manager) Start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	now := m.cfg.Now()
 	s := store.Session{
 		Hash: Hash(secret), ID: sid[:22], Subject: subject, AuthTime: authTime, Created: now, LastSeen: now,
-		AbsoluteExpiresAt: now.Add(m.cfg.Lifetime),
+		AbsoluteExpiresAt: now.Add(m.cfg.Lifetime), AMR: []string{"pwd"},
 	}
 	s.ExpiresAt = earlier(now.Add(m.cfg.IdleTimeout), s.AbsoluteExpiresAt)
-	if err := m.cfg.Store.CreateSession(ctx, s); err != nil {
-		return store.Session{}, fmt.Errorf("starting session: %w", err)
-	}
-	// Checked once the session is stored: a revocation committed before
-	// is seen here, one committed after deletes the session.
-	if ended, err := m.ended(ctx, s); err != nil || ended {
-		if derr := m.cfg.Store.DeleteSession(ctx, s.Hash); derr != nil && err == nil {
-			err = derr
-		}
-		if err == nil {
-			err = ErrEnded
-		}
+	if err := m.store(ctx, s); err != nil {
 		return store.Session{}, err
 	}
 	if old := cookieValue(r, m.name); old != "" {
@@ -218,6 +208,53 @@ func (m *Manager) Start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	http.SetCookie(w, m.cookie(m.name, secret, 0))
 	http.SetCookie(w, m.stateCookie(State(s), 0))
 	return s, nil
+}
+
+// store stores the new session s, then checks that its user's sessions
+// were not ended after its AuthTime: a revocation committed before is
+// seen here, one committed after deletes the session.
+func (m *Manager) store(ctx context.Context, s store.Session) error {
+	if err := m.cfg.Store.CreateSession(ctx, s); err != nil {
+		return fmt.Errorf("starting session: %w", err)
+	}
+	if ended, err := m.ended(ctx, s); err != nil || ended {
+		if derr := m.cfg.Store.DeleteSession(ctx, s.Hash); derr != nil && err == nil {
+			err = derr
+		}
+		if err == nil {
+			err = ErrEnded
+		}
+		return err
+	}
+	return nil
+}
+
+// Elevate records that the user of s passed another factor, amr being
+// the methods passed now: s is replaced by a session with amr and
+// otherwise s's public id, user, authentication time, clients and
+// expiries, under a new cookie secret (a change of privilege takes a new
+// cookie). The browser state changes with it, so relying parties that
+// watch it check the session again. ErrEnded when the user's sessions
+// were ended after s's authentication.
+func (m *Manager) Elevate(ctx context.Context, w http.ResponseWriter, s store.Session, amr []string) (store.Session, error) {
+	secret, err := newSecret()
+	if err != nil {
+		return store.Session{}, err
+	}
+	n := s
+	n.Hash, n.AMR, n.LastSeen = Hash(secret), amr, m.cfg.Now()
+	n.Clients = slices.Clone(s.Clients)
+	// The old session first: its public id is unique. A failure between
+	// the two leaves the browser signed out, never with two sessions.
+	if err := m.cfg.Store.DeleteSession(ctx, s.Hash); err != nil {
+		return store.Session{}, fmt.Errorf("ending the session being elevated: %w", err)
+	}
+	if err := m.store(ctx, n); err != nil {
+		return store.Session{}, err
+	}
+	http.SetCookie(w, m.cookie(m.name, secret, 0))
+	http.SetCookie(w, m.stateCookie(State(n), 0))
+	return n, nil
 }
 
 // Touch records a use of s by client: its idle expiry moves on (never past

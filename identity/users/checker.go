@@ -234,6 +234,49 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 	return user, nil
 }
 
+// CheckFactor checks a second factor of user (a one-time code, a
+// recovery code) under the same brute-force defence as its password:
+// counted against the same (user, source) pair, user and source, so that
+// guessing codes throttles and locks as guessing passwords does. check
+// runs only when the pair is not locked, and reports whether the factor
+// was right. ErrBadCredentials for a locked pair or a wrong factor, after
+// FailureFloor; ErrBusy while the audit refuses; check's error, with
+// nothing counted.
+func (c *Checker) CheckFactor(ctx context.Context, user store.User, source string, check func(context.Context) (bool, error)) error {
+	if c.cfg.Refusing != nil && c.cfg.Refusing() {
+		return fmt.Errorf("%w: %w", ErrBusy, ErrAuditRefusing)
+	}
+	start := c.cfg.Now()
+	src := SourceKey(source)
+	a, err := c.admit(ctx, user.Username, true, src)
+	defer a.decided()
+	if err != nil {
+		return err
+	}
+	start = start.Add(a.throttled)
+	reason := "locked out"
+	if !a.locked {
+		ok, err := check(ctx)
+		if err != nil {
+			if rerr := c.refund(ctx, a); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		reason = ""
+		if !ok {
+			reason = "wrong second factor"
+		}
+	}
+	if reason != "" {
+		a.decided()
+		return c.failed(ctx, start, a, reason, src, true, user)
+	}
+	err = c.refund(ctx, a)
+	a.decided()
+	return err
+}
+
 // failed logs a failure and waits until FailureFloor after start.
 func (c *Checker) failed(ctx context.Context, start time.Time, a attempt, reason, src string, known bool, user store.User) error {
 	if a.setLock {

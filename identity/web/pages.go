@@ -62,6 +62,17 @@ type Login struct {
 	Error string
 }
 
+// Factor is the second-factor form's data: a code of the user's
+// authenticator app, or a recovery code.
+type Factor struct {
+	Action             string
+	ClientName         string
+	Username           string
+	CSRFToken, Pending string
+	// Error, if set, is shown above the form.
+	Error string
+}
+
 // Scope is one scope on the consent page.
 type Scope struct {
 	Name, Description string
@@ -143,6 +154,12 @@ type field struct{ Name, Value string }
 // application's redirect URI, reached by a redirect after the post).
 func (p *Pages) Login(w http.ResponseWriter, r *http.Request, status int, d Login, formActions ...string) {
 	p.render(w, r, status, "login.html", "Sign in", d, "'self'", formActions, false)
+}
+
+// Factor renders the second-factor form; formActions are the origins
+// the response may be posted to after it (form_post).
+func (p *Pages) Factor(w http.ResponseWriter, r *http.Request, status int, d Factor, formActions ...string) {
+	p.render(w, r, status, "factor.html", "Second factor", d, "'self'", formActions, false)
 }
 
 // Consent renders the consent page.
