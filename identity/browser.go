@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gatehouse/gatehouse/identity/account"
 	"github.com/gatehouse/gatehouse/identity/authorize"
 	"github.com/gatehouse/gatehouse/identity/logout"
 	"github.com/gatehouse/gatehouse/identity/session"
@@ -24,6 +25,8 @@ const (
 	PathConsent = "/connect/consent"
 	// PathFactor is where the second-factor form posts.
 	PathFactor = "/connect/login/factor"
+	// PathAccount is the user's security page: second factors.
+	PathAccount = "/connect/account"
 )
 
 // browserSecretName names the server secret the browser flows derive their
@@ -89,6 +92,15 @@ func (s *Server) routeBrowser(ctx context.Context, prefix string) error {
 	s.endpoints[prefix+PathLogin] = http.HandlerFunc(ep.ServeLogin)
 	s.endpoints[prefix+PathConsent] = http.HandlerFunc(ep.ServeConsent)
 	s.endpoints[prefix+PathFactor] = http.HandlerFunc(ep.ServeFactor)
+	acct, err := account.New(account.Config{
+		Path: prefix + PathAccount, Sessions: sessions, Guard: guard, Passwords: s.passwords, Factors: s.factors,
+		Users: s.store, Pages: pages, SealKey: derive(secret, "account enrolment"), ClientIP: s.cfg.ClientIP,
+		Logger: s.log, Audit: s.audit, Now: s.cfg.Now,
+	})
+	if err != nil {
+		return err
+	}
+	s.endpoints[prefix+PathAccount] = acct
 
 	s.notifier = logout.NewNotifier(logout.NotifierConfig{Client: s.cfg.BackchannelClient, Logger: s.log})
 	out, err := logout.New(logout.Config{

@@ -12,7 +12,7 @@ const module = importtable.Module
 
 // allowedImports is the import table of identity (docs/architecture.md):
 // each package may import only the identity packages listed for it.
-// Endpoint packages (grant, authorize, device, logout) never import each
+// Endpoint packages (grant, authorize, device, logout, account) never import each
 // other, and the leaves import nothing from identity.
 var allowedImports = map[string][]string{
 	"identity/oauth":                 {},
@@ -27,11 +27,13 @@ var allowedImports = map[string][]string{
 	"identity/users":                 {"identity/store"},
 	"identity/mfa":                   {},
 	"identity/factors":               {"identity/store", "identity/mfa", "identity/keys", "identity/users", "identity/oauth"},
-	"identity/keys":                  {"identity/store", "identity/verify"},
-	"identity/tokens":                {"identity/keys", "identity/clients", "identity/store", "identity/oauth"},
-	"identity/grant":                 {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store"},
-	"identity/web":                   {},
-	"identity/session":               {"identity/store"},
+	"identity/account": {"identity/factors", "identity/session", "identity/users", "identity/web", "identity/store",
+		"identity/oauth"},
+	"identity/keys":    {"identity/store", "identity/verify"},
+	"identity/tokens":  {"identity/keys", "identity/clients", "identity/store", "identity/oauth"},
+	"identity/grant":   {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store"},
+	"identity/web":     {},
+	"identity/session": {"identity/store"},
 	"identity/authorize": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
 		"identity/session", "identity/web", "identity/verify", "identity/factors"},
 	"identity/device": {"identity/tokens", "identity/clients", "identity/users", "identity/oauth", "identity/store",
@@ -40,7 +42,7 @@ var allowedImports = map[string][]string{
 		"identity/web", "identity/verify"},
 	"identity": {"identity/oauth", "identity/clients", "identity/users", "identity/keys", "identity/tokens",
 		"identity/grant", "identity/authorize", "identity/device", "identity/session", "identity/web", "identity/store",
-		"identity/verify", "identity/logout", "identity/factors"},
+		"identity/verify", "identity/logout", "identity/factors", "identity/account"},
 }
 
 // TestImportTable fails when an identity package imports an identity

@@ -15,6 +15,7 @@
 //	grant     the token endpoint, one file per grant
 //	authorize the authorization endpoint, its login and consent forms
 //	device    the device authorization endpoint and its verification page
+//	account   the user's security page: second factors
 //	logout    end-session, front- and back-channel logout, check-session
 //	session   the login session's cookie and store, anti-forgery tokens
 //	web       the embedded HTML pages

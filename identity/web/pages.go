@@ -60,6 +60,9 @@ type Login struct {
 	Username string
 	// Error, if set, is shown above the form.
 	Error string
+	// FormAction, if set, travels as the hidden field "action" (the
+	// account page's login).
+	FormAction string
 }
 
 // Factor is the second-factor form's data: a code of the user's
@@ -71,6 +74,34 @@ type Factor struct {
 	CSRFToken, Pending string
 	// Error, if set, is shown above the form.
 	Error string
+}
+
+// Account is the account page's data: the user's second factors and the
+// forms that change them.
+type Account struct {
+	Action, Username, CSRFToken string
+	// SecondFactor: the session passed a second factor.
+	SecondFactor bool
+	// TOTP: an authenticator app is enrolled, since TOTPSince.
+	TOTP      bool
+	TOTPSince string
+	// RecoveryCodesLeft is how many unspent recovery codes the user has.
+	RecoveryCodesLeft int
+	// Enrolment, if set, is an authenticator app being set up.
+	Enrolment *Enrolment
+	// RecoveryCodes, if set, are new codes, shown once.
+	RecoveryCodes []string
+	// Notice and Error, if set, are shown above the page.
+	Notice, Error string
+}
+
+// Enrolment is an authenticator app being set up: the QR code of its
+// otpauth URI, its key for typing, and the sealed secret the
+// confirmation form carries.
+type Enrolment struct {
+	QRCode   template.HTML
+	Key, URI string
+	Sealed   string
 }
 
 // Scope is one scope on the consent page.
@@ -160,6 +191,17 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request, status int, d Logi
 // the response may be posted to after it (form_post).
 func (p *Pages) Factor(w http.ResponseWriter, r *http.Request, status int, d Factor, formActions ...string) {
 	p.render(w, r, status, "factor.html", "Second factor", d, "'self'", formActions, false)
+}
+
+// Account renders the account page.
+func (p *Pages) Account(w http.ResponseWriter, r *http.Request, status int, d Account) {
+	p.render(w, r, status, "account.html", "Account security", d, "'self'", nil, false)
+}
+
+// AccountLogin renders the account page's login form.
+func (p *Pages) AccountLogin(w http.ResponseWriter, r *http.Request, status int, d Login) {
+	d.FormAction = "login"
+	p.render(w, r, status, "login.html", "Sign in", d, "'self'", nil, false)
 }
 
 // Consent renders the consent page.
