@@ -31,7 +31,8 @@ func init() {
 // {"error", "error_description"}: no token, 401 without an error code; a
 // malformed Authorization header, 400 invalid_request; a refused token
 // (bad signature, expired, revoked, ...), 401 invalid_token; a token
-// without the required scopes, 403 insufficient_scope.
+// without the required scopes, 403 insufficient_scope; a token whose acr
+// is not one of acr_values, 401 insufficient_user_authentication.
 //
 // On success it sets these placeholders:
 //
@@ -53,6 +54,14 @@ type AuthHandler struct {
 	// Realm is the realm of the WWW-Authenticate challenge. Default
 	// "gatehouse".
 	Realm string `json:"realm,omitempty"`
+
+	// ACRValues are the authentication classes a token's acr must be one
+	// of, e.g. "https://refeds.org/profile/mfa" for a second factor. A
+	// token of another class (a password alone), or of none (client
+	// credentials), gets 401 insufficient_user_authentication with
+	// acr_values in the challenge (RFC 9470), which tells the client to
+	// sign in again asking for them. Default: none (any class).
+	ACRValues []string `json:"acr_values,omitempty"`
 
 	// Headers are request headers set for the next handlers (e.g. a
 	// reverse_proxy) from placeholder templates, e.g. {"X-Auth-User":
@@ -115,7 +124,7 @@ func (h *AuthHandler) setUp(v *verify.Verifier, logger *zap.Logger) error {
 
 // requirementOf is what the configuration asks of a token.
 func (h *AuthHandler) requirementOf() verify.Requirement {
-	return verify.Requirement{Scopes: h.Scopes, AnyScope: h.AnyScope, Realm: h.Realm}
+	return verify.Requirement{Scopes: h.Scopes, AnyScope: h.AnyScope, Realm: h.Realm, ACRValues: h.ACRValues}
 }
 
 // Validate checks the configuration with the rules of verify. It changes

@@ -29,19 +29,21 @@ func parseAuthHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, erro
 //		scopes <scope>...
 //		any_scope
 //		realm <name>
+//		acr_values <acr>...
 //		header <name> <placeholder-template>...
 //		strip_header <name>...
 //		strip_authorization
 //	}
 //
 // The scopes given as arguments and with `scopes` add up; all are required
-// unless `any_scope` is set. `header`, `strip_header` and `scopes` may be
+// unless `any_scope` is set. `header`, `strip_header`, `scopes` and
+// `acr_values` may be
 // repeated; `header` once per name. The JSON fields of AuthHandler document
 // each setting.
 func (h *AuthHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	h.Scopes = append(h.Scopes, d.RemainingArgs()...)
-	once := cfutil.NewOnceSet("gatehouse_auth: ", "scopes", "header", "strip_header")
+	once := cfutil.NewOnceSet("gatehouse_auth: ", "scopes", "header", "strip_header", "acr_values")
 	return cfutil.ParseBlock(d, once, func(name string) (err error) {
 		switch name {
 		case "scopes":
@@ -50,6 +52,8 @@ func (h *AuthHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AnyScope, err = cfutil.Flag(d)
 		case "realm":
 			h.Realm, err = cfutil.OneArg(d)
+		case "acr_values":
+			err = cfutil.AppendArgs(d, &h.ACRValues)
 		case "header":
 			err = cfutil.HeaderTemplates(d, once, &h.Headers)
 		case "strip_header":

@@ -24,6 +24,12 @@ type Requirement struct {
 	// Realm is the realm of the WWW-Authenticate challenge. Default
 	// DefaultRealm.
 	Realm string
+	// ACRValues, if set, are the authentication classes a token's acr
+	// must be one of (e.g. the multi-factor class): a token of another
+	// class, or of none, is refused with insufficient_user_authentication
+	// and the classes in the challenge (RFC 9470 §3), for the client to
+	// step up at the authorization endpoint with acr_values.
+	ACRValues []string
 }
 
 // Validate checks the requirement: each scope a scope-token of RFC 6749
@@ -41,7 +47,22 @@ func (req Requirement) Validate() error {
 	if !QuoteSafe(req.Realm) {
 		return fmt.Errorf("realm %q holds a quote, a backslash or a non-printable character", req.Realm)
 	}
+	for _, a := range req.ACRValues {
+		if !validScope(a) {
+			return fmt.Errorf("bad acr value %q: printable ASCII without space, quote or backslash", a)
+		}
+	}
 	return nil
+}
+
+// authenticatedBy reports whether id's acr claim is one of the classes
+// required (any, when none is).
+func (req Requirement) authenticatedBy(id *Identity) bool {
+	if len(req.ACRValues) == 0 {
+		return true
+	}
+	acr, _ := id.Claims()["acr"].(string)
+	return slices.Contains(req.ACRValues, acr)
 }
 
 // validScope reports whether s is a scope-token (RFC 6749 §3.3: one or
@@ -76,6 +97,9 @@ const (
 	ReasonNoToken           Reason = "no_token"           // no Authorization header
 	ReasonMalformedHeader   Reason = "malformed_header"   // not one "Bearer <token>" header
 	ReasonInsufficientScope Reason = "insufficient_scope" // a valid token without the required scopes
+	// ReasonInsufficientAuthentication: a valid token whose acr is not a
+	// class the resource requires.
+	ReasonInsufficientAuthentication Reason = "insufficient_user_authentication"
 )
 
 // Refusal is a request Authorize refused, as RFC 6750 §3 answers it. What
@@ -101,16 +125,20 @@ type Refusal struct {
 	// Scope is the scope the resource needs, space-separated; set for
 	// insufficient_scope only.
 	Scope string
+	// ACRValues are the classes the resource needs, space-separated; set
+	// for insufficient_user_authentication only.
+	ACRValues string
 	// Cause is internal detail for the log only; may be nil.
 	Cause error
 }
 
 // Authorize checks the request's bearer token (RFC 6750 §2.1: the
-// Authorization header only, never the URL or the body) and the scopes
-// req asks for. It returns the token's identity, or a Refusal that says
-// how to answer: no token, 401 without an error code; a malformed
-// Authorization header, 400 invalid_request; a refused token, 401
-// invalid_token; missing scopes, 403 insufficient_scope.
+// Authorization header only, never the URL or the body), the scopes req
+// asks for and its authentication class. It returns the token's identity,
+// or a Refusal that says how to answer: no token, 401 without an error
+// code; a malformed Authorization header, 400 invalid_request; a refused
+// token, 401 invalid_token; missing scopes, 403 insufficient_scope;
+// another acr than req's, 401 insufficient_user_authentication (RFC 9470).
 //
 // Safe for concurrent use, like every method of Verifier.
 func (v *Verifier) Authorize(r *http.Request, req Requirement) (*Identity, *Refusal) {
@@ -137,6 +165,11 @@ func (v *Verifier) Authorize(r *http.Request, req Requirement) (*Identity, *Refu
 			Description: "the access token lacks a required scope", Reason: ReasonInsufficientScope,
 			Realm: req.realm(), Scope: strings.Join(req.Scopes, " ")}
 	}
+	if !req.authenticatedBy(id) {
+		return nil, &Refusal{Status: http.StatusUnauthorized, Code: BearerInsufficientUserAuthentication,
+			Description: "the access token's authentication is not enough for this resource: sign in again with acr_values",
+			Reason:      ReasonInsufficientAuthentication, Realm: req.realm(), ACRValues: strings.Join(req.ACRValues, " ")}
+	}
 	return id, nil
 }
 
@@ -149,6 +182,8 @@ func (f *Refusal) Challenge() string {
 		return Challenge(f.Realm, "", "", "")
 	case BearerInsufficientScope:
 		return Challenge(f.Realm, f.Code, f.Description, f.Scope)
+	case BearerInsufficientUserAuthentication:
+		return Challenge(f.Realm, f.Code, f.Description, "") + `, acr_values="` + quoteSafe(f.ACRValues) + `"`
 	}
 	return Challenge(f.Realm, f.Code, f.Description, "")
 }

@@ -11,6 +11,9 @@ const (
 	BearerInvalidRequest    = "invalid_request"
 	BearerInvalidToken      = "invalid_token"
 	BearerInsufficientScope = "insufficient_scope"
+	// BearerInsufficientUserAuthentication: the token's authentication
+	// is not the class (acr) the resource needs (RFC 9470 §3).
+	BearerInsufficientUserAuthentication = "insufficient_user_authentication"
 )
 
 // Errors of BearerToken.
