@@ -317,8 +317,9 @@ func TestStepUpWithoutFactor(t *testing.T) {
 	}
 }
 
-// TestSecondFactorScopeGrants: the password grant refuses Trading asked
-// by name and drops it from its default scopes; a refresh family from a
+// TestSecondFactorScopeGrants: the password grant (and the message
+// gateway's AuthOwner, which runs it) refuses Trading asked by name and
+// drops it from its default scopes; a refresh family from a
 // one-factor sign-in (made before Trading needed a second factor) loses
 // Trading at its next refresh, and asking for it by name is refused;
 // client credentials keep it.
@@ -334,6 +335,15 @@ func TestSecondFactorScopeGrants(t *testing.T) {
 		t.Fatalf("password grant default scopes: %d %s", res.status, res.raw)
 	}
 	wantAuthentication(t, f, res.str("access_token"), oauth.TypeAccessToken, oauth.ACRSingleFactor, "pwd")
+	// The message gateway's AuthOwner runs the same grant.
+	if _, perr := f.srv.PasswordGrant(t.Context(), "desk", "", "trader", "demo-pw", "Service/Trading", "192.0.2.1"); perr == nil ||
+		perr.Code != oauth.ErrInvalidScope {
+		t.Fatalf("AuthOwner asking Trading: %v", perr)
+	}
+	if owner, perr := f.srv.PasswordGrant(t.Context(), "desk", "", "trader", "demo-pw", "", "192.0.2.1"); perr != nil ||
+		strings.Contains(owner.Scope, "Service/Trading") {
+		t.Fatalf("AuthOwner with the default scopes: %+v %v", owner, perr)
+	}
 
 	robot := f.post(form("grant_type", "client_credentials", "scope", "Service/Trading"), basic("robot", "robot-secret"))
 	if robot.status != http.StatusOK || !slices.Contains(scopeOf(robot), "Service/Trading") {
