@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -234,8 +233,8 @@ func (m *Manager) store(ctx context.Context, s store.Session) error {
 // otherwise s's public id, user, authentication time, clients and
 // expiries, under a new cookie secret (a change of privilege takes a new
 // cookie). The browser state changes with it, so relying parties that
-// watch it check the session again. ErrEnded when the user's sessions
-// were ended after s's authentication.
+// watch it check the session again. ErrEnded when s has ended meanwhile
+// (a logout), or the user's sessions were ended after s's authentication.
 func (m *Manager) Elevate(ctx context.Context, w http.ResponseWriter, s store.Session, amr []string) (store.Session, error) {
 	secret, err := newSecret()
 	if err != nil {
@@ -243,13 +242,21 @@ func (m *Manager) Elevate(ctx context.Context, w http.ResponseWriter, s store.Se
 	}
 	n := s
 	n.Hash, n.AMR, n.LastSeen = Hash(secret), amr, m.cfg.Now()
-	n.Clients = slices.Clone(s.Clients)
-	// The old session first: its public id is unique. A failure between
-	// the two leaves the browser signed out, never with two sessions.
-	if err := m.cfg.Store.DeleteSession(ctx, s.Hash); err != nil {
-		return store.Session{}, fmt.Errorf("ending the session being elevated: %w", err)
+	// One statement: a session ended meanwhile (a logout) stays ended,
+	// and what others wrote to it (its clients) is kept.
+	if err := m.cfg.Store.ElevateSession(ctx, s.Hash, n.Hash, amr, n.LastSeen); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Session{}, ErrEnded
+		}
+		return store.Session{}, fmt.Errorf("elevating the session: %w", err)
 	}
-	if err := m.store(ctx, n); err != nil {
+	if ended, err := m.ended(ctx, n); err != nil || ended {
+		if derr := m.cfg.Store.DeleteSession(ctx, n.Hash); derr != nil && err == nil {
+			err = derr
+		}
+		if err == nil {
+			err = ErrEnded
+		}
 		return store.Session{}, err
 	}
 	http.SetCookie(w, m.cookie(m.name, secret, 0))

@@ -53,6 +53,12 @@ type Sessions interface {
 	// DeleteSession removes a session. Removing a missing session is not
 	// an error.
 	DeleteSession(ctx context.Context, hash []byte) error
+	// ElevateSession moves the session of hash to newHash (a new cookie
+	// secret) with the authentication methods amr and LastSeen now, in
+	// one statement that keeps everything else (its public ID, clients,
+	// expiries). ErrNotFound if there is no session of hash: one ended
+	// meanwhile (a logout) is not brought back.
+	ElevateSession(ctx context.Context, hash, newHash []byte, amr []string, now time.Time) error
 }
 
 // Codes are the authorization codes (RFC 6749 §4.1), stored by the SHA-256

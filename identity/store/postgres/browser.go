@@ -84,6 +84,26 @@ func (s *Store) TouchSession(ctx context.Context, hash []byte, now, expiresAt ti
 	return nil
 }
 
+// ElevateSession moves a session to a new hash with new authentication
+// methods, in one UPDATE.
+func (s *Store) ElevateSession(ctx context.Context, hash, newHash []byte, amr []string, now time.Time) error {
+	if len(newHash) == 0 {
+		return errors.New("elevating session: empty hash")
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET hash = $1, amr = $2, last_seen = $3 WHERE hash = $4`,
+		newHash, textList(amr), ts(now), hash)
+	if isUnique(err) {
+		return fmt.Errorf("elevating session: %w", store.ErrAlreadyExists)
+	}
+	if err == nil {
+		err = oneRow(tag)
+	}
+	if err != nil {
+		return fmt.Errorf("elevating session: %w", err)
+	}
+	return nil
+}
+
 // DeleteSession removes a session.
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE hash = $1`, hash); err != nil {

@@ -301,6 +301,8 @@ var migrations = [][]string{
 	// version 14.
 	{
 		`ALTER TABLE sessions ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
+		// Every session before this version began with a password.
+		`UPDATE sessions SET amr = '{pwd}'`,
 		`ALTER TABLE auth_codes ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
 		`ALTER TABLE device_codes ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
 		`ALTER TABLE refresh_families ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,

@@ -86,6 +86,26 @@ func (s *Store) TouchSession(ctx context.Context, hash []byte, now, expiresAt ti
 	return nil
 }
 
+// ElevateSession moves a session to a new hash with new authentication
+// methods, in one UPDATE.
+func (s *Store) ElevateSession(ctx context.Context, hash, newHash []byte, amr []string, now time.Time) error {
+	if len(newHash) == 0 {
+		return errors.New("elevating session: empty hash")
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET hash = ?, amr = ?, last_seen = ? WHERE hash = ?`,
+		newHash, encodeList(amr), millis(now), hash)
+	if isUnique(err) {
+		return fmt.Errorf("elevating session: %w", store.ErrAlreadyExists)
+	}
+	if err == nil {
+		err = oneRow(res)
+	}
+	if err != nil {
+		return fmt.Errorf("elevating session: %w", err)
+	}
+	return nil
+}
+
 // DeleteSession removes a session.
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	if _, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE hash = ?`, hash); err != nil {

@@ -299,6 +299,8 @@ var migrations = [][]string{
 	// JSON arrays: a scope that needs a second factor follows them.
 	{
 		`ALTER TABLE sessions ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
+		// Every session before this version began with a password.
+		`UPDATE sessions SET amr = '["pwd"]'`,
 		`ALTER TABLE auth_codes ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
 		`ALTER TABLE device_codes ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
 		`ALTER TABLE refresh_families ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,

@@ -159,6 +159,26 @@ var sessionCases = []browserCase{
 		wantErr(t, "TouchSession of an unknown session",
 			s.TouchSession(ctx, hash("session/none"), t0, t0, "app"), store.ErrNotFound)
 	}},
+	{"Elevate", func(t *testing.T, s store.BrowserStore) {
+		ctx := Context(t)
+		a, b := session("a"), session("b")
+		a.AMR, a.Clients = []string{"pwd"}, []string{"app"}
+		wantErr(t, "CreateSession a", s.CreateSession(ctx, a), nil)
+		wantErr(t, "CreateSession b", s.CreateSession(ctx, b), nil)
+		now := t0.Add(time.Minute)
+		newHash := hash("session/a2")
+		wantErr(t, "ElevateSession", s.ElevateSession(ctx, a.Hash, newHash, []string{"pwd", "otp", "mfa"}, now), nil)
+		_, err := s.Session(ctx, a.Hash)
+		wantErr(t, "Session of the old hash", err, store.ErrNotFound)
+		want := a
+		want.Hash, want.AMR, want.LastSeen = newHash, []string{"pwd", "otp", "mfa"}, now
+		equal(t, "elevated session", readSession(ctx, t, s, newHash), want)
+		wantErr(t, "ElevateSession of the old hash again",
+			s.ElevateSession(ctx, a.Hash, hash("session/a3"), []string{"pwd"}, now), store.ErrNotFound)
+		wantErr(t, "ElevateSession onto a taken hash",
+			s.ElevateSession(ctx, newHash, b.Hash, []string{"pwd"}, now), store.ErrAlreadyExists)
+		equal(t, "the other session", readSession(ctx, t, s, b.Hash), b)
+	}},
 	{"Delete", func(t *testing.T, s store.BrowserStore) {
 		ctx := Context(t)
 		a, b := session("a"), session("b")
