@@ -170,7 +170,7 @@ func TestDeviceFlowApproved(t *testing.T) {
 		t.Fatalf("poll after approval: %d %s", tok.status, tok.raw)
 	}
 	claims, _ := f.parseToken(tok.str("access_token"), "at+jwt")
-	if claims["sub"] != "sub-demo" || claims["client_id"] != "tv" {
+	if claims["sub"] != "sub-demo" || claims["client_id"] != "tv" || claims["acr"] != oauth.ACRSingleFactor {
 		t.Errorf("access token claims %v", claims)
 	}
 	// The refresh token works as any other.

@@ -2,10 +2,12 @@ package identity
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -375,43 +377,52 @@ func TestSecondFactorScopeGrants(t *testing.T) {
 	}
 }
 
-// TestFactorBruteForce: a parallel burst of wrong codes is counted as
-// password guesses are: the (user, source) pair locks after MaxFailures,
-// whatever the burst's width, and then the right code is refused too, and
-// so is the user's password from that source.
+// TestFactorBruteForce: parallel bursts of wrong codes are counted as
+// password guesses are: each burst gets no more checks in flight than a
+// source may have (the rest: busy), the (user, source) pair locks after
+// MaxFailures, and then the right code is refused too, and so is the
+// user's password from that source. No wrong code ever passes.
 func TestFactorBruteForce(t *testing.T) {
 	f, _ := stepUpFixture(t)
-	const n = 24
-	browsers, pages := make([]*browser, n+1), make([]page, n+1)
-	for i := range n + 1 {
+	const width, rounds = 12, 8
+	browsers, pages := make([]*browser, width+1), make([]page, width+1)
+	for i := range width + 1 {
 		browsers[i] = newBrowser(t, f)
 		pages[i] = browsers[i].login(browsers[i].authorize(deskRequest("openid Service/Trading")), "trader", "demo-pw")
 	}
-	checks := 0
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			form := pages[i].fields()
-			form.Set("code", mfa.Code(traderSecret, mfa.Step(f.clock.Now())+int64(5+i)))
-			res := browsers[i].send(httptestPost(PathFactor, form), func(*http.Cookie) bool { return true })
-			if res.location != nil || res.status != http.StatusUnauthorized {
-				t.Errorf("wrong code %d: %d %v", i, res.status, res.location)
-			}
-			mu.Lock()
-			checks++
-			mu.Unlock()
-		})
+	checked, busy := 0, 0
+	for round := 0; round < rounds && checked < users.DefaultMaxFailures; round++ {
+		var wg sync.WaitGroup
+		for i := range width {
+			wg.Go(func() {
+				form := pages[i].fields()
+				form.Set("code", mfa.Code(traderSecret, mfa.Step(f.clock.Now())+int64(5+round*width+i)))
+				res := browsers[i].send(httptestPost(PathFactor, form), func(*http.Cookie) bool { return true })
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case res.location != nil:
+					t.Errorf("wrong code %d passed", i)
+				case res.status == http.StatusServiceUnavailable:
+					busy++
+				case res.status == http.StatusUnauthorized:
+					checked++
+				default:
+					t.Errorf("wrong code %d: %d", i, res.status)
+				}
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	if res := browsers[n].factor(pages[n], currentCode(f, 0)); res.location != nil {
+	if checked < users.DefaultMaxFailures {
+		t.Fatalf("%d wrong codes checked in %d rounds (%d busy)", checked, rounds, busy)
+	}
+	if res := browsers[width].factor(pages[width], currentCode(f, 0)); res.location != nil {
 		t.Fatal("the right code passed on a locked pair")
 	}
 	if res := f.post(form("grant_type", "password", "client_id", "desk", "username", "trader", "password", "demo-pw")); res.status == http.StatusOK {
 		t.Fatal("the password passed on a pair locked by wrong codes")
-	}
-	if checks != n {
-		t.Fatalf("%d of %d posts answered", checks, n)
 	}
 }
 
@@ -474,5 +485,33 @@ func TestFactorFormRefusals(t *testing.T) {
 	f.redeem(t, victim.factor(vp, code))
 	if res := attacker.factor(ap, code); res.location != nil {
 		t.Error("the code passed twice")
+	}
+}
+
+// TestFactorLockAcrossSources: wrong codes from many sources, in a
+// parallel burst, lock the user's second factor after FactorMaxFailures
+// whatever their sources: the right code from a fresh address is then
+// refused until the lockout ends. It failed without the factor's own
+// counter (each source's pair saw one failure).
+func TestFactorLockAcrossSources(t *testing.T) {
+	f, trader := stepUpFixture(t)
+	const n = 3 * users.FactorMaxFailures
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			wrong := mfa.Code(traderSecret, mfa.Step(f.clock.Now())+int64(5+i))
+			source := "2001:db8:" + strconv.Itoa(i) + "::1" // a /64 each
+			if err := f.srv.Factors().CheckTOTP(t.Context(), trader, wrong, source); err == nil {
+				t.Errorf("wrong code %d passed", i)
+			}
+		})
+	}
+	wg.Wait()
+	if err := f.srv.Factors().CheckTOTP(t.Context(), trader, currentCode(f, 0), "203.0.113.7"); !errors.Is(err, users.ErrBadCredentials) {
+		t.Fatalf("the right code on a locked factor: %v", err)
+	}
+	f.clock.Add(16 * time.Minute)
+	if err := f.srv.Factors().CheckTOTP(t.Context(), trader, currentCode(f, 0), "203.0.113.7"); err != nil {
+		t.Fatalf("after the lockout: %v", err)
 	}
 }

@@ -267,7 +267,8 @@ func (e *Endpoint) decide(w http.ResponseWriter, r *http.Request, sess store.Ses
 			cause: errors.New("the user is unknown or disabled")})
 		return
 	}
-	dd := store.DeviceDecision{Approved: decision == "allow", Subject: user.Subject, AuthTime: sess.AuthTime, SessionID: sess.ID}
+	dd := store.DeviceDecision{Approved: decision == "allow", Subject: user.Subject, AuthTime: sess.AuthTime, AMR: sess.AMR,
+		SessionID: sess.ID}
 	if dd.Approved {
 		dd.Scopes = oauth.Intersect(rec.Scopes, user.Scopes)
 		if len(dd.Scopes) == 0 {

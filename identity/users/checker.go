@@ -234,26 +234,57 @@ func (c *Checker) Check(ctx context.Context, username, password, source string) 
 	return user, nil
 }
 
+// FactorMaxFailures is how many wrong second-factor codes, from any
+// source, lock a user's second factor for the lockout's duration: the
+// (user, source) pair alone would let a guesser with many addresses try
+// a million six-digit codes.
+const FactorMaxFailures = 10
+
 // CheckFactor checks a second factor of user (a one-time code, a
-// recovery code) under the same brute-force defence as its password:
-// counted against the same (user, source) pair, user and source, so that
-// guessing codes throttles and locks as guessing passwords does. check
-// runs only when the pair is not locked, and reports whether the factor
-// was right. ErrBadCredentials for a locked pair or a wrong factor, after
-// FailureFloor; ErrBusy while the audit refuses; check's error, with
-// nothing counted.
+// recovery code) under the brute-force defence of its password: counted
+// against the same (user, source) pair, user and source, so that guessing
+// codes throttles and locks as guessing passwords does; and against the
+// user's factor alone, which locks after FactorMaxFailures failures from
+// any number of sources (only one who knows the password reaches a
+// factor). It takes a slot of the source's checks in progress, as a
+// password check does. check runs only when neither is locked, and
+// reports whether the factor was right. ErrBadCredentials for a lock or
+// a wrong factor, after FailureFloor; ErrBusy when the source has too many
+// checks in progress or the audit refuses; check's error, with nothing
+// counted.
 func (c *Checker) CheckFactor(ctx context.Context, user store.User, source string, check func(context.Context) (bool, error)) error {
 	if c.cfg.Refusing != nil && c.cfg.Refusing() {
 		return fmt.Errorf("%w: %w", ErrBusy, ErrAuditRefusing)
 	}
 	start := c.cfg.Now()
 	src := SourceKey(source)
+	slots, ok := c.gate.enter(src)
+	if !ok {
+		c.cfg.Audit.Info("second factor refused", zap.String("reason", "too many checks in progress from the source"), zap.String("source", src))
+		return ErrBusy
+	}
+	defer c.gate.leave(src, slots)
 	a, err := c.admit(ctx, user.Username, true, src)
 	defer a.decided()
 	if err != nil {
 		return err
 	}
 	start = start.Add(a.throttled)
+	if !a.locked && c.cfg.Lockout.enabled() {
+		p := c.cfg.Lockout
+		key := "factor:" + user.Username
+		cnt, admitted, err := c.cfg.Store.Admit(ctx, key, c.cfg.Now(), p.Window, FactorMaxFailures, p.Duration)
+		if err != nil {
+			if rerr := c.refund(ctx, a); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		if admitted {
+			a.keys, a.counted, a.limits = append(a.keys, key), append(a.counted, cnt), append(a.limits, FactorMaxFailures)
+		}
+		a.locked = !admitted
+	}
 	reason := "locked out"
 	if !a.locked {
 		ok, err := check(ctx)
