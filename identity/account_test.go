@@ -74,10 +74,11 @@ func signedInAccount(t *testing.T, f *fixture, user, password string) (*browser,
 // TestAccountEnrolTOTP: a user sets up an authenticator app on the
 // account page: the password again (none: refused; wrong: refused), then
 // a QR code and key; a wrong first code is refused, the right one enrols
-// the secret and shows ten recovery codes once. The new factor then
-// passes the step-up; a second setup is refused while one exists; new
-// recovery codes replace the old; removal (password again) leaves the
-// user without a factor, so Trading is dropped, not asked for.
+// the secret, shows ten recovery codes once, and counts as the session's
+// second factor. The new factor then passes the step-up; a second setup
+// is refused while one exists; new recovery codes replace the old;
+// removal (password again) ends the user's sessions and leaves the user
+// without a factor, so Trading is dropped, not asked for.
 func TestAccountEnrolTOTP(t *testing.T) {
 	f, _ := stepUpFixture(t)
 	b, p := signedInAccount(t, f, "novice", "demo-pw")
@@ -133,8 +134,11 @@ func TestAccountEnrolTOTP(t *testing.T) {
 		t.Fatalf("removal with a wrong password: %d", res.status)
 	}
 	removed := b.accountPost(b.accountPage(), "action", "totp-remove", "password", "demo-pw")
-	if !strings.Contains(removed.body, "Not set up") {
+	if !strings.Contains(removed.body, "signed out everywhere") {
 		t.Fatalf("removal: %d %s", removed.status, removed.body)
+	}
+	if p := b.accountPage(); !strings.Contains(p.body, `name="action" value="login"`) {
+		t.Fatalf("the session outlived the removal: %s", p.body)
 	}
 	sb = newBrowser(t, f)
 	tok := f.redeem(t, sb.login(sb.authorize(deskRequest("openid Service/Market Service/Trading")), "novice", "demo-pw"))
@@ -174,9 +178,52 @@ func TestAccountRefusals(t *testing.T) {
 		t.Fatalf("the victim got a factor: %+v %v", st, err)
 	}
 	tampered := withFields(offer, "code", mfa.Code(secret, mfa.Step(f.clock.Now())))
-	tampered.Set("enrolment", tampered.Get("enrolment")[:20]+"A"+tampered.Get("enrolment")[21:])
+	sealed := []byte(tampered.Get("enrolment"))
+	if sealed[20] == 'A' { // flip it, whatever it was
+		sealed[20] = 'B'
+	} else {
+		sealed[20] = 'A'
+	}
+	tampered.Set("enrolment", string(sealed))
 	if res := attacker.post(PathAccount, tampered); res.status != http.StatusBadRequest {
 		t.Fatalf("a tampered enrolment: %d", res.status)
+	}
+}
+
+// TestAccountNeedsSecondFactor: with the password alone (a session that
+// passed no second factor), a user who has a factor can neither mint
+// recovery codes, nor remove or replace the app, nor confirm a sealed
+// offer; after a code of the app on the page, the same session can.
+func TestAccountNeedsSecondFactor(t *testing.T) {
+	f, trader := stepUpFixture(t)
+	before, err := f.srv.Factors().NewRecoveryCodes(t.Context(), trader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, p := signedInAccount(t, f, "trader", "demo-pw")
+	if !strings.Contains(p.body, `value="verify-factor"`) || strings.Contains(p.body, `value="totp-remove"`) {
+		t.Fatalf("a one-factor session is offered changes: %s", p.body)
+	}
+	for _, action := range []string{"recovery-codes", "totp-remove", "totp-begin", "totp-confirm"} {
+		res := b.accountPost(p, "action", action, "password", "demo-pw", "code", currentCode(f, 0))
+		if res.status != http.StatusForbidden || len(shownCodes(res)) != 0 || strings.Contains(res.body, "totp-key") {
+			t.Fatalf("%s with the password alone: %d", action, res.status)
+		}
+	}
+	st, err := f.srv.Factors().Status(t.Context(), trader.Subject)
+	if err != nil || !st.TOTP || st.RecoveryCodes != len(before) {
+		t.Fatalf("factors changed by the password alone: %+v %v", st, err)
+	}
+	if res := b.accountPost(p, "action", "verify-factor", "code", "000000"); res.status != http.StatusUnauthorized {
+		t.Fatalf("a wrong code: %d", res.status)
+	}
+	verified := b.accountPost(p, "action", "verify-factor", "code", currentCode(f, 0))
+	if !strings.Contains(verified.body, `value="totp-remove"`) {
+		t.Fatalf("after the code: %d %s", verified.status, verified.body)
+	}
+	renewed := b.accountPost(verified, "action", "recovery-codes", "password", "demo-pw")
+	if len(shownCodes(renewed)) != mfa.RecoveryCodes {
+		t.Fatalf("new codes after the code: %d", renewed.status)
 	}
 }
 

@@ -143,6 +143,13 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	fcfg := factors.Config{
 		Store: st, Checker: s.passwords, Issuer: cfg.totpIssuer(), KEK: cfg.Keys.EncryptionKey,
 		Audit: s.audit, Now: cfg.Now,
+		Revoke: func(ctx context.Context, subject string) error {
+			now := cfg.Now()
+			if err := st.RevokeSubject(ctx, subject, now, now.Add(tcfg.MaxAccessLifetime)); err != nil {
+				return err
+			}
+			return s.verifier.RevokedHere(ctx, now) // made after this service: read at the call
+		},
 	}
 	if cfg.Audit != nil {
 		fcfg.Record = cfg.Audit

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,6 +41,7 @@ const (
 	actionTOTPConfirm   = "totp-confirm"
 	actionTOTPRemove    = "totp-remove"
 	actionRecoveryCodes = "recovery-codes"
+	actionVerify        = "verify-factor"
 )
 
 // Messages of the page.
@@ -58,6 +60,9 @@ const (
 	msgNewCodes        = "Your new recovery codes: the old ones no longer work. They are shown only now."
 	msgRemoved         = "Your authenticator app and recovery codes were removed."
 	msgEnrolledAlready = "An authenticator app is set up already: remove it first to set up another."
+	msgVerifyFirst     = "Enter a code from your authenticator app (or a recovery code) first: changing your second factor needs it."
+	msgNoApp           = "No authenticator app is set up."
+	msgSignedOut       = "Your authenticator app and recovery codes were removed, and you were signed out everywhere. Sign in again."
 )
 
 // Config configures the page.
@@ -162,17 +167,77 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.error(w, r, http.StatusForbidden, msgStale, errors.New("anti-forgery token missing or not this session's"))
 		return
 	}
-	switch action := form.Get("action"); action {
+	action := form.Get("action")
+	switch action {
+	case actionVerify:
+		e.verify(w, r, sess, user, form.Get("code"))
+		return
+	case actionTOTPBegin, actionTOTPRemove, actionRecoveryCodes, actionTOTPConfirm:
+	default:
+		e.error(w, r, http.StatusBadRequest, msgStale, fmt.Errorf("unknown action %q", oauth.Truncate(action, 32)))
+		return
+	}
+	// A user with a factor changes factors only from a session that
+	// passed one: the password alone (stolen) must not replace the app
+	// or mint recovery codes.
+	st, err := e.cfg.Factors.Status(r.Context(), user.Subject)
+	if err != nil {
+		e.error(w, r, http.StatusInternalServerError, msgServer, err)
+		return
+	}
+	if st.Any() && !oauth.MultiFactor(sess.AMR) {
+		e.render(w, r, http.StatusForbidden, sess, user, web.Account{Error: msgVerifyFirst})
+		return
+	}
+	switch action {
 	case actionTOTPBegin, actionTOTPRemove, actionRecoveryCodes:
 		if !e.recheck(w, r, sess, user, form.Get("password")) {
 			return
 		}
-		e.change(w, r, sess, user, action)
+		e.change(w, r, sess, user, st, action)
 	case actionTOTPConfirm:
+		if st.TOTP {
+			e.render(w, r, http.StatusConflict, sess, user, web.Account{Error: msgEnrolledAlready})
+			return
+		}
 		e.confirm(w, r, sess, user, form.Get("enrolment"), form.Get("code"))
-	default:
-		e.error(w, r, http.StatusBadRequest, msgStale, fmt.Errorf("unknown action %q", oauth.Truncate(action, 32)))
 	}
+}
+
+// verify checks a code of the user's second factor and elevates the
+// session, as the authorization endpoint's step-up does.
+func (e *Endpoint) verify(w http.ResponseWriter, r *http.Request, sess store.Session, user store.User, code string) {
+	code = strings.TrimSpace(code)
+	if code == "" {
+		e.render(w, r, http.StatusBadRequest, sess, user, web.Account{Error: msgVerifyFirst})
+		return
+	}
+	check := e.cfg.Factors.CheckTOTP
+	if !factors.LooksLikeTOTP(code) {
+		check = e.cfg.Factors.UseRecoveryCode
+	}
+	err := check(r.Context(), user, code, e.cfg.ClientIP(r))
+	switch {
+	case errors.Is(err, users.ErrBadCredentials), errors.Is(err, factors.ErrNoFactor):
+		e.render(w, r, http.StatusUnauthorized, sess, user, web.Account{Error: msgBadCode})
+		return
+	case errors.Is(err, users.ErrBusy):
+		e.render(w, r, http.StatusServiceUnavailable, sess, user, web.Account{Error: msgBusy})
+		return
+	case err != nil:
+		e.error(w, r, http.StatusInternalServerError, msgServer, err)
+		return
+	}
+	elevated, err := e.cfg.Sessions.Elevate(r.Context(), w, sess, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword))
+	switch {
+	case errors.Is(err, session.ErrEnded):
+		e.showLogin(w, r, http.StatusUnauthorized, user.Username, msgStale)
+		return
+	case err != nil:
+		e.error(w, r, http.StatusInternalServerError, msgServer, err)
+		return
+	}
+	e.render(w, r, http.StatusOK, elevated, user, web.Account{})
 }
 
 // current is the request's session and its user; without one (or with a
@@ -298,15 +363,10 @@ func (e *Endpoint) recheck(w http.ResponseWriter, r *http.Request, sess store.Se
 }
 
 // change carries out a change the password was checked for.
-func (e *Endpoint) change(w http.ResponseWriter, r *http.Request, sess store.Session, user store.User, action string) {
+func (e *Endpoint) change(w http.ResponseWriter, r *http.Request, sess store.Session, user store.User, st factors.Status, action string) {
 	ctx := r.Context()
 	switch action {
 	case actionTOTPBegin:
-		st, err := e.cfg.Factors.Status(ctx, user.Subject)
-		if err != nil {
-			e.error(w, r, http.StatusInternalServerError, msgServer, err)
-			return
-		}
 		if st.TOTP {
 			e.render(w, r, http.StatusConflict, sess, user, web.Account{Error: msgEnrolledAlready})
 			return
@@ -318,12 +378,18 @@ func (e *Endpoint) change(w http.ResponseWriter, r *http.Request, sess store.Ses
 		}
 		e.offer(w, r, http.StatusOK, sess, user, en, "")
 	case actionTOTPRemove:
+		// Reset ends the user's sessions, this one included: every
+		// session and token that passed the removed factor.
 		if err := e.cfg.Factors.Reset(ctx, user); err != nil {
 			e.error(w, r, http.StatusInternalServerError, msgServer, err)
 			return
 		}
-		e.render(w, r, http.StatusOK, sess, user, web.Account{Notice: msgRemoved})
+		e.showLogin(w, r, http.StatusOK, user.Username, msgSignedOut)
 	case actionRecoveryCodes:
+		if !st.TOTP {
+			e.render(w, r, http.StatusConflict, sess, user, web.Account{Error: msgNoApp})
+			return
+		}
 		codes, err := e.cfg.Factors.NewRecoveryCodes(ctx, user)
 		if err != nil {
 			e.error(w, r, http.StatusInternalServerError, msgServer, err)
@@ -381,7 +447,17 @@ func (e *Endpoint) confirm(w http.ResponseWriter, r *http.Request, sess store.Se
 		e.error(w, r, http.StatusInternalServerError, msgServer, err)
 		return
 	}
-	e.render(w, r, http.StatusOK, sess, user, web.Account{Notice: msgEnrolled, RecoveryCodes: codes})
+	// The first code proved the new factor: the session has passed it.
+	elevated, err := e.cfg.Sessions.Elevate(r.Context(), w, sess, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword))
+	switch {
+	case errors.Is(err, session.ErrEnded):
+		e.showLogin(w, r, http.StatusUnauthorized, user.Username, msgStale)
+		return
+	case err != nil:
+		e.error(w, r, http.StatusInternalServerError, msgServer, err)
+		return
+	}
+	e.render(w, r, http.StatusOK, elevated, user, web.Account{Notice: msgEnrolled, RecoveryCodes: codes})
 }
 
 // offered is what the confirmation form carries, sealed: the secret

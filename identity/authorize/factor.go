@@ -131,7 +131,7 @@ func (e *Endpoint) ServeFactor(w http.ResponseWriter, r *http.Request) {
 	// code (their alphabets differ in length and letters).
 	factor := "totp"
 	check := e.cfg.Factors.CheckTOTP
-	if !sixDigits(code) {
+	if !factors.LooksLikeTOTP(code) {
 		factor, check = "recovery code", e.cfg.Factors.UseRecoveryCode
 	}
 	err = check(ctx, user, code, e.cfg.ClientIP(r))
@@ -148,7 +148,7 @@ func (e *Endpoint) ServeFactor(w http.ResponseWriter, r *http.Request) {
 		e.fail(w, r, FactorName, q, c, oauth.ServerError(err))
 		return
 	}
-	elevated, err := e.cfg.Sessions.Elevate(ctx, w, sess, oauth.WithFactor(sess.AMR, oauth.AMROneTimePassword))
+	elevated, err := e.cfg.Sessions.Elevate(ctx, w, sess, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword))
 	switch {
 	case errors.Is(err, session.ErrEnded):
 		e.log(r, FactorName, c.ID, oauth.ErrAccessDenied, "the user's sessions ended", err)
@@ -161,17 +161,4 @@ func (e *Endpoint) ServeFactor(w http.ResponseWriter, r *http.Request) {
 	e.cfg.Audit.Info("second factor passed", zap.String("client_id", c.ID), zap.String("sub", user.Subject),
 		zap.String("sid", elevated.ID), zap.String("factor", factor))
 	e.proceed(w, r, FactorName, q, c, &login{session: elevated, user: user})
-}
-
-// sixDigits reports whether code has the form of a TOTP code.
-func sixDigits(code string) bool {
-	if len(code) != 6 {
-		return false
-	}
-	for i := 0; i < len(code); i++ {
-		if code[i] < '0' || code[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

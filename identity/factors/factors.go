@@ -39,6 +39,11 @@ type Config struct {
 	// Record receives the tamper-evident audit records of factor changes
 	// and checks. Default: none.
 	Record users.Auditor
+	// Revoke, if set, ends a user's sessions and tokens (as a password
+	// change does) after Reset removed their factors: a session or a
+	// refresh token that passed the removed factor keeps no scope it
+	// gave.
+	Revoke func(ctx context.Context, subject string) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -124,6 +129,20 @@ func (s *Service) Enrolment(account string, secret []byte) (Enrolment, error) {
 		return Enrolment{}, err
 	}
 	return Enrolment{Secret: secret, Key: mfa.EncodeSecret(secret), URI: uri}, nil
+}
+
+// LooksLikeTOTP reports whether code has the form of a TOTP code (six
+// digits); anything else can only be a recovery code, whose form differs.
+func LooksLikeTOTP(code string) bool {
+	if len(code) != mfa.Digits {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		if code[i] < '0' || code[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // sealName binds a sealed secret to its user: a sealed secret copied to
@@ -215,8 +234,8 @@ func (s *Service) NewRecoveryCodes(ctx context.Context, user store.User) ([]stri
 	return codes, nil
 }
 
-// Reset removes all of subject's second factors: its TOTP factor and
-// its recovery codes.
+// Reset removes all of subject's second factors, its TOTP factor and
+// its recovery codes, then ends its sessions and tokens (Config.Revoke).
 func (s *Service) Reset(ctx context.Context, user store.User) error {
 	if err := s.cfg.Store.DeleteTOTP(ctx, user.Subject); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -225,6 +244,11 @@ func (s *Service) Reset(ctx context.Context, user store.User) error {
 		return err
 	}
 	s.changed(user, "second factors removed")
+	if s.cfg.Revoke != nil {
+		if err := s.cfg.Revoke(ctx, user.Subject); err != nil {
+			return fmt.Errorf("ending the sessions of %q after removing its factors: %w", user.Subject, err)
+		}
+	}
 	return nil
 }
 

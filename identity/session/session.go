@@ -264,6 +264,15 @@ func (m *Manager) Elevate(ctx context.Context, w http.ResponseWriter, s store.Se
 	return n, nil
 }
 
+// Methods are the authentication methods s passed: its AMR, or the
+// password for a session stored before sessions kept them.
+func Methods(s store.Session) []string {
+	if len(s.AMR) == 0 {
+		return []string{"pwd"}
+	}
+	return s.AMR
+}
+
 // Touch records a use of s by client: its idle expiry moves on (never past
 // its lifetime) and client joins its clients. A session used again by a
 // client it has is written at most every minute.
