@@ -93,6 +93,10 @@ func TestAccountEnrolTOTP(t *testing.T) {
 	}
 	offer := b.accountPost(p, "action", "totp-begin", "password", "demo-pw")
 	secret := enrolledKey(t, offer)
+	// A second offer, as another tab would get: refused once the first
+	// is confirmed (it would replace the app without a code of it).
+	offer2 := b.accountPost(p, "action", "totp-begin", "password", "demo-pw")
+	secret2 := enrolledKey(t, offer2)
 	if !strings.Contains(html.UnescapeString(offer.body), "otpauth") && !strings.Contains(offer.body, "QR code") {
 		t.Fatal("no QR code")
 	}
@@ -104,6 +108,10 @@ func TestAccountEnrolTOTP(t *testing.T) {
 	codes := shownCodes(done)
 	if done.status != http.StatusOK || len(codes) != mfa.RecoveryCodes || !strings.Contains(done.body, "Recovery codes left: 10") {
 		t.Fatalf("enrolment: %d, %d codes: %s", done.status, len(codes), done.body)
+	}
+	if res := b.accountPost(b.accountPage(), "action", "totp-confirm", "enrolment", offer2.fields().Get("enrolment"),
+		"code", mfa.Code(secret2, mfa.Step(f.clock.Now()))); res.status != http.StatusConflict {
+		t.Fatalf("a second offer confirmed over the app: %d", res.status)
 	}
 	if again := b.accountPage(); len(shownCodes(again)) != 0 {
 		t.Fatal("recovery codes shown twice")
