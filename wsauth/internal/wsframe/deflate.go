@@ -112,3 +112,19 @@ func (c *Conn) AppendFrameDeflated(typ int, data []byte) (n int, err error) {
 	}
 	return n, err
 }
+
+// AppendCompressed appends to b the frame of a server (unmasked) holding
+// z, a message of type typ already compressed (a permessage-deflate
+// payload, RFC 7692 §7.2.1), RSV1 set: a peer's compressed message passed
+// on as it came.
+func AppendCompressed(b []byte, typ int, z []byte) []byte {
+	b = AppendHeader(b, FinalBit|RSV1Bit|byte(typ), len(z), nil)
+	return append(b, z...)
+}
+
+// AppendFrameCompressed is AppendFrame of z, a message of type typ
+// already compressed (AppendCompressed), on a server's Conn whose client
+// negotiated permessage-deflate (Deflate).
+func (c *Conn) AppendFrameCompressed(typ int, z []byte) error {
+	return c.appendFrame(FinalBit|RSV1Bit|byte(typ), z)
+}

@@ -17,7 +17,8 @@
 // gorilla stops keeping any of the three.
 //
 //	header.go   frame headers: AppendHeader, ParseHeader (a server's frame,
-//	            checked as gorilla's reader checks it)
+//	            checked as gorilla's reader checks it), ParseDeflateHeader
+//	            (RSV1 where permessage-deflate allows it)
 //	mask.go     masking: AppendMasked, and a masked frame larger than a
 //	            batch written a chunk at a time
 //	verbatim.go VerbatimRun: the run of a server's frames a client can be
@@ -31,14 +32,18 @@
 //	            AppendFrames, WriteFrames, Flush) and their buffers
 //	deflate.go  permessage-deflate: a message compressed alone by a
 //	            pooled writer (Deflate, AppendDeflated,
-//	            AppendFrameDeflated), at DeflateLevel
+//	            AppendFrameDeflated), at DeflateLevel, or passed on as a
+//	            peer compressed it (AppendCompressed,
+//	            AppendFrameCompressed)
+//	inflate.go  a peer's compressed message decompressed, bounded
+//	            (Inflate), by a pooled reader
 //	gorilla.go  what a Conn learns of gorilla's state from its writes
 //	            (NegotiatedDeflate, IsCloseFrame)
 //	dial.go     Dial, DialTLS: the backend leg's Conn, for gorilla's Dialer
 //	stream.go   NewStream: an extended CONNECT's stream as a net.Conn
 //
 // It imports the standard library, gorilla (its opcode constants and
-// errors) and klauspost's flate (the compressor), nothing of wsauth: what
-// a session does with the frames is wsauth's (wsauth/deps_test.go holds
-// the table).
+// errors) and klauspost's flate (the compressor and decompressor),
+// nothing of wsauth: what a session does with the frames is wsauth's
+// (wsauth/deps_test.go holds the table).
 package wsframe

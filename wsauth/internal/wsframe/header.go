@@ -43,11 +43,13 @@ func AppendHeader(b []byte, first byte, n int, key []byte) []byte {
 }
 
 // Header is what a frame's header says, but its RSV bits and mask, which
-// ParseHeader refuses.
+// ParseHeader refuses (ParseDeflateHeader takes RSV1 where permessage-deflate
+// allows it: Compressed).
 type Header struct {
-	Op  byte  // the opcode: websocket.TextMessage, PingMessage, ...; 0 continues a message
-	Fin bool  // the frame ends its message
-	Len int64 // the payload's length in bytes
+	Op         byte  // the opcode: websocket.TextMessage, PingMessage, ...; 0 continues a message
+	Fin        bool  // the frame ends its message
+	Len        int64 // the payload's length in bytes
+	Compressed bool  // RSV1: the message is compressed (ParseDeflateHeader only)
 }
 
 // ParseHeader parses the header at the start of p of a frame a client
@@ -65,13 +67,29 @@ type Header struct {
 // past the int64 range fails with websocket.ErrReadLimit, as gorilla's
 // reader fails.
 func ParseHeader(p []byte, cont bool) (h Header, size int, err error) {
+	return parseHeader(p, cont, false)
+}
+
+// ParseDeflateHeader is ParseHeader on a connection that negotiated
+// permessage-deflate: RSV1 is allowed on the first frame of a text or
+// binary message (Compressed), as RFC 7692 §6 has it, and refused as
+// ParseHeader refuses it on a continuation or a control frame (§6.1).
+func ParseDeflateHeader(p []byte, cont bool) (h Header, size int, err error) {
+	return parseHeader(p, cont, true)
+}
+
+func parseHeader(p []byte, cont, deflate bool) (h Header, size int, err error) {
 	if len(p) < 2 {
 		return Header{}, 2, nil
 	}
 	h = Header{Op: p[0] & 0xf, Fin: p[0]&FinalBit != 0, Len: int64(p[1] & 0x7f)}
 	var errs []string
-	if p[0]&0x40 != 0 {
-		errs = append(errs, "RSV1 set")
+	if p[0]&RSV1Bit != 0 {
+		if deflate && (h.Op == websocket.TextMessage || h.Op == websocket.BinaryMessage) {
+			h.Compressed = true
+		} else {
+			errs = append(errs, "RSV1 set")
+		}
 	}
 	if p[0]&0x20 != 0 {
 		errs = append(errs, "RSV2 set")
