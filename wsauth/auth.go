@@ -209,7 +209,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.auth.id, s.auth.ent = id, id.Entitlements
 	s.mu.Unlock()
 	s.in.policy.valid = false
-	bc, code := s.dialBackend()
+	bc, leg, code := s.dialBackend()
 	if bc == nil {
 		s.closeAfterQueued(code)
 		return false
@@ -231,6 +231,7 @@ func (s *session) authenticate(id Identity, at time.Time) bool {
 	s.mu.Unlock()
 	s.back.conn = bc.NetConn()
 	s.back.deflate = s.client.wire != nil && s.client.wire.Deflate()
+	s.back.leg = leg
 	if bw != nil {
 		bw.SetHooks(wsframe.Hooks{BeforeRead: s.extendBackend, Idle: s.backendIdle, Eager: true})
 	}

@@ -59,6 +59,12 @@ func (s *session) backendFrames(bc *websocket.Conn, c *wsframe.Conn) {
 			s.backendEnded(err)
 			return
 		}
+		if f.Compressed {
+			if !s.relayCompressed(bc, c, f, limit, batch) {
+				return
+			}
+			continue
+		}
 		if n := int(f.Len); batch && f.Fin && n <= len(c.Buffered()) && wsframe.MaxHeader+n <= wsframe.BatchBytes {
 			// The common message: whole in the buffer.
 			msg := c.Buffered()[:n]
@@ -113,12 +119,16 @@ func (s *session) backendFrame(bc *websocket.Conn, c *wsframe.Conn, cont bool) (
 		if err != nil {
 			return wsframe.Header{}, backendReadError(err)
 		}
-		f, size, err := wsframe.ParseHeader(p, cont)
+		parse := wsframe.ParseHeader
+		if s.back.leg.on {
+			parse = wsframe.ParseDeflateHeader // RSV1: a compressed message (passthrough.go)
+		}
+		f, size, err := parse(p, cont)
 		if err == nil && size > len(p) {
 			if p, err = c.Need(size); err != nil {
 				return wsframe.Header{}, backendReadError(err)
 			}
-			f, size, err = wsframe.ParseHeader(p, cont)
+			f, size, err = parse(p, cont)
 		}
 		if pe, ok := errors.AsType[wsframe.ProtocolError](err); ok {
 			return wsframe.Header{}, backendProtocolError(bc, string(pe))

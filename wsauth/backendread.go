@@ -35,6 +35,9 @@ type backendReader struct {
 
 	deflate bool         // the client negotiated permessage-deflate (set before the reader starts)
 	z       compressRule // which messages it compresses (compress.go)
+
+	leg      legDeflate // what the backend leg negotiated of permessage-deflate (set before the reader starts)
+	zscratch *[]byte    // a compressed message read in frames, a msgBufs buffer (passthrough.go)
 }
 
 // full reports whether n more bytes would take a batch that holds
@@ -67,13 +70,15 @@ func (b *backendReader) takeBatch() (frames []byte, buf *[]byte, msgs int) {
 	return frames, buf, msgs
 }
 
-// releaseScratch gives back the message buffer between messages, so an
+// releaseScratch gives back the message buffers between messages, so an
 // idle session holds none.
 func (b *backendReader) releaseScratch() {
-	if !b.reading && b.scratch != nil {
-		releaseBuf(b.scratch)
-		b.scratch = nil
+	if b.reading {
+		return
 	}
+	releaseBuf(b.scratch)
+	releaseBuf(b.zscratch)
+	b.scratch, b.zscratch = nil, nil
 }
 
 // backendLoop is the backend reader: it reads each backend message whole
@@ -93,7 +98,10 @@ func (b *backendReader) releaseScratch() {
 // already queued.
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.life.wg.Done()
-	bc.SetReadLimit(s.g.cfg().Backend.MaxMessageBytes)
+	limit := s.g.cfg().Backend.MaxMessageBytes
+	// gorilla's limit bounds the frames' payloads; readAll's, a message as
+	// gorilla decompressed it.
+	bc.SetReadLimit(limit)
 	batch := s.client.wire != nil // else gorilla frames each message
 	for {
 		typ, r, err := bc.NextReader()
@@ -106,7 +114,10 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 		}
 		s.back.reading = true // the hook must leave scratch alone
 		s.setBackendMessageAt(time.Now())
-		*s.back.scratch, err = readAll((*s.back.scratch)[:0], r)
+		*s.back.scratch, err = readAll((*s.back.scratch)[:0], r, limit)
+		if err == websocket.ErrReadLimit {
+			err = backendOverLimit(bc) // a compressed message, decompressed past the bound
+		}
 		s.setBackendMessageAt(time.Time{})
 		s.back.reading = false
 		if err == nil && typ == websocket.TextMessage && !utf8.Valid(*s.back.scratch) {
@@ -239,14 +250,25 @@ func (s *session) setBackendMessageAt(t time.Time) {
 	s.extendBackend()
 }
 
-// readAll appends what r holds, to its end, to b.
-func readAll(b []byte, r io.Reader) ([]byte, error) {
+// readAll appends what r holds, to its end, to b: limit bytes at most,
+// else websocket.ErrReadLimit once it read one more (gorilla's read limit
+// bounds the frames' payloads; a compressed message it decompresses may
+// be far longer).
+func readAll(b []byte, r io.Reader, limit int64) ([]byte, error) {
+	start := len(b)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		n, err := r.Read(b[len(b):cap(b)])
+		room := b[len(b):cap(b)]
+		if over := int64(len(b)-start+len(room)) - (limit + 1); over > 0 {
+			room = room[:int64(len(room))-over]
+		}
+		n, err := r.Read(room)
 		b = b[:len(b)+n]
+		if int64(len(b)-start) > limit {
+			return b, websocket.ErrReadLimit
+		}
 		if err == io.EOF {
 			return b, nil
 		}

@@ -129,9 +129,13 @@ func carriesToken(m *outMsg) bool {
 
 // appendOut appends m, a data message taken from the queue, to the
 // client's batch, compressed when the client negotiated
-// permessage-deflate and the flusher's rule says so. The flusher only.
+// permessage-deflate and the flusher's rule says so, or as the backend
+// compressed it (m.compressed). The flusher only.
 func (s *session) appendOut(m *outMsg) error {
 	w := s.client.wire
+	if m.compressed {
+		return w.AppendFrameCompressed(m.typ, m.data)
+	}
 	if !w.Deflate() || carriesToken(m) || !s.outZ.try(len(m.data)) {
 		return w.AppendFrame(m.typ, m.data)
 	}

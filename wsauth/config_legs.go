@@ -38,6 +38,20 @@ type Backend struct {
 	// would keep the subscription open after the session lost the right
 	// to it.
 	TransactionIDs string
+	// Compression offers permessage-deflate (RFC 7692) to the backend, with
+	// server_no_context_takeover and client_no_context_takeover: a backend
+	// that accepts may compress each message alone. The gateway reads each
+	// compressed message decompressed (MaxMessageBytes bounds it so, a
+	// decompression bomb included) and checks it as any other; to a client
+	// that negotiated permessage-deflate it passes the message on as the
+	// backend compressed it, without compressing it again, when the
+	// client's window (server_max_window_bits) holds the backend's; other
+	// clients get it decompressed. A backend's answer that drops
+	// server_no_context_takeover, or names a parameter not offered, fails
+	// the dial. The gateway never compresses what it sends the backend.
+	// Default false: the backend leg offers no extension, and a compressed
+	// frame from the backend ends it (1002; the client gets 1011).
+	Compression bool
 }
 
 // The values of Backend.TransactionIDs.

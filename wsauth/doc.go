@@ -44,6 +44,10 @@
 //	queue.go          sendQueue, the client's bounded send queue
 //	compress.go       permessage-deflate to the client: which messages are
 //	                  compressed (compressRule), never one carrying a token
+//	passthrough.go    the backend's compressed messages (Backend.Compression):
+//	                  the backend leg's answer checked, each message
+//	                  decompressed within the bound and checked, passed
+//	                  on to the client as it came where that is sound
 //	ping.go           clientPings, the pings the client has not answered
 //	backendread.go    backendReader, the backend reader's state; its loop
 //	                  through gorilla, its batch, the message buffers

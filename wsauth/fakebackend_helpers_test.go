@@ -39,7 +39,9 @@ type fakeBackend struct {
 
 func newFakeBackend(t testing.TB) *fakeBackend {
 	b := &fakeBackend{stall: make(chan struct{})}
-	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol, "ZenithJson"}}
+	// It accepts permessage-deflate when offered (Backend.Compression),
+	// and then compresses every message.
+	up := websocket.Upgrader{Subprotocols: []string{DefaultSubprotocol, "ZenithJson"}, EnableCompression: true}
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		b.headers = append(b.headers, r.Header.Clone())

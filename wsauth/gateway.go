@@ -70,6 +70,7 @@ func New(cfg Config) (*Gateway, error) {
 	g.conf.Store(&cfg)
 	g.dialer = websocket.Dialer{
 		HandshakeTimeout:  cfg.Backend.DialTimeout,
+		EnableCompression: cfg.Backend.Compression,
 		Proxy:             nil,
 		NetDialContext:    wsframe.Dial(cfg.Transport.WriteTimeout),
 		NetDialTLSContext: wsframe.DialTLS(cfg.Transport.WriteTimeout),

@@ -51,6 +51,8 @@ type outMsg struct {
 	buf     *[]byte // data's pooled buffer (msgBufs; a wsframe batch buffer for a batch), or nil
 	close   int     // non-zero: send this close code instead
 	framed  int     // non-zero: data is this many backend messages, framed (handOff)
+
+	compressed bool // data is the backend's message as it compressed it (passthrough.go)
 }
 
 // count is how many messages m is, for the queue's bound.

@@ -19,10 +19,11 @@ import (
 
 // dialBackend opens the backend leg, trying each upstream in turn, each
 // within DialTimeout, with the identity headers and the client's version
-// and sub-protocol. Client reader only. On failure code is the close code
-// for the client: 1011 when every upstream answered and refused (4xx),
-// else 1013 (try again later). Neither carries detail.
-func (s *session) dialBackend() (*websocket.Conn, int) {
+// and sub-protocol; leg is what it negotiated of permessage-deflate
+// (Backend.Compression). Client reader only. On failure code is the close
+// code for the client: 1011 when every upstream answered and refused
+// (4xx), else 1013 (try again later). Neither carries detail.
+func (s *session) dialBackend() (bc *websocket.Conn, leg legDeflate, code int) {
 	h := http.Header{}
 	if s.g.cfg().Hooks.BackendHeaders != nil {
 		s.g.cfg().Hooks.BackendHeaders(h, s.auth.id)
@@ -31,7 +32,7 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 	if p := s.client.ws.Subprotocol(); p != "" {
 		d.Subprotocols = []string{p}
 	}
-	code := websocket.CloseInternalServerErr
+	code = websocket.CloseInternalServerErr
 	for i, u := range s.g.cfg().Backend.Upstreams {
 		target := u
 		if s.in.query != "" {
@@ -49,8 +50,9 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 			err = dd.Err(err)
 		}
 		if err == nil {
-			if err = checkUpgradeAnswer(resp, d.Subprotocols); err == nil {
-				return bc, 0
+			if leg, err = checkUpgradeAnswer(resp, d.Subprotocols, d.EnableCompression); err == nil {
+				bc.EnableWriteCompression(false) // the gateway compresses nothing it sends the backend
+				return bc, leg, 0
 			}
 			_ = bc.Close()
 			s.g.log().Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", resp.StatusCode), zap.Error(err))
@@ -67,26 +69,34 @@ func (s *session) dialBackend() (*websocket.Conn, int) {
 		}
 		s.g.log().Warn("ws backend dial failed", zap.Int("upstream", i), zap.Int("status", status), zap.Error(err))
 	}
-	return nil, code
+	return nil, legDeflate{}, code
 }
 
-// checkUpgradeAnswer fails a backend's 101 that names an extension (the
-// gateway offers none) or a sub-protocol the gateway did not ask for: RFC
-// 6455 §4.1 has the client fail the connection. Gorilla's Dialer accepts
-// both, and permessage-deflate accepted so fails later, with a vaguer
-// error, at the first compressed frame.
-func checkUpgradeAnswer(resp *http.Response, asked []string) error {
+// checkUpgradeAnswer fails a backend's 101 that names an extension the
+// gateway did not offer (none, unless deflate: then permessage-deflate as
+// acceptedDeflate checks it) or a sub-protocol the gateway did not ask
+// for: RFC 6455 §4.1 has the client fail the connection. Gorilla's Dialer
+// accepts both, and permessage-deflate accepted unoffered fails later,
+// with a vaguer error, at the first compressed frame.
+func checkUpgradeAnswer(resp *http.Response, asked []string, deflate bool) (legDeflate, error) {
+	var leg legDeflate
 	if ext := resp.Header.Values("Sec-WebSocket-Extensions"); len(ext) > 0 {
-		return fmt.Errorf("the backend answered the upgrade with an extension the gateway did not offer (%.64q)", strings.Join(ext, ", "))
+		if !deflate {
+			return leg, fmt.Errorf("the backend answered the upgrade with an extension the gateway did not offer (%.64q)", strings.Join(ext, ", "))
+		}
+		var err error
+		if leg, err = acceptedDeflate(ext); err != nil {
+			return leg, err
+		}
 	}
 	protos := resp.Header.Values("Sec-WebSocket-Protocol")
 	switch {
 	case len(protos) == 0:
-		return nil
+		return leg, nil
 	case len(protos) == 1 && slices.Contains(asked, protos[0]):
-		return nil
+		return leg, nil
 	}
-	return fmt.Errorf("the backend answered the upgrade with a sub-protocol the gateway did not ask for (%.64q)", strings.Join(protos, ", "))
+	return leg, fmt.Errorf("the backend answered the upgrade with a sub-protocol the gateway did not ask for (%.64q)", strings.Join(protos, ", "))
 }
 
 // The client's send queue (sendQueue, queue.go) is written to the client

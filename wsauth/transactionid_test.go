@@ -2,6 +2,7 @@ package wsauth
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,7 +209,9 @@ func TestReservedTransactionIDFromClient(t *testing.T) {
 
 // TestBackendAnswersToTheGatewayAreDropped: once the gateway has sent the
 // backend a message of its own, backend messages carrying a reserved
-// TransactionID never reach the client; others do, in order.
+// TransactionID never reach the client; others do, in order; the same
+// with the backend's messages compressed and passed on so. It failed,
+// compressed, with relayAsCompressed's search left out.
 func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 	tests := []struct {
 		name, msg string
@@ -243,8 +246,29 @@ func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 			t.Errorf("int32, %s: answersGateway = %v", tt.msg, got)
 		}
 	}
-	e := newTestEnv(t, nil)
-	c := e.dial(bearer(tokDemo))
+	// With the backend's messages compressed (each one, as gorilla
+	// compresses them) and passed on compressed to a client that
+	// negotiated permessage-deflate, they are searched decompressed.
+	for _, compressed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compressed %v", compressed), func(t *testing.T) {
+			droppedWith(t, tests, compressed)
+		})
+	}
+}
+
+// droppedWith is TestBackendAnswersToTheGatewayAreDropped's socket part,
+// the backend's messages compressed or not.
+func droppedWith(t *testing.T, tests []struct {
+	name, msg string
+	dropped   bool
+}, compressed bool) {
+	e := newTestEnv(t, func(c *Config) { c.Backend.Compression = compressed })
+	var rec *rawReads
+	c, _, err := e.tryDial(bearer(tokDemo), compressingDialer(&rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	says := make([]string, 0, len(tests)+1)
 	var all, want []string
 	for _, tt := range tests {
@@ -289,5 +313,14 @@ func TestBackendAnswersToTheGatewayAreDropped(t *testing.T) {
 	eventually(t, "the gateway's Unsub at the backend", func() bool { return e.backend.gatewayUnsubs("Market", "Security!BHP.ASX") == 1 })
 	if got := say(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the client got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	passed := 0
+	for _, z := range rec.frames(t) {
+		if z {
+			passed++
+		}
+	}
+	if compressed != (passed > 0) {
+		t.Fatalf("%d messages passed on compressed", passed)
 	}
 }
