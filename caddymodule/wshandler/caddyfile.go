@@ -53,6 +53,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		recheck_interval <duration>       # revocation reaches live sessions within it
 //		expiry_grace <duration>           # lapsed sessions wait this long for a fresh AuthToken
 //		transaction_ids int53|int32       # the backend's TransactionID type (default int53)
+//		backend_compression               # offer permessage-deflate to the backend; its compressed messages passed on
 //		require_tls [<scope>...]          # withhold these (default Service/Trading, Service/OrderPad) without TLS
 //		limits [client <id> | scope <scope>] {  # repeatable with client/scope
 //			subscriptions <n>
@@ -146,6 +147,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.ExpiryGrace, err = cfutil.DurationArg(d)
 		case "transaction_ids":
 			h.TransactionIDs, err = cfutil.OneArg(d)
+		case "backend_compression":
+			h.BackendCompression, err = cfutil.Flag(d)
 		case "require_tls":
 			h.RequireTLS = true
 			h.WithheldScopes = d.RemainingArgs()

@@ -33,6 +33,7 @@ func (h *Handler) config() (wsauth.Config, error) {
 			Upstreams:      h.Upstreams,
 			MessageTimeout: time.Duration(h.BackendMessageTimeout),
 			TransactionIDs: h.TransactionIDs,
+			Compression:    h.BackendCompression,
 		},
 		Transport: wsauth.Transport{
 			Subprotocols: h.Subprotocols, AllowedOrigins: h.AllowedOrigins,

@@ -215,6 +215,23 @@ type Handler struct {
 	// them would keep such a subscription open.
 	TransactionIDs string `json:"transaction_ids,omitempty"`
 
+	// BackendCompression offers permessage-deflate to the backend, each
+	// message compressed alone (server_no_context_takeover and
+	// client_no_context_takeover). A backend that accepts may send its
+	// messages compressed: the gateway reads each one decompressed (the
+	// backend message bound, 16 MiB, applies to it decompressed, so a
+	// decompression bomb closes the backend leg with 1009 and the client
+	// with 1011) and checks it as any other, and passes it to a client that
+	// negotiated permessage-deflate as the backend compressed it, without
+	// compressing it again, where the client's window holds it (on a ws://
+	// upstream; over wss:// the client gets it as the gateway compresses
+	// messages itself). A backend answer that keeps its context between
+	// messages, or names parameters not offered, fails the dial. The
+	// gateway compresses nothing it sends the backend. Default false: no
+	// extension offered, and a compressed backend frame closes the leg
+	// (1002; the client gets 1011).
+	BackendCompression bool `json:"backend_compression,omitempty"`
+
 	// RequireTLS withholds WithheldScopes (default Service/Trading and
 	// Service/OrderPad) on connections without TLS, as the original
 	// platform does. Behind a TLS-ending proxy, X-Forwarded-Proto: https
