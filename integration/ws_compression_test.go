@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"compress/flate"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -84,4 +85,94 @@ func (r *recordingConn) readFrames(t *testing.T) (compressed, plain int) {
 		b = b[hdr+n:]
 	}
 	return compressed, plain
+}
+
+// TestWSBackendCompressionThroughTheDemo: with backend_compression on the
+// gateway and compression on the demo backend, the backend leg negotiates
+// permessage-deflate and the demo compresses every message (gorilla's
+// writer: the standard library's flate at level 1); a client that offers
+// permessage-deflate reads the quotes compressed exactly so, byte for
+// byte: the gateway passed the backend's compressed messages on, where
+// compressing them itself (klauspost's flate at level 3) would give other
+// bytes. It failed with the demo's compression left off (the quotes came
+// compressed by the gateway).
+func TestWSBackendCompressionThroughTheDemo(t *testing.T) {
+	t.Parallel()
+	config := demoVariant(t, "backend-compression",
+		configEdit{anchor: anchorWS, insert: "\t\tbackend_compression\n"},
+		configEdit{anchor: "\tgatehouse_demo_backend\n", insert: "\tgatehouse_demo_backend {\n\t\tcompression\n\t}\n", replace: true})
+	g := StartGatehouseWith(t, Options{Config: config})
+	demo := g.PasswordGrant(t, "demo", "demo")
+	rec := &recordingConn{}
+	c, _ := authedWS(t, g, &websocket.Dialer{EnableCompression: true, NetDialContext: rec.dial}, demo.AccessToken)
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"Controller":"Market","Topic":"Security!BHP.ASX","Action":"Sub","TransactionID":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	var quotes [][]byte
+	_ = c.SetReadDeadline(time.Now().Add(2 * wsTimeout))
+	for len(quotes) < 3 {
+		_, raw, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if bytes.Contains(raw, []byte(`"Last"`)) {
+			quotes = append(quotes, raw)
+		}
+	}
+	passed := 0
+	for _, p := range rec.readPayloads(t) {
+		for _, q := range quotes {
+			if bytes.Equal(p, gorillaDeflate(t, q)) {
+				passed++
+			}
+		}
+	}
+	if passed < len(quotes) {
+		t.Fatalf("%d of the %d quotes came compressed as the demo compressed them", passed, len(quotes))
+	}
+}
+
+// gorillaDeflate is msg compressed as gorilla's writer compresses a
+// message alone: the standard library's flate at level 1, flushed, the
+// flush's empty block's tail removed (RFC 7692 §7.2.1).
+func gorillaDeflate(t *testing.T, msg []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := flate.NewWriter(&b, flate.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write(msg)
+	_ = w.Flush()
+	return bytes.TrimSuffix(b.Bytes(), []byte{0, 0, 0xff, 0xff})
+}
+
+// readPayloads are the payloads of the compressed data frames read after
+// the handshake.
+func (r *recordingConn) readPayloads(t *testing.T) [][]byte {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, b, ok := bytes.Cut(r.read, []byte("\r\n\r\n"))
+	if !ok {
+		t.Fatalf("no handshake in what the client read")
+	}
+	var payloads [][]byte
+	for len(b) >= 2 {
+		head, n, hdr := b[0], int(b[1]&0x7f), 2
+		switch {
+		case n == 126 && len(b) >= 4:
+			n, hdr = int(b[2])<<8|int(b[3]), 4
+		case n == 127:
+			return payloads // no quote is that long
+		}
+		if hdr+n > len(b) {
+			break
+		}
+		if head&0x40 != 0 {
+			payloads = append(payloads, b[hdr:hdr+n])
+		}
+		b = b[hdr+n:]
+	}
+	return payloads
 }

@@ -55,6 +55,10 @@ type Handler struct {
 	// MaxConnections bounds the live connections; an upgrade beyond it gets
 	// 503. Default 1024.
 	MaxConnections int `json:"max_connections,omitempty"`
+	// Compression accepts permessage-deflate when the gateway offers it
+	// (gatehouse_ws backend_compression): every message to the gateway is
+	// then compressed, alone. Default false.
+	Compression bool `json:"compression,omitempty"`
 
 	srv    *marketdata.Server
 	key    string // in backends
@@ -108,7 +112,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	key := "gatehouse_demo_backend/" + strconv.Quote(server) + "/" + string(fixed)
 	v, _, err := backends.LoadOrNew(key, func() (caddy.Destructor, error) {
 		srv, err := marketdata.New(marketdata.Config{Logger: h.logger, TickInterval: time.Duration(h.TickInterval),
-			PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout), MaxConnections: h.MaxConnections})
+			PingInterval: time.Duration(h.PingInterval), IdleTimeout: time.Duration(h.IdleTimeout), MaxConnections: h.MaxConnections,
+			Compression: h.Compression})
 		if err != nil {
 			return nil, fmt.Errorf("gatehouse_demo_backend: %w", err)
 		}
@@ -156,6 +161,7 @@ func (h *Handler) Cleanup() error {
 //		ping_interval <duration>
 //		idle_timeout <duration>
 //		max_connections <n>
+//		compression                  # accept permessage-deflate, compress every message
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
@@ -173,6 +179,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.IdleTimeout, err = cfutil.DurationArg(d)
 		case "max_connections":
 			h.MaxConnections, err = cfutil.PositiveIntArg(d)
+		case "compression":
+			h.Compression, err = cfutil.Flag(d)
 		default:
 			return cfutil.Unrecognized(d)
 		}

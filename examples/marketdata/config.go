@@ -69,6 +69,12 @@ type Config struct {
 	// refused (HTTP 400); one that offers none is accepted. Default
 	// ServiceJson, ZenithJson.
 	Subprotocols []string
+	// Compression accepts permessage-deflate (RFC 7692) when a client (the
+	// gateway's backend leg) offers it, answering with
+	// server_no_context_takeover and client_no_context_takeover; every
+	// message to that client is then compressed, alone. Default false: no
+	// extension negotiated.
+	Compression bool
 	// CheckOrigin decides whether an upgrade's Origin is acceptable.
 	// Default: every origin, since the gateway checks the browser's Origin
 	// and the backend has no ambient credential (cookie) to protect; the

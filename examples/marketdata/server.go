@@ -59,6 +59,9 @@ func New(cfg Config) (*Server, error) {
 		HandshakeTimeout: cfg.WriteTimeout,
 		Subprotocols:     cfg.Subprotocols,
 		CheckOrigin:      cfg.CheckOrigin,
+		// gorilla's Upgrader answers without context takeover either way,
+		// and its Conn then compresses every message.
+		EnableCompression: cfg.Compression,
 		// Buffers only while a message is being written, not per idle
 		// connection.
 		WriteBufferPool: &sync.Pool{},
