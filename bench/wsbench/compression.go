@@ -17,7 +17,11 @@ import (
 // by the client (the path gatehouse+deflate, a route of the same gateway
 // process with compression on, and a client that offers it, as every
 // browser does) next to the same gateway with it off, round by round,
-// back to back.
+// back to back; backend->client, also the path gatehouse+passthrough, a
+// route with backend_compression besides: the backend compresses every
+// message (gorilla, the standard library's flate at level 1) and the
+// gateway decompresses each to check it and passes it on compressed
+// where that is shorter.
 
 // Goals of the compression figures, on/off, at most.
 const (
@@ -35,6 +39,8 @@ type compressResult struct {
 	offered      float64
 	maxOn, maxOf []sample
 	on, off      []sample
+	// maxPass and pass are the passthrough path's, backend->client only.
+	maxPass, pass []sample
 	// allBytes, for the market data: the client-leg bytes per message
 	// of each off round had every message been compressed alone at the
 	// gateway's level (the off round's bytes, each message's frame swapped
@@ -62,8 +68,9 @@ func compressFigures(o *options) []figure {
 }
 
 // compression measures the compression figures: gh is the gateway with
-// compression off, z the same with it negotiated.
-func compression(ctx context.Context, gh, z *path, o *options, r *results) error {
+// compression off, z the same with it negotiated, zp with it negotiated
+// on both legs (backend->client figures only).
+func compression(ctx context.Context, gh, z, zp *path, o *options, r *results) error {
 	msgs, sentAt := marketblast.Templates("Bench!0")
 	for i, m := range msgs {
 		// Stamped as the backend stamps them: a placeholder of zeros would
@@ -74,14 +81,19 @@ func compression(ctx context.Context, gh, z *path, o *options, r *results) error
 	if err != nil {
 		return err
 	}
-	pair := func(round int) []*path {
-		if round%2 == 1 {
-			return []*path{z, gh}
-		}
-		return []*path{gh, z}
-	}
 	for _, f := range compressFigures(o) {
 		c := compressResult{f: f}
+		ps := []*path{gh, z}
+		if f.dir == backendToClient {
+			ps = append(ps, zp)
+		}
+		pair := func(round int) []*path { // each path first in turn
+			out := make([]*path, 0, len(ps))
+			for i := range ps {
+				out = append(out, ps[(i+round)%len(ps)])
+			}
+			return out
+		}
 		for round := range o.rounds {
 			for _, p := range pair(round) {
 				s, err := trial(ctx, p, f, 0, o.trialOptions, "")
@@ -89,23 +101,32 @@ func compression(ctx context.Context, gh, z *path, o *options, r *results) error
 					return fmt.Errorf("%v on %s, max rate: %w", f, p.name, err)
 				}
 				progress("%-22v max rate   %-17s %9.0f msg/s  %.0f B/msg", f, p.name, s.rate(), perMsgBytes(s))
-				if p == z {
+				switch p {
+				case z:
 					c.maxOn = append(c.maxOn, s)
-				} else {
+				case zp:
+					c.maxPass = append(c.maxPass, s)
+				default:
 					c.maxOf = append(c.maxOf, s)
 				}
 			}
 		}
 		c.offered = twoDigits(o.load * min(bestRate(c.maxOn), bestRate(c.maxOf)))
+		if len(c.maxPass) > 0 {
+			c.offered = twoDigits(o.load * min(bestRate(c.maxOn), bestRate(c.maxOf), bestRate(c.maxPass)))
+		}
 		for round := range o.rounds {
 			for _, p := range pair(round) {
 				s, err := trial(ctx, p, f, c.offered, o.trialOptions, "")
 				if err != nil {
 					return fmt.Errorf("%v on %s at %.0f msg/s: %w", f, p.name, c.offered, err)
 				}
-				if p == z {
+				switch p {
+				case z:
 					c.on = append(c.on, s)
-				} else {
+				case zp:
+					c.pass = append(c.pass, s)
+				default:
 					c.off = append(c.off, s)
 					if f.market {
 						c.allBytes = append(c.allBytes, perMsgBytes(s)-plain+all)
@@ -160,6 +181,18 @@ func compressRatios(c compressResult) []struct {
 			ratios []float64
 		}{"client-leg bytes/msg on/every message compressed", r})
 	}
+	if len(c.pass) > 0 {
+		out = append(out, []struct {
+			name   string
+			ratios []float64
+		}{
+			{"passthrough: max rate/off", pairedBy(c.maxPass, c.maxOf, sample.rate)},
+			{"passthrough: proxy CPU/msg/off", pairedBy(c.pass, c.off, cpu)},
+			{"passthrough: proxy CPU/msg/on", pairedBy(c.pass, c.on, cpu)},
+			{"passthrough: latency p50/off", pairedBy(c.pass, c.off, p50)},
+			{"passthrough: client-leg bytes/msg/off", pairedBy(c.pass, c.off, perMsgBytes)},
+		}...)
+	}
 	return out
 }
 
@@ -175,10 +208,15 @@ func printCompression(w io.Writer, r *results) {
 			usf(micros(leastCPU(c.off).perMsg(leastCPU(c.off).proxyCPU))), usf(micros(leastCPU(c.on).perMsg(leastCPU(c.on).proxyCPU))),
 			usf(micros(merged(map[string][]sample{"": c.off})[""].percentile(0.5))), usf(micros(merged(map[string][]sample{"": c.on})[""].percentile(0.5))),
 			meanBy(c.off, perMsgBytes), meanBy(c.on, perMsgBytes))
+		if len(c.pass) > 0 {
+			fmt.Fprintf(w, "    passthrough (backend_compression, the backend compressing): max rate %s msg/s; at %s/s proxy CPU/msg %s, p50 %s, bytes/msg %.0f\n",
+				count(bestRate(c.maxPass)), count(c.offered), usf(micros(leastCPU(c.pass).perMsg(leastCPU(c.pass).proxyCPU))),
+				usf(micros(merged(map[string][]sample{"": c.pass})[""].percentile(0.5))), meanBy(c.pass, perMsgBytes))
+		}
 		for _, cr := range compressRatios(c) {
 			fmt.Fprintf(w, "    %-52s %s\n", cr.name, intervalText(cr.ratios))
 		}
-		for _, s := range append(append([]sample{}, c.off...), c.on...) {
+		for _, s := range append(append(append([]sample{}, c.off...), c.on...), c.pass...) {
 			if s.rate() < sustained*c.offered {
 				fmt.Fprintf(w, "    NOTE: a round delivered %s of the %s msg/s offered\n", count(s.rate()), count(c.offered))
 			}

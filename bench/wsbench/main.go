@@ -18,7 +18,9 @@
 //   - the cost of permessage-deflate on the gateway: each figure, and
 //     backend->client market data (the demo market's Security updates), with
 //     compression negotiated by the client next to compression off, round
-//     by round, with the goals the gateway's compression is held to;
+//     by round, with the goals the gateway's compression is held to, and,
+//     backend->client, the backend compressing every message with the
+//     gateway passing them through (backend_compression);
 //   - with -audit, each throughput figure on the gateway with its audit on
 //     next to the same gateway without it;
 //
@@ -317,7 +319,8 @@ func throughput(dir string, bins binaries, o *options, r *results) error {
 		return nil
 	}
 	z := &path{name: pathGatehouse + "+deflate", url: wsURL(gh.port, wszPath), header: auth, proxy: gh, backend: be, compress: true}
-	return compression(ctx, paths[pathGatehouse], z, o, r)
+	zp := &path{name: pathGatehouse + "+passthrough", url: wsURL(gh.port, wspPath), header: auth, proxy: gh, backend: be, compress: true}
+	return compression(ctx, paths[pathGatehouse], z, zp, o, r)
 }
 
 // offeredRate is the fixed rate of f's CPU and latency figures: the flag,

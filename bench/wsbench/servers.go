@@ -26,11 +26,13 @@ const (
 	marketScope = "Service/Market"
 )
 
-// Paths of the gateway's routes: compression off (the figures) and on (the
-// cost of permessage-deflate).
+// Paths of the gateway's routes: compression off (the figures), on (the
+// cost of permessage-deflate), and on with backend_compression (the
+// backend's compressed messages passed through).
 const (
 	wsPath  = "/ws"
 	wszPath = "/wsz"
+	wspPath = "/wsp"
 )
 
 // binaries are the programs wsbench builds once per run.
@@ -121,7 +123,9 @@ func (p *proxy) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%
 
 // startGateway starts gatehouse with the gatehouse app (an issuer, the
 // bench client) and gatehouse_ws in front of the backend: on wsPath with
-// compression off, and, when withCompression, on wszPath with it on. The
+// compression off, and, when withCompression, on wszPath with it on and
+// on wspPath with it on and backend_compression (the backend then
+// compresses every message, and the gateway passes them on). The
 // message-rate limit is raised out of the way (the default is 50/s per
 // session). A non-empty auditLog turns the audit on, its chain written to
 // that file as docs/audit.md has it (JSON, kept out of the default log).
@@ -132,10 +136,13 @@ func startGateway(dir, name string, bins binaries, be *backend, withCompression 
 	}
 	p.secret = randomHex(32)
 	sum := sha256.Sum256([]byte(p.secret))
-	route := func(path string, compression bool) string {
+	route := func(path string, compression, fromBackend bool) string {
 		c := "" // permessage-deflate on: the default
 		if !compression {
 			c = "\n\t\tcompression off"
+		}
+		if fromBackend {
+			c += "\n\t\tbackend_compression"
 		}
 		return fmt.Sprintf(`
 	gatehouse_ws %s {
@@ -148,9 +155,9 @@ func startGateway(dir, name string, bins binaries, be *backend, withCompression 
 	}
 `, path, be.port, c)
 	}
-	routes := route(wsPath, false)
+	routes := route(wsPath, false, false)
 	if withCompression {
-		routes += route(wszPath, true)
+		routes += route(wszPath, true, false) + route(wspPath, true, true)
 	}
 	audit := ""
 	if auditLog != "" {

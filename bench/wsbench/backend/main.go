@@ -28,6 +28,9 @@
 //     window, its latency (arrival minus Sent) is kept.
 //   - anything else is ignored.
 //
+// A connection whose client offered permessage-deflate (the gateway's
+// route with backend_compression) gets every message compressed, alone.
+//
 // Plain HTTP, for wsbench only (never through a proxy):
 //
 //	POST /bench/window?from=<unix ns>&to=<unix ns>  starts a new window
@@ -83,6 +86,10 @@ func main() {
 		Subprotocols:    []string{"ServiceJson", "ZenithJson"},
 		CheckOrigin:     func(*http.Request) bool { return true },
 		WriteBufferPool: &sync.Pool{}, // no write buffer held by an idle connection
+		// permessage-deflate when offered (the gateway's route with
+		// backend_compression): every message is then compressed, alone,
+		// at gorilla's level (the standard library's flate at 1).
+		EnableCompression: true,
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	stop := make(chan os.Signal, 1)
