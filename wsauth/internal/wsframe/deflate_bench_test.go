@@ -1,6 +1,7 @@
 package wsframe
 
 import (
+	stdflate "compress/flate"
 	"testing"
 )
 
@@ -26,6 +27,38 @@ func BenchmarkDeflate(b *testing.B) {
 				z = len(bc.data)
 			}
 			b.ReportMetric(float64(z)/float64(len(bc.data)), "share")
+		})
+	}
+}
+
+// BenchmarkInflate is the cost of decompressing one message alone
+// (Inflate), what the gateway pays per compressed backend message it
+// passes through, against BenchmarkDeflate's cost of compressing it: a
+// market-data update compressed at DeflateLevel and as gorilla's writer
+// compresses it (the standard library's flate at level 1), and letters
+// stored (a compressor that gives them up).
+func BenchmarkInflate(b *testing.B) {
+	var zq []byte
+	Deflate([]byte(quote), func(z []byte) { zq = append([]byte(nil), z...) })
+	for _, bc := range []struct {
+		name string
+		n    int
+		z    []byte
+	}{
+		{"quote-253B", len(quote), zq},
+		{"quote-253B-gorilla", len(quote), compressed(b, []byte(quote), stdflate.BestSpeed, false)},
+		{"letters-256B-stored", 256, compressed(b, letters(256), stdflate.NoCompression, false)},
+		{"letters-8KiB-stored", 8 << 10, compressed(b, letters(8<<10), stdflate.NoCompression, false)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(bc.n))
+			buf := make([]byte, 0, bc.n)
+			for b.Loop() {
+				var err error
+				if buf, err = Inflate(buf[:0], bc.z, int64(bc.n)); err != nil || len(buf) != bc.n {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

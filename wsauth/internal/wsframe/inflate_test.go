@@ -13,7 +13,7 @@ import (
 // compressed is data as a permessage-deflate payload made by the standard
 // library's writer at level (a sync flush, its tail removed), ended with
 // a final block when final.
-func compressed(t *testing.T, data []byte, level int, final bool) []byte {
+func compressed(t testing.TB, data []byte, level int, final bool) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w, err := stdflate.NewWriter(&b, level)
