@@ -55,12 +55,33 @@ func TestWSCompressionThroughTheDemo(t *testing.T) {
 // (compressed) and without.
 func (r *recordingConn) readFrames(t *testing.T) (compressed, plain int) {
 	t.Helper()
+	for _, f := range r.dataFrames(t) {
+		if f.head&0x40 != 0 {
+			compressed++
+		} else {
+			plain++
+		}
+	}
+	return compressed, plain
+}
+
+// readFrame is a data frame a client read: its first byte and payload.
+type readFrame struct {
+	head    byte
+	payload []byte
+}
+
+// dataFrames are the data frames read after the handshake, up to the
+// first one not read whole.
+func (r *recordingConn) dataFrames(t *testing.T) []readFrame {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, b, ok := bytes.Cut(r.read, []byte("\r\n\r\n"))
 	if !ok {
 		t.Fatalf("no handshake in what the client read")
 	}
+	var frames []readFrame
 	for len(b) >= 2 {
 		head, n, hdr := b[0], int(b[1]&0x7f), 2
 		switch {
@@ -72,19 +93,15 @@ func (r *recordingConn) readFrames(t *testing.T) (compressed, plain int) {
 				n = n<<8 | int(x)
 			}
 		}
-		if op := head & 0x0f; op == websocket.TextMessage || op == websocket.BinaryMessage {
-			if head&0x40 != 0 {
-				compressed++
-			} else {
-				plain++
-			}
-		}
 		if hdr+n > len(b) {
 			break
 		}
+		if op := head & 0x0f; op == websocket.TextMessage || op == websocket.BinaryMessage {
+			frames = append(frames, readFrame{head, b[hdr : hdr+n]})
+		}
 		b = b[hdr+n:]
 	}
-	return compressed, plain
+	return frames
 }
 
 // TestWSBackendCompressionThroughTheDemo: with backend_compression on the
@@ -151,28 +168,11 @@ func gorillaDeflate(t *testing.T, msg []byte) []byte {
 // the handshake.
 func (r *recordingConn) readPayloads(t *testing.T) [][]byte {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, b, ok := bytes.Cut(r.read, []byte("\r\n\r\n"))
-	if !ok {
-		t.Fatalf("no handshake in what the client read")
-	}
 	var payloads [][]byte
-	for len(b) >= 2 {
-		head, n, hdr := b[0], int(b[1]&0x7f), 2
-		switch {
-		case n == 126 && len(b) >= 4:
-			n, hdr = int(b[2])<<8|int(b[3]), 4
-		case n == 127:
-			return payloads // no quote is that long
+	for _, f := range r.dataFrames(t) {
+		if f.head&0x40 != 0 {
+			payloads = append(payloads, f.payload)
 		}
-		if hdr+n > len(b) {
-			break
-		}
-		if head&0x40 != 0 {
-			payloads = append(payloads, b[hdr:hdr+n])
-		}
-		b = b[hdr+n:]
 	}
 	return payloads
 }

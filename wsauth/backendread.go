@@ -2,7 +2,6 @@ package wsauth
 
 import (
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -99,8 +98,8 @@ func (b *backendReader) releaseScratch() {
 func (s *session) backendLoop(bc *websocket.Conn) {
 	defer s.life.wg.Done()
 	limit := s.g.cfg().Backend.MaxMessageBytes
-	// gorilla's limit bounds the frames' payloads; readAll's, a message as
-	// gorilla decompressed it.
+	// gorilla's limit bounds the frames' payloads; AppendAll's, a message
+	// as gorilla decompressed it.
 	bc.SetReadLimit(limit)
 	batch := s.client.wire != nil // else gorilla frames each message
 	for {
@@ -114,8 +113,8 @@ func (s *session) backendLoop(bc *websocket.Conn) {
 		}
 		s.back.reading = true // the hook must leave scratch alone
 		s.setBackendMessageAt(time.Now())
-		*s.back.scratch, err = readAll((*s.back.scratch)[:0], r, limit)
-		if err == websocket.ErrReadLimit {
+		*s.back.scratch, err = wsframe.AppendAll((*s.back.scratch)[:0], r, limit)
+		if err == wsframe.ErrOverLimit {
 			err = backendOverLimit(bc) // a compressed message, decompressed past the bound
 		}
 		s.setBackendMessageAt(time.Time{})
@@ -248,34 +247,6 @@ func (s *session) extendBackend() {
 func (s *session) setBackendMessageAt(t time.Time) {
 	s.back.msgAt = t
 	s.extendBackend()
-}
-
-// readAll appends what r holds, to its end, to b: limit bytes at most,
-// else websocket.ErrReadLimit once it read one more (gorilla's read limit
-// bounds the frames' payloads; a compressed message it decompresses may
-// be far longer).
-func readAll(b []byte, r io.Reader, limit int64) ([]byte, error) {
-	start := len(b)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		room := b[len(b):cap(b)]
-		if over := int64(len(b)-start+len(room)) - (limit + 1); over > 0 {
-			room = room[:int64(len(room))-over]
-		}
-		n, err := r.Read(room)
-		b = b[:len(b)+n]
-		if int64(len(b)-start) > limit {
-			return b, websocket.ErrReadLimit
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
 }
 
 // msgBufs are the backend messages' buffers: each is read into once (the

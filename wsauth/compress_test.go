@@ -90,21 +90,9 @@ func (r *rawReads) Read(p []byte) (int, error) {
 // frames are the frames read after the 101: each one's RSV1 bit.
 func (r *rawReads) frames(t *testing.T) []bool {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, b, ok := bytes.Cut(r.got, []byte("\r\n\r\n"))
-	if !ok {
-		t.Fatal("no 101 read")
-	}
 	var rsv1 []bool
-	for len(b) > 0 {
-		hdr := append([]byte{b[0] &^ wsframe.RSV1Bit}, b[1:min(len(b), 10)]...)
-		h, size, err := wsframe.ParseHeader(hdr, false)
-		if err != nil || size+int(h.Len) > len(b) {
-			t.Fatalf("frame %d: %v (%x)", len(rsv1), err, b[:min(len(b), 10)])
-		}
-		rsv1 = append(rsv1, b[0]&wsframe.RSV1Bit != 0)
-		b = b[size+int(h.Len):]
+	for _, f := range r.sent(t) {
+		rsv1 = append(rsv1, f.b0&wsframe.RSV1Bit != 0)
 	}
 	return rsv1
 }
@@ -222,29 +210,40 @@ var tokenReplyCases = []struct {
 // TestTokenNeverCompressed: an Identify reply that carries the session's
 // access token (Auth.ReturnAccessToken) goes uncompressed to a client
 // that negotiated permessage-deflate; the same reply without the token,
-// as long, is compressed. It failed with carriesToken's check left out
-// of appendOut.
+// as long, is compressed. So too with Backend.Compression on and the
+// backend compressing every message, whose messages then reach the
+// client compressed. It failed with carriesToken's check left out of
+// appendOut.
 func TestTokenNeverCompressed(t *testing.T) {
-	for _, tt := range tokenReplyCases {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken = tt.allowed })
-			var rec *rawReads
-			c, _, err := e.tryDial(nil, compressingDialer(&rec))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			got := roundTrip(t, c, authToken("Bearer", tokDemo))
-			if !strings.Contains(got, `"Result":"Success"`) || strings.Contains(got, `"AccessToken"`) == tt.compressed {
-				t.Fatalf("reply %s", got)
-			}
-			if len(got) < compressMinBytes {
-				t.Fatalf("the reply is %d bytes, too short to be compressed anyway", len(got))
-			}
-			if rsv1 := rec.frames(t); len(rsv1) != 1 || rsv1[0] != tt.compressed {
-				t.Fatalf("frames compressed %v, want [%v]", rsv1, tt.compressed)
-			}
-		})
+	for _, backend := range []bool{false, true} {
+		for _, tt := range tokenReplyCases {
+			t.Run(fmt.Sprintf("%s, backend compression %v", tt.name, backend), func(t *testing.T) {
+				e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken, c.Backend.Compression = tt.allowed, backend })
+				var rec *rawReads
+				c, _, err := e.tryDial(nil, compressingDialer(&rec))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				got := roundTrip(t, c, authToken("Bearer", tokDemo))
+				if !strings.Contains(got, `"Result":"Success"`) || strings.Contains(got, `"AccessToken"`) == tt.compressed {
+					t.Fatalf("reply %s", got)
+				}
+				if len(got) < compressMinBytes {
+					t.Fatalf("the reply is %d bytes, too short to be compressed anyway", len(got))
+				}
+				want := []bool{tt.compressed}
+				if backend {
+					if m := roundTrip(t, c, `{"Controller":"Market","Topic":"Echo","Data":"`+strings.Repeat("echo ", 60)+`"}`); !strings.Contains(m, "echo echo") {
+						t.Fatalf("echo %.40q", m)
+					}
+					want = append(want, true)
+				}
+				if rsv1 := rec.frames(t); fmt.Sprint(rsv1) != fmt.Sprint(want) {
+					t.Fatalf("frames compressed %v, want %v", rsv1, want)
+				}
+			})
+		}
 	}
 }
 

@@ -140,7 +140,7 @@ func (s *session) relayCompressed(bc *websocket.Conn, c *wsframe.Conn, f wsframe
 	msg, err := wsframe.Inflate((*b.scratch)[:0], z, limit)
 	*b.scratch = msg
 	switch {
-	case errors.Is(err, wsframe.ErrInflateLimit):
+	case errors.Is(err, wsframe.ErrOverLimit):
 		err = backendOverLimit(bc)
 	case err != nil:
 		err = backendInvalidCompressed(bc)

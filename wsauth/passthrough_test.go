@@ -357,32 +357,3 @@ func TestBackendDecompressionBomb(t *testing.T) {
 		})
 	}
 }
-
-// TestTokenNeverCompressedBackendDeflating: with Backend.Compression on
-// and the backend compressing every message, an Identify reply carrying
-// the access token still goes uncompressed to a client that negotiated
-// permessage-deflate, and the backend's messages go compressed. It failed
-// with carriesToken's check left out of appendOut.
-func TestTokenNeverCompressedBackendDeflating(t *testing.T) {
-	for _, tt := range tokenReplyCases {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newTestEnv(t, func(c *Config) { c.Auth.ReturnAccessToken, c.Backend.Compression = tt.allowed, true })
-			var rec *rawReads
-			c, _, err := e.tryDial(nil, compressingDialer(&rec))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			got := roundTrip(t, c, authToken("Bearer", tokDemo))
-			if !strings.Contains(got, `"Result":"Success"`) || strings.Contains(got, `"AccessToken"`) == tt.compressed {
-				t.Fatalf("reply %s", got)
-			}
-			if m := roundTrip(t, c, `{"Controller":"Market","Topic":"Echo","Data":"`+strings.Repeat("echo ", 60)+`"}`); !strings.Contains(m, "echo echo") {
-				t.Fatalf("echo %.40q", m)
-			}
-			if rsv1 := rec.frames(t); len(rsv1) != 2 || rsv1[0] != tt.compressed || !rsv1[1] {
-				t.Fatalf("frames compressed %v, want [%v true]", rsv1, tt.compressed)
-			}
-		})
-	}
-}

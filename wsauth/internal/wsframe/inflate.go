@@ -14,9 +14,9 @@ import (
 // stored block's tail the sender removed put back, by a reader from a
 // pool, reset for it.
 
-// ErrInflateLimit is Inflate's refusal of a message that decompresses to
-// more than its limit (a decompression bomb, or merely too large).
-var ErrInflateLimit = errors.New("decompressed message over the limit")
+// ErrOverLimit is the refusal of a message longer than its limit
+// (AppendAll, Inflate): a decompression bomb, or merely too large.
+var ErrOverLimit = errors.New("message over the limit")
 
 // ErrInflate is Inflate's refusal of a payload that is not a deflate
 // stream.
@@ -76,9 +76,9 @@ var inflaters = sync.Pool{New: func() any {
 
 // Inflate appends to dst the message whose permessage-deflate payload is
 // z (RFC 7692 §7.2.2), decompressed, at most limit bytes of it: a message
-// that decompresses to more fails with ErrInflateLimit once limit+1 bytes
-// are out, whatever z claims, and z that is not a deflate stream with
-// ErrInflate. z is only read.
+// that decompresses to more fails with ErrOverLimit once limit+1 bytes
+// are out (AppendAll), whatever z claims, and z that is not a deflate
+// stream with ErrInflate. z is only read.
 func Inflate(dst, z []byte, limit int64) ([]byte, error) {
 	f := inflaters.Get().(*inflater)
 	defer func() {
@@ -89,6 +89,18 @@ func Inflate(dst, z []byte, limit int64) ([]byte, error) {
 	if err := f.r.(flate.Resetter).Reset(&f.src, nil); err != nil {
 		return dst, ErrInflate
 	}
+	dst, err := AppendAll(dst, f.r, limit)
+	if err != nil && err != ErrOverLimit {
+		err = ErrInflate
+	}
+	return dst, err
+}
+
+// AppendAll appends to dst what r holds, to its end: limit bytes at most,
+// else it fails with ErrOverLimit once it has read one more, whatever r
+// would give (a message decompressed as it is read may be far longer
+// than its frames). r's other errors are returned as they are.
+func AppendAll(dst []byte, r io.Reader, limit int64) ([]byte, error) {
 	start := len(dst)
 	for {
 		if len(dst) == cap(dst) {
@@ -98,16 +110,16 @@ func Inflate(dst, z []byte, limit int64) ([]byte, error) {
 		if over := int64(len(dst)-start+len(room)) - (limit + 1); over > 0 {
 			room = room[:int64(len(room))-over]
 		}
-		n, err := f.r.Read(room)
+		n, err := r.Read(room)
 		dst = dst[:len(dst)+n]
 		if int64(len(dst)-start) > limit {
-			return dst, ErrInflateLimit
+			return dst, ErrOverLimit
 		}
-		switch {
-		case err == io.EOF:
+		if err == io.EOF {
 			return dst, nil
-		case err != nil:
-			return dst, ErrInflate
+		}
+		if err != nil {
+			return dst, err
 		}
 	}
 }

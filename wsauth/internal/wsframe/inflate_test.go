@@ -56,7 +56,7 @@ func TestInflate(t *testing.T) {
 }
 
 // TestInflateBounded: a decompression bomb (16 MiB of zeros, some 16 KiB
-// compressed) fails with ErrInflateLimit having put out no more than the
+// compressed) fails with ErrOverLimit having put out no more than the
 // limit and one byte, and a payload that is no deflate stream fails with
 // ErrInflate. It failed with the limit checked after the whole message
 // was out (the bomb's 16 MiB then allocated).
@@ -67,7 +67,7 @@ func TestInflateBounded(t *testing.T) {
 	}
 	for _, limit := range []int64{0, 1, 1000, 1 << 20} {
 		got, err := Inflate(nil, bomb, limit)
-		if !errors.Is(err, ErrInflateLimit) {
+		if !errors.Is(err, ErrOverLimit) {
 			t.Fatalf("limit %d: %v", limit, err)
 		}
 		if int64(len(got)) > limit+1 || cap(got) > int(2*limit+64) {
