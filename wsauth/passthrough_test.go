@@ -259,8 +259,10 @@ func TestBackendDeflateAnswerChecked(t *testing.T) {
 // it, or the backend declined) closes the leg as a protocol error, 1002,
 // and the client with 1011, as before; so does RSV1 on a continuation or
 // a control frame where it was negotiated (RFC 7692 §6.1), and a
-// compressed message that does not decompress is 1007. It failed with
-// ParseDeflateHeader used whatever the leg negotiated.
+// compressed message that does not decompress, or a compressed text
+// message that is not valid UTF-8, is 1007. It failed with
+// ParseDeflateHeader used whatever the leg negotiated, and with the UTF-8
+// check left out of relayCompressed.
 func TestBackendRSV1Refused(t *testing.T) {
 	z := handDeflate(t, []byte(marketQuote))
 	for _, tt := range []struct {
@@ -276,6 +278,7 @@ func TestBackendRSV1Refused(t *testing.T) {
 		{"on a continuation", true, deflateAccepted, append(zFrame(false, true, websocket.TextMessage, z[:10]), zFrame(true, true, 0, z[10:])...), websocket.CloseProtocolError, true},
 		{"on a ping", true, deflateAccepted, rawFrame(true, websocket.PingMessage, "", wsframe.RSV1Bit), websocket.CloseProtocolError, true},
 		{"not deflate", true, deflateAccepted, zFrame(true, true, websocket.TextMessage, []byte{0xff, 0xff, 0xff}), websocket.CloseInvalidFramePayloadData, true},
+		{"text not UTF-8", true, deflateAccepted, zFrame(true, true, websocket.TextMessage, handDeflate(t, []byte("{\"Data\":\"\xff\xfe\"}"))), websocket.CloseInvalidFramePayloadData, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			url, closed := deflatingBackend(t, tt.ext, tt.frames)
