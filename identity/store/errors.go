@@ -24,6 +24,9 @@ var (
 	// ErrCodeUsed: an authorization code was used before (a replay, or
 	// the loser of a race).
 	ErrCodeUsed = errors.New("store: authorization code already used")
+	// ErrTooManyPasskeys: a subject with MaxPasskeys passkeys was given
+	// one more.
+	ErrTooManyPasskeys = errors.New("store: too many passkeys")
 )
 
 // Errors of the device authorization grant (DeviceCodes).

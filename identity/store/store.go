@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gatehouse/gatehouse/entitle"
@@ -27,6 +29,7 @@ type Store interface {
 	Maintenance
 	Audit
 	MFA
+	Passkeys
 
 	// Close releases the backend's resources.
 	Close() error
@@ -62,7 +65,7 @@ type Users interface {
 	// UpdateUser replaces the user with u.Username. ErrNotFound if there is none.
 	UpdateUser(ctx context.Context, u User) error
 	// DeleteUser deletes the user called username, its consents and its
-	// second factors (MFA), ends its sessions as RevokeSubject(subject,
+	// second factors (MFA, Passkeys), ends its sessions as RevokeSubject(subject,
 	// now, tokensUntil) does, and retires its subject, which CreateUser
 	// then gives no one (a subject is never reassigned, OpenID Connect
 	// Core §2; the username may be taken again). It returns the user deleted; ErrNotFound if there is
@@ -149,6 +152,110 @@ type TOTPFactor struct {
 	LastStep int64
 	// Created is when the factor was enrolled.
 	Created time.Time
+}
+
+// MaxPasskeys is how many passkeys a subject may have: AddPasskey
+// refuses one more with ErrTooManyPasskeys.
+const MaxPasskeys = 20
+
+// Bounds of a Passkey's fields, which AddPasskey and RenamePasskey check.
+const (
+	// MaxPasskeyName is the longest name, in bytes.
+	MaxPasskeyName = 64
+	// MaxCredentialID is the longest credential id, in bytes (WebAuthn
+	// Level 3 §5.8.3: at most 1023).
+	MaxCredentialID = 1023
+	// MaxPasskeyPublicKey is the longest public key (COSE_Key), in bytes.
+	MaxPasskeyPublicKey = 2048
+)
+
+// Passkeys are the users' WebAuthn credentials (passkeys), by subject
+// (never reassigned), each known by its credential id, unique across
+// subjects. DeleteUser deletes them with the user, in its transaction.
+type Passkeys interface {
+	// AddPasskey stores p. ErrAlreadyExists if its credential id is
+	// taken (by any subject); ErrTooManyPasskeys if its subject has
+	// MaxPasskeys already; an error, with nothing stored, for a field
+	// out of its bounds. Adds for one subject are serialized, so
+	// concurrent ones leave at most MaxPasskeys.
+	AddPasskey(ctx context.Context, p Passkey) error
+	// Passkeys lists the subject's passkeys, oldest first.
+	Passkeys(ctx context.Context, subject string) ([]Passkey, error)
+	// PasskeyByID returns the passkey with credential id id, whoever's
+	// it is. ErrNotFound if there is none.
+	PasskeyByID(ctx context.Context, id []byte) (Passkey, error)
+	// UsePasskey records a use of the passkey id whose authenticator
+	// counted signCount: a compare-and-set that sets SignCount to
+	// signCount and LastUsed to now, and reports true, only if signCount
+	// is above the stored count, or both are 0 (an authenticator without
+	// a counter). Otherwise nothing changes and it reports false: a count
+	// that did not grow is a cloned authenticator or a replay (WebAuthn
+	// Level 3 §7.2 step 22), and of concurrent uses with one count one
+	// sees true. ErrNotFound if there is no such passkey.
+	UsePasskey(ctx context.Context, id []byte, signCount uint32, now time.Time) (bool, error)
+	// RenamePasskey sets the name of the subject's passkey id.
+	// ErrNotFound if the subject has no such passkey.
+	RenamePasskey(ctx context.Context, subject string, id []byte, name string) error
+	// DeletePasskey removes the subject's passkey id. ErrNotFound if the
+	// subject has no such passkey.
+	DeletePasskey(ctx context.Context, subject string, id []byte) error
+}
+
+// Passkey is a user's WebAuthn credential, as a relying party keeps it
+// (WebAuthn Level 3 §4, "credential record").
+type Passkey struct {
+	// ID is the credential id, unique.
+	ID []byte
+	// Subject is the user's subject.
+	Subject string
+	// Name is the user's name for the passkey, at most MaxPasskeyName
+	// bytes.
+	Name string
+	// PublicKey is the credential public key, a COSE_Key.
+	PublicKey []byte
+	// SignCount is the authenticator's signature counter at its last
+	// use; 0 for an authenticator without one.
+	SignCount uint32
+	// AAGUID names the authenticator's model (16 bytes; zero for most
+	// passkeys registered without attestation).
+	AAGUID []byte
+	// Transports are the authenticator's transports ("internal",
+	// "hybrid", "usb", ...), as hints to the browser.
+	Transports []string
+	// BackupEligible: the credential may be synced (the BE flag, fixed
+	// at registration); BackupState: it was backed up then (BS).
+	BackupEligible bool
+	BackupState    bool
+	// Created is when the passkey was registered; LastUsed when it last
+	// signed a user in (zero: never).
+	Created  time.Time
+	LastUsed time.Time
+}
+
+// Check is an error when p is out of the bounds a store keeps.
+func (p Passkey) Check() error {
+	switch {
+	case len(p.ID) == 0 || len(p.ID) > MaxCredentialID:
+		return fmt.Errorf("a credential id of %d bytes (1 to %d)", len(p.ID), MaxCredentialID)
+	case p.Subject == "":
+		return errors.New("no subject")
+	case len(p.Name) > MaxPasskeyName:
+		return fmt.Errorf("a name of %d bytes (at most %d)", len(p.Name), MaxPasskeyName)
+	case len(p.PublicKey) == 0 || len(p.PublicKey) > MaxPasskeyPublicKey:
+		return fmt.Errorf("a public key of %d bytes (1 to %d)", len(p.PublicKey), MaxPasskeyPublicKey)
+	case len(p.AAGUID) > 16:
+		return fmt.Errorf("an AAGUID of %d bytes", len(p.AAGUID))
+	case len(p.Transports) > 8:
+		return fmt.Errorf("%d transports", len(p.Transports))
+	case p.Created.IsZero():
+		return errors.New("no time of registration")
+	}
+	for _, t := range p.Transports {
+		if t == "" || len(t) > 32 {
+			return fmt.Errorf("a transport of %d bytes", len(t))
+		}
+	}
+	return nil
 }
 
 // FamilyBound bounds a user's refresh families with a client

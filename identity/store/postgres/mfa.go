@@ -141,6 +141,9 @@ func deleteFactorsTx(ctx context.Context, tx pgx.Tx, subject string) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM mfa_totp WHERE subject = $1`, subject); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `DELETE FROM mfa_recovery WHERE subject = $1`, subject)
+	if _, err := tx.Exec(ctx, `DELETE FROM mfa_recovery WHERE subject = $1`, subject); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM passkeys WHERE subject = $1`, subject)
 	return err
 }

@@ -307,6 +307,24 @@ var migrations = [][]string{
 		`ALTER TABLE device_codes ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
 		`ALTER TABLE refresh_families ADD COLUMN amr text[] NOT NULL DEFAULT '{}'`,
 	},
+	// 14: the users' passkeys (store.Passkeys), as the SQLite backend's
+	// version 15.
+	{
+		`CREATE TABLE passkeys (
+			id              bytea NOT NULL PRIMARY KEY,
+			subject         text COLLATE "C" NOT NULL,
+			name            text NOT NULL,
+			public_key      bytea NOT NULL,
+			sign_count      bigint NOT NULL,
+			aaguid          bytea,
+			transports      text[] NOT NULL,
+			backup_eligible boolean NOT NULL,
+			backup_state    boolean NOT NULL,
+			created_at      timestamptz NOT NULL,
+			last_used_at    timestamptz
+		)`,
+		`CREATE INDEX passkeys_subject ON passkeys (subject, created_at)`,
+	},
 }
 
 // migrateLockID is the key of the advisory lock that each migration's

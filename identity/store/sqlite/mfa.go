@@ -146,6 +146,9 @@ func deleteFactorsTx(ctx context.Context, tx *sql.Tx, subject string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM mfa_totp WHERE subject = ?`, subject); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM mfa_recovery WHERE subject = ?`, subject)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM mfa_recovery WHERE subject = ?`, subject); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM passkeys WHERE subject = ?`, subject)
 	return err
 }

@@ -305,6 +305,24 @@ var migrations = [][]string{
 		`ALTER TABLE device_codes ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
 		`ALTER TABLE refresh_families ADD COLUMN amr TEXT NOT NULL DEFAULT '[]'`,
 	},
+	// 15: the users' passkeys (store.Passkeys), by credential id, with
+	// their subject; transports are a JSON array.
+	{
+		`CREATE TABLE passkeys (
+			id              BLOB NOT NULL PRIMARY KEY,
+			subject         TEXT NOT NULL,
+			name            TEXT NOT NULL,
+			public_key      BLOB NOT NULL,
+			sign_count      INTEGER NOT NULL,
+			aaguid          BLOB,
+			transports      TEXT NOT NULL,
+			backup_eligible INTEGER NOT NULL,
+			backup_state    INTEGER NOT NULL,
+			created_at      INTEGER NOT NULL,
+			last_used_at    INTEGER
+		) STRICT`,
+		`CREATE INDEX passkeys_subject ON passkeys (subject, created_at)`,
+	},
 }
 
 // migrate brings the schema of the database behind w up to the last

@@ -51,6 +51,7 @@ var groups = []struct {
 	{"AuditChanges", auditChangeCases},
 	{"Users", userCases},
 	{"MFA", mfaCases},
+	{"Passkeys", passkeyCases},
 	{"RefreshFamilies", refreshCases},
 	{"KeepFamilies", keepCases},
 	{"LegacyFamilies", legacyCases},
