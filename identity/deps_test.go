@@ -27,6 +27,7 @@ var allowedImports = map[string][]string{
 	"identity/users":                 {"identity/store"},
 	"identity/mfa":                   {},
 	"identity/factors":               {"identity/store", "identity/mfa", "identity/keys", "identity/users", "identity/oauth"},
+	"identity/factors/passkeytest":   {},
 	"identity/account": {"identity/factors", "identity/session", "identity/users", "identity/web", "identity/store",
 		"identity/oauth"},
 	"identity/keys":    {"identity/store", "identity/verify"},

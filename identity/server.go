@@ -140,6 +140,12 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 	if s.passwords, err = users.NewChecker(checker); err != nil {
 		return nil, err
 	}
+	// Passkey ceremonies seal their state under a key of the browser
+	// flows' secret, which every instance shares.
+	browserSecret, err := loadSecret(ctx, st, browserSecretName, cfg.Keys.EncryptionKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading the browser flows' secret: %w", err)
+	}
 	fcfg := factors.Config{
 		Store: st, Checker: s.passwords, Issuer: cfg.totpIssuer(), KEK: cfg.Keys.EncryptionKey,
 		Audit: s.audit, Now: cfg.Now,
@@ -150,12 +156,16 @@ func NewServer(ctx context.Context, cfg Config, st store.Store) (*Server, error)
 			}
 			return s.verifier.RevokedHere(ctx, now) // made after this service: read at the call
 		},
+		Passkeys: st, Users: st, Spent: st, IssuerURL: cfg.Issuer, CeremonyKey: derive(browserSecret, "passkey ceremony"),
 	}
 	if cfg.Audit != nil {
 		fcfg.Record = cfg.Audit
 	}
 	if s.factors, err = factors.New(fcfg); err != nil {
 		return nil, err
+	}
+	if off := s.factors.PasskeysOff(); off != "" {
+		cfg.Logger.Info("passkeys are off", zap.String("reason", off))
 	}
 	// The server's own check (userinfo, introspection, revocation) always
 	// applies revocations.

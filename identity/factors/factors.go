@@ -46,11 +46,42 @@ type Config struct {
 	Revoke func(ctx context.Context, subject string) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+
+	// Passkeys keeps the users' passkeys; nil: no passkeys (the methods
+	// of passkeys answer ErrPasskeysOff).
+	Passkeys store.Passkeys
+	// Users finds the user a usernameless passkey sign-in names.
+	// Required with Passkeys.
+	Users SubjectUsers
+	// Spent records the challenges of passkey sign-ins answered, so that
+	// each is answered once on every instance (the brute-force defence's
+	// counters). Default: none, and a response may be sent again while
+	// its ceremony lasts when its authenticator keeps no sign count.
+	Spent store.Counters
+	// IssuerURL is the identity server's issuer: passkeys are registered
+	// for its origin (scheme, host, port) and, unless RPID says
+	// otherwise, its host as the relying party id. Passkeys are off when
+	// its host is an IP address, or when it is http on another host than
+	// localhost: browsers allow neither.
+	IssuerURL string
+	// RPID is the relying party id passkeys are registered for: the
+	// issuer's host (the default) or a domain it is under, so that a
+	// passkey also works for the other hosts of that domain. Changing it
+	// leaves every passkey registered before unusable.
+	RPID string
+	// RPName is the name of the service authenticators show. Default:
+	// Issuer.
+	RPName string
+	// CeremonyKey (32 bytes) seals the state of a passkey ceremony
+	// between its two requests, for the browser to carry; every instance
+	// needs the same. Required with Passkeys.
+	CeremonyKey []byte
 }
 
 // Service enrols and checks second factors. It is safe for concurrent use.
 type Service struct {
 	cfg Config
+	pk  passkeyState
 }
 
 // New checks cfg and returns the service.
@@ -70,7 +101,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg}, nil
+	pk, err := newPasskeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, pk: pk}, nil
 }
 
 // Status is what second factors a user has.
@@ -80,10 +115,12 @@ type Status struct {
 	TOTPSince time.Time
 	// RecoveryCodes is how many unspent recovery codes the user has.
 	RecoveryCodes int
+	// Passkeys is how many passkeys the user has.
+	Passkeys int
 }
 
 // Any reports whether the user has a factor to pass.
-func (st Status) Any() bool { return st.TOTP }
+func (st Status) Any() bool { return st.TOTP || st.Passkeys > 0 }
 
 // Status returns subject's factors.
 func (s *Service) Status(ctx context.Context, subject string) (Status, error) {
@@ -100,6 +137,13 @@ func (s *Service) Status(ctx context.Context, subject string) (Status, error) {
 		return Status{}, err
 	}
 	st.RecoveryCodes = len(codes)
+	if s.cfg.Passkeys != nil {
+		keys, err := s.cfg.Passkeys.Passkeys(ctx, subject)
+		if err != nil {
+			return Status{}, err
+		}
+		st.Passkeys = len(keys)
+	}
 	return st, nil
 }
 
