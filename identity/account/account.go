@@ -42,6 +42,10 @@ const (
 	actionTOTPRemove    = "totp-remove"
 	actionRecoveryCodes = "recovery-codes"
 	actionVerify        = "verify-factor"
+	actionPasskeyBegin  = "passkey-begin"
+	actionPasskeyFinish = "passkey-finish"
+	actionPasskeyRename = "passkey-rename"
+	actionPasskeyRemove = "passkey-remove"
 )
 
 // Messages of the page.
@@ -63,6 +67,15 @@ const (
 	msgVerifyFirst     = "Enter a code from your authenticator app (or a recovery code) first: changing your second factor needs it."
 	msgNoApp           = "No authenticator app is set up."
 	msgSignedOut       = "Your authenticator app and recovery codes were removed, and you were signed out everywhere. Sign in again."
+	msgPasskeyAdded    = "Your passkey was added."
+	msgPasskeyRenamed  = "Your passkey was renamed."
+	msgPasskeyRemoved  = "Your passkey was removed."
+	msgPasskeyFailed   = "The passkey was not added: your browser's answer was not accepted, or the setup expired. Try again."
+	msgPasskeyTwice    = "That passkey is added already."
+	msgPasskeyName     = "A passkey's name is at most 64 characters of text."
+	msgPasskeyUnknown  = "That passkey is not one of yours, or it was removed."
+	msgPasskeyLimit    = "You have as many passkeys as you may: remove one to add another."
+	msgPasskeysOff     = "Passkeys are not available on this server."
 )
 
 // Config configures the page.
@@ -172,7 +185,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case actionVerify:
 		e.verify(w, r, sess, user, form.Get("code"))
 		return
-	case actionTOTPBegin, actionTOTPRemove, actionRecoveryCodes, actionTOTPConfirm:
+	case actionTOTPBegin, actionTOTPRemove, actionRecoveryCodes, actionTOTPConfirm,
+		actionPasskeyBegin, actionPasskeyFinish, actionPasskeyRename, actionPasskeyRemove:
 	default:
 		e.error(w, r, http.StatusBadRequest, msgStale, fmt.Errorf("unknown action %q", oauth.Truncate(action, 32)))
 		return
@@ -195,6 +209,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		e.change(w, r, sess, user, st, action)
+	case actionPasskeyBegin, actionPasskeyRename, actionPasskeyRemove:
+		if !e.recheck(w, r, sess, user, form.Get("password")) {
+			return
+		}
+		e.passkeyChange(w, r, sess, user, action, form.Get("passkey"), form.Get("name"))
+	case actionPasskeyFinish:
+		e.passkeyFinish(w, r, sess, user, form.Get("state"), form.Get("response"), form.Get("name"))
 	case actionTOTPConfirm:
 		if st.TOTP {
 			e.render(w, r, http.StatusConflict, sess, user, web.Account{Error: msgEnrolledAlready})
@@ -286,6 +307,15 @@ func (e *Endpoint) render(w http.ResponseWriter, r *http.Request, status int, se
 		d.TOTPSince = st.TOTPSince.UTC().Format("2 January 2006")
 	}
 	d.SecondFactor = oauth.MultiFactor(sess.AMR)
+	if e.cfg.Factors.PasskeysOff() == "" || st.Passkeys > 0 {
+		d.PasskeysOn = true
+		keys, err := e.cfg.Factors.Passkeys(r.Context(), user.Subject)
+		if err != nil {
+			e.error(w, r, http.StatusInternalServerError, msgServer, err)
+			return
+		}
+		d.Passkeys, d.PasskeyLimit = passkeyList(keys), len(keys) >= store.MaxPasskeys
+	}
 	e.cfg.Pages.Account(w, r, status, d)
 }
 

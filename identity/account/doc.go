@@ -7,7 +7,9 @@
 // The forms refuse posts from another site and carry anti-forgery tokens
 // bound to the session; the secret offered for enrolment travels sealed
 // (AES-256-GCM, bound to the session and short-lived), never stored until
-// its first code is right.
+// its first code is right. Passkeys are added the same way (the password,
+// then the browser's WebAuthn ceremony, whose sealed state the page
+// carries), listed, renamed and removed.
 //
 // Its row in the import table: factors, session, users, web, store and
 // oauth; no other endpoint package.

@@ -1,6 +1,7 @@
 package authorize
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -27,6 +28,7 @@ const stepFactor = "factor"
 const (
 	msgBadCode     = "That code is not right, or it was used already. Enter the current code."
 	msgMissingCode = "Enter the code from your authenticator app, or a recovery code."
+	msgBadPasskey  = "That passkey was not accepted. Try again, or use another way."
 )
 
 // needsStepUp reports whether the request asks for more than the session
@@ -58,14 +60,39 @@ func (e *Endpoint) showFactor(w http.ResponseWriter, r *http.Request, name strin
 		e.fail(w, r, name, q, c, oauth.ServerError(err))
 		return
 	}
-	e.cfg.Pages.Factor(w, r, status, web.Factor{
+	st, err := e.cfg.Factors.Status(r.Context(), user.Subject)
+	if err != nil {
+		e.fail(w, r, name, q, c, oauth.ServerError(err))
+		return
+	}
+	d := web.Factor{
 		Action: e.cfg.FactorPath, ClientName: clientName(c), Username: user.Username,
 		CSRFToken: e.cfg.Guard.Token(stepFactor, session.Binding(sess)), Pending: pending, Error: message,
-	}, web.Origin(q.RedirectURI))
+	}
+	if st.Passkeys > 0 && e.cfg.Factors.PasskeysOff() == "" {
+		options, state, err := e.cfg.Factors.BeginPasskeyLogin(r.Context(), &user)
+		if err != nil {
+			e.fail(w, r, name, q, c, oauth.ServerError(err))
+			return
+		}
+		d.Passkey = &web.PasskeyCeremony{Options: options, State: state}
+	}
+	d.TOTP = st.TOTP || st.RecoveryCodes > 0 || d.Passkey == nil
+	e.cfg.Pages.Factor(w, r, status, d, web.Origin(q.RedirectURI))
+}
+
+// withMethods is amr after the methods of another sign-in were passed on
+// top of it.
+func withMethods(amr, more []string) []string {
+	for _, m := range more {
+		amr = oauth.WithFactor(amr, m)
+	}
+	return amr
 }
 
 // ServeFactor is POST /connect/login/factor, the second-factor form: a
-// code of the user's authenticator app (TOTP) or a recovery code. Like
+// code of the user's authenticator app (TOTP), a recovery code, or one
+// of the user's passkeys. Like
 // the consent form it refuses posts from another site, without the
 // session's anti-forgery token, or from another session than the one it
 // was shown for, changing nothing. Codes are checked under the password
@@ -123,22 +150,34 @@ func (e *Endpoint) ServeFactor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := strings.TrimSpace(form.Get("code"))
-	if code == "" {
+	passkeyState := form.Get("passkey_state")
+	if code == "" && passkeyState == "" {
 		e.showFactor(w, r, FactorName, q, c, sess, user, http.StatusBadRequest, msgMissingCode)
 		return
 	}
 	// Six digits are a TOTP code; anything else can only be a recovery
 	// code (their alphabets differ in length and letters).
-	factor := "totp"
+	factor, wrong := "totp", msgBadCode
+	amr := oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword)
 	check := e.cfg.Factors.CheckTOTP
-	if !factors.LooksLikeTOTP(code) {
+	switch {
+	case passkeyState != "":
+		// A passkey of this user's (the ceremony is bound to them).
+		factor, wrong = "passkey", msgBadPasskey
+		check = func(ctx context.Context, user store.User, response, source string) error {
+			_, methods, err := e.cfg.Factors.FinishPasskeyLogin(ctx, &user, passkeyState, []byte(response), source)
+			amr = withMethods(session.Methods(sess), methods)
+			return err
+		}
+		code = form.Get("response")
+	case !factors.LooksLikeTOTP(code):
 		factor, check = "recovery code", e.cfg.Factors.UseRecoveryCode
 	}
 	err = check(ctx, user, code, e.cfg.ClientIP(r))
 	switch {
-	case errors.Is(err, users.ErrBadCredentials), errors.Is(err, factors.ErrNoFactor):
+	case errors.Is(err, users.ErrBadCredentials), errors.Is(err, factors.ErrNoFactor), errors.Is(err, factors.ErrCeremony):
 		e.log(r, FactorName, c.ID, oauth.ErrAccessDenied, "wrong second factor", err)
-		e.showFactor(w, r, FactorName, q, c, sess, user, http.StatusUnauthorized, msgBadCode)
+		e.showFactor(w, r, FactorName, q, c, sess, user, http.StatusUnauthorized, wrong)
 		return
 	case errors.Is(err, users.ErrBusy):
 		e.log(r, FactorName, c.ID, oauth.ErrTemporarilyUnavail, "busy", err)
@@ -148,7 +187,7 @@ func (e *Endpoint) ServeFactor(w http.ResponseWriter, r *http.Request) {
 		e.fail(w, r, FactorName, q, c, oauth.ServerError(err))
 		return
 	}
-	elevated, err := e.cfg.Sessions.Elevate(ctx, w, sess, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword))
+	elevated, err := e.cfg.Sessions.Elevate(ctx, w, sess, amr)
 	switch {
 	case errors.Is(err, session.ErrEnded):
 		e.log(r, FactorName, c.ID, oauth.ErrAccessDenied, "the user's sessions ended", err)

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/clients"
+	"github.com/gatehouse/gatehouse/identity/factors"
 	"github.com/gatehouse/gatehouse/identity/oauth"
 	"github.com/gatehouse/gatehouse/identity/session"
 	"github.com/gatehouse/gatehouse/identity/users"
@@ -53,10 +54,57 @@ func (e *Endpoint) showLogin(w http.ResponseWriter, r *http.Request, name string
 	if username == "" {
 		username = q.LoginHint
 	}
-	e.cfg.Pages.Login(w, r, status, web.Login{
+	d := web.Login{
 		Action: e.cfg.LoginPath, ClientName: clientName(c), CSRFToken: e.cfg.Guard.Token(stepLogin, browser),
 		Pending: pending, Username: username, Error: message,
-	}, web.Origin(q.RedirectURI))
+	}
+	if e.cfg.Factors != nil && e.cfg.Factors.PasskeysOff() == "" {
+		options, state, err := e.cfg.Factors.BeginPasskeyLogin(r.Context(), nil)
+		if err != nil {
+			e.fail(w, r, name, q, c, oauth.ServerError(err))
+			return
+		}
+		d.Passkey = &web.PasskeyCeremony{Options: options, State: state}
+	}
+	e.cfg.Pages.Login(w, r, status, d, web.Origin(q.RedirectURI))
+}
+
+// passkeyLogin signs a user in with a discoverable passkey (no username):
+// the session starts with the passkey's methods, two factors when the
+// authenticator verified the user.
+func (e *Endpoint) passkeyLogin(w http.ResponseWriter, r *http.Request, q *request, c *clients.Client, state, response string) {
+	at := e.cfg.Now()
+	if e.cfg.Factors == nil {
+		e.showLogin(w, r, LoginName, q, c, http.StatusBadRequest, "", msgStartAgain)
+		return
+	}
+	user, amr, err := e.cfg.Factors.FinishPasskeyLogin(r.Context(), nil, state, []byte(response), e.cfg.ClientIP(r))
+	switch {
+	case errors.Is(err, users.ErrBadCredentials), errors.Is(err, factors.ErrCeremony), errors.Is(err, factors.ErrPasskeysOff):
+		e.log(r, LoginName, c.ID, oauth.ErrAccessDenied, "passkey refused", err)
+		e.showLogin(w, r, LoginName, q, c, http.StatusUnauthorized, "", msgBadPasskey)
+		return
+	case errors.Is(err, users.ErrBusy):
+		e.log(r, LoginName, c.ID, oauth.ErrTemporarilyUnavail, "busy", err)
+		e.showLogin(w, r, LoginName, q, c, http.StatusServiceUnavailable, "", msgBusy)
+		return
+	case err != nil:
+		e.fail(w, r, LoginName, q, c, oauth.ServerError(err))
+		return
+	}
+	sess, err := e.cfg.Sessions.StartWith(r.Context(), w, r, user.Subject, at, amr)
+	switch {
+	case errors.Is(err, session.ErrEnded):
+		e.log(r, LoginName, c.ID, oauth.ErrAccessDenied, "the user's sessions ended", err)
+		e.showLogin(w, r, LoginName, q, c, http.StatusUnauthorized, "", msgBadPasskey)
+		return
+	case err != nil:
+		e.fail(w, r, LoginName, q, c, oauth.ServerError(err))
+		return
+	}
+	e.cfg.Audit.Info("browser login", zap.String("client_id", c.ID), zap.String("sub", user.Subject),
+		zap.String("sid", sess.ID), zap.Strings("amr", amr))
+	e.proceed(w, r, LoginName, q, c, &login{session: sess, user: user})
 }
 
 // ServeLogin is POST /connect/login, the login form. A post from another
@@ -91,6 +139,10 @@ func (e *Endpoint) ServeLogin(w http.ResponseWriter, r *http.Request) {
 	if !e.cfg.Guard.Check(form.Get("csrf_token"), stepLogin, e.cfg.Sessions.BrowserOf(r)) {
 		e.log(r, LoginName, c.ID, oauth.ErrInvalidRequest, "anti-forgery token missing or not this browser's", nil)
 		e.showLogin(w, r, LoginName, q, c, http.StatusForbidden, username, msgStale)
+		return
+	}
+	if state := form.Get("passkey_state"); state != "" {
+		e.passkeyLogin(w, r, q, c, state, form.Get("response"))
 		return
 	}
 	password := form.Get("password")

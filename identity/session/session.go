@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,6 +183,13 @@ func (m *Manager) ended(ctx context.Context, s store.Session) (bool, error) {
 // the browser had: no fixation), its cookie set on w, and the browser's
 // previous session, if any, ended.
 func (m *Manager) Start(ctx context.Context, w http.ResponseWriter, r *http.Request, subject string, authTime time.Time) (store.Session, error) {
+	return m.StartWith(ctx, w, r, subject, authTime, []string{"pwd"})
+}
+
+// StartWith is Start for a sign-in that passed amr (a passkey: hwk, and
+// with user verification user and mfa).
+func (m *Manager) StartWith(ctx context.Context, w http.ResponseWriter, r *http.Request, subject string, authTime time.Time,
+	amr []string) (store.Session, error) {
 	secret, err := newSecret()
 	if err != nil {
 		return store.Session{}, err
@@ -193,7 +201,7 @@ func (m *Manager) Start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	now := m.cfg.Now()
 	s := store.Session{
 		Hash: Hash(secret), ID: sid[:22], Subject: subject, AuthTime: authTime, Created: now, LastSeen: now,
-		AbsoluteExpiresAt: now.Add(m.cfg.Lifetime), AMR: []string{"pwd"},
+		AbsoluteExpiresAt: now.Add(m.cfg.Lifetime), AMR: slices.Clone(amr),
 	}
 	s.ExpiresAt = earlier(now.Add(m.cfg.IdleTimeout), s.AbsoluteExpiresAt)
 	if err := m.store(ctx, s); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -63,6 +64,27 @@ type Login struct {
 	// FormAction, if set, travels as the hidden field "action" (the
 	// account page's login).
 	FormAction string
+	// Passkey, if set, offers a sign-in with a passkey (usernameless).
+	Passkey *PasskeyCeremony
+}
+
+// PasskeyCeremony is a passkey ceremony a page's script runs: it reads
+// Options (the JSON for navigator.credentials.create or get), calls the
+// browser, and posts the credential it returns with State to the page's
+// passkey form.
+type PasskeyCeremony struct {
+	Options json.RawMessage
+	State   string
+	// Name is the name of a passkey being registered.
+	Name string
+}
+
+// Passkey is one of the user's passkeys on the account page.
+type Passkey struct {
+	// ID is the credential id, base64url, as the forms send it back.
+	ID, Name string
+	// Created and LastUsed are dates to show ("" for never).
+	Created, LastUsed string
 }
 
 // Factor is the second-factor form's data: a code of the user's
@@ -74,6 +96,10 @@ type Factor struct {
 	CSRFToken, Pending string
 	// Error, if set, is shown above the form.
 	Error string
+	// TOTP: the user has an authenticator app (or recovery codes).
+	TOTP bool
+	// Passkey, if set, offers the user's passkeys.
+	Passkey *PasskeyCeremony
 }
 
 // Account is the account page's data: the user's second factors and the
@@ -93,6 +119,13 @@ type Account struct {
 	RecoveryCodes []string
 	// Notice and Error, if set, are shown above the page.
 	Notice, Error string
+	// PasskeysOn: passkeys are available; Passkeys are the user's.
+	PasskeysOn bool
+	Passkeys   []Passkey
+	// PasskeyLimit: the user has as many passkeys as they may.
+	PasskeyLimit bool
+	// Registration, if set, is a passkey being registered.
+	Registration *PasskeyCeremony
 }
 
 // Enrolment is an authenticator app being set up: the QR code of its
@@ -184,18 +217,18 @@ type field struct{ Name, Value string }
 // besides the page's own, that the form's submission may end up at (the
 // application's redirect URI, reached by a redirect after the post).
 func (p *Pages) Login(w http.ResponseWriter, r *http.Request, status int, d Login, formActions ...string) {
-	p.render(w, r, status, "login.html", "Sign in", d, "'self'", formActions, false)
+	p.render(w, r, status, "login.html", "Sign in", d, "'self'", formActions, d.Passkey != nil)
 }
 
 // Factor renders the second-factor form; formActions are the origins
 // the response may be posted to after it (form_post).
 func (p *Pages) Factor(w http.ResponseWriter, r *http.Request, status int, d Factor, formActions ...string) {
-	p.render(w, r, status, "factor.html", "Second factor", d, "'self'", formActions, false)
+	p.render(w, r, status, "factor.html", "Second factor", d, "'self'", formActions, d.Passkey != nil)
 }
 
 // Account renders the account page.
 func (p *Pages) Account(w http.ResponseWriter, r *http.Request, status int, d Account) {
-	p.render(w, r, status, "account.html", "Account security", d, "'self'", nil, false)
+	p.render(w, r, status, "account.html", "Account security", d, "'self'", nil, d.Registration != nil)
 }
 
 // AccountLogin renders the account page's login form.
