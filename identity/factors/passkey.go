@@ -3,16 +3,9 @@ package factors
 import (
 	"bytes"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -29,11 +22,11 @@ import (
 
 // Passkeys (WebAuthn Level 3 credentials): go-webauthn runs the
 // ceremonies' checks (the challenge, the origin, the RP ID hash, the user
-// presence flag, the signature); this file keeps the ceremony state
-// between its two requests, sealed for the browser to carry, and the
-// rules of its own: a passkey signs in only its owner, a sign count must
-// grow, a challenge is spent once, and failures count as a wrong code
-// does.
+// presence flag, the signature); this package keeps the ceremony state
+// between its two requests, sealed for the browser to carry
+// (passkey_state.go), and the rules of its own: a passkey signs in only
+// its owner, a sign count must grow, a challenge is spent once, and
+// failures count as a wrong code does.
 
 // Bounds and lifetimes of the passkey ceremonies.
 const (
@@ -75,140 +68,6 @@ const (
 
 // usernameless is the subject a discoverable login's state is bound to.
 const usernameless = "\x00usernameless"
-
-// passkeyState is what a Service keeps for passkeys.
-type passkeyState struct {
-	wa   *webauthn.WebAuthn // nil: passkeys are off
-	aead cipher.AEAD        // seals ceremony states
-	off  string             // why passkeys are off
-}
-
-// newPasskeys is the passkey state of cfg: off, with the reason, when cfg
-// configures no passkeys or names an issuer URL no relying party can be
-// derived from; an error when it configures them wrong.
-func newPasskeys(cfg Config) (passkeyState, error) {
-	wa, off, err := newRelyingParty(cfg)
-	if err != nil || wa == nil {
-		return passkeyState{off: off}, err
-	}
-	aead, err := newCeremonyAEAD(cfg.CeremonyKey)
-	if err != nil {
-		return passkeyState{}, fmt.Errorf("passkeys: %w", err)
-	}
-	return passkeyState{wa: wa, aead: aead}, nil
-}
-
-// newRelyingParty is the WebAuthn relying party of cfg, or nil and the
-// reason passkeys are off.
-func newRelyingParty(cfg Config) (*webauthn.WebAuthn, string, error) {
-	switch {
-	case cfg.Passkeys == nil || cfg.Users == nil:
-		return nil, "no passkey store", nil
-	case cfg.CeremonyKey == nil:
-		return nil, "no ceremony key", nil
-	case cfg.IssuerURL == "":
-		return nil, "no issuer URL", nil
-	case len(cfg.CeremonyKey) != CeremonyKeySize:
-		return nil, "", fmt.Errorf("passkeys: the ceremony key must be %d bytes", CeremonyKeySize)
-	}
-	u, err := url.Parse(cfg.IssuerURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
-		return nil, "", fmt.Errorf("passkeys: issuer URL %q is not an http(s) URL", cfg.IssuerURL)
-	}
-	host := strings.ToLower(u.Hostname())
-	if net.ParseIP(host) != nil {
-		return nil, "the issuer's host is an IP address, which WebAuthn does not allow as a relying party", nil
-	}
-	if u.Scheme == "http" && host != "localhost" && !strings.HasSuffix(host, ".localhost") {
-		return nil, "the issuer is not https (browsers allow WebAuthn over http on localhost only)", nil
-	}
-	rpID := cfg.RPID
-	if rpID == "" {
-		rpID = host
-	}
-	if rpID != host && !strings.HasSuffix(host, "."+rpID) {
-		return nil, "", fmt.Errorf("passkeys: relying party id %q is not the issuer's host %q or a suffix of it", rpID, host)
-	}
-	name := cfg.RPName
-	if name == "" {
-		name = cfg.Issuer
-	}
-	origin := u.Scheme + "://" + strings.ToLower(u.Host)
-	wa, err := webauthn.New(&webauthn.Config{
-		RPID: rpID, RPDisplayName: name, RPOrigins: []string{origin},
-		AttestationPreference: protocol.PreferNoAttestation,
-		AuthenticatorSelection: protocol.AuthenticatorSelection{
-			ResidentKey: protocol.ResidentKeyRequirementPreferred, UserVerification: protocol.VerificationPreferred,
-		},
-		Timeouts: webauthn.TimeoutsConfig{
-			Login:        webauthn.TimeoutConfig{Timeout: CeremonyLifetime, TimeoutUVD: CeremonyLifetime},
-			Registration: webauthn.TimeoutConfig{Timeout: CeremonyLifetime, TimeoutUVD: CeremonyLifetime},
-		},
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("passkeys: %w", err)
-	}
-	return wa, "", nil
-}
-
-// PasskeysOff is "" when passkeys are available, else why they are not.
-func (s *Service) PasskeysOff() string { return s.pk.off }
-
-// userHandle is the WebAuthn user handle of subject (the user.id an
-// authenticator keeps with a discoverable credential): a hash, so that it
-// is 32 bytes whatever the subject, and says nothing of the user.
-func userHandle(subject string) []byte {
-	h := sha256.Sum256([]byte("gatehouse passkey user v1\x00" + subject))
-	return h[:]
-}
-
-// waUser is a user as go-webauthn sees one.
-type waUser struct {
-	user  store.User
-	creds []webauthn.Credential
-}
-
-func (u waUser) WebAuthnID() []byte                         { return userHandle(u.user.Subject) }
-func (u waUser) WebAuthnName() string                       { return u.user.Username }
-func (u waUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
-func (u waUser) WebAuthnDisplayName() string {
-	if u.user.DisplayName != "" {
-		return u.user.DisplayName
-	}
-	return u.user.Username
-}
-
-// credential is p as go-webauthn checks an assertion against it.
-func credential(p store.Passkey) webauthn.Credential {
-	flags := protocol.FlagUserPresent
-	if p.BackupEligible {
-		flags |= protocol.FlagBackupEligible
-	}
-	if p.BackupState {
-		flags |= protocol.FlagBackupState
-	}
-	ts := make([]protocol.AuthenticatorTransport, len(p.Transports))
-	for i, t := range p.Transports {
-		ts[i] = protocol.AuthenticatorTransport(t)
-	}
-	return webauthn.Credential{
-		ID: p.ID, PublicKey: p.PublicKey, Transport: ts, Flags: webauthn.NewCredentialFlags(flags),
-		Authenticator: webauthn.Authenticator{AAGUID: p.AAGUID, SignCount: p.SignCount},
-	}
-}
-
-// webauthnUser is user with their passkeys.
-func (s *Service) webauthnUser(ctx context.Context, user store.User) (waUser, []store.Passkey, error) {
-	keys, err := s.cfg.Passkeys.Passkeys(ctx, user.Subject)
-	if err != nil {
-		return waUser{}, nil, err
-	}
-	u := waUser{user: user, creds: make([]webauthn.Credential, len(keys))}
-	for i, p := range keys {
-		u.creds[i] = credential(p)
-	}
-	return u, keys, nil
-}
 
 // BeginPasskeyRegistration starts the registration of a passkey for
 // user: the options for navigator.credentials.create (JSON, its
@@ -511,77 +370,6 @@ func parseAssertion(response []byte) (*protocol.ParsedCredentialAssertionData, e
 		return nil, fmt.Errorf("%w: %w", ErrCeremony, err)
 	}
 	return parsed, nil
-}
-
-// ceremonyState is what a sealed state holds.
-type ceremonyState struct {
-	Kind    string               `json:"k"`
-	Subject string               `json:"sub"`
-	Expires int64                `json:"exp"`
-	Session webauthn.SessionData `json:"s"`
-}
-
-// ceremonyAAD binds a sealed state to its kind and user.
-func ceremonyAAD(kind, subject string) []byte {
-	return []byte("gatehouse passkey ceremony v1\x00" + kind + "\x00" + subject)
-}
-
-// sealCeremony returns options as JSON and session sealed for a ceremony
-// of kind for subject: AES-256-GCM under the ceremony key, the kind and
-// subject bound in as associated data, base64url.
-func (s *Service) sealCeremony(options any, session *webauthn.SessionData, kind, subject string) ([]byte, string, error) {
-	opts, err := json.Marshal(options)
-	if err != nil {
-		return nil, "", fmt.Errorf("encoding passkey options: %w", err)
-	}
-	plain, err := json.Marshal(ceremonyState{Kind: kind, Subject: subject,
-		Expires: s.cfg.Now().Add(CeremonyLifetime).Unix(), Session: *session})
-	if err != nil {
-		return nil, "", fmt.Errorf("encoding a passkey ceremony: %w", err)
-	}
-	nonce := make([]byte, s.pk.aead.NonceSize(), s.pk.aead.NonceSize()+len(plain)+s.pk.aead.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, "", fmt.Errorf("reading randomness: %w", err)
-	}
-	state := base64.RawURLEncoding.EncodeToString(s.pk.aead.Seal(nonce, nonce, plain, ceremonyAAD(kind, subject)))
-	if len(state) > MaxCeremonyState {
-		return nil, "", fmt.Errorf("a passkey ceremony state of %d bytes", len(state))
-	}
-	return opts, state, nil
-}
-
-// openCeremony opens a state sealed for a ceremony of kind for subject,
-// unexpired.
-func (s *Service) openCeremony(state, kind, subject string) (webauthn.SessionData, error) {
-	if state == "" || len(state) > MaxCeremonyState {
-		return webauthn.SessionData{}, fmt.Errorf("%w: no state", ErrCeremony)
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(state)
-	ns := s.pk.aead.NonceSize()
-	if err != nil || len(raw) < ns {
-		return webauthn.SessionData{}, fmt.Errorf("%w: a malformed state", ErrCeremony)
-	}
-	plain, err := s.pk.aead.Open(nil, raw[:ns], raw[ns:], ceremonyAAD(kind, subject))
-	if err != nil {
-		return webauthn.SessionData{}, fmt.Errorf("%w: the state does not open (tampered, another ceremony or user, or another key)", ErrCeremony)
-	}
-	var c ceremonyState
-	if err := json.Unmarshal(plain, &c); err != nil || c.Kind != kind || c.Subject != subject {
-		return webauthn.SessionData{}, fmt.Errorf("%w: a malformed state", ErrCeremony)
-	}
-	if s.cfg.Now().Unix() >= c.Expires {
-		return webauthn.SessionData{}, fmt.Errorf("%w: the state expired", ErrCeremony)
-	}
-	return c.Session, nil
-}
-
-// newCeremonyAEAD is the AEAD of the ceremony key.
-func newCeremonyAEAD(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
 }
 
 // refused logs a passkey refused for user, with why (go-webauthn's
