@@ -110,6 +110,14 @@ func (b *pkBrowser) usePasskey(p page, path string, cred *passkeytest.Credential
 	return b.post(path, only(p, []string{"csrf_token", "request"}, "passkey_state", state, "response", string(response)))
 }
 
+// verifyPasskey answers the account page's passkey check with cred.
+func (b *pkBrowser) verifyPasskey(p page, cred *passkeytest.Credential, o passkeytest.Options) page {
+	b.t.Helper()
+	options, state := ceremony(b.t, p, "passkey_state")
+	return b.post(PathAccount, form("csrf_token", p.fields().Get("csrf_token"), "action", "verify-passkey",
+		"passkey_state", state, "response", string(b.auth.Get(b.t, options, cred, o))))
+}
+
 // registered is a passkey of user, registered directly.
 func registered(t *testing.T, f *fixture, user store.User, o passkeytest.Options) *passkeytest.Credential {
 	t.Helper()
@@ -255,8 +263,10 @@ func listed(p page) map[string]string {
 // TestPasskeyAccount: on the account page a user adds a passkey (the
 // password first: none and a wrong one refused), names it, renames and
 // removes it (the password again each time); a response the ceremony
-// refuses adds nothing; another user cannot remove it. It failed when
-// passkey-begin skipped the password check.
+// refuses adds nothing; once the user has a passkey, changes need a
+// session that passed a factor, which the page's own passkey check gives
+// (a tampered one refused); another user cannot remove it. It failed
+// when passkey-begin skipped the password check.
 func TestPasskeyAccount(t *testing.T) {
 	f, _, _ := passkeyFixture(t)
 	b := newPKBrowser(t, f)
@@ -289,6 +299,18 @@ func TestPasskeyAccount(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Your passkey was added.") {
 		t.Fatalf("adding a passkey: %d %s", r.status, r.body)
 	}
+	// One passkey: further changes need a session that passed a factor.
+	if r := post("action", "passkey-begin", "name", "key", "password", "demo-pw"); r.status != http.StatusForbidden || strings.Contains(r.body, `value="passkey-finish"`) {
+		t.Fatalf("passkey-begin from a password session of a user with a passkey: %d", r.status)
+	}
+	r = b.verifyPasskey(r, cred, passkeytest.Options{TamperSignature: true})
+	if r.status != http.StatusUnauthorized {
+		t.Fatalf("verifying with a tampered signature: %d", r.status)
+	}
+	if r = b.verifyPasskey(r, cred, passkeytest.Options{}); r.status != http.StatusOK || !strings.Contains(r.body, "with a second factor") {
+		t.Fatalf("verifying with the passkey: %d %s", r.status, r.body)
+	}
+	csrf = r.fields().Get("csrf_token") // the elevated session's
 	r, _ = add("key", passkeytest.Options{})
 	keys := listed(r)
 	var laptop, key string
@@ -319,8 +341,11 @@ func TestPasskeyAccount(t *testing.T) {
 	op := other.get(PathAccount)
 	op = other.post(PathAccount, only(op, []string{"csrf_token", "action"}, "username", "trader", "password", "demo-pw"))
 	if r := other.post(PathAccount, form("csrf_token", op.fields().Get("csrf_token"), "action", "passkey-remove",
-		"passkey", key, "password", "demo-pw")); r.status != http.StatusNotFound {
+		"passkey", key, "password", "demo-pw")); r.status == http.StatusOK {
 		t.Errorf("another user removing the passkey: %d", r.status)
+	}
+	if keys, _ := f.srv.Factors().Passkeys(t.Context(), "sub-novice"); len(keys) != 2 {
+		t.Errorf("novice's passkeys after another user's removal: %d", len(keys))
 	}
 	if r := post("action", "passkey-remove", "passkey", key, "password", "demo-pw"); r.status != http.StatusOK || len(listed(r)) != 1 {
 		t.Errorf("after the removal: %d %v", r.status, listed(r))

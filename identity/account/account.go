@@ -42,6 +42,7 @@ const (
 	actionTOTPRemove    = "totp-remove"
 	actionRecoveryCodes = "recovery-codes"
 	actionVerify        = "verify-factor"
+	actionVerifyPasskey = "verify-passkey"
 	actionPasskeyBegin  = "passkey-begin"
 	actionPasskeyFinish = "passkey-finish"
 	actionPasskeyRename = "passkey-rename"
@@ -64,7 +65,7 @@ const (
 	msgNewCodes        = "Your new recovery codes: the old ones no longer work. They are shown only now."
 	msgRemoved         = "Your authenticator app and recovery codes were removed."
 	msgEnrolledAlready = "An authenticator app is set up already: remove it first to set up another."
-	msgVerifyFirst     = "Enter a code from your authenticator app (or a recovery code) first: changing your second factor needs it."
+	msgVerifyFirst     = "Enter a code from your authenticator app (or a recovery code), or use a passkey, first: changing your second factor needs it."
 	msgNoApp           = "No authenticator app is set up."
 	msgSignedOut       = "Your authenticator app and recovery codes were removed, and you were signed out everywhere. Sign in again."
 	msgPasskeyAdded    = "Your passkey was added."
@@ -76,6 +77,7 @@ const (
 	msgPasskeyUnknown  = "That passkey is not one of yours, or it was removed."
 	msgPasskeyLimit    = "You have as many passkeys as you may: remove one to add another."
 	msgPasskeysOff     = "Passkeys are not available on this server."
+	msgPasskeyRefused  = "That passkey was not accepted. Try again, or use another way."
 )
 
 // Config configures the page.
@@ -184,6 +186,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case actionVerify:
 		e.verify(w, r, sess, user, form.Get("code"))
+		return
+	case actionVerifyPasskey:
+		e.verifyPasskey(w, r, sess, user, form.Get("passkey_state"), form.Get("response"))
 		return
 	case actionTOTPBegin, actionTOTPRemove, actionRecoveryCodes, actionTOTPConfirm,
 		actionPasskeyBegin, actionPasskeyFinish, actionPasskeyRename, actionPasskeyRemove:
@@ -315,6 +320,14 @@ func (e *Endpoint) render(w http.ResponseWriter, r *http.Request, status int, se
 			return
 		}
 		d.Passkeys, d.PasskeyLimit = passkeyList(keys), len(keys) >= store.MaxPasskeys
+		if len(keys) > 0 && !d.SecondFactor && d.Registration == nil && e.cfg.Factors.PasskeysOff() == "" {
+			options, state, err := e.cfg.Factors.BeginPasskeyLogin(r.Context(), &user)
+			if err != nil {
+				e.error(w, r, http.StatusInternalServerError, msgServer, err)
+				return
+			}
+			d.Verify = &web.PasskeyCeremony{Options: options, State: state}
+		}
 	}
 	e.cfg.Pages.Account(w, r, status, d)
 }

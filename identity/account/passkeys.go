@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatehouse/gatehouse/identity/factors"
+	"github.com/gatehouse/gatehouse/identity/oauth"
+	"github.com/gatehouse/gatehouse/identity/session"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/users"
 	"github.com/gatehouse/gatehouse/identity/web"
@@ -99,4 +101,37 @@ func (e *Endpoint) passkeyFinish(w http.ResponseWriter, r *http.Request, sess st
 	default:
 		e.render(w, r, http.StatusOK, sess, user, web.Account{Notice: msgPasskeyAdded})
 	}
+}
+
+// verifyPasskey checks one of the user's passkeys and elevates the
+// session, as verify does with a code: a user whose factor is a passkey
+// changes factors from a session that passed it.
+func (e *Endpoint) verifyPasskey(w http.ResponseWriter, r *http.Request, sess store.Session, user store.User, state, response string) {
+	_, methods, err := e.cfg.Factors.FinishPasskeyLogin(r.Context(), &user, state, []byte(response), e.cfg.ClientIP(r))
+	switch {
+	case errors.Is(err, users.ErrBadCredentials), errors.Is(err, factors.ErrCeremony), errors.Is(err, factors.ErrPasskeysOff):
+		e.cfg.Logger.Debug("passkey refused", zap.String("endpoint", Name), zap.String("sub", user.Subject), zap.Error(err))
+		e.render(w, r, http.StatusUnauthorized, sess, user, web.Account{Error: msgPasskeyRefused})
+		return
+	case errors.Is(err, users.ErrBusy):
+		e.render(w, r, http.StatusServiceUnavailable, sess, user, web.Account{Error: msgBusy})
+		return
+	case err != nil:
+		e.error(w, r, http.StatusInternalServerError, msgServer, err)
+		return
+	}
+	amr := session.Methods(sess)
+	for _, m := range methods {
+		amr = oauth.WithFactor(amr, m)
+	}
+	elevated, err := e.cfg.Sessions.Elevate(r.Context(), w, sess, amr)
+	switch {
+	case errors.Is(err, session.ErrEnded):
+		e.showLogin(w, r, http.StatusUnauthorized, user.Username, msgStale)
+		return
+	case err != nil:
+		e.error(w, r, http.StatusInternalServerError, msgServer, err)
+		return
+	}
+	e.render(w, r, http.StatusOK, elevated, user, web.Account{})
 }

@@ -126,6 +126,9 @@ type Account struct {
 	PasskeyLimit bool
 	// Registration, if set, is a passkey being registered.
 	Registration *PasskeyCeremony
+	// Verify, if set, offers the user's passkeys to pass a second
+	// factor (a session that passed none).
+	Verify *PasskeyCeremony
 }
 
 // Enrolment is an authenticator app being set up: the QR code of its
@@ -228,7 +231,7 @@ func (p *Pages) Factor(w http.ResponseWriter, r *http.Request, status int, d Fac
 
 // Account renders the account page.
 func (p *Pages) Account(w http.ResponseWriter, r *http.Request, status int, d Account) {
-	p.render(w, r, status, "account.html", "Account security", d, "'self'", nil, d.Registration != nil)
+	p.render(w, r, status, "account.html", "Account security", d, "'self'", nil, d.Registration != nil || d.Verify != nil)
 }
 
 // AccountLogin renders the account page's login form.
