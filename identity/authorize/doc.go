@@ -23,7 +23,11 @@
 // multi-factor class in acr_values (RFC 9470), from a session that passed
 // one factor leads through the second-factor form (POST
 // /connect/login/factor) when the user has a factor to pass: a right code
-// elevates the session (a new cookie, amr with "otp" and "mfa").
+// elevates the session (a new cookie, amr with "otp" and "mfa"), and so
+// does one of the user's passkeys (amr with "hwk" and "mfa"). The login
+// form also offers a usernameless passkey: the session starts with the
+// passkey's methods, two factors when the authenticator verified the
+// user.
 //
 // It imports the domain packages (clients, tokens, users, factors,
 // store), the session and web packages, the oauth vocabulary and verify
