@@ -48,6 +48,7 @@ func TestChromiumPasskey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WebAuthn.addVirtualAuthenticator: %v", err)
 	}
+	authID := auth.AuthenticatorID
 
 	// Register: the account page's login, the password again, the
 	// browser's ceremony.
@@ -90,7 +91,7 @@ func TestChromiumPasskey(t *testing.T) {
 	// A bogus signature is refused on the login page.
 	bogus := true
 	if _, err := chromedp.Call(ctx, webauthn.SetResponseOverrideBits, webauthn.SetResponseOverrideBitsParams{
-		AuthenticatorID: auth.AuthenticatorID, IsBogusSignature: &bogus}); err != nil {
+		AuthenticatorID: authID, IsBogusSignature: &bogus}); err != nil {
 		t.Fatalf("WebAuthn.setResponseOverrideBits: %v", err)
 	}
 	err = chromedp.Do(ctx,
@@ -103,7 +104,7 @@ func TestChromiumPasskey(t *testing.T) {
 		t.Fatalf("Chromium, a bogus signature: %v", err)
 	}
 	if _, err := chromedp.Call(ctx, webauthn.SetResponseOverrideBits, webauthn.SetResponseOverrideBitsParams{
-		AuthenticatorID: auth.AuthenticatorID}); err != nil {
+		AuthenticatorID: authID}); err != nil {
 		t.Fatalf("WebAuthn.setResponseOverrideBits: %v", err)
 	}
 
@@ -177,7 +178,7 @@ func TestChromiumPasskey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Chromium, viewer registering a passkey: %v", err)
 	}
-	creds, err := chromedp.Call(ctx, webauthn.GetCredentials, webauthn.GetCredentialsParams{AuthenticatorID: auth.AuthenticatorID})
+	creds, err := chromedp.Call(ctx, webauthn.GetCredentials, webauthn.GetCredentialsParams{AuthenticatorID: authID})
 	if err != nil || len(creds.Credentials) != 2 {
 		t.Fatalf("WebAuthn.getCredentials: %d, %v", len(creds.Credentials), err)
 	}
@@ -189,7 +190,7 @@ func TestChromiumPasskey(t *testing.T) {
 		t.Fatalf("the authenticator's credentials: %q and %q", demo.UserName, viewer.UserName)
 	}
 	if _, err := chromedp.Call(ctx, webauthn.RemoveVirtualAuthenticator, webauthn.RemoveVirtualAuthenticatorParams{
-		AuthenticatorID: auth.AuthenticatorID}); err != nil {
+		AuthenticatorID: authID}); err != nil {
 		t.Fatalf("WebAuthn.removeVirtualAuthenticator: %v", err)
 	}
 	forged, err := chromedp.Call(ctx, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
