@@ -347,8 +347,15 @@ func TestPasskeyAccount(t *testing.T) {
 	if keys, _ := f.srv.Factors().Passkeys(t.Context(), "sub-novice"); len(keys) != 2 {
 		t.Errorf("novice's passkeys after another user's removal: %d", len(keys))
 	}
-	if r := post("action", "passkey-remove", "passkey", key, "password", "demo-pw"); r.status != http.StatusOK || len(listed(r)) != 1 {
+	// Removal ends novice's sessions, this one included.
+	if r := post("action", "passkey-remove", "passkey", key, "password", "demo-pw"); r.status != http.StatusOK || !strings.Contains(r.body, "signed out everywhere") {
 		t.Errorf("after the removal: %d %v", r.status, listed(r))
+	}
+	if keys, _ := f.srv.Factors().Passkeys(t.Context(), "sub-novice"); len(keys) != 1 {
+		t.Errorf("novice's passkeys after the removal: %d", len(keys))
+	}
+	if p := b.get(PathAccount); !strings.Contains(p.body, `value="login"`) {
+		t.Errorf("the session outlived the passkey's removal")
 	}
 
 	// The passkey added signs novice in.

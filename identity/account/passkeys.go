@@ -60,9 +60,7 @@ func (e *Endpoint) passkeyChange(w http.ResponseWriter, r *http.Request, sess st
 		e.render(w, r, http.StatusNotFound, sess, user, web.Account{Error: msgPasskeyUnknown})
 		return
 	}
-	notice := msgPasskeyRemoved
 	if action == actionPasskeyRename {
-		notice = msgPasskeyRenamed
 		err = e.cfg.Factors.RenamePasskey(ctx, user, raw, name)
 	} else {
 		err = e.cfg.Factors.RemovePasskey(ctx, user, raw)
@@ -74,8 +72,11 @@ func (e *Endpoint) passkeyChange(w http.ResponseWriter, r *http.Request, sess st
 		e.render(w, r, http.StatusBadRequest, sess, user, web.Account{Error: msgPasskeyName})
 	case err != nil:
 		e.error(w, r, http.StatusInternalServerError, msgServer, err)
+	case action != actionPasskeyRename:
+		// RemovePasskey ended the user's sessions, this one included.
+		e.showLogin(w, r, http.StatusOK, user.Username, msgPasskeySignedOut)
 	default:
-		e.render(w, r, http.StatusOK, sess, user, web.Account{Notice: notice})
+		e.render(w, r, http.StatusOK, sess, user, web.Account{Notice: msgPasskeyRenamed})
 	}
 }
 

@@ -318,6 +318,13 @@ func (s *Service) RemovePasskey(ctx context.Context, user store.User, id []byte)
 	}
 	s.changed(user, "passkey removed")
 	s.cfg.Audit.Info("passkey removed", zap.String("sub", user.Subject), zap.String("passkey", passkeyID(id)))
+	// As for the app: sessions and tokens that passed the removed passkey
+	// (one lost or stolen) end with it.
+	if s.cfg.Revoke != nil {
+		if err := s.cfg.Revoke(ctx, user.Subject); err != nil {
+			return fmt.Errorf("ending the sessions of %q after removing a passkey: %w", user.Subject, err)
+		}
+	}
 	return nil
 }
 
