@@ -65,6 +65,13 @@ func (s *flakyStore) RefreshFamily(ctx context.Context, id string) (store.Refres
 	return s.Store.RefreshFamily(ctx, id)
 }
 
+func (s *flakyStore) RefreshState(ctx context.Context, id string) (store.RefreshState, error) {
+	if s.isDown() {
+		return store.RefreshState{}, errDown
+	}
+	return s.Store.RefreshState(ctx, id)
+}
+
 func (s *flakyStore) RotateRefreshFamily(ctx context.Context, id string, from int, next []byte, nextExpiresAt, now time.Time) error {
 	if s.isDown() {
 		return errDown

@@ -297,6 +297,11 @@ type Refresh interface {
 	// RefreshFamily returns the family with this id. ErrNotFound if there
 	// is none.
 	RefreshFamily(ctx context.Context, id string) (RefreshFamily, error)
+	// RefreshState returns the family with this id and, from the same
+	// read, what a refresh of it checks of its subject (RefreshState):
+	// the refresh grant's one read before its rotation. ErrNotFound if
+	// there is no such family.
+	RefreshState(ctx context.Context, id string) (RefreshState, error)
 	// RotateRefreshFamily is the compare-and-swap of a refresh: if the
 	// family's Generation is still from and it is not revoked, Previous
 	// becomes Current, Current becomes next, CurrentExpiresAt becomes
@@ -468,6 +473,19 @@ type RefreshFamily struct {
 	CurrentExpiresAt time.Time // sliding expiry of the current token
 	Previous         []byte    // hash of the previous generation's token; nil for generation 1
 	RotatedAt        time.Time // when Current replaced Previous; zero for generation 1
+}
+
+// RefreshState is a refresh family with what refreshing it checks of its
+// subject (Refresh.RefreshState).
+type RefreshState struct {
+	Family RefreshFamily
+	// User is the user whose subject is the family's; nil if there is
+	// none.
+	User *User
+	// SessionsEnded reports whether the subject's sessions were ended
+	// after the family's AuthTime, as AccessTokenRevoked(ctx, "", "",
+	// Subject, AuthTime) would; false when AuthTime is zero.
+	SessionsEnded bool
 }
 
 // Legacy reports whether f is a legacy family (a row per token).

@@ -360,16 +360,30 @@ var ErrSessionsEnded = errors.New("the user's sessions were ended after the gran
 // keeps them from being given out; a revocation that lands after it covers
 // them by their issue time, and their family by its AuthTime.
 func (s *Service) sessionsEnded(ctx context.Context, g Grant) *oauth.Error {
-	if g.User == nil || g.AuthTime.IsZero() {
+	if g.User == nil {
 		return nil
 	}
-	revoked, err := s.cfg.Store.AccessTokenRevoked(ctx, "", "", g.Subject, g.AuthTime)
+	ended, err := s.sessionsEndedAt(ctx, g.Subject, g.AuthTime)
 	switch {
 	case err != nil:
 		return oauth.ServerError(err)
-	case revoked:
-		return &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "the user's sessions were ended after this authentication",
-			Cause: ErrSessionsEnded}
+	case ended:
+		return errSessionsEnded()
 	}
 	return nil
+}
+
+// sessionsEndedAt reports whether subject's sessions were ended after
+// authTime; false for the zero authTime.
+func (s *Service) sessionsEndedAt(ctx context.Context, subject string, authTime time.Time) (bool, error) {
+	if authTime.IsZero() {
+		return false, nil
+	}
+	return s.cfg.Store.AccessTokenRevoked(ctx, "", "", subject, authTime)
+}
+
+// errSessionsEnded refuses a grant sessionsEnded found ended.
+func errSessionsEnded() *oauth.Error {
+	return &oauth.Error{Code: oauth.ErrInvalidGrant, Description: "the user's sessions were ended after this authentication",
+		Cause: ErrSessionsEnded}
 }

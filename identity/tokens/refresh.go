@@ -202,13 +202,16 @@ func usable(c *clients.Client, fam store.RefreshFamily, now time.Time) *oauth.Er
 func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, p parsed, ask Ask) (*Response, *oauth.Error) {
 	st := s.cfg.Store
 	now := s.cfg.Now()
-	fam, err := st.RefreshFamily(ctx, p.family)
+	// One read for the family and its subject: the rotation's checks
+	// need nothing else from the store.
+	state, err := st.RefreshState(ctx, p.family)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errBadRefresh(errors.New("unknown refresh token family"))
 	case err != nil:
 		return nil, oauth.ServerError(err)
 	}
+	fam := state.Family
 	if perr := usable(c, fam, now); perr != nil {
 		return nil, perr
 	}
@@ -217,7 +220,7 @@ func (s *Service) refresh(ctx context.Context, c *clients.Client, token string, 
 		if !now.Before(fam.CurrentExpiresAt) {
 			return nil, errBadRefresh(errors.New("refresh token expired"))
 		}
-		g, perr := s.refreshGrant(ctx, c, fam, ask)
+		g, perr := s.grantOf(c, state, ask)
 		if perr != nil {
 			return nil, perr
 		}
@@ -444,12 +447,28 @@ type Ask struct {
 // the user still holds, narrowed by authorization_details (RFC 9396:
 // asking for a pair outside them is invalid_authorization_details).
 func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store.RefreshFamily, ask Ask) (Grant, *oauth.Error) {
+	state := store.RefreshState{Family: fam}
 	user, err := s.cfg.Store.UserBySubject(ctx, fam.Subject)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return Grant{}, errBadRefresh(errors.New("user no longer exists"))
 	case err != nil:
 		return Grant{}, oauth.ServerError(err)
+	default:
+		state.User = &user
+		if state.SessionsEnded, err = s.sessionsEndedAt(ctx, fam.Subject, fam.AuthTime); err != nil {
+			return Grant{}, oauth.ServerError(err)
+		}
+	}
+	return s.grantOf(c, state, ask)
+}
+
+// grantOf is refreshGrant of a family read with what it needs of its
+// subject (store.RefreshState).
+func (s *Service) grantOf(c *clients.Client, state store.RefreshState, ask Ask) (Grant, *oauth.Error) {
+	fam, user := state.Family, state.User
+	switch {
+	case user == nil:
+		return Grant{}, errBadRefresh(errors.New("user no longer exists"))
 	case user.Disabled:
 		return Grant{}, errBadRefresh(errors.New("user disabled"))
 	}
@@ -479,12 +498,11 @@ func (s *Service) refreshGrant(ctx context.Context, c *clients.Client, fam store
 	if perr != nil {
 		return Grant{}, perr
 	}
-	g := Grant{Client: c, User: &user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime, AMR: fam.AMR,
-		Type: oauth.GrantRefreshToken, FamilyID: fam.ID, Entitlements: pairs}
-	if perr := s.sessionsEnded(ctx, g); perr != nil {
-		return Grant{}, perr
+	if state.SessionsEnded && !fam.AuthTime.IsZero() {
+		return Grant{}, errSessionsEnded()
 	}
-	return g, nil
+	return Grant{Client: c, User: user, Subject: fam.Subject, Scopes: scopes, AuthTime: fam.AuthTime, AMR: fam.AMR,
+		Type: oauth.GrantRefreshToken, FamilyID: fam.ID, Entitlements: pairs}, nil
 }
 
 // refreshed mints the access (and ID) token of a successful refresh.

@@ -165,6 +165,37 @@ func (s *Store) RefreshFamily(ctx context.Context, id string) (store.RefreshFami
 	return f, nil
 }
 
+// refreshStateQuery reads a family with its subject's user and whether the
+// subject's sessions were ended after the family's auth time (as
+// tokenRevokedQuery tells it of a subject): no row when the family or the
+// user is missing.
+const refreshStateQuery = `SELECT ` + userColumnsOfU + `,
+	EXISTS (SELECT 1 FROM subject_revocations r WHERE r.subject = f.subject AND r.not_before > f.auth_time), ` +
+	familyColumns + ` FROM refresh_families f JOIN users u ON u.subject = f.subject WHERE f.id = $1`
+
+// RefreshState returns a family with what a refresh checks of its
+// subject, in one statement; a family whose user is missing (rare: a
+// deleted user) is read again without it.
+func (s *Store) RefreshState(ctx context.Context, id string) (store.RefreshState, error) {
+	var (
+		u     userFields
+		ended bool
+	)
+	f, err := scanFamily(s.pool.QueryRow(ctx, refreshStateQuery, id), append(u.dest(), &ended)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		f, err := s.RefreshFamily(ctx, id)
+		return store.RefreshState{Family: f}, err
+	}
+	if err != nil {
+		return store.RefreshState{}, fmt.Errorf("reading refresh family: %w", err)
+	}
+	user, err := u.user()
+	if err != nil {
+		return store.RefreshState{}, fmt.Errorf("reading refresh family %q: user: %w", id, err)
+	}
+	return store.RefreshState{Family: f, User: &user, SessionsEnded: ended}, nil
+}
+
 // rotateFamilyQuery is the compare-and-swap of a rotation: it moves the
 // generation on, unless it has moved already or the family is revoked.
 const rotateFamilyQuery = `UPDATE refresh_families SET previous_hash = current_hash, current_hash = $1,

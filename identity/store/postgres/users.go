@@ -15,6 +15,10 @@ import (
 const userColumns = `username, subject, password_hash, display_name, email, email_verified,
 	scopes, roles, disabled, created_at, updated_at, entitlements`
 
+// userColumnsOfU are userColumns of the users table named u.
+const userColumnsOfU = `u.username, u.subject, u.password_hash, u.display_name, u.email, u.email_verified,
+	u.scopes, u.roles, u.disabled, u.created_at, u.updated_at, u.entitlements`
+
 // CreateUser stores a new user. ErrAlreadyExists if the username or the
 // subject is taken; ErrSubjectDeleted if the subject was a deleted user's.
 func (s *Store) CreateUser(ctx context.Context, u store.User) error {
@@ -227,24 +231,39 @@ func collectUsers(rows pgx.Rows) ([]store.User, error) {
 // scanUser reads the userColumns of one row; store.ErrNotFound if there is
 // no row.
 func scanUser(row pgx.Row) (store.User, error) {
-	var (
-		u                store.User
-		created, updated pgtype.Timestamptz
-		pairs            []string
-	)
-	err := row.Scan(&u.Username, &u.Subject, &u.PasswordHash, &u.DisplayName, &u.Email, &u.EmailVerified,
-		&u.Scopes, &u.Roles, &u.Disabled, &created, &updated, &pairs)
+	var f userFields
+	err := row.Scan(f.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.User{}, store.ErrNotFound
 	}
 	if err != nil {
 		return store.User{}, err
 	}
+	return f.user()
+}
+
+// userFields are the destinations of userColumns, in their order, that
+// user decodes.
+type userFields struct {
+	u                store.User
+	created, updated pgtype.Timestamptz
+	pairs            []string
+}
+
+func (f *userFields) dest() []any {
+	return []any{&f.u.Username, &f.u.Subject, &f.u.PasswordHash, &f.u.DisplayName, &f.u.Email, &f.u.EmailVerified,
+		&f.u.Scopes, &f.u.Roles, &f.u.Disabled, &f.created, &f.updated, &f.pairs}
+}
+
+// user decodes the scanned fields.
+func (f *userFields) user() (store.User, error) {
+	u := f.u
 	u.Scopes, u.Roles = nonEmpty(u.Scopes), nonEmpty(u.Roles)
-	if u.Entitlements, err = decodeSet(pairs); err != nil {
+	var err error
+	if u.Entitlements, err = decodeSet(f.pairs); err != nil {
 		return store.User{}, err
 	}
-	u.Created, u.Updated = fromTS(created), fromTS(updated)
+	u.Created, u.Updated = fromTS(f.created), fromTS(f.updated)
 	return u, nil
 }
 

@@ -17,6 +17,7 @@ import (
 type prepared struct {
 	// on the readers
 	family        *sql.Stmt // familyQuery
+	refreshState  *sql.Stmt // refreshStateQuery
 	legacyToken   *sql.Stmt // legacyTokenQuery
 	user          *sql.Stmt // userQuery
 	userBySubject *sql.Stmt // userBySubjectQuery
@@ -39,6 +40,7 @@ func (p *prepared) prepare(ctx context.Context, r, w *sql.DB) error {
 		query string
 	}{
 		{&p.family, r, familyQuery},
+		{&p.refreshState, r, refreshStateQuery},
 		{&p.legacyToken, r, legacyTokenQuery},
 		{&p.user, r, userQuery},
 		{&p.userBySubject, r, userBySubjectQuery},

@@ -14,6 +14,10 @@ import (
 const userColumns = `username, subject, password_hash, display_name, email, email_verified,
 	scopes, roles, disabled, created_at, updated_at, entitlements`
 
+// userColumnsOfU are userColumns of the users table named u.
+const userColumnsOfU = `u.username, u.subject, u.password_hash, u.display_name, u.email, u.email_verified,
+	u.scopes, u.roles, u.disabled, u.created_at, u.updated_at, u.entitlements`
+
 // userQuery and userBySubjectQuery read a user by username or subject.
 const (
 	userQuery          = `SELECT ` + userColumns + ` FROM users WHERE username = ?`
@@ -216,30 +220,44 @@ func collectUsers(rows *sql.Rows) ([]store.User, error) {
 // scanUser reads the userColumns of one row; store.ErrNotFound if there is
 // no row.
 func scanUser(row scanner) (store.User, error) {
-	var (
-		u                store.User
-		scopes, roles    string
-		pairs            string
-		created, updated sql.NullInt64
-	)
-	err := row.Scan(&u.Username, &u.Subject, &u.PasswordHash, &u.DisplayName, &u.Email, &u.EmailVerified,
-		&scopes, &roles, &u.Disabled, &created, &updated, &pairs)
+	var f userFields
+	err := row.Scan(f.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.User{}, store.ErrNotFound
 	}
 	if err != nil {
 		return store.User{}, err
 	}
-	if u.Scopes, err = decodeList(scopes); err != nil {
+	return f.user()
+}
+
+// userFields are the destinations of userColumns, in their order, that
+// user decodes.
+type userFields struct {
+	u                    store.User
+	scopes, roles, pairs string
+	created, updated     sql.NullInt64
+}
+
+func (f *userFields) dest() []any {
+	return []any{&f.u.Username, &f.u.Subject, &f.u.PasswordHash, &f.u.DisplayName, &f.u.Email, &f.u.EmailVerified,
+		&f.scopes, &f.roles, &f.u.Disabled, &f.created, &f.updated, &f.pairs}
+}
+
+// user decodes the scanned fields.
+func (f *userFields) user() (store.User, error) {
+	u := f.u
+	var err error
+	if u.Scopes, err = decodeList(f.scopes); err != nil {
 		return store.User{}, fmt.Errorf("scopes: %w", err)
 	}
-	if u.Roles, err = decodeList(roles); err != nil {
+	if u.Roles, err = decodeList(f.roles); err != nil {
 		return store.User{}, fmt.Errorf("roles: %w", err)
 	}
-	if u.Entitlements, err = decodeSet(pairs); err != nil {
+	if u.Entitlements, err = decodeSet(f.pairs); err != nil {
 		return store.User{}, err
 	}
-	u.Created, u.Updated = fromMillis(created), fromMillis(updated)
+	u.Created, u.Updated = fromMillis(f.created), fromMillis(f.updated)
 	return u, nil
 }
 

@@ -11,6 +11,7 @@ import (
 var refreshCases = []testCase{
 	{"CreateAndRead", testRefreshCreateAndRead},
 	{"ReadUnknown", testRefreshReadUnknown},
+	{"State", testRefreshState},
 	{"CreateTakenID", testRefreshCreateTakenID},
 	{"CreateRefusesNotNew", testRefreshCreateRefusesNotNew},
 	{"Rotate", testRefreshRotate},
