@@ -16,6 +16,12 @@ import (
 // reach.
 const goalRatio = 0.70
 
+// refreshCPUGoal is the share of the raw RS256 signing rate a refresh
+// should reach per CPU: what a refresh costs besides its signature (a read,
+// a rotation committed to disk, a larger answer) at most a third of the
+// signature.
+const refreshCPUGoal = 0.75
+
 // Past these, the raw sign row says the machine was busy: a utilisation
 // below busyUtil, or a drift between its halves beyond busyDrift.
 const (
@@ -106,6 +112,13 @@ func printTable(w io.Writer, rows []phase, halves [2]phase, c int, d time.Durati
 			fmt.Fprintf(w, ", per CPU %s", verdict(float64(sign.cpuPerOp())/float64(p.cpuPerOp())))
 		}
 		fmt.Fprintln(w)
+	}
+	if p, ok := byName[rowRefresh]; ok && p.cpuPerOp() > 0 && sign.cpuPerOp() > 0 {
+		r, ok := float64(sign.cpuPerOp())/float64(p.cpuPerOp()), "met"
+		if r < refreshCPUGoal {
+			ok = "NOT met"
+		}
+		fmt.Fprintf(w, "goal %s >= %.0f%% of raw sign per CPU: %s (%s)\n", rowRefresh, 100*refreshCPUGoal, pct(r), ok)
 	}
 	if p, ok := byName[rowCCES256]; ok && base.rate() > 0 {
 		rateOK, baseOK := "met", "met"
