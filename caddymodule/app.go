@@ -198,12 +198,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	var users []store.User
+	var users identityusers.Loaded
 	if a.UsersFile != "" {
-		if users, err = identityusers.LoadFile(a.UsersFile); err != nil {
+		if users, err = identityusers.Load(a.UsersFile); err != nil {
 			return err
 		}
-		for _, u := range users {
+		for _, u := range users.Users {
 			if id, ok := identityusers.ClientNamed(u.Subject, a.ClientIDs()); ok {
 				return fmt.Errorf("users file %q: user %q has the subject %q, which names client %q (%w): give the user another subject",
 					a.UsersFile, u.Username, u.Subject, id, identityusers.ErrSubjectNamesClient)
@@ -262,9 +262,10 @@ func (a *App) ClientIDs() []string {
 	return ids
 }
 
-// startServer seeds the users of the users file and builds the identity
-// server from cfg, checked already.
-func (a *App) startServer(ctx caddy.Context, cfg identity.Config, users []store.User) error {
+// startServer seeds the users of the users file, builds the identity
+// server from cfg, checked already, and seeds the file's TOTP factors.
+func (a *App) startServer(ctx caddy.Context, cfg identity.Config, loaded identityusers.Loaded) error {
+	users := loaded.Users
 	if a.UsersFile != "" {
 		seeded, err := identityusers.Seed(ctx, a.store, users, time.Now())
 		if err != nil {
@@ -299,7 +300,7 @@ func (a *App) startServer(ctx caddy.Context, cfg identity.Config, users []store.
 	if err != nil {
 		return fmt.Errorf("starting identity server: %w", err)
 	}
-	return nil
+	return a.seedFactors(ctx, loaded)
 }
 
 // clientIP is the source address of r for the brute-force defence: Caddy's

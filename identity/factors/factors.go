@@ -325,3 +325,33 @@ func (s *Service) checked(user store.User, method, factor string, err error) {
 		s.cfg.Audit.Error("second factor audit record refused", zap.Error(err))
 	}
 }
+
+// Seed enrols secret as user's TOTP factor if the user has none, and
+// reports whether it did: the users file's totp_secret, seeded at every
+// start and reload. A factor the user has (enrolled through the page, or
+// seeded before) is kept; one removed by Reset is seeded again. The
+// factor's last step is 0, so any code of the window is accepted once.
+// Between the look and the write, an enrolment through the page would be
+// replaced: the store has no insert-if-absent, and a start racing a
+// user's enrolment is the operator's own doing.
+func (s *Service) Seed(ctx context.Context, user store.User, secret []byte) (bool, error) {
+	if len(secret) < users.MinTOTPSecretBytes {
+		return false, fmt.Errorf("seeding TOTP: a secret of %d bytes, fewer than %d", len(secret), users.MinTOTPSecretBytes)
+	}
+	switch _, err := s.cfg.Store.TOTP(ctx, user.Subject); {
+	case err == nil:
+		return false, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return false, err
+	}
+	sealed, err := keys.SealSecret(s.cfg.KEK, secret, sealName(user.Subject))
+	if err != nil {
+		return false, err
+	}
+	if err := s.cfg.Store.PutTOTP(ctx, store.TOTPFactor{
+		Subject: user.Subject, Secret: sealed, Created: s.cfg.Now()}); err != nil {
+		return false, err
+	}
+	s.changed(user, "totp seeded from the users file")
+	return true, nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ const MaxSubjectLen = 255
 //	{"users": [{"username": "demo", "subject": "5d1c...", "password_hash": "$argon2id$...",
 //	            "display_name": "Demo User", "email": "demo@example.com",
 //	            "scopes": ["Service/Market"], "roles": [], "entitlements": ["ASX:quotes"],
-//	            "disabled": false}]}
+//	            "totp_secret": "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", "disabled": false}]}
 type File struct {
 	Users []FileUser `json:"users"`
 }
@@ -48,57 +49,113 @@ type FileUser struct {
 	// on (gatehouse user entitle, unentitle).
 	Entitlements []string `json:"entitlements,omitempty"`
 	Disabled     bool     `json:"disabled,omitempty"`
+	// TOTPSecret seeds the user's TOTP factor: the secret as an
+	// authenticator app shows it (base32, RFC 4648, without padding; case
+	// and spaces ignored), of at least MinTOTPSecretBytes bytes. It is
+	// enrolled at a start or reload only when the user has no TOTP factor,
+	// so a factor the user enrolled is kept, and one reset with the CLI
+	// is seeded again. For demos and operators' seeding: a secret kept in
+	// a file is weaker than one the user enrolled, which never leaves the
+	// store.
+	TOTPSecret string `json:"totp_secret,omitempty"`
 }
 
-// LoadFile reads and checks a users file. It reads no more than
-// MaxFileSize bytes of it.
+// MinTOTPSecretBytes is the least size of a seeded TOTP secret: 128 bits,
+// RFC 4226 §4's minimum (it recommends 160, the size of an enrolled one).
+const MinTOTPSecretBytes = 16
+
+// Loaded is a users file, read and checked.
+type Loaded struct {
+	// Users are its users, for Seed.
+	Users []store.User
+	// TOTPSecrets are the TOTP secrets it seeds (totp_secret), decoded, by
+	// username.
+	TOTPSecrets map[string][]byte
+}
+
+// LoadFile reads and checks a users file: Load's users.
 func LoadFile(path string) ([]store.User, error) {
+	l, err := Load(path)
+	return l.Users, err
+}
+
+// Load reads and checks a users file. It reads no more than MaxFileSize
+// bytes of it.
+func Load(path string) (Loaded, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading users file: %w", err)
+		return Loaded{}, fmt.Errorf("reading users file: %w", err)
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading users file: %w", err)
+		return Loaded{}, fmt.Errorf("reading users file: %w", err)
 	}
 	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("users file %q is larger than %d bytes", path, MaxFileSize)
+		return Loaded{}, fmt.Errorf("users file %q is larger than %d bytes", path, MaxFileSize)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("parsing users file %q: %w", path, err)
+		return Loaded{}, fmt.Errorf("parsing users file %q: %w", path, err)
 	}
 	seenName := map[string]bool{}
 	seenSub := map[string]bool{}
-	users := make([]store.User, 0, len(f.Users))
+	l := Loaded{Users: make([]store.User, 0, len(f.Users))}
 	for i, u := range f.Users {
 		if err := ValidateUsername(u.Username); err != nil {
-			return nil, fmt.Errorf("users file %q, user %d: %w", path, i, err)
+			return Loaded{}, fmt.Errorf("users file %q, user %d: %w", path, i, err)
 		}
 		if err := ValidateSubject(u.Subject); err != nil {
-			return nil, fmt.Errorf("users file %q, user %q: %w", path, u.Username, err)
+			return Loaded{}, fmt.Errorf("users file %q, user %q: %w", path, u.Username, err)
 		}
 		if err := CheckPasswordHash(u.PasswordHash); err != nil {
-			return nil, fmt.Errorf("users file %q, user %q: password_hash: %w", path, u.Username, err)
+			return Loaded{}, fmt.Errorf("users file %q, user %q: password_hash: %w", path, u.Username, err)
 		}
 		pairs, err := ParseEntitlements(u.Entitlements)
 		if err != nil {
-			return nil, fmt.Errorf("users file %q, user %q: entitlements: %w", path, u.Username, err)
+			return Loaded{}, fmt.Errorf("users file %q, user %q: entitlements: %w", path, u.Username, err)
 		}
 		if seenName[u.Username] || seenSub[u.Subject] {
-			return nil, fmt.Errorf("users file %q, user %q: duplicate username or subject", path, u.Username)
+			return Loaded{}, fmt.Errorf("users file %q, user %q: duplicate username or subject", path, u.Username)
 		}
 		seenName[u.Username], seenSub[u.Subject] = true, true
-		users = append(users, store.User{
+		if u.TOTPSecret != "" {
+			secret, err := ParseTOTPSecret(u.TOTPSecret)
+			if err != nil {
+				// The error names no part of the secret.
+				return Loaded{}, fmt.Errorf("users file %q, user %q: totp_secret: %w", path, u.Username, err)
+			}
+			if l.TOTPSecrets == nil {
+				l.TOTPSecrets = map[string][]byte{}
+			}
+			l.TOTPSecrets[u.Username] = secret
+		}
+		l.Users = append(l.Users, store.User{
 			Username: u.Username, Subject: u.Subject, PasswordHash: u.PasswordHash,
 			DisplayName: u.DisplayName, Email: u.Email, EmailVerified: u.EmailVerified,
 			Scopes: u.Scopes, Roles: u.Roles, Disabled: u.Disabled, Entitlements: pairs,
 		})
 	}
-	return users, nil
+	return l, nil
+}
+
+// ParseTOTPSecret decodes a TOTP secret as an authenticator app shows it:
+// base32 (RFC 4648) without padding, in either case, spaces ignored (some
+// apps show it in groups of four). It must be at least MinTOTPSecretBytes
+// bytes. Its errors quote none of the text.
+func ParseTOTPSecret(text string) ([]byte, error) {
+	norm := strings.ToUpper(strings.ReplaceAll(text, " ", ""))
+	secret, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(norm)
+	if err != nil {
+		return nil, errors.New("not base32 without padding (RFC 4648), as an authenticator app shows a secret")
+	}
+	if len(secret) < MinTOTPSecretBytes {
+		return nil, fmt.Errorf("%d bytes: a TOTP secret must have at least %d (%d bits; 20 recommended)",
+			len(secret), MinTOTPSecretBytes, 8*MinTOTPSecretBytes)
+	}
+	return secret, nil
 }
 
 // ParseEntitlements reads a user's market-data entitlements, each
