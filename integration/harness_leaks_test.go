@@ -186,7 +186,7 @@ func findLeaks(logs []byte, secrets, passwords []string) []string {
 		}
 		walkStrings("", entry, func(key, value string) {
 			k := strings.ToLower(key)
-			if k == "username" || k == "user" || k == "preferred_username" || k == "name" || k == "login" {
+			if k == "username" || k == "usernames" || k == "user" || k == "preferred_username" || k == "name" || k == "login" {
 				return
 			}
 			for _, p := range passwords {
@@ -242,6 +242,7 @@ func TestFindLeaks(t *testing.T) {
 		{"password in a field", `{"msg":"login failed","password":"trader"}`, 1},
 		{"password in a nested field", `{"req":{"form":{"pw":["demo"]}}}`, 1},
 		{"name that equals a password", `{"username":"demo","name":"trader"}`, 0},
+		{"a list of user names", `{"msg":"users file seeded TOTP factors","usernames":["trader","demo"]}`, 0},
 		{"password as a prefix of a value", `{"body":"password=demonstration"}`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

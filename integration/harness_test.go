@@ -207,7 +207,8 @@ func StartGatehouseWith(t testing.TB, opts Options) *Gatehouse {
 		Transport: &recordingTransport{base: &routingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), g: g}, g: g},
 	}
 	// DEMO-ONLY secrets of Caddyfile.example: never in a log, in any form.
-	g.AddSecret("demo-secret", basicCredentials("demo-service", "demo-secret"))
+	g.AddSecret("demo-secret", basicCredentials("demo-service", "demo-secret"),
+		deskSecret, basicCredentials(deskClient, deskSecret), traderTOTPSecret)
 
 	t.Cleanup(func() {
 		g.Stop()

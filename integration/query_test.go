@@ -80,7 +80,7 @@ func TestQueryService(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouse(t)
 	demo := g.PasswordGrant(t, "demo", "demo").AccessToken
-	trader := g.PasswordGrant(t, "trader", "trader").AccessToken
+	trader := g.TradingToken(t).AccessToken // Order and Account need Trading: a second factor
 
 	t.Run("IQL", func(t *testing.T) {
 		resp, r, body := g.query(t, demo, "/query", iqlType, `select Code, LastPrice from Security where Code = "BHP" and Exchange = 'ASX'`, "Request-Id", "|11958d43-4bb87d2798df4c8c.1.")

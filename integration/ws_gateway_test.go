@@ -73,7 +73,7 @@ func TestMessageGatewayThroughTheDemo(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouse(t)
 	demo := g.PasswordGrant(t, "demo", "demo")
-	trader := g.PasswordGrant(t, "trader", "trader")
+	trader := g.TradingToken(t) // Trading needs a second factor
 
 	t.Run("header auth", func(t *testing.T) {
 		c, resp, err := dialWS(t, g, "/ws?version=1.1", "ServiceJson", demo.AccessToken)

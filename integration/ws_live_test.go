@@ -214,7 +214,7 @@ func TestLiveReservedTransactionID(t *testing.T) {
 func TestLiveRequireTLS(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouseWith(t, Options{Config: wsConfig(t, "ws-require-tls", "require_tls")})
-	trader := g.PasswordGrant(t, "trader", "trader")
+	trader := g.TradingToken(t)
 
 	c := liveSession(t, g, "trader on /ws", trader.AccessToken)
 	q := c.request(`{"Controller":"Auth","Topic":"QueryIdentify","TransactionID":2}`, "2")
@@ -275,7 +275,7 @@ func TestLiveScopeShrink(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tok := g.PasswordGrant(t, "trader", "trader")
+			tok := g.TradingToken(t)
 			c := liveSession(t, g, tc.name, tok.AccessToken)
 			// Forwarded and tracked: the demo backend serves no Trading
 			// subscription and answers it with Operation.Unknown.

@@ -246,7 +246,7 @@ func TestWSReloadNarrowsPolicy(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouse(t)
 	const bhp = "Security!BHP.ASX"
-	c := liveSession(t, g, "trader", g.PasswordGrant(t, "trader", "trader").AccessToken)
+	c := liveSession(t, g, "trader", g.TradingToken(t).AccessToken)
 	// Forwarded and tracked: the demo backend serves no Trading
 	// subscription and answers it with Operation.Unknown.
 	if m := c.request(msg("Trading", "Orders", "Sub", "2"), "2"); m.errorCode() != "Operation.Unknown" {

@@ -124,11 +124,15 @@ type Account struct {
 const (
 	DemoUserSubject   = "5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10" // "demo"
 	DemoTraderSubject = "a3e8b7d4-2c6f-4e91-b5d0-7f1a9c3e6b28" // "trader"
+	// DemoDeskSubject is the client demo-trading-desk of Caddyfile.example:
+	// a client_credentials token's sub is its client's ID.
+	DemoDeskSubject = "demo-trading-desk"
 )
 
 // DemoAccounts returns the accounts of the demo users: one for "demo"
 // (who has no Trading scope, so the gateway never lets the request through
-// for them) and two for "trader". It returns a new map each call.
+// for them), two for "trader" and one for the demo-trading-desk client. It
+// returns a new map each call.
 func DemoAccounts() map[string][]Account {
 	return map[string][]Account{
 		DemoUserSubject: {
@@ -137,6 +141,9 @@ func DemoAccounts() map[string][]Account {
 		DemoTraderSubject: {
 			{ID: "TRD-200001", Name: "Demo Trader", Currency: "AUD"},
 			{ID: "TRD-200002", Name: "Demo Trader (USD)", Currency: "USD"},
+		},
+		DemoDeskSubject: {
+			{ID: "DESK-300001", Name: "Demo Trading Desk", Currency: "AUD"},
 		},
 	}
 }

@@ -67,7 +67,10 @@ func TestDemoAccountsMatchUsersFile(t *testing.T) {
 	if found != len(want) {
 		t.Errorf("users.json has %d of the %d demo users", found, len(want))
 	}
-	if len(accounts) != len(want) {
-		t.Errorf("DemoAccounts has %d users, want %d", len(accounts), len(want))
+	if len(accounts[DemoDeskSubject]) == 0 {
+		t.Errorf("the client %s has no demo account", DemoDeskSubject)
+	}
+	if len(accounts) != len(want)+1 {
+		t.Errorf("DemoAccounts has %d owners, want %d and the desk", len(accounts), len(want))
 	}
 }

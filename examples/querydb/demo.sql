@@ -21,6 +21,9 @@
 -- Owners are the subject ids of the demo users (examples/users.json):
 --   demo    5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10
 --   trader  a3e8b7d4-2c6f-4e91-b5d0-7f1a9c3e6b28
+-- and the client ID of the demo-trading-desk client (Caddyfile.example), the sub of its
+-- client_credentials tokens:
+--   demo-trading-desk
 
 CREATE TABLE Market (
 	Code    TEXT PRIMARY KEY,
@@ -140,7 +143,8 @@ INSERT INTO News (Id, Headline, Source, Published, Codes) VALUES
 INSERT INTO Account (AccountId, Owner, Name, Currency, Balance, InternalRef) VALUES
 	('DEMO-100001', '5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10', 'Demo User', 'AUD', 25000, 'CRM-77813'),
 	('TRD-200001', 'a3e8b7d4-2c6f-4e91-b5d0-7f1a9c3e6b28', 'Demo Trader', 'AUD', 150000.75, 'CRM-88120'),
-	('TRD-200002', 'a3e8b7d4-2c6f-4e91-b5d0-7f1a9c3e6b28', 'Demo Trader (USD)', 'USD', 40000.5, 'CRM-88121');
+	('TRD-200002', 'a3e8b7d4-2c6f-4e91-b5d0-7f1a9c3e6b28', 'Demo Trader (USD)', 'USD', 40000.5, 'CRM-88121'),
+	('DESK-300001', 'demo-trading-desk', 'Demo Trading Desk', 'AUD', 500000, 'CRM-99001');
 
 INSERT INTO "Order" (OrderId, Owner, AccountId, Code, Exchange, Side, Quantity, Price, Status, Created, RoutingNote) VALUES
 	(1, '5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10', 'DEMO-100001', 'BHP', 'ASX', 'Buy', 100, 37.4, 'Filled', '2026-11-20T23:05:00Z', 'desk=retail'),

@@ -20,4 +20,7 @@ var PostgresSQL string
 const (
 	DemoSubject   = "5d1c6f2e-8a4b-4c1e-9f3a-2b7d8e6c4a10" // "demo"
 	TraderSubject = "a3e8b7d4-2c6f-4e91-b5d0-7f1a9c3e6b28" // "trader"
+	// DeskSubject is the client demo-trading-desk: a client_credentials
+	// token's sub is its client's ID.
+	DeskSubject = "demo-trading-desk"
 )

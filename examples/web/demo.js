@@ -10,14 +10,18 @@
   const random = () => b64url(crypto.getRandomValues(new Uint8Array(32)));
   const el = (tag, text, cls) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; };
 
-  async function start(flow, mode) {
+  // The trading flow's scopes: Trading and OrderPad need a second factor
+  // (second_factor in Caddyfile.example), which the login page asks for.
+  const tradeScopes = "openid profile Service/Market Service/Trading Service/OrderPad";
+
+  async function start(flow, mode, trade) {
     const state = random(), nonce = random();
     const p = new URLSearchParams({ response_type: flow, redirect_uri: callback, state, nonce });
     if (flow === "code") {
       const verifier = random();
       const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
       p.set("client_id", "demo-app");
-      p.set("scope", "openid profile email offline_access Service/Market");
+      p.set("scope", trade ? tradeScopes : "openid profile email offline_access Service/Market");
       p.set("code_challenge", challenge);
       p.set("code_challenge_method", "S256");
       sessionStorage.setItem("demo.verifier", verifier);
@@ -25,6 +29,8 @@
       p.set("client_id", "demo-web");
       p.set("scope", "openid profile email Service/Market");
     }
+    if (trade) sessionStorage.setItem("demo.trade", trade);
+    else sessionStorage.removeItem("demo.trade");
     if (mode) p.set("response_mode", mode);
     if (document.getElementById("login")?.checked) p.set("prompt", "login");
     sessionStorage.setItem("demo.state", state);
@@ -107,11 +113,46 @@
       const tokens = await res.json();
       out.append(el("h2", "Token response (" + res.status + ")"), el("pre", JSON.stringify(tokens, null, 2)));
       if (tokens.id_token) claims(tokens.id_token, "ID token claims");
+      if (sessionStorage.getItem("demo.trade") && tokens.access_token) {
+        sessionStorage.removeItem("demo.trade");
+        await placeOrder(tokens);
+      }
     }
   }
 
+  // placeOrder buys 10 BHP in the user's first account through the query
+  // service, with the access token, and shows its answers. The service
+  // fills in the order's Owner from the token's sub.
+  async function placeOrder(tokens) {
+    const out = document.getElementById("out");
+    const granted = (tokens.scope || "").split(" ");
+    if (!granted.includes("Service/OrderPad")) {
+      out.append(el("p", "The token does not carry Service/OrderPad: the sign-in passed no second factor " +
+        "(only trader has one in the demo), so no order can be placed.", "bad"));
+      return;
+    }
+    const call = async (path, body) => {
+      const res = await fetch(issuer + "/query/" + path, { method: "POST", body: JSON.stringify(body),
+        headers: { Authorization: "Bearer " + tokens.access_token, "Content-Type": "application/json" } });
+      return { status: res.status, text: await res.text() };
+    };
+    const accounts = await call("Account/select?columns=AccountId", []);
+    let account;
+    try { account = JSON.parse(accounts.text).Rows[0][0]; } catch (e) { /* no account */ }
+    if (!account) {
+      out.append(el("h2", "Accounts (" + accounts.status + ")"), el("pre", accounts.text));
+      return;
+    }
+    const order = { AccountId: account, Code: "BHP", Exchange: "ASX", Side: "Buy", Quantity: 10, Price: 37.5 };
+    const placed = await call("Order/insert", order);
+    out.append(el("h2", "Order placed in " + account + " (" + placed.status + ")"), el("pre", JSON.stringify(order, null, 2)));
+    const answer = el("pre", placed.text);
+    answer.id = "order";
+    out.append(el("p", "The query service answered:", placed.status === 200 ? "good" : "bad"), answer);
+  }
+
   for (const b of document.querySelectorAll("button[data-flow]")) {
-    b.addEventListener("click", () => start(b.dataset.flow, b.dataset.mode));
+    b.addEventListener("click", () => start(b.dataset.flow, b.dataset.mode, b.dataset.trade));
   }
   document.getElementById("logout")?.addEventListener("click", logout);
   const back = new URLSearchParams(location.search).get("state");
