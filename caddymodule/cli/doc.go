@@ -1,5 +1,5 @@
 // Package cli holds the gatehouse subcommands that Caddy's command line
-// runs next to its own: `gatehouse user add|passwd|disable|enable|delete|scopes|entitle|unentitle|show|list|hash`,
+// runs next to its own: `gatehouse user add|passwd|disable|enable|delete|scopes|entitle|unentitle|show|list|mfa|hash`,
 // `gatehouse client secret`, `gatehouse keys list|rotate` and `gatehouse
 // audit keys|verify`. Importing it
 // registers them with caddycmd.

@@ -73,6 +73,7 @@ func setUpUserCommand(cmd *cobra.Command) {
 		RunE:  runUserList,
 	})
 	setUpEntitlementCommands(cmd)
+	setUpMFACommand(cmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "hash",
 		Short: "Prints the argon2id hash of a password read from standard input, for users files",

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse/gatehouse/identity"
+	"github.com/gatehouse/gatehouse/identity/factors"
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/users"
+)
+
+// mfaActions are the actions of `gatehouse user mfa`; the first is the
+// default.
+var mfaActions = []string{"show", "reset", "recovery-codes"}
+
+// setUpMFACommand adds `user mfa` to cmd.
+func setUpMFACommand(cmd *cobra.Command) {
+	cmd.AddCommand(&cobra.Command{
+		Use:   "mfa <username> [show|reset|recovery-codes]",
+		Short: "Shows a user's second factors, removes them (a lost phone), or makes new recovery codes",
+		Long: `Shows, resets or renews a user's second factors.
+
+  show            whether the user has a TOTP factor and since when, and how
+                  many recovery codes are left (never the secret); the default
+  reset           removes the user's TOTP factor and recovery codes, for a
+                  lost phone. It ends no session and revokes no token: until a
+                  factor is enrolled again the user signs in with the password
+                  alone and gets no scope that needs a second factor, while a
+                  session or token that passed one keeps it until it ends (end
+                  them with gatehouse user passwd or disable if the password
+                  went with the phone). A users file that seeds the user a
+                  totp_secret enrols it again at the next start: the command
+                  warns of it
+  recovery-codes  replaces the user's recovery codes with a new set, printed
+                  once (the store keeps their hashes only); each stands in for
+                  the TOTP factor once, so the user needs one`,
+		Args:      cobra.RangeArgs(1, 2),
+		ValidArgs: mfaActions,
+		RunE:      runUserMFA,
+	})
+}
+
+func runUserMFA(cmd *cobra.Command, args []string) error {
+	username, action := args[0], mfaActions[0]
+	if len(args) == 2 {
+		action = args[1]
+	}
+	switch action {
+	case "show", "reset", "recovery-codes":
+	default:
+		return fmt.Errorf("unknown action %q: show, reset or recovery-codes", action)
+	}
+	app, err := loadApp(cmd)
+	if err != nil {
+		return err
+	}
+	cfg, err := app.IdentityConfig()
+	if err != nil {
+		return err
+	}
+	st, err := app.OpenStore(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ctx := cmd.Context()
+	u, err := st.User(ctx, username)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no user %q", username)
+	}
+	if err != nil {
+		return err
+	}
+	fs, err := identity.NewFactors(cfg, st)
+	if err != nil {
+		return err
+	}
+	status, err := fs.Status(ctx, u.Subject)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	switch action {
+	case "show":
+		printFactors(cmd, u, status)
+	case "reset":
+		if err := fs.Reset(ctx, u); err != nil {
+			return fmt.Errorf("resetting the second factors of %q: %w", username, err)
+		}
+		fmt.Fprintf(out, "removed the TOTP factor and the recovery codes of %s; its sessions and tokens stay, and until a factor is enrolled again it signs in with its password alone, without the scopes that need a second factor\n", username)
+		if app.UsersFile != "" {
+			listed, err := users.Load(app.UsersFile)
+			if err != nil {
+				return fmt.Errorf("reading the users file %s: %w", app.UsersFile, err)
+			}
+			if _, ok := listed.TOTPSecrets[username]; ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the users file %s seeds %s a totp_secret: the next start enrols it again; remove it from the file\n",
+					app.UsersFile, username)
+			}
+		}
+	case "recovery-codes":
+		if !status.TOTP {
+			return fmt.Errorf("user %q has no TOTP factor: recovery codes stand in for one, and would never be asked for", username)
+		}
+		codes, err := fs.NewRecoveryCodes(ctx, u)
+		if err != nil {
+			return fmt.Errorf("making recovery codes for %q: %w", username, err)
+		}
+		fmt.Fprintf(out, "new recovery codes of %s, replacing any it had; each works once, and they are shown only now:\n", username)
+		for _, c := range codes {
+			fmt.Fprintln(out, c)
+		}
+	}
+	return nil
+}
+
+// printFactors prints what second factors u has: never a secret.
+func printFactors(cmd *cobra.Command, u store.User, st factors.Status) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "user %s (subject %s)\n", u.Username, u.Subject)
+	if st.TOTP {
+		fmt.Fprintf(out, "totp: enrolled %s\n", cliTime(st.TOTPSince))
+	} else {
+		fmt.Fprintln(out, "totp: none")
+	}
+	fmt.Fprintf(out, "recovery codes: %d left\n", st.RecoveryCodes)
+}
