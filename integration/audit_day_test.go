@@ -115,7 +115,7 @@ func auditDay(t *testing.T, instances [2]*Gatehouse, seed uint64, cliEnv []strin
 
 // daySubject is the sub of principal's records.
 func daySubject(t *testing.T, principal string) string {
-	if principal == serviceClient {
+	if principal == serviceClient || principal == deskClient {
 		return principal // a client_credentials token's sub is its client's id
 	}
 	return subjectOf(t, principal)

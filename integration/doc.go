@@ -33,7 +33,8 @@
 //     to it.
 //   - client_*_test.go: the requests, and the decoding of the answers
 //     (client_jwt_test.go for tokens, client_guard_test.go for a guarded
-//     route).
+//     route, client_mfa_test.go for the tokens that need a second factor:
+//     trader's through the code flow with a TOTP code, the trading desk's).
 //   - configs_test.go: the configurations, Caddyfile.example and its named
 //     variants.
 //   - identity_*_test.go: the tests of the identity server, one file per
