@@ -26,14 +26,13 @@ func setUpMFACommand(cmd *cobra.Command) {
   show            whether the user has a TOTP factor and since when, and how
                   many recovery codes are left (never the secret); the default
   reset           removes the user's TOTP factor and recovery codes, for a
-                  lost phone. It ends no session and revokes no token: until a
+                  lost phone, and ends the user's sessions and tokens, as a
+                  removal on the account page does (a session or token that
+                  passed the lost factor keeps none of what it gave). Until a
                   factor is enrolled again the user signs in with the password
-                  alone and gets no scope that needs a second factor, while a
-                  session or token that passed one keeps it until it ends (end
-                  them with gatehouse user passwd or disable if the password
-                  went with the phone). A users file that seeds the user a
-                  totp_secret enrols it again at the next start: the command
-                  warns of it
+                  alone and gets no scope that needs a second factor. A users
+                  file that seeds the user a totp_secret enrols it again at
+                  the next start: the command warns of it
   recovery-codes  replaces the user's recovery codes with a new set, printed
                   once (the store keeps their hashes only); each stands in for
                   the TOTP factor once, so the user needs one`,
@@ -74,7 +73,7 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	fs, err := identity.NewFactors(cfg, st)
+	fs, err := identity.NewFactors(cfg, st, sessionsLifetime(app))
 	if err != nil {
 		return err
 	}
@@ -90,7 +89,7 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 		if err := fs.Reset(ctx, u); err != nil {
 			return fmt.Errorf("resetting the second factors of %q: %w", username, err)
 		}
-		fmt.Fprintf(out, "removed the TOTP factor and the recovery codes of %s; its sessions and tokens stay, and until a factor is enrolled again it signs in with its password alone, without the scopes that need a second factor\n", username)
+		fmt.Fprintf(out, "removed the TOTP factor and the recovery codes of %s and ended its sessions; until a factor is enrolled again it signs in with its password alone, without the scopes that need a second factor\n", username)
 		if app.UsersFile != "" {
 			listed, err := users.Load(app.UsersFile)
 			if err != nil {

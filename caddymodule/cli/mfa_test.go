@@ -18,9 +18,11 @@ import (
 // TestUserMFA: `user mfa` shows a user's factors without the secret,
 // refuses recovery codes to a user without a TOTP factor, prints a new set
 // of ten once (the store's hashes match them, and no longer the set
-// before), and reset removes the factor and the codes; an unknown user or
-// action is an error. It failed when reset removed the TOTP factor alone
-// (the codes were left), and when show printed the factor's stored secret.
+// before), and reset removes the factor and the codes and ends the user's
+// sessions and tokens (for as long as a token of an unknown config may
+// live); an unknown user or action is an error. It failed when reset
+// removed the TOTP factor alone (the codes were left), and when the
+// service it built had no Revoke (no revocation).
 func TestUserMFA(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "gatehouse.db")
 	user := func(args ...string) string {
@@ -73,9 +75,22 @@ func TestUserMFA(t *testing.T) {
 		t.Errorf("show after recovery-codes: %q", out)
 	}
 
-	if out := user("mfa", "erin", "reset"); !strings.Contains(out, "removed the TOTP factor and the recovery codes of erin") {
+	if out := user("mfa", "erin", "reset"); !strings.Contains(out, "removed the TOTP factor and the recovery codes of erin and ended its sessions") {
 		t.Errorf("reset printed %q", out)
 	}
+	withStore(t, db, func(st store.Store) {
+		revs, err := st.Revocations(t.Context(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := false
+		for _, r := range revs {
+			ended = ended || r.Subject == "erin-1" && r.ExpiresAt.Sub(r.NotBefore) >= sessionsUntil
+		}
+		if !ended {
+			t.Errorf("reset left erin's sessions and tokens: revocations %+v", revs)
+		}
+	})
 	if out := user("mfa", "erin"); out != "user erin (subject erin-1)\ntotp: none\nrecovery codes: 0 left\n" {
 		t.Errorf("show after reset: %q", out)
 	}
