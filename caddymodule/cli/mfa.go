@@ -23,9 +23,11 @@ func setUpMFACommand(cmd *cobra.Command) {
 		Short: "Shows a user's second factors, removes them (a lost phone), or makes new recovery codes",
 		Long: `Shows, resets or renews a user's second factors.
 
-  show            whether the user has a TOTP factor and since when, and how
-                  many recovery codes are left (never the secret); the default
-  reset           removes the user's TOTP factor and recovery codes, for a
+  show            whether the user has a TOTP factor and since when, how many
+                  passkeys, and how many recovery codes are left (never the
+                  secret); the default
+  reset           removes the user's TOTP factor and recovery codes (not its
+                  passkeys, which the user removes on the account page), for a
                   lost phone, and ends the user's sessions and tokens, as a
                   removal on the account page does (a session or token that
                   passed the lost factor keeps none of what it gave). Until a
@@ -35,7 +37,8 @@ func setUpMFACommand(cmd *cobra.Command) {
                   the next start: the command warns of it
   recovery-codes  replaces the user's recovery codes with a new set, printed
                   once (the store keeps their hashes only); each stands in for
-                  the TOTP factor once, so the user needs one`,
+                  a second factor once, so the user needs one (TOTP or a
+                  passkey)`,
 		Args:      cobra.RangeArgs(1, 2),
 		ValidArgs: mfaActions,
 		RunE:      runUserMFA,
@@ -81,6 +84,13 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The service built here has passkeys off (they need the server's
+	// relying party): the store counts them.
+	passkeys, err := st.Passkeys(ctx, u.Subject)
+	if err != nil {
+		return err
+	}
+	status.Passkeys = len(passkeys)
 	out := cmd.OutOrStdout()
 	switch action {
 	case "show":
@@ -90,6 +100,9 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("resetting the second factors of %q: %w", username, err)
 		}
 		fmt.Fprintf(out, "removed the TOTP factor and the recovery codes of %s and ended its sessions; until a factor is enrolled again it signs in with its password alone, without the scopes that need a second factor\n", username)
+		if status.Passkeys > 0 {
+			fmt.Fprintf(out, "%s keeps its %d passkey(s), a factor still: the user removes them on the account page\n", username, status.Passkeys)
+		}
 		if app.UsersFile != "" {
 			listed, err := users.Load(app.UsersFile)
 			if err != nil {
@@ -101,8 +114,8 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 			}
 		}
 	case "recovery-codes":
-		if !status.TOTP {
-			return fmt.Errorf("user %q has no TOTP factor: recovery codes stand in for one, and would never be asked for", username)
+		if !status.Any() {
+			return fmt.Errorf("user %q has no second factor (TOTP or passkey): recovery codes stand in for one, and would never be asked for", username)
 		}
 		codes, err := fs.NewRecoveryCodes(ctx, u)
 		if err != nil {
@@ -125,5 +138,6 @@ func printFactors(cmd *cobra.Command, u store.User, st factors.Status) {
 	} else {
 		fmt.Fprintln(out, "totp: none")
 	}
+	fmt.Fprintf(out, "passkeys: %d\n", st.Passkeys)
 	fmt.Fprintf(out, "recovery codes: %d left\n", st.RecoveryCodes)
 }

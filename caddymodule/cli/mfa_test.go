@@ -36,10 +36,10 @@ func TestUserMFA(t *testing.T) {
 	if out, err := run(t, setUpUserCommand, "user", "a long pass phrase\n", "add", "erin", "--subject", "erin-1", "--db", db); err != nil {
 		t.Fatalf("add: %v\n%s", err, out)
 	}
-	if out := user("mfa", "erin"); out != "user erin (subject erin-1)\ntotp: none\nrecovery codes: 0 left\n" {
+	if out := user("mfa", "erin"); out != "user erin (subject erin-1)\ntotp: none\npasskeys: 0\nrecovery codes: 0 left\n" {
 		t.Errorf("show without factors: %q", out)
 	}
-	if out, err := run(t, setUpUserCommand, "user", "", "mfa", "erin", "recovery-codes", "--db", db); err == nil || !strings.Contains(err.Error(), "has no TOTP factor") {
+	if out, err := run(t, setUpUserCommand, "user", "", "mfa", "erin", "recovery-codes", "--db", db); err == nil || !strings.Contains(err.Error(), "has no second factor") {
 		t.Errorf("recovery codes without a TOTP factor: %v\n%s", err, out)
 	}
 
@@ -51,7 +51,7 @@ func TestUserMFA(t *testing.T) {
 		}
 	})
 	out := user("mfa", "erin", "show")
-	if out != "user erin (subject erin-1)\ntotp: enrolled 2026-12-01T09:30:00Z\nrecovery codes: 0 left\n" ||
+	if out != "user erin (subject erin-1)\ntotp: enrolled 2026-12-01T09:30:00Z\npasskeys: 0\nrecovery codes: 0 left\n" ||
 		strings.Contains(out, base32.StdEncoding.EncodeToString(secret)[:8]) || strings.Contains(out, string(secret[:4])) {
 		t.Errorf("show with a TOTP factor: %q", out)
 	}
@@ -91,7 +91,7 @@ func TestUserMFA(t *testing.T) {
 			t.Errorf("reset left erin's sessions and tokens: revocations %+v", revs)
 		}
 	})
-	if out := user("mfa", "erin"); out != "user erin (subject erin-1)\ntotp: none\nrecovery codes: 0 left\n" {
+	if out := user("mfa", "erin"); out != "user erin (subject erin-1)\ntotp: none\npasskeys: 0\nrecovery codes: 0 left\n" {
 		t.Errorf("show after reset: %q", out)
 	}
 	for _, args := range [][]string{{"mfa", "nobody"}, {"mfa", "erin", "enrol"}, {"mfa"}} {
