@@ -117,10 +117,13 @@ func (b *browser) hasSession() bool {
 
 var hiddenInput = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
 
-// fields are the hidden fields of the page's form.
+// fields are the hidden fields of the page's first form (the login and
+// second-factor pages have a passkey form after it, whose fields would
+// make a password or a code post another request).
 func (p page) fields() url.Values {
 	v := url.Values{}
-	for _, m := range hiddenInput.FindAllStringSubmatch(p.body, -1) {
+	first, _, _ := strings.Cut(p.body, "</form>")
+	for _, m := range hiddenInput.FindAllStringSubmatch(first, -1) {
 		v.Set(m[1], html.UnescapeString(m[2]))
 	}
 	return v

@@ -28,7 +28,9 @@ function hiddenFields(html) {
   const fields = new URLSearchParams()
   const unescape = (s) => s.replace(/&#43;/g, '+').replace(/&#34;/g, '"').replace(/&#39;/g, "'")
     .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
-  for (const m of html.matchAll(/<input type="hidden" name="([a-z_]+)" value="([^"]*)">/g)) {
+  // The first form's: the login page's passkey form follows it.
+  const first = html.split('</form>')[0]
+  for (const m of first.matchAll(/<input type="hidden" name="([a-z_]+)" value="([^"]*)">/g)) {
     fields.set(m[1], unescape(m[2]))
   }
   return fields
