@@ -515,3 +515,24 @@ func TestFactorLockAcrossSources(t *testing.T) {
 		t.Fatalf("after the lockout: %v", err)
 	}
 }
+
+// TestStepUpPasskeyOff: on a server that cannot check passkeys (its
+// issuer is plain http on a host other than localhost), a user whose
+// only factor is a passkey is not sent to a step-up they cannot pass:
+// they get the other scopes. It failed when Status.Any counted passkeys
+// whether or not the server could check them.
+func TestStepUpPasskeyOff(t *testing.T) {
+	f, _ := stepUpFixture(t)
+	if f.srv.Factors().PasskeysOff() == "" {
+		t.Fatal("passkeys are on with the fixture's issuer")
+	}
+	if err := f.st.AddPasskey(t.Context(), store.Passkey{ID: []byte("novice-key"), Subject: "sub-novice", Name: "laptop",
+		PublicKey: []byte{0xa5}, Created: f.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, f)
+	tok := f.redeem(t, b.login(b.authorize(deskRequest("openid Service/Market Service/Trading")), "novice", "demo-pw"))
+	if strings.Contains(tok.str("scope"), "Service/Trading") || !strings.Contains(tok.str("scope"), "Service/Market") {
+		t.Fatalf("scope %q", tok.str("scope"))
+	}
+}

@@ -117,10 +117,14 @@ type Status struct {
 	RecoveryCodes int
 	// Passkeys is how many passkeys the user has.
 	Passkeys int
+	// passkeysOn: the server can check passkeys (PasskeysOff is "").
+	passkeysOn bool
 }
 
-// Any reports whether the user has a factor to pass.
-func (st Status) Any() bool { return st.TOTP || st.Passkeys > 0 }
+// Any reports whether the user has a factor this server can check: a
+// passkey counts only while passkeys are on, so that a user whose only
+// factor is a passkey is not sent to a step-up they cannot pass.
+func (st Status) Any() bool { return st.TOTP || (st.passkeysOn && st.Passkeys > 0) }
 
 // Status returns subject's factors.
 func (s *Service) Status(ctx context.Context, subject string) (Status, error) {
@@ -144,6 +148,7 @@ func (s *Service) Status(ctx context.Context, subject string) (Status, error) {
 		}
 		st.Passkeys = len(keys)
 	}
+	st.passkeysOn = s.PasskeysOff() == ""
 	return st, nil
 }
 
