@@ -254,16 +254,22 @@ func (e *Endpoint) verify(w http.ResponseWriter, r *http.Request, sess store.Ses
 		e.error(w, r, http.StatusInternalServerError, msgServer, err)
 		return
 	}
-	elevated, err := e.cfg.Sessions.Elevate(r.Context(), w, sess, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword))
+	e.elevate(w, r, sess, user, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword), web.Account{})
+}
+
+// elevate records that the session passed another factor, amr being the
+// methods passed now (a new cookie), and renders d for it; a session
+// ended meanwhile gets the login form.
+func (e *Endpoint) elevate(w http.ResponseWriter, r *http.Request, sess store.Session, user store.User, amr []string, d web.Account) {
+	elevated, err := e.cfg.Sessions.Elevate(r.Context(), w, sess, amr)
 	switch {
 	case errors.Is(err, session.ErrEnded):
 		e.showLogin(w, r, http.StatusUnauthorized, user.Username, msgStale)
-		return
 	case err != nil:
 		e.error(w, r, http.StatusInternalServerError, msgServer, err)
-		return
+	default:
+		e.render(w, r, http.StatusOK, elevated, user, d)
 	}
-	e.render(w, r, http.StatusOK, elevated, user, web.Account{})
 }
 
 // current is the request's session and its user; without one (or with a
@@ -491,16 +497,7 @@ func (e *Endpoint) confirm(w http.ResponseWriter, r *http.Request, sess store.Se
 		return
 	}
 	// The first code proved the new factor: the session has passed it.
-	elevated, err := e.cfg.Sessions.Elevate(r.Context(), w, sess, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword))
-	switch {
-	case errors.Is(err, session.ErrEnded):
-		e.showLogin(w, r, http.StatusUnauthorized, user.Username, msgStale)
-		return
-	case err != nil:
-		e.error(w, r, http.StatusInternalServerError, msgServer, err)
-		return
-	}
-	e.render(w, r, http.StatusOK, elevated, user, web.Account{Notice: msgEnrolled, RecoveryCodes: codes})
+	e.elevate(w, r, sess, user, oauth.WithFactor(session.Methods(sess), oauth.AMROneTimePassword), web.Account{Notice: msgEnrolled, RecoveryCodes: codes})
 }
 
 // offered is what the confirmation form carries, sealed: the secret

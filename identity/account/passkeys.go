@@ -125,14 +125,5 @@ func (e *Endpoint) verifyPasskey(w http.ResponseWriter, r *http.Request, sess st
 	for _, m := range methods {
 		amr = oauth.WithFactor(amr, m)
 	}
-	elevated, err := e.cfg.Sessions.Elevate(r.Context(), w, sess, amr)
-	switch {
-	case errors.Is(err, session.ErrEnded):
-		e.showLogin(w, r, http.StatusUnauthorized, user.Username, msgStale)
-		return
-	case err != nil:
-		e.error(w, r, http.StatusInternalServerError, msgServer, err)
-		return
-	}
-	e.render(w, r, http.StatusOK, elevated, user, web.Account{})
+	e.elevate(w, r, sess, user, amr, web.Account{})
 }
