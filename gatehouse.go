@@ -19,6 +19,7 @@ package gatehouse
 import (
 	_ "github.com/gatehouse/gatehouse/caddymodule"
 	_ "github.com/gatehouse/gatehouse/caddymodule/cli"
+	_ "github.com/gatehouse/gatehouse/caddymodule/consolehandler"
 	_ "github.com/gatehouse/gatehouse/caddymodule/pgstore"
 	_ "github.com/gatehouse/gatehouse/caddymodule/queryhandler"
 	_ "github.com/gatehouse/gatehouse/caddymodule/sqlitestore"

@@ -60,6 +60,7 @@ func TestEverySubdirectiveIsDocumented(t *testing.T) {
 		{"gatehouse_health.md", []string{"health.go"}},
 		{"gatehouse_ws.md", []string{"wshandler/caddyfile.go"}},
 		{"gatehouse_query.md", []string{"queryhandler/caddyfile.go", "queryhandler/engine_iq.go"}},
+		{"gatehouse_console.md", []string{"consolehandler/handler.go"}},
 	}
 	total := 0
 	for _, p := range pages {

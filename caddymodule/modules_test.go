@@ -6,6 +6,7 @@ import (
 	// gateway, the demo backend of Caddyfile.example), which this package
 	// does not import (their packages import this one). Importing them from
 	// this external test package registers them in the test binary.
+	_ "github.com/gatehouse/gatehouse/caddymodule/consolehandler"
 	_ "github.com/gatehouse/gatehouse/caddymodule/demobackend"
 	_ "github.com/gatehouse/gatehouse/caddymodule/pgstore"
 	_ "github.com/gatehouse/gatehouse/caddymodule/queryhandler"

@@ -1,0 +1,761 @@
+// The Gatehouse console (docs/console.md): sign in with oidc-client-ts (the
+// code flow with PKCE, renewal by refresh token), one socket to the message
+// gateway kept authenticated with AuthToken as the tokens renew, a quote
+// board, the query service, orders after a step-up. Everything it shows of
+// a refusal is what the service answered, with the reason the console can
+// tell from the session's own rights.
+"use strict";
+(() => {
+  const cfg = JSON.parse(document.body.dataset.config);
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, text, cls) => {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  };
+  const here = location.origin + cfg.base;
+  const queryBase = cfg.query.startsWith("/") ? location.origin + cfg.query : cfg.query;
+
+  const mgr = new oidc.UserManager({
+    authority: cfg.issuer,
+    client_id: cfg.clientId,
+    redirect_uri: here + "callback",
+    post_logout_redirect_uri: here,
+    response_type: "code",
+    scope: cfg.scopes,
+    loadUserInfo: false,
+    // Renewal by refresh token shortly before the access token expires;
+    // each renewal is sent to the open socket (onUserLoaded).
+    automaticSilentRenew: true,
+    userStore: new oidc.WebStorageStateStore({ store: window.sessionStorage }),
+  });
+
+  let user = null; // oidc-client-ts's User
+  let claims = {}; // the access token's payload
+  let signingOut = false;
+
+  // --- status and events -------------------------------------------------
+
+  function status(text, cls) {
+    const s = $("status");
+    s.textContent = text;
+    s.className = cls || "";
+  }
+
+  function event(text, cls) {
+    const log = $("event-log");
+    const li = el("li", null, cls);
+    li.append(el("time", new Date().toLocaleTimeString()), " " + text);
+    log.prepend(li);
+    while (log.children.length > 100) log.lastChild.remove();
+  }
+
+  // --- the session's rights ---------------------------------------------
+
+  function decodeJWT(jwt) {
+    try {
+      const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const bin = atob(part + "===".slice((part.length + 3) % 4));
+      return JSON.parse(new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0))));
+    } catch (e) {
+      return {};
+    }
+  }
+
+  const scopes = () => (user && user.scope ? user.scope.split(" ") : []);
+  const hasScope = (s) => scopes().includes(s);
+
+  // entitlements are the token's market-data pairs (RFC 9396
+  // authorization_details of type market_data), as VENUE:feed.
+  function entitlements(c) {
+    const out = [];
+    for (const d of Array.isArray(c.authorization_details) ? c.authorization_details : []) {
+      if (d && d.type === "market_data" && Array.isArray(d.feeds)) {
+        for (const f of d.feeds) out.push(d.venue + ":" + f);
+      }
+    }
+    return out.sort();
+  }
+
+  function showIdentity() {
+    claims = decodeJWT(user.access_token);
+    const p = user.profile || {};
+    $("id-sub").textContent = claims.sub || p.sub || "";
+    $("id-name").textContent = p.name || p.preferred_username || "";
+    $("id-client").textContent = claims.client_id || claims.azp || cfg.clientId;
+    $("id-scopes").textContent = scopes().join(" ");
+    const ent = entitlements(claims);
+    $("id-entitlements").textContent = ent.length ? ent.join(" ") : "none";
+    const amr = Array.isArray(claims.amr) ? claims.amr.join(" ") : "";
+    $("id-acr").textContent = (claims.acr || "") + (amr ? " (amr: " + amr + ")" : "");
+    tick();
+  }
+
+  function tick() {
+    if (!user) return;
+    const left = user.expires_in;
+    if (left === undefined) return;
+    const s = Math.max(0, Math.floor(left));
+    $("id-expires").textContent = s > 0 ? Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s" : "expired";
+  }
+
+  // --- the socket --------------------------------------------------------
+
+  const sock = {
+    ws: null,
+    authed: false,
+    txn: 0,
+    authTxn: 0,
+    reauths: 0,
+    connections: 0,
+    retry: 0,
+    timer: 0,
+    rights: "",
+    entitlements: null, // VENUE:feed as the gateway last listed them
+  };
+
+  function socketURL() {
+    const base = cfg.socket.startsWith("/")
+      ? (location.protocol === "https:" ? "wss://" : "ws://") + location.host + cfg.socket
+      : cfg.socket;
+    return base + (base.includes("?") ? "&" : "?") + "version=1.1";
+  }
+
+  function sockState(text) {
+    $("sock-state").textContent = text;
+  }
+
+  function send(msg) {
+    if (!sock.ws || sock.ws.readyState !== WebSocket.OPEN) return 0;
+    msg.TransactionID = ++sock.txn;
+    sock.ws.send(JSON.stringify(msg));
+    return msg.TransactionID;
+  }
+
+  function connect() {
+    if (!user || sock.ws || signingOut) return;
+    clearTimeout(sock.timer);
+    const ws = new WebSocket(socketURL(), cfg.subprotocol);
+    sock.ws = ws;
+    sock.authed = false;
+    sock.entitlements = null;
+    sock.connections++;
+    $("sock-connections").textContent = sock.connections;
+    sockState("connecting");
+    ws.onopen = () => {
+      sock.retry = 0;
+      sockState("open, authenticating");
+      sendAuth();
+    };
+    ws.onmessage = (ev) => {
+      let m;
+      try {
+        m = JSON.parse(ev.data);
+      } catch (e) {
+        event("The socket sent a message that is not JSON.", "bad");
+        return;
+      }
+      handle(m);
+    };
+    ws.onclose = (ev) => {
+      if (sock.ws !== ws) return;
+      sock.ws = null;
+      sock.authed = false;
+      sockState("closed (" + ev.code + (ev.reason ? ": " + ev.reason : "") + ")");
+      for (const row of rows.values()) if (row.state === "live" || row.state === "subscribing") setRowState(row, "waiting for the socket");
+      if (!user || signingOut) return;
+      const wait = Math.min(30, 2 ** sock.retry++);
+      event("Socket closed with " + ev.code + (ev.reason ? " (" + ev.reason + ")" : "") + "; reconnecting in " + wait + " s.", "bad");
+      sock.timer = setTimeout(connect, wait * 1000);
+    };
+  }
+
+  // sendAuth authenticates the socket with the current access token: the
+  // first time after it opens, and again after each renewal, on the same
+  // connection (AuthToken on an authenticated socket).
+  function sendAuth() {
+    if (!user) return;
+    sock.authTxn = send({ Controller: "Auth", Topic: "AuthToken", Action: "Publish", Data: { Provider: "Bearer", AccessToken: user.access_token } });
+  }
+
+  function showRights(data) {
+    if (Array.isArray(data.Entitlements)) sock.entitlements = data.Entitlements.slice().sort();
+    const parts = [];
+    if (Array.isArray(data.Scope)) parts.push(data.Scope.join(" ") || "no scope");
+    if (Array.isArray(data.Entitlements)) parts.push("entitled to " + (data.Entitlements.join(" ") || "no venue"));
+    if (data.ExpiryDate) parts.push("until " + data.ExpiryDate);
+    const text = parts.join("; ");
+    if (sock.rights && text !== sock.rights) event("The socket's rights changed: " + text + ".");
+    sock.rights = text;
+    $("sock-rights").textContent = text;
+    for (const row of rows.values()) {
+      if (row.authority) setRowState(row, refusal(row.sym, "quotes").replace(/^refused/, row.authority), "bad");
+    }
+  }
+
+  function handle(m) {
+    if (m.Controller === "Auth") return handleAuth(m);
+    if (m.Controller === "Market") return handleMarket(m);
+    if (m.Action === "Error") event("The gateway answered " + (m.Controller || "") + "/" + (m.Topic || "") + " with Error " + JSON.stringify(m.Data) + ".", "bad");
+  }
+
+  function handleAuth(m) {
+    const d = m.Data || {};
+    if (m.Action === "Error") {
+      event("Auth/" + m.Topic + " refused: " + JSON.stringify(d) + ".", "bad");
+      return;
+    }
+    if (m.TransactionID === sock.authTxn && (m.Topic === "Identify" || m.Topic === "AuthToken")) {
+      if (d.Result !== "Success") {
+        sockState("authentication refused (" + d.Result + ")");
+        event("The gateway refused the token (" + d.Result + ").", "bad");
+        return;
+      }
+      if (!sock.authed) {
+        sock.authed = true;
+        sockState("authenticated");
+        event("Socket authenticated (connection " + sock.connections + ").", "good");
+        send({ Controller: "Auth", Topic: "Identify", Action: "Sub" });
+        for (const row of rows.values()) subscribe(row);
+        for (const sym of depthWanted) subscribeDepth(sym);
+      } else {
+        sock.reauths++;
+        $("sock-reauths").textContent = sock.reauths;
+        sockState("authenticated, re-authenticated " + sock.reauths + "×");
+        event("Socket re-authenticated with the renewed token, without reconnecting (connection " + sock.connections + ").", "good");
+      }
+      showRights(d);
+      return;
+    }
+    if (m.Topic === "Identify" && d.Result === "Success") showRights(d);
+  }
+
+  // --- the quote board ---------------------------------------------------
+
+  const rows = new Map(); // symbol -> row
+  const depthWanted = new Set(); // symbols whose depth is shown
+  const fields = ["Last", "Change", "BestBid", "BestAsk", "Volume"];
+
+  const venueOf = (sym) => sym.slice(sym.lastIndexOf(".") + 1);
+
+  // refusal says why a subscription was refused or ended, from the
+  // session's rights as the socket last said them (they may have narrowed
+  // since the token was issued), else the token's.
+  function refusal(sym, feed) {
+    const pair = venueOf(sym) + ":" + feed;
+    const ent = sock.entitlements || entitlements(claims);
+    if (!hasScope("Service/Market")) return "refused: the token has no Service/Market scope";
+    if (!ent.includes(pair)) return "refused: no entitlement to " + pair + " (this session holds " + (ent.join(" ") || "no venue") + ")";
+    return "refused by the gateway (Authority)";
+  }
+
+  function addSymbol(sym) {
+    sym = sym.trim().toUpperCase();
+    if (!/^[A-Z0-9]{1,12}\.[A-Z0-9]{1,16}$/.test(sym)) {
+      event("“" + sym + "” is not a symbol: CODE.VENUE, e.g. BHP.ASX.", "bad");
+      return;
+    }
+    if (rows.has(sym)) return;
+    const tr = el("tr");
+    tr.dataset.symbol = sym;
+    const cells = {};
+    const head = el("th", sym);
+    head.scope = "row";
+    cells.Name = el("span", "", "name");
+    head.append(cells.Name);
+    tr.append(head);
+    for (const f of fields) {
+      cells[f] = el("td", "", "num");
+      cells[f].dataset.field = f;
+      tr.append(cells[f]);
+    }
+    cells.state = el("td", "", "state");
+    tr.append(cells.state);
+    const cell = el("td");
+    const actions = el("div", null, "row-actions");
+    cell.append(actions);
+    const depth = el("button", "Depth");
+    depth.type = "button";
+    depth.setAttribute("aria-pressed", "false");
+    depth.setAttribute("aria-label", "Depth of " + sym);
+    depth.addEventListener("click", () => toggleDepth(sym, depth));
+    const remove = el("button", "Remove");
+    remove.type = "button";
+    remove.setAttribute("aria-label", "Remove " + sym);
+    remove.addEventListener("click", () => removeSymbol(sym));
+    actions.append(depth, remove);
+    tr.append(cell);
+    $("quote-table").tBodies[0].append(tr);
+    const row = { sym, tr, cells, state: "", last: undefined, close: undefined, txn: 0, ticks: 0 };
+    rows.set(sym, row);
+    setRowState(row, "waiting for the socket");
+    if (sock.authed) subscribe(row);
+  }
+
+  function setRowState(row, text, cls) {
+    row.state = text;
+    row.cells.state.textContent = text;
+    row.cells.state.className = "state " + (cls || "");
+    row.tr.dataset.state = text.split(/[ :]/)[0];
+  }
+
+  function subscribe(row) {
+    row.authority = "";
+    row.txn = send({ Controller: "Market", Topic: "Security!" + row.sym, Action: "Sub" });
+    if (row.txn) setRowState(row, "subscribing");
+  }
+
+  function removeSymbol(sym) {
+    const row = rows.get(sym);
+    if (!row) return;
+    if (sock.authed && (row.state === "live" || row.state === "subscribing")) send({ Controller: "Market", Topic: "Security!" + sym, Action: "Unsub" });
+    if (depthWanted.has(sym)) toggleDepth(sym, row.tr.querySelector("button"));
+    row.tr.remove();
+    rows.delete(sym);
+  }
+
+  const num = (v) => (typeof v === "number" ? v : v === undefined || v === null || v === "" ? undefined : Number(v));
+
+  function applyQuote(row, d) {
+    if (d.Name) row.cells.Name.textContent = d.Name;
+    const close = num(d.Close);
+    if (close !== undefined) row.close = close;
+    const last = num(d.Last);
+    if (last !== undefined && !Number.isNaN(last)) {
+      const prev = row.last;
+      row.last = last;
+      row.cells.Last.textContent = last.toFixed(2);
+      if (prev !== undefined && prev !== last) {
+        row.ticks++;
+        row.tr.dataset.ticks = row.ticks;
+        const up = last > prev;
+        row.cells.Last.classList.remove("up", "down", "flash");
+        void row.cells.Last.offsetWidth; // restart the flash
+        row.cells.Last.classList.add(up ? "up" : "down", "flash");
+      }
+      if (row.close !== undefined) {
+        const ch = last - row.close;
+        row.cells.Change.textContent = (ch > 0 ? "▲ +" : ch < 0 ? "▼ " : "") + ch.toFixed(2);
+        row.cells.Change.className = "num " + (ch > 0 ? "up" : ch < 0 ? "down" : "unchanged");
+      }
+    }
+    const bid = num(d.BestBid), ask = num(d.BestAsk), vol = num(d.Volume);
+    if (bid !== undefined) row.cells.BestBid.textContent = bid.toFixed(2);
+    if (ask !== undefined) row.cells.BestAsk.textContent = ask.toFixed(2);
+    if (vol !== undefined) row.cells.Volume.textContent = vol.toLocaleString("en");
+  }
+
+  function handleMarket(m) {
+    const topic = m.Topic || "";
+    const bang = topic.indexOf("!");
+    const kind = bang < 0 ? topic : topic.slice(0, bang);
+    const sym = bang < 0 ? "" : topic.slice(bang + 1);
+    if (kind === "Depth") return handleDepth(m, sym);
+    const row = rows.get(sym);
+    if (kind !== "Security" || !row) return;
+    if (m.Action === "Error") {
+      const code = String(m.Data);
+      // An Error for a flowing subscription is the server ending it (its
+      // Unsub follows): the session lost the right to it.
+      const verb = row.state === "live" ? "ended" : "refused";
+      let text;
+      if (code.startsWith("Authority")) {
+        // Said again when the socket's new rights arrive (showRights),
+        // which may come after the Error.
+        row.authority = verb;
+        text = refusal(sym, "quotes").replace(/^refused/, verb);
+      } else {
+        text = verb + (code.startsWith("Operation.NoResult") ? ": no such symbol" : ": " + code);
+      }
+      setRowState(row, text, "bad");
+      event(sym + ": " + text + ".", "bad");
+      return;
+    }
+    if (m.Action === "Unsub") {
+      if (row.state === "live") {
+        row.authority = "ended";
+        setRowState(row, refusal(sym, "quotes").replace(/^refused/, "ended"), "bad");
+        event(sym + ": the server ended the subscription.", "bad");
+      }
+      return;
+    }
+    if (m.Confirm && m.Action === "Sub") {
+      setRowState(row, "live", "good");
+      return;
+    }
+    if (m.Data && typeof m.Data === "object") {
+      if (row.state !== "live") setRowState(row, "live", "good");
+      applyQuote(row, m.Data);
+    }
+  }
+
+  // --- depth -------------------------------------------------------------
+
+  function depthBox(sym) {
+    let box = document.querySelector('#depths [data-symbol="' + sym + '"]');
+    if (!box) {
+      box = el("div", null, "depth");
+      box.dataset.symbol = sym;
+      box.append(el("h3", "Depth of " + sym), el("p", "subscribing", "state"), el("div", null, "book"));
+      $("depths").append(box);
+    }
+    return box;
+  }
+
+  function subscribeDepth(sym) {
+    depthBox(sym);
+    send({ Controller: "Market", Topic: "Depth!" + sym, Action: "Sub" });
+  }
+
+  function toggleDepth(sym, button) {
+    if (depthWanted.has(sym)) {
+      depthWanted.delete(sym);
+      if (button) button.setAttribute("aria-pressed", "false");
+      send({ Controller: "Market", Topic: "Depth!" + sym, Action: "Unsub" });
+      depthBox(sym).remove();
+      return;
+    }
+    depthWanted.add(sym);
+    if (button) button.setAttribute("aria-pressed", "true");
+    if (sock.authed) subscribeDepth(sym);
+    else depthBox(sym).querySelector(".state").textContent = "waiting for the socket";
+  }
+
+  function handleDepth(m, sym) {
+    if (!depthWanted.has(sym)) return;
+    const box = depthBox(sym);
+    const state = box.querySelector(".state");
+    if (m.Action === "Error") {
+      const code = String(m.Data);
+      state.textContent = code.startsWith("Authority") ? refusal(sym, "depth") : "refused: " + code;
+      state.className = "state bad";
+      event("Depth of " + sym + ": " + state.textContent + ".", "bad");
+      return;
+    }
+    if (m.Action === "Unsub") {
+      state.textContent = "ended by the server";
+      state.className = "state bad";
+      return;
+    }
+    const d = m.Data;
+    if (!d || typeof d !== "object" || !Array.isArray(d.Bids) || !Array.isArray(d.Asks)) {
+      if (m.Confirm) { state.textContent = "live"; state.className = "state good"; }
+      return;
+    }
+    state.textContent = "live";
+    state.className = "state good";
+    const t = el("table");
+    t.append(el("caption", "Order book of " + sym, "visually-hidden"));
+    const head = el("tr");
+    for (const h of ["Bid qty", "Bid", "Ask", "Ask qty"]) {
+      const th = el("th", h, "num");
+      th.scope = "col";
+      head.append(th);
+    }
+    t.append(el("thead"));
+    t.tHead.append(head);
+    const body = el("tbody");
+    for (let i = 0; i < Math.max(d.Bids.length, d.Asks.length); i++) {
+      const b = d.Bids[i] || {}, a = d.Asks[i] || {};
+      const tr = el("tr");
+      tr.append(el("td", b.Quantity ?? "", "num"), el("td", b.Price !== undefined ? num(b.Price).toFixed(2) : "", "num up"),
+        el("td", a.Price !== undefined ? num(a.Price).toFixed(2) : "", "num down"), el("td", a.Quantity ?? "", "num"));
+      body.append(tr);
+    }
+    t.append(body);
+    box.querySelector(".book").replaceChildren(t);
+  }
+
+  // --- queries -----------------------------------------------------------
+
+  async function query(path, body, contentType) {
+    const res = await fetch(queryBase + path, {
+      method: "POST",
+      headers: { Authorization: "Bearer " + user.access_token, "Content-Type": contentType, Accept: "application/json" },
+      body,
+    });
+    const text = await res.text();
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch (e) {
+      json = undefined;
+    }
+    return { status: res.status, statusText: res.statusText, text, json };
+  }
+
+  function showAnswer(target, what, r) {
+    const out = $(target);
+    out.replaceChildren();
+    const ok = r.status >= 200 && r.status < 300;
+    const head = el("p", what + ": " + r.status + (r.statusText ? " " + r.statusText : ""), ok ? "good" : "bad");
+    head.dataset.status = r.status;
+    out.append(head);
+    if (ok && r.json && Array.isArray(r.json.Rows) && r.json.Columns && typeof r.json.Columns === "object") {
+      const cols = Object.entries(r.json.Columns).sort((a, b) => a[1].Index - b[1].Index).map(([name]) => name);
+      out.append(el("p", r.json.Rows.length + (r.json.Rows.length === 1 ? " row" : " rows"), "help"));
+      const wrap = el("div", null, "scroll");
+      const t = el("table", null, "rows");
+      const head = el("tr");
+      for (const c of cols) {
+        const th = el("th", c);
+        th.scope = "col";
+        head.append(th);
+      }
+      t.append(el("thead"));
+      t.tHead.append(head);
+      const body = el("tbody");
+      for (const row of r.json.Rows) {
+        const tr = el("tr");
+        for (const v of row) tr.append(el("td", v === null ? "" : typeof v === "object" ? JSON.stringify(v) : v));
+        body.append(tr);
+      }
+      t.append(body);
+      wrap.append(t);
+      out.append(wrap);
+    } else {
+      // The service's answer as it wrote it.
+      const pre = el("pre", r.text, ok ? "" : "bad");
+      pre.className += " answer";
+      out.append(pre);
+    }
+  }
+
+  async function runIQL(statement) {
+    try {
+      showAnswer("result", "IQL", await query("", statement, "text/plain; charset=utf-8"));
+    } catch (e) {
+      showAnswer("result", "IQL", { status: 0, statusText: "not sent", text: String(e) });
+    }
+  }
+
+  async function runSelect(form) {
+    const f = new FormData(form);
+    const table = String(f.get("table")).trim();
+    const cols = String(f.get("columns")).split(",").map((s) => s.trim()).filter(Boolean);
+    const criteria = [];
+    if (String(f.get("column")).trim()) {
+      let value = String(f.get("value"));
+      if (value !== "" && !Number.isNaN(Number(value))) value = Number(value);
+      criteria.push({ ColumnName: String(f.get("column")).trim(), Operator: String(f.get("operator")), Value: value });
+    }
+    const q = cols.length ? "?columns=" + encodeURIComponent(cols.join(",")) : "";
+    try {
+      showAnswer("result", "Select from " + table, await query("/" + encodeURIComponent(table) + "/select" + q, JSON.stringify(criteria), "application/json"));
+    } catch (e) {
+      showAnswer("result", "Select", { status: 0, statusText: "not sent", text: String(e) });
+    }
+  }
+
+  async function runInsert(form) {
+    const f = new FormData(form);
+    const table = String(f.get("table")).trim();
+    let row;
+    try {
+      row = JSON.parse(String(f.get("row")));
+    } catch (e) {
+      showAnswer("result", "Insert", { status: 0, statusText: "not sent", text: "The row is not JSON: " + e.message });
+      return;
+    }
+    try {
+      showAnswer("result", "Insert into " + table, await query("/" + encodeURIComponent(table) + "/insert", JSON.stringify(row), "application/json"));
+    } catch (e) {
+      showAnswer("result", "Insert", { status: 0, statusText: "not sent", text: String(e) });
+    }
+  }
+
+  // --- orders ------------------------------------------------------------
+
+  const tradeScopes = () => cfg.stepUpScopes.split(" ").filter(Boolean);
+
+  async function loadAccounts() {
+    if (!hasScope("Service/Trading")) return;
+    const r = await query("/Account/select?columns=AccountId,Name", "[]", "application/json").catch(() => null);
+    if (!r || r.status !== 200 || !r.json) return;
+    const sel = $("order-account");
+    sel.replaceChildren();
+    for (const [id, name] of r.json.Rows) {
+      const o = el("option", id + (name ? " — " + name : ""));
+      o.value = id;
+      sel.append(o);
+    }
+  }
+
+  function orderFrom(form) {
+    const f = new FormData(form);
+    const order = {
+      AccountId: String(f.get("account") || ""),
+      Code: String(f.get("code")).trim().toUpperCase(),
+      Exchange: String(f.get("exchange")).trim().toUpperCase(),
+      Side: String(f.get("side")),
+      Quantity: Number(f.get("quantity")),
+    };
+    if (String(f.get("price")).trim() !== "") order.Price = Number(f.get("price"));
+    return order;
+  }
+
+  async function order(o, afterStepUp) {
+    const missing = tradeScopes().filter((s) => !hasScope(s));
+    if (missing.length && afterStepUp) {
+      // Asked for and not granted: the user has no second factor to pass,
+      // or no right to them. Asking again would loop.
+      const text = "The identity server did not grant " + missing.join(" and ") +
+        ": the user needs a second factor (the account page sets one up) and the right to trade.";
+      $("order-result").replaceChildren(el("p", text, "bad"));
+      event(text, "bad");
+      return;
+    }
+    if (missing.length) {
+      // A step-up: sign in again asking for the trading scopes. The
+      // identity server asks for a second factor where they need one; the
+      // order waits in the request's state and is placed on return.
+      $("order-result").replaceChildren(el("p", "Placing an order needs " + missing.join(" and ") + ": signing in again for them…"));
+      event("Step-up: asking the identity server for " + missing.join(" ") + ".");
+      await mgr.signinRedirect({ scope: cfg.scopes + " " + cfg.stepUpScopes, state: { order: o } });
+      return;
+    }
+    if (!o.AccountId) {
+      await loadAccounts();
+      o.AccountId = $("order-account").value;
+    }
+    try {
+      const r = await query("/Order/insert", JSON.stringify(o), "application/json");
+      showAnswer("order-result", "Order " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange, r);
+      if (r.status >= 200 && r.status < 300) {
+        event("Order placed: " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange + " in " + o.AccountId + ".", "good");
+        const statement = "select OrderId, AccountId, Code, Exchange, Side, Quantity, Price, Status from Order";
+        $("iql").value = statement;
+        await runIQL(statement);
+      } else {
+        event("Order refused (" + r.status + ").", "bad");
+      }
+    } catch (e) {
+      showAnswer("order-result", "Order", { status: 0, statusText: "not sent", text: String(e) });
+    }
+  }
+
+  // --- sign-in and renewal -----------------------------------------------
+
+  function signedIn(u) {
+    user = u;
+    $("welcome").hidden = true;
+    $("board").hidden = false;
+    $("signin").hidden = true;
+    $("signout").hidden = false;
+    status("Signed in as " + (u.profile.preferred_username || u.profile.name || u.profile.sub) + ".", "good");
+    showIdentity();
+    loadAccounts();
+    connect();
+  }
+
+  function signedOut(text) {
+    user = null;
+    $("welcome").hidden = false;
+    $("board").hidden = true;
+    $("signin").hidden = false;
+    $("signout").hidden = true;
+    status(text || "Signed out.");
+  }
+
+  mgr.events.addUserLoaded((u) => {
+    if (!user) return; // the first sign-in, which start() shows
+    user = u;
+    showIdentity();
+    event("Token renewed with the refresh token; it expires in " + Math.floor(u.expires_in / 60) + " min.", "good");
+    if (sock.authed) sendAuth();
+    else connect();
+  });
+  mgr.events.addSilentRenewError((e) => {
+    event("Renewal failed: " + (e.error || e.message || e) + ". Sign in again.", "bad");
+    status("The session could not be renewed: sign in again.", "bad");
+  });
+  mgr.events.addAccessTokenExpired(() => {
+    event("The access token expired.", "bad");
+  });
+
+  $("signin").addEventListener("click", () => mgr.signinRedirect().catch((e) => status("Sign-in failed: " + (e.message || e), "bad")));
+  $("signout").addEventListener("click", async () => {
+    signingOut = true;
+    if (sock.ws) sock.ws.close(1000, "signed out");
+    try {
+      await mgr.revokeTokens(["refresh_token"]);
+    } catch (e) {
+      /* the end-session request ends the session whatever happened here */
+    }
+    // The hint that names the identity server's session (its sid) is the
+    // ID token of the sign-in; a refreshed one names none, and the server
+    // would ask to confirm.
+    const hint = sessionStorage.getItem("console.id_token") || undefined;
+    sessionStorage.removeItem("console.id_token");
+    await mgr.signoutRedirect({ id_token_hint: hint }).catch(async () => {
+      await mgr.removeUser();
+      signedOut();
+    });
+  });
+  $("renew").addEventListener("click", () => {
+    event("Renewing the token…");
+    mgr.signinSilent().catch(() => { /* addSilentRenewError says it */ });
+  });
+  $("add-symbol").addEventListener("submit", (e) => {
+    e.preventDefault();
+    addSymbol($("symbol").value);
+    $("symbol").value = "";
+  });
+  $("iql-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    runIQL($("iql").value);
+  });
+  $("iql").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      runIQL($("iql").value);
+    }
+  });
+  $("select-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    runSelect(e.target);
+  });
+  $("insert-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    runInsert(e.target);
+  });
+  $("order-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    order(orderFrom(e.target));
+  });
+  setInterval(tick, 1000);
+
+  async function start() {
+    let u = null;
+    if (location.pathname === cfg.base + "callback") {
+      const params = new URLSearchParams(location.search);
+      history.replaceState(null, "", cfg.base);
+      if (params.has("error")) {
+        signedOut("Sign-in refused: " + params.get("error") + (params.get("error_description") ? " (" + params.get("error_description") + ")" : "") + ".");
+        return;
+      }
+      try {
+        u = await mgr.signinRedirectCallback(location.origin + cfg.base + "callback?" + params.toString());
+        if (u.id_token) sessionStorage.setItem("console.id_token", u.id_token);
+      } catch (e) {
+        signedOut("Sign-in failed: " + (e.error || e.message || e) + ".");
+        return;
+      }
+    } else {
+      u = await mgr.getUser();
+      if (u && u.expired) u = await mgr.signinSilent().catch(() => null);
+    }
+    if (!u) {
+      signedOut("Not signed in.");
+      return;
+    }
+    signedIn(u);
+    for (const s of cfg.symbols) addSymbol(s);
+    if (u.state && u.state.order) {
+      event("Back from the step-up: placing the order.");
+      await order(u.state.order, true);
+    }
+  }
+  start().catch((e) => status("The console could not start: " + (e.message || e), "bad"));
+})();
