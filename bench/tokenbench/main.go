@@ -16,7 +16,7 @@
 // It prints one table; bench/README.md explains the figures. It exits
 // non-zero if any request failed. Run it on demand, not in CI:
 //
-//	go run ./bench/tokenbench -d 10s -c 8 [-cpuprofile token.prof]
+//	go run ./bench/tokenbench -d 10s -c 8 [-cpuprofile token.prof] [-rounds 5]
 package main
 
 import (
@@ -32,12 +32,13 @@ func main() {
 	d := flag.Duration("d", 10*time.Second, "how long each figure is measured")
 	c := flag.Int("c", 8, "concurrent workers (signers or HTTP clients)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the token-endpoint phases (client_credentials and refresh) to this `file`")
+	rounds := flag.Int("rounds", 0, "after the table, this many rounds of raw RS256 sign, client_credentials and refresh_token back to back, for the per-CPU ratios' paired 95% intervals (3 or more)")
 	flag.Parse()
-	if *d <= 0 || *c <= 0 {
-		fmt.Fprintln(os.Stderr, "tokenbench: -d and -c must be positive")
+	if *d <= 0 || *c <= 0 || *rounds < 0 {
+		fmt.Fprintln(os.Stderr, "tokenbench: -d and -c must be positive, -rounds not negative")
 		os.Exit(2)
 	}
-	if err := run(*d, *c, *cpuprofile); err != nil {
+	if err := run(*d, *c, *rounds, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "tokenbench:", err)
 		os.Exit(1)
 	}
@@ -45,7 +46,7 @@ func main() {
 
 // run measures every figure, prints the table, and fails if any request
 // failed.
-func run(d time.Duration, c int, cpuprofile string) error {
+func run(d time.Duration, c, rounds int, cpuprofile string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "tokenbench-")
 	if err != nil {
@@ -116,7 +117,14 @@ func run(d time.Duration, c int, cpuprofile string) error {
 
 	rows := []phase{merge(before, after), verify, signES, signEd, base, ccPhase, ccESPhase, ccEdPhase, rtPhase}
 	printTable(os.Stdout, rows, [2]phase{before, after}, c, d)
-	return checkErrors(rows, srv.logPath)
+	if err := checkErrors(rows, srv.logPath); err != nil {
+		return err
+	}
+	if rounds > 0 {
+		fmt.Println()
+		return refreshRounds(ctx, os.Stdout, rounds, c, d, cc, rt)
+	}
+	return nil
 }
 
 // startProfile starts a CPU profile into path, if set; the returned
