@@ -41,7 +41,9 @@ func TestDemoProbesAndPages(t *testing.T) {
 			t.Errorf("/readyz: check %s is %v: %s", name, checks[name], body)
 		}
 	}
-	for _, path := range []string{"/nope", "/healthz2", "/connectx", "/callback"} {
+	// The console serves /, /callback and its own files under /console/:
+	// nothing else there.
+	for _, path := range []string{"/nope", "/healthz2", "/connectx", "/callbackx", "/console/", "/console/nope.js"} {
 		if resp, body := g.Do(t, mustRequest(t, http.MethodGet, g.URL+path, nil)); resp.StatusCode != 404 {
 			t.Errorf("%s: %d %.100s, want 404", path, resp.StatusCode, body)
 		}
