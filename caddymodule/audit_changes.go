@@ -11,7 +11,8 @@ import (
 )
 
 // Changes of users made with the CLI (gatehouse user add, passwd,
-// disable, enable, delete, scopes, entitle, unentitle) are made where no
+// disable, enable, delete, scopes, entitle, unentitle, and mfa reset and
+// mfa recovery-codes) are made where no
 // audit run writes: the CLI stores each as a pending change in the
 // change's own transaction (store.WithAuditChange), and the audit run of
 // whichever instance claims it first writes it into its chain, then

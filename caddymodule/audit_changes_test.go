@@ -23,11 +23,11 @@ import (
 
 // TestAuditChangesDrained: changes stored with a pending audit change
 // (as the CLI stores them, from another process) reach the running
-// instance's chain within a few polls: a user_change, and an
-// entitlement_change with the set after it where the action sets one; a
-// change that an instance claimed and never wrote (it died) is written
-// once its claim is stale; every pending change is deleted once written,
-// and the log verifies. It failed when the drain loop was not started.
+// instance's chain within a few polls: a user_change (of a user or of its
+// second factors), and an entitlement_change with the set after it where
+// the action sets one; a change that an instance claimed and never wrote
+// (it died) is written once its claim is stale; every pending change is
+// deleted once written, and the log verifies. It failed when the drain loop was not started.
 func TestAuditChangesDrained(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
@@ -84,6 +84,16 @@ func TestAuditChangesDrained(t *testing.T) {
 	if err := st.UpdateUser(store.WithAuditChange(t.Context(), &store.AuditChange{ID: "c-disable", Time: time.Now(), Action: "disable"}), u); err != nil {
 		t.Fatal(err)
 	}
+	// The second factors' changes, which the store knows by subject: the
+	// change names the user.
+	if err := st.ReplaceRecoveryCodes(store.WithAuditChange(t.Context(), &store.AuditChange{ID: "c-codes", Time: time.Now(),
+		Action: "mfa_recovery_codes", Username: "alice", Subject: "alice-1"}), "alice-1", [][]byte{[]byte("hash")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ResetMFA(store.WithAuditChange(t.Context(), &store.AuditChange{ID: "c-mfa-reset", Time: time.Now(),
+		Action: "mfa_reset", Username: "alice", Subject: "alice-1"}), "alice-1"); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		pending, err := st.PendingAuditChanges(t.Context())
@@ -129,6 +139,8 @@ func TestAuditChangesDrained(t *testing.T) {
 		"user_change c-add add alice alice-1 cli", "entitlement_change c-add add alice alice-1 cli [ASX:quotes]",
 		"user_change c-entitle entitle alice alice-1 cli", "entitlement_change c-entitle entitle alice alice-1 cli [ASX:depth ASX:quotes]",
 		"user_change c-disable disable alice alice-1 cli",
+		"user_change c-codes mfa_recovery_codes alice alice-1 cli",
+		"user_change c-mfa-reset mfa_reset alice alice-1 cli",
 	}
 	if !slices.Equal(got, want) {
 		log, _ := os.ReadFile(logPath)

@@ -8,15 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse/gatehouse/identity/mfa"
+	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
 )
 
-// TestUserChangesForTheAudit: each user command that changes a user leaves
-// one pending audit change, stored with the change, naming the action, the
-// user and, where the action sets them, the entitlements after it (none
-// for a deleted user); a command that changes nothing or fails leaves
-// none, and a --config whose audit is off records none. It failed when
-// the delete's change carried the deleted user's set.
+// TestUserChangesForTheAudit: each user command that changes a user or its
+// second factors (mfa reset, mfa recovery-codes) leaves one pending audit
+// change, stored with the change, naming the action, the user and, where
+// the action sets them, the entitlements after it (none for a deleted
+// user), and never a code; a command that changes nothing (mfa show) or
+// fails leaves none, and a --config whose audit is off records none. It
+// failed when the delete's change carried the deleted user's set, and
+// when the mfa commands recorded nothing.
 func TestUserChangesForTheAudit(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "gatehouse.db")
@@ -35,9 +39,24 @@ func TestUserChangesForTheAudit(t *testing.T) {
 	user(pw, "passwd", "trader")
 	user("", "disable", "trader")
 	user("", "enable", "trader")
+	// The second factors: show changes nothing; recovery codes for a user
+	// without a factor are refused; then new codes, and a reset.
+	user("", "mfa", "trader", "show")
+	if out, err := run(t, setUpUserCommand, "user", "", "mfa", "trader", "recovery-codes", "--db", db); err == nil {
+		t.Fatalf("recovery codes without a factor succeeded: %s", out)
+	}
+	withStore(t, db, func(st store.Store) {
+		if err := st.PutTOTP(t.Context(), store.TOTPFactor{Subject: "trader-1", Secret: make([]byte, mfa.SecretBytes), Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	user("", "mfa", "trader", "recovery-codes")
+	user("", "mfa", "trader", "reset")
 	user("", "delete", "trader")
-	if out, err := run(t, setUpUserCommand, "user", "", "entitle", "nobody", "ASX:quotes", "--db", db); err == nil {
-		t.Fatalf("entitle of no one succeeded: %s", out)
+	for _, args := range [][]string{{"entitle", "nobody", "ASX:quotes"}, {"mfa", "nobody", "reset"}, {"mfa", "nobody", "recovery-codes"}} {
+		if out, err := run(t, setUpUserCommand, "user", "", append(args, "--db", db)...); err == nil {
+			t.Fatalf("user %s succeeded: %s", strings.Join(args, " "), out)
+		}
 	}
 
 	st, err := sqlite.Open(context.Background(), db)
@@ -74,6 +93,8 @@ func TestUserChangesForTheAudit(t *testing.T) {
 		"password trader trader-1",
 		"disable trader trader-1",
 		"enable trader trader-1",
+		"mfa_recovery_codes trader trader-1",
+		"mfa_reset trader trader-1",
 		"delete trader trader-1 holds []",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse/gatehouse/caddymodule"
 	"github.com/gatehouse/gatehouse/identity"
 	"github.com/gatehouse/gatehouse/identity/factors"
 	"github.com/gatehouse/gatehouse/identity/store"
@@ -96,7 +99,7 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 	case "show":
 		printFactors(cmd, u, status)
 	case "reset":
-		if err := fs.Reset(ctx, u); err != nil {
+		if err := fs.Reset(mfaAuditChange(cmd, app, u, "mfa_reset"), u); err != nil {
 			return fmt.Errorf("resetting the second factors of %q: %w", username, err)
 		}
 		fmt.Fprintf(out, "removed the TOTP factor and the recovery codes of %s and ended its sessions; until a factor is enrolled again it signs in with its password alone, without the scopes that need a second factor\n", username)
@@ -117,7 +120,7 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 		if !status.Any() {
 			return fmt.Errorf("user %q has no second factor (TOTP or passkey): recovery codes stand in for one, and would never be asked for", username)
 		}
-		codes, err := fs.NewRecoveryCodes(ctx, u)
+		codes, err := fs.NewRecoveryCodes(mfaAuditChange(cmd, app, u, "mfa_recovery_codes"), u)
 		if err != nil {
 			return fmt.Errorf("making recovery codes for %q: %w", username, err)
 		}
@@ -127,6 +130,17 @@ func runUserMFA(cmd *cobra.Command, args []string) error {
 		}
 	}
 	return nil
+}
+
+// mfaAuditChange is cmd's context carrying the pending audit change of
+// action on u's second factors (withAuditChange), which the store keeps
+// in the transaction of the change. It names the user: the factors' store
+// methods know only the subject. It records what was done, never a
+// secret or a code.
+func mfaAuditChange(cmd *cobra.Command, app *caddymodule.App, u store.User, action string) context.Context {
+	ctx, c := withAuditChange(cmd, app, action, time.Now())
+	c.Username, c.Subject = u.Username, u.Subject
+	return ctx
 }
 
 // printFactors prints what second factors u has: never a secret.

@@ -283,13 +283,11 @@ func (s *Service) NewRecoveryCodes(ctx context.Context, user store.User) ([]stri
 	return codes, nil
 }
 
-// Reset removes all of subject's second factors, its TOTP factor and
-// its recovery codes, then ends its sessions and tokens (Config.Revoke).
+// Reset removes subject's TOTP factor and its recovery codes, in one
+// store transaction, then ends its sessions and tokens (Config.Revoke).
+// Its passkeys stay.
 func (s *Service) Reset(ctx context.Context, user store.User) error {
-	if err := s.cfg.Store.DeleteTOTP(ctx, user.Subject); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if err := s.cfg.Store.ReplaceRecoveryCodes(ctx, user.Subject, nil, s.cfg.Now()); err != nil {
+	if err := s.cfg.Store.ResetMFA(ctx, user.Subject); err != nil {
 		return err
 	}
 	s.changed(user, "second factors removed")

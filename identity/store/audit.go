@@ -57,7 +57,7 @@ type Audit interface {
 type AuditChange struct {
 	ID       string    // unique: the records' change_id
 	Time     time.Time // when the change was made (millisecond precision)
-	Action   string    // what was done: add, delete, password, disable, enable, scopes, entitle, unentitle
+	Action   string    // what was done: add, delete, password, disable, enable, scopes, entitle, unentitle, mfa_reset, mfa_recovery_codes
 	Username string
 	Subject  string
 	// Entitlements is the user's whole set of pairs (VENUE:feed) after
@@ -119,9 +119,11 @@ func InStoredOrder(changes []AuditChange, order []int64) []AuditChange {
 type auditChangeKey struct{}
 
 // WithAuditChange returns a context that makes the user-changing methods
-// (CreateUser, UpdateUser, DeleteUser, UpdateEntitlements) store c as a
-// pending audit change in their own transaction, when they change
-// something: the change and its record commit together or not at all.
+// (CreateUser, UpdateUser, DeleteUser, UpdateEntitlements, and of the
+// second factors ResetMFA and ReplaceRecoveryCodes) store c as a pending
+// audit change in their own transaction, when they change something: the
+// change and its record commit together or not at all. The factors'
+// methods know the user by subject alone: c names the username.
 // The method reads c when it writes it, after its callbacks ran (an
 // UpdateEntitlements update may fill c.Entitlements), and a retried
 // transaction writes it once.

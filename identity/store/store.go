@@ -127,9 +127,15 @@ type MFA interface {
 	// DeleteTOTP removes the subject's TOTP factor. ErrNotFound if it has
 	// none.
 	DeleteTOTP(ctx context.Context, subject string) error
+	// ResetMFA removes the subject's TOTP factor and recovery codes (not
+	// its passkeys), whichever it has, in one transaction: a reset is
+	// never half done. It stores the audit change ctx carries
+	// (WithAuditChange) in that transaction.
+	ResetMFA(ctx context.Context, subject string) error
 	// ReplaceRecoveryCodes replaces the subject's recovery codes with the
 	// codes whose hashes are given (none: the subject has none left), in
-	// one transaction.
+	// one transaction, which stores the audit change ctx carries
+	// (WithAuditChange).
 	ReplaceRecoveryCodes(ctx context.Context, subject string, hashes [][]byte, now time.Time) error
 	// RecoveryCodes returns the hashes of the subject's unspent recovery
 	// codes, in no order.

@@ -79,11 +79,40 @@ func (s *Store) DeleteTOTP(ctx context.Context, subject string) error {
 	return nil
 }
 
-// ReplaceRecoveryCodes replaces the subject's recovery codes with hashes,
-// in one transaction that first takes a lock of the subject's codes (a
+// recoveryLock takes, in tx, the lock of the subject's recovery codes (a
 // transaction-scoped advisory lock): at READ COMMITTED, two replacements
 // racing would each delete only the rows committed before they began, and
 // both new sets would stay.
+func recoveryLock(ctx context.Context, tx pgx.Tx, subject string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('gatehouse mfa_recovery ' || $1, 0))`, subject)
+	return err
+}
+
+// ResetMFA removes the subject's TOTP factor and recovery codes, and
+// stores ctx's audit change, in one transaction, under the lock of the
+// subject's codes (recoveryLock).
+func (s *Store) ResetMFA(ctx context.Context, subject string) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := recoveryLock(ctx, tx, subject); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM mfa_totp WHERE subject = $1`, subject); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM mfa_recovery WHERE subject = $1`, subject); err != nil {
+			return err
+		}
+		return insertAuditChange(ctx, tx, store.User{Subject: subject})
+	})
+	if err != nil {
+		return fmt.Errorf("removing the second factors of %q: %w", subject, err)
+	}
+	return nil
+}
+
+// ReplaceRecoveryCodes replaces the subject's recovery codes with hashes,
+// and stores ctx's audit change, in one transaction that first takes the
+// lock of the subject's codes (recoveryLock).
 func (s *Store) ReplaceRecoveryCodes(ctx context.Context, subject string, hashes [][]byte, now time.Time) error {
 	if now.IsZero() {
 		return fmt.Errorf("replacing the recovery codes of %q: no time", subject)
@@ -94,18 +123,19 @@ func (s *Store) ReplaceRecoveryCodes(ctx context.Context, subject string, hashes
 		}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('gatehouse mfa_recovery ' || $1, 0))`, subject); err != nil {
+		if err := recoveryLock(ctx, tx, subject); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM mfa_recovery WHERE subject = $1`, subject); err != nil {
 			return err
 		}
-		if len(hashes) == 0 {
-			return nil
+		if len(hashes) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO mfa_recovery (subject, hash, created_at)
+				SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h ON CONFLICT DO NOTHING`, subject, hashes, ts(now)); err != nil {
+				return err
+			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO mfa_recovery (subject, hash, created_at)
-			SELECT $1, h, $3 FROM unnest($2::bytea[]) AS h ON CONFLICT DO NOTHING`, subject, hashes, ts(now))
-		return err
+		return insertAuditChange(ctx, tx, store.User{Subject: subject})
 	})
 	if err != nil {
 		return fmt.Errorf("replacing the recovery codes of %q: %w", subject, err)

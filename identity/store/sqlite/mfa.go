@@ -79,8 +79,26 @@ func (s *Store) DeleteTOTP(ctx context.Context, subject string) error {
 	return nil
 }
 
+// ResetMFA removes the subject's TOTP factor and recovery codes, and
+// stores ctx's audit change, in one transaction.
+func (s *Store) ResetMFA(ctx context.Context, subject string) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM mfa_totp WHERE subject = ?`, subject); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM mfa_recovery WHERE subject = ?`, subject); err != nil {
+			return err
+		}
+		return insertAuditChange(ctx, tx, store.User{Subject: subject})
+	})
+	if err != nil {
+		return fmt.Errorf("removing the second factors of %q: %w", subject, err)
+	}
+	return nil
+}
+
 // ReplaceRecoveryCodes replaces the subject's recovery codes with hashes,
-// in one transaction.
+// and stores ctx's audit change, in one transaction.
 func (s *Store) ReplaceRecoveryCodes(ctx context.Context, subject string, hashes [][]byte, now time.Time) error {
 	if now.IsZero() {
 		return fmt.Errorf("replacing the recovery codes of %q: no time", subject)
@@ -98,7 +116,7 @@ func (s *Store) ReplaceRecoveryCodes(ctx context.Context, subject string, hashes
 				return err
 			}
 		}
-		return nil
+		return insertAuditChange(ctx, tx, store.User{Subject: subject})
 	})
 	if err != nil {
 		return fmt.Errorf("replacing the recovery codes of %q: %w", subject, err)

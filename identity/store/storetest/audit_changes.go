@@ -47,8 +47,9 @@ func pending(ctx context.Context, t *testing.T, s store.Store) bool {
 	return p
 }
 
-// testAuditChangesWithTheirChange: each user-changing method stores the
-// change its context carries, filled with the user's subject and, where
+// testAuditChangesWithTheirChange: each user-changing method, and each
+// second-factor method that takes a change, stores the change its context
+// carries, filled with the user's subject and, where
 // the action sets them, the entitlements after it; an entitlement update
 // that changes nothing stores none.
 func testAuditChangesWithTheirChange(t *testing.T, s store.Store) {
@@ -70,7 +71,15 @@ func testAuditChangesWithTheirChange(t *testing.T, s store.Store) {
 	cctx, _ = withChange(ctx, "c4", "entitle", at(4))
 	_, err = s.UpdateEntitlements(cctx, "alice", setTo("NZX:depth ASX:depth ASX:quotes"), at(4), at(9))
 	wantErr(t, "UpdateEntitlements to the same set", err, nil)
-	cctx, c := withChange(ctx, "c5", "delete", at(5))
+	// The second factors' methods know the subject alone: the change
+	// names the user.
+	cctx, c := withChange(ctx, "c4a", "mfa_recovery_codes", at(4))
+	c.Username, c.Subject = "alice", alice.Subject
+	wantErr(t, "ReplaceRecoveryCodes", s.ReplaceRecoveryCodes(cctx, alice.Subject, [][]byte{hash("r1")}, at(4)), nil)
+	cctx, c = withChange(ctx, "c4b", "mfa_reset", at(4))
+	c.Username, c.Subject = "alice", alice.Subject
+	wantErr(t, "ResetMFA", s.ResetMFA(cctx, alice.Subject), nil)
+	cctx, c = withChange(ctx, "c5", "delete", at(5))
 	c.Entitlements = []string{}
 	_, err = s.DeleteUser(cctx, "alice", at(5), at(9))
 	wantErr(t, "DeleteUser", err, nil)
@@ -83,10 +92,12 @@ func testAuditChangesWithTheirChange(t *testing.T, s store.Store) {
 		{ID: "c1", Time: at(1), Action: "add", Username: "alice", Subject: sub, Entitlements: []string{"ASX:quotes", "NZX:depth"}},
 		{ID: "c2", Time: at(2), Action: "disable", Username: "alice", Subject: sub},
 		{ID: "c3", Time: at(3), Action: "entitle", Username: "alice", Subject: sub, Entitlements: entitle.MustParse("ASX:quotes ASX:depth NZX:depth").Strings()},
+		{ID: "c4a", Time: at(4), Action: "mfa_recovery_codes", Username: "alice", Subject: sub},
+		{ID: "c4b", Time: at(4), Action: "mfa_reset", Username: "alice", Subject: sub},
 		{ID: "c5", Time: at(5), Action: "delete", Username: "alice", Subject: sub, Entitlements: []string{}},
 	}
 	equal(t, "the changes claimed", claimAll(ctx, t, s, "gw-1", at(10)), want)
-	wantErr(t, "DeleteAuditChanges", s.DeleteAuditChanges(ctx, []string{"c1", "c2", "c3", "c5", "gone"}), nil)
+	wantErr(t, "DeleteAuditChanges", s.DeleteAuditChanges(ctx, []string{"c1", "c2", "c3", "c4a", "c4b", "c5", "gone"}), nil)
 	if pending(ctx, t, s) {
 		t.Fatal("PendingAuditChanges after every change was deleted")
 	}
@@ -109,6 +120,10 @@ func testAuditChangesNotOnFailure(t *testing.T, s store.Store) {
 	}, t0, t0.Add(time.Hour))
 	if err == nil {
 		t.Fatal("UpdateEntitlements with an update that fails: no error")
+	}
+	cctx, _ = withChange(ctx, "refused-codes", "mfa_recovery_codes", t0)
+	if err := s.ReplaceRecoveryCodes(cctx, alice.Subject, [][]byte{hash("r1"), nil}, t0); err == nil {
+		t.Fatal("ReplaceRecoveryCodes with an empty hash: no error")
 	}
 	cctx, _ = withChange(ctx, "nobody-deleted", "delete", t0)
 	_, err = s.DeleteUser(cctx, "nobody", t0, t0.Add(time.Hour))

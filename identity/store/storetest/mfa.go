@@ -21,6 +21,7 @@ var mfaCases = []testCase{
 	{"RecoverySpendConcurrent", testRecoverySpendConcurrent},
 	{"RecoveryReplaceConcurrent", testRecoveryReplaceConcurrent},
 	{"DeleteUserDeletesFactors", testDeleteUserDeletesFactors},
+	{"ResetMFA", testResetMFA},
 }
 
 // burst is how many goroutines race for one code in the concurrent cases.
@@ -241,4 +242,29 @@ func sameHashes(t *testing.T, what string, got, want [][]byte) {
 	if !slices.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("%s: %x, want %x", what, got, want)
 	}
+}
+
+// testResetMFA: ResetMFA removes the subject's TOTP factor and recovery
+// codes, keeps its passkeys and every other subject's factors, and
+// succeeds for a subject that has nothing to remove.
+func testResetMFA(t *testing.T, s store.Store) {
+	ctx := Context(t)
+	for _, sub := range []string{"sub-a", "sub-b"} {
+		wantErr(t, "PutTOTP "+sub, s.PutTOTP(ctx, store.TOTPFactor{Subject: sub, Secret: []byte("x"), Created: t0}), nil)
+		wantErr(t, "ReplaceRecoveryCodes "+sub, s.ReplaceRecoveryCodes(ctx, sub, [][]byte{hash("r1"), hash("r2")}, t0), nil)
+	}
+	k := passkey("sub-a", "key-a", 1)
+	wantErr(t, "AddPasskey", s.AddPasskey(ctx, k), nil)
+
+	wantErr(t, "ResetMFA", s.ResetMFA(ctx, "sub-a"), nil)
+	_, err := s.TOTP(ctx, "sub-a")
+	wantErr(t, "TOTP after ResetMFA", err, store.ErrNotFound)
+	equal(t, "codes after ResetMFA", len(codes(t, s, "sub-a")), 0)
+	equal(t, "passkeys after ResetMFA", len(readPasskeys(t, s, "sub-a")), 1)
+	_, err = s.TOTP(ctx, "sub-b")
+	wantErr(t, "the other subject's factor", err, nil)
+	sameHashes(t, "the other subject's codes", codes(t, s, "sub-b"), [][]byte{hash("r1"), hash("r2")})
+
+	wantErr(t, "ResetMFA again", s.ResetMFA(ctx, "sub-a"), nil)
+	wantErr(t, "ResetMFA of a subject with no factor", s.ResetMFA(ctx, "sub-none"), nil)
 }
