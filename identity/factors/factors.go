@@ -230,18 +230,30 @@ func (s *Service) ConfirmTOTP(ctx context.Context, user store.User, secret []byt
 // when the user has none; users.ErrBadCredentials for a wrong or replayed
 // code (counted by the brute-force defence) or a locked pair.
 func (s *Service) CheckTOTP(ctx context.Context, user store.User, code, source string) error {
-	f, err := s.cfg.Store.TOTP(ctx, user.Subject)
-	switch {
+	// A user without a factor is told so before the brute-force defence,
+	// with nothing counted.
+	switch _, err := s.cfg.Store.TOTP(ctx, user.Subject); {
 	case errors.Is(err, store.ErrNotFound):
 		return ErrNoFactor
 	case err != nil:
 		return err
 	}
-	secret, err := keys.OpenSecret(s.cfg.KEK, f.Secret, sealName(user.Subject))
-	if err != nil {
-		return fmt.Errorf("opening the TOTP secret of %q: %w", user.Subject, err)
-	}
-	err = s.cfg.Checker.CheckFactor(ctx, user, source, func(ctx context.Context) (bool, error) {
+	err := s.cfg.Checker.CheckFactor(ctx, user, source, func(ctx context.Context) (bool, error) {
+		// The factor checked is read here, once the check is admitted: a
+		// check may wait (a throttle, the pair's lock), and a factor
+		// enrolled again or reset meanwhile must not let a code of the
+		// one it replaced through.
+		f, err := s.cfg.Store.TOTP(ctx, user.Subject)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return false, ErrNoFactor
+		case err != nil:
+			return false, err
+		}
+		secret, err := keys.OpenSecret(s.cfg.KEK, f.Secret, sealName(user.Subject))
+		if err != nil {
+			return false, fmt.Errorf("opening the TOTP secret of %q: %w", user.Subject, err)
+		}
 		step, err := mfa.Check(secret, code, s.cfg.Now(), f.LastStep)
 		if err != nil {
 			return false, nil

@@ -1,0 +1,98 @@
+package factors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse/gatehouse/identity/keys"
+	"github.com/gatehouse/gatehouse/identity/mfa"
+	"github.com/gatehouse/gatehouse/identity/store"
+	"github.com/gatehouse/gatehouse/identity/store/sqlite"
+	"github.com/gatehouse/gatehouse/identity/users"
+)
+
+// onPairAdmit is the checker's store, which runs hook when the checker
+// asks for the (user, source) pair's lock: the last wait before the code
+// is checked, where a factor may change under a check that waits.
+type onPairAdmit struct {
+	*sqlite.Store
+	hook func(ctx context.Context)
+}
+
+func (s *onPairAdmit) Admit(ctx context.Context, key string, now time.Time, window time.Duration, limit int, lockout time.Duration) (store.Counter, bool, error) {
+	if strings.HasPrefix(key, "pair:") && s.hook != nil {
+		s.hook(ctx)
+	}
+	return s.Store.Admit(ctx, key, now, window, limit, lockout)
+}
+
+// TestCheckTOTPReadsTheFactorUnderTheLock: a code is checked against the
+// factor the user has once the check is admitted, not the one read
+// before it waited: a code of a factor enrolled again, or reset, while the
+// check waited for the pair's lock is refused, and a code of the new
+// factor passes. It failed when CheckTOTP read the secret before the
+// brute-force defence (the old factor's code passed, once, against the
+// new factor's step).
+func TestCheckTOTPReadsTheFactorUnderTheLock(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	user := store.User{Username: "trader", Subject: "sub-trader", PasswordHash: "x", Created: now, Updated: now}
+	if err := st.CreateUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	cs := &onPairAdmit{Store: st}
+	checker, err := users.NewChecker(users.CheckerConfig{Store: cs, Now: func() time.Time { return now },
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kek := bytes.Repeat([]byte{7}, 32)
+	s, err := New(Config{Store: st, Checker: checker, Issuer: "Gatehouse", KEK: kek, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, replaced := bytes.Repeat([]byte{0x11}, mfa.SecretBytes), bytes.Repeat([]byte{0x22}, mfa.SecretBytes)
+	put := func(ctx context.Context, secret []byte) {
+		sealed, err := keys.SealSecret(kek, secret, sealName(user.Subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutTOTP(ctx, store.TOTPFactor{Subject: user.Subject, Secret: sealed, Created: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := mfa.Step(now)
+
+	// Enrolled again while the check waits: the old factor's code is
+	// wrong, the new one's right.
+	put(ctx, old)
+	cs.hook = func(ctx context.Context) { put(ctx, replaced) }
+	if err := s.CheckTOTP(ctx, user, mfa.Code(old, step), "192.0.2.1"); !errors.Is(err, users.ErrBadCredentials) {
+		t.Fatalf("a code of the factor replaced while the check waited: %v, want %v", err, users.ErrBadCredentials)
+	}
+	cs.hook = nil
+	if err := s.CheckTOTP(ctx, user, mfa.Code(replaced, step), "192.0.2.1"); err != nil {
+		t.Fatalf("a code of the new factor: %v", err)
+	}
+
+	// Reset while the check waits: no factor, nothing accepted.
+	put(ctx, old)
+	cs.hook = func(ctx context.Context) {
+		if err := st.ResetMFA(ctx, user.Subject); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := s.CheckTOTP(ctx, user, mfa.Code(old, step+1), "192.0.2.1"); !errors.Is(err, ErrNoFactor) {
+		t.Fatalf("a code of the factor reset while the check waited: %v, want %v", err, ErrNoFactor)
+	}
+}
