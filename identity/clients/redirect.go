@@ -116,8 +116,9 @@ func plainHTTPElsewhere(s string) bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
-// requestKeys parses a client's request-object key set: RSA and EC keys
-// with a kid. None for an empty set.
+// requestKeys parses a client's request-object key set: the keys
+// verify.ParseJWKS keeps (RSA, EC on P-256, P-384 or P-521, and Ed25519,
+// each with a kid and fit for signatures). None for an empty set.
 func requestKeys(jwks []byte) (map[string]crypto.PublicKey, error) {
 	if len(jwks) == 0 {
 		return nil, nil
@@ -127,7 +128,7 @@ func requestKeys(jwks []byte) (map[string]crypto.PublicKey, error) {
 		return nil, err
 	}
 	if len(keys) == 0 {
-		return nil, errors.New("the key set holds no RSA or EC signature key with a kid")
+		return nil, errors.New("the key set holds no RSA, EC (P-256, P-384, P-521) or Ed25519 signature key with a kid")
 	}
 	return keys, nil
 }

@@ -77,4 +77,11 @@ func TestRedirectURIConfig(t *testing.T) {
 	if err == nil {
 		t.Error("an empty request-object key set was accepted")
 	}
+	// A set of no key the parser keeps (a symmetric key, an Ed25519 key
+	// without a kid): the error names every type it keeps, Ed25519 too.
+	noKey := `{"keys":[{"kty":"oct","kid":"h","k":"c2VjcmV0"},{"kty":"OKP","crv":"Ed25519","x":"` + strings.Repeat("A", 43) + `"}]}`
+	err = ValidateAll([]Config{{ID: "a", Public: true, RequestObjectJWKS: []byte(noKey)}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "no RSA, EC (P-256, P-384, P-521) or Ed25519 signature key with a kid") {
+		t.Errorf("a request-object key set of no usable key: %v", err)
+	}
 }
