@@ -24,11 +24,18 @@ func (m *Manager) Source(now func() time.Time) verify.KeySource {
 }
 
 // Key returns the published public key kid.
-func (s source) Key(_ context.Context, kid string) (crypto.PublicKey, error) {
+func (s source) Key(ctx context.Context, kid string) (crypto.PublicKey, error) {
+	k, _, err := s.DeclaredKey(ctx, kid)
+	return k, err
+}
+
+// DeclaredKey implements verify.DeclaredKeys: the published public key
+// kid and the algorithm it signs with, both of the one key read.
+func (s source) DeclaredKey(_ context.Context, kid string) (crypto.PublicKey, string, error) {
 	if k, ok := s.m.keys.published(kid, s.now()); ok {
-		return k.public, nil
+		return k.public, k.alg, nil
 	}
-	return nil, verify.ErrUnknownKey
+	return nil, "", verify.ErrUnknownKey
 }
 
 // Published reports whether key is still published as kid
@@ -36,15 +43,6 @@ func (s source) Key(_ context.Context, kid string) (crypto.PublicKey, error) {
 func (s source) Published(kid string, key crypto.PublicKey) bool {
 	k, ok := s.m.keys.published(kid, s.now())
 	return ok && verify.SameKey(k.public, key)
-}
-
-// KeyAlgorithm implements verify.DeclaredKeys: the algorithm key kid
-// signs with.
-func (s source) KeyAlgorithm(kid string) string {
-	if k, ok := s.m.keys.published(kid, s.now()); ok {
-		return k.alg
-	}
-	return ""
 }
 
 // LowS implements verify.DeclaredKeys: the manager signs ES256 with low S

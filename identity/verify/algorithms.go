@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -17,9 +18,13 @@ import (
 // The verifier then refuses a token whose "alg" is another, as RFC 8725
 // §3.1 asks (a key is used with one algorithm only).
 type DeclaredKeys interface {
-	// KeyAlgorithm is the "alg" key kid is declared for, "" when it
-	// declares none (or is not published).
-	KeyAlgorithm(kid string) string
+	KeySource
+	// DeclaredKey returns the published key kid and the "alg" it is
+	// declared for ("" when it declares none), read together from one
+	// state of the source: read apart, a key set replaced between the
+	// two reads could pair a key with another key's alg. Its errors are
+	// Key's.
+	DeclaredKey(ctx context.Context, kid string) (crypto.PublicKey, string, error)
 	// LowS reports whether the issuer makes ES256 signatures with s at
 	// most half the curve's order only. The verifier then refuses the
 	// twin (r, n−s) of such a signature, which ECDSA verification
@@ -77,17 +82,24 @@ func highS(alg string, sig []byte) bool {
 	return s.Cmp(new(big.Int).Rsh(c.Params().N, 1)) > 0
 }
 
-// checkKeyAlgorithm checks that the token's alg fits key (kid): its type,
-// and the algorithm the source declares for it. With no algorithms
-// configured, a declared key is accepted with its own algorithm only and
-// an undeclared one with DefaultAlgorithm.
-func (v *Verifier) checkKeyAlgorithm(alg, kid string, key crypto.PublicKey) *Error {
+// key returns the key kid of the key source and the algorithm it declares
+// for it, in one read (DeclaredKeys), or "" from a source that declares
+// none.
+func (v *Verifier) key(ctx context.Context, kid string) (crypto.PublicKey, string, error) {
+	if d, ok := v.cfg.Keys.(DeclaredKeys); ok {
+		return d.DeclaredKey(ctx, kid)
+	}
+	key, err := v.cfg.Keys.Key(ctx, kid)
+	return key, "", err
+}
+
+// checkKeyAlgorithm checks that the token's alg fits key: its type, and
+// declared, the algorithm the source declares for it ("" for none). With
+// no algorithms configured, a declared key is accepted with its own
+// algorithm only and an undeclared one with DefaultAlgorithm.
+func (v *Verifier) checkKeyAlgorithm(alg string, key crypto.PublicKey, declared string) *Error {
 	if !keyFits(alg, key) {
 		return refuse(ReasonAlgorithm, fmt.Errorf("alg %q does not fit a %T", alg, key))
-	}
-	declared := ""
-	if d, ok := v.cfg.Keys.(DeclaredKeys); ok {
-		declared = d.KeyAlgorithm(kid)
 	}
 	switch {
 	case declared != "" && declared != alg:

@@ -124,35 +124,45 @@ func (cfg RemoteConfig) Validate() error {
 
 // Key implements KeySource.
 func (r *RemoteKeySet) Key(ctx context.Context, kid string) (crypto.PublicKey, error) {
+	k, _, err := r.DeclaredKey(ctx, kid)
+	return k, err
+}
+
+// DeclaredKey implements DeclaredKeys: the key kid and the "alg" of its
+// JWK ("" when it has none), read under one lock from one fetched set (a
+// fetch replaces the keys and their algs together).
+func (r *RemoteKeySet) DeclaredKey(ctx context.Context, kid string) (crypto.PublicKey, string, error) {
 	r.mu.RLock()
 	k, ok := r.keys[kid]
+	alg := r.algs[kid]
 	recent := r.cfg.Now().Sub(r.attempted) < r.cfg.MinInterval
 	running := r.inflight != nil
 	everFetched := !r.fetched.IsZero()
 	lastErr := r.lastErr
 	r.mu.RUnlock()
 	if ok {
-		return k, nil
+		return k, alg, nil
 	}
 	if recent && !running {
 		// A miss inside the interval: no fetch, so a flood of unknown
 		// kids cannot hammer the issuer. (A miss while a fetch runs
 		// waits for it: the key may be in what it brings.)
 		if !everFetched && lastErr != nil {
-			return nil, fmt.Errorf("key set unavailable: %w", lastErr)
+			return nil, "", fmt.Errorf("key set unavailable: %w", lastErr)
 		}
-		return nil, ErrUnknownKey
+		return nil, "", ErrUnknownKey
 	}
 	if err := r.refresh(ctx, false); err != nil && !everFetched {
-		return nil, fmt.Errorf("key set unavailable: %w", err)
+		return nil, "", fmt.Errorf("key set unavailable: %w", err)
 	}
 	r.mu.RLock()
 	k, ok = r.keys[kid]
+	alg = r.algs[kid]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, ErrUnknownKey
+		return nil, "", ErrUnknownKey
 	}
-	return k, nil
+	return k, alg, nil
 }
 
 // Published implements KeySource.
@@ -161,14 +171,6 @@ func (r *RemoteKeySet) Published(kid string, key crypto.PublicKey) bool {
 	k, ok := r.keys[kid]
 	r.mu.RUnlock()
 	return ok && SameKey(k, key)
-}
-
-// KeyAlgorithm implements DeclaredKeys: the "alg" of the key's JWK, ""
-// when it has none.
-func (r *RemoteKeySet) KeyAlgorithm(kid string) string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.algs[kid]
 }
 
 // LowS implements DeclaredKeys: false, a remote issuer may sign ES256

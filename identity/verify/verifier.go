@@ -277,14 +277,14 @@ func (v *Verifier) verifyCold(ctx context.Context, token string) (*Identity, str
 	if e != nil {
 		return nil, "", nil, e
 	}
-	key, err := v.cfg.Keys.Key(ctx, kid)
+	key, declared, err := v.key(ctx, kid)
 	switch {
 	case errors.Is(err, ErrUnknownKey):
 		return nil, "", nil, refuse(ReasonUnknownKey, nil)
 	case err != nil:
 		return nil, "", nil, refuse(ReasonKeysUnavailable, err)
 	}
-	if e := v.checkKeyAlgorithm(h.Alg, kid, key); e != nil {
+	if e := v.checkKeyAlgorithm(h.Alg, key, declared); e != nil {
 		return nil, "", nil, e
 	}
 	sig, err := decodeB64(sigB64)
