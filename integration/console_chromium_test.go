@@ -420,3 +420,29 @@ func TestConsoleVendoredOIDCClient(t *testing.T) {
 		}
 	}
 }
+
+// TestChromiumConsoleRenewsByItself: with demo-app's access tokens living
+// 70 s, oidc-client-ts renews a minute before expiry, by itself, with the
+// refresh token, and the console re-authenticates the open socket: no
+// button pressed, no new connection, the quotes going on.
+func TestChromiumConsoleRenewsByItself(t *testing.T) {
+	t.Parallel()
+	g := StartGatehouseWith(t, Options{Config: demoVariant(t, "console-renew",
+		configEdit{anchor: "\t\tclient demo-app {\n", insert: "\t\t\taccess_token_lifetime 70s\n"})})
+	c := openConsole(t, g, "console-renew", 1280, 800)
+	c.signIn("demo", "demo")
+	first := c.accessToken()
+	c.waitFor("the renewal by itself", `document.getElementById("sock-reauths").textContent === "1"`, 40*time.Second)
+	if got := c.text("sock-connections"); got != "1" {
+		t.Errorf("connections opened after the renewal: %s, want 1", got)
+	}
+	if c.accessToken() == first {
+		t.Error("the access token was not renewed")
+	}
+	if !eval[bool](c, `document.getElementById("event-log").textContent.includes("Token renewed with the refresh token")`) {
+		t.Error("the events do not show the renewal")
+	}
+	const bhp = `document.querySelector('#quote-table tr[data-symbol="BHP.ASX"]')`
+	ticks := eval[int](c, `Number(`+bhp+`.dataset.ticks || 0)`)
+	c.waitFor("BHP.ASX ticking after the renewal", `Number(`+bhp+`.dataset.ticks || 0) > `+fmt.Sprint(ticks), 10*time.Second)
+}
