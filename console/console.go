@@ -68,6 +68,9 @@ type Config struct {
 	// Links are listed on the page under the identity server's own (its
 	// discovery document, its key set, the account page).
 	Links []Link
+	// ConnectSrc are more origins the page may fetch from: an identity
+	// server whose endpoints are not all on its issuer's origin.
+	ConnectSrc []string
 }
 
 // Link is a link the page lists.
@@ -83,6 +86,7 @@ type Handler struct {
 	index   []byte // the page, the configuration in it
 	files   map[string]file
 	connect string // the CSP's connect-src sources besides 'self' and the socket's
+	form    string // the CSP's form-action sources besides 'self' (the end-session endpoint's)
 }
 
 type file struct {
@@ -166,26 +170,41 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.index = page.Bytes()
 	var connect []string
-	for _, u := range []string{cfg.Issuer, cfg.Query} {
+	for _, u := range append([]string{cfg.Issuer, cfg.Query}, cfg.ConnectSrc...) {
 		if o := origin(u); o != "" && !containsString(connect, o) {
 			connect = append(connect, o)
 		}
 	}
 	h.connect = strings.Join(connect, " ")
+	// The sign-out is a form posted to the identity server's end-session
+	// endpoint.
+	h.form = origin(cfg.Issuer)
 	return h, nil
 }
 
 func (c Config) check() error {
 	var errs []error
-	iss, err := url.Parse(c.Issuer)
-	if c.Issuer == "" || err != nil || (iss.Scheme != "https" && iss.Scheme != "http") || iss.Host == "" {
-		errs = append(errs, fmt.Errorf("issuer %q: an absolute http or https URL", c.Issuer))
+	if !pathOrURL(c.Issuer, "http", "https") || strings.HasPrefix(c.Issuer, "/") {
+		errs = append(errs, fmt.Errorf("issuer %q: an absolute http or https URL without user, query or fragment", c.Issuer))
+	}
+	for _, o := range c.ConnectSrc {
+		if u, err := url.Parse(o); err != nil || origin(o) == "" || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || strings.TrimSuffix(o, "/") != origin(o) {
+			errs = append(errs, fmt.Errorf("connect_src %q: an origin, scheme://host[:port]", o))
+		}
 	}
 	if c.ClientID == "" {
 		errs = append(errs, errors.New("client_id: required (a public client with the authorization code flow)"))
 	}
-	if !strings.HasPrefix(c.Base, "/") || !strings.HasSuffix(c.Base, "/") || path.Clean(c.Base+"x") != c.Base+"x" {
-		errs = append(errs, fmt.Errorf("base %q: a clean path that starts and ends with /", c.Base))
+	if !strings.HasPrefix(c.Base, "/") || !strings.HasSuffix(c.Base, "/") || path.Clean(c.Base+"x") != c.Base+"x" ||
+		strings.Trim(c.Base, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~/-") != "" {
+		errs = append(errs, fmt.Errorf("base %q: a clean path of letters, digits and ._~- that starts and ends with /", c.Base))
+	}
+	// openid for the sign-in's ID token (the sign-out's hint), and
+	// offline_access for the refresh token every renewal needs.
+	for _, need := range []string{"openid", "offline_access"} {
+		if !containsString(c.Scopes, need) {
+			errs = append(errs, fmt.Errorf("scopes: %s is needed (the console renews with a refresh token and signs out with the ID token)", need))
+		}
 	}
 	if !pathOrURL(c.Socket, "ws", "wss") {
 		errs = append(errs, fmt.Errorf("socket %q: a path or a ws:// or wss:// URL", c.Socket))
@@ -275,7 +294,7 @@ func (h *Handler) Policy(r *http.Request) string {
 		connect += " ws://" + host + " wss://" + host
 	}
 	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-		"connect-src " + connect + "; form-action 'self'; frame-src 'none'; frame-ancestors 'none'; " +
+		"connect-src " + connect + "; form-action 'self' " + h.form + "; frame-src 'none'; frame-ancestors 'none'; " +
 		"base-uri 'none'; object-src 'none'"
 }
 

@@ -114,7 +114,7 @@ func TestPolicy(t *testing.T) {
 	w, _ := get(h, http.MethodGet, "/", "console.example.com:8443")
 	want := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 		"connect-src 'self' https://id.example.com https://query.example.com ws://console.example.com:8443 wss://console.example.com:8443; " +
-		"form-action 'self'; frame-src 'none'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+		"form-action 'self' https://id.example.com; frame-src 'none'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 	if got := w.Header().Get("Content-Security-Policy"); got != want {
 		t.Errorf("policy:\n got %s\nwant %s", got, want)
 	}
@@ -135,7 +135,7 @@ func TestPolicy(t *testing.T) {
 // TestPageConfig: the page carries its configuration, escaped, where the
 // script reads it, and lists the configured links.
 func TestPageConfig(t *testing.T) {
-	h := newHandler(t, Config{ClientID: `a"<b>`, Scopes: []string{"openid", "Service/Market"},
+	h := newHandler(t, Config{ClientID: `a"<b>`, Scopes: []string{"openid", "offline_access", "Service/Market"},
 		StepUpScopes: []string{"Service/Trading"}, Links: []Link{{Title: "The <flows>", Href: "/demo/"}}})
 	w, _ := get(h, http.MethodGet, "/", "")
 	body := w.Body.String()
@@ -147,7 +147,7 @@ func TestPageConfig(t *testing.T) {
 	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &pc); err != nil {
 		t.Fatal(err)
 	}
-	if pc.ClientID != `a"<b>` || pc.Scopes != "openid Service/Market" || pc.StepUpScopes != "Service/Trading" ||
+	if pc.ClientID != `a"<b>` || pc.Scopes != "openid offline_access Service/Market" || pc.StepUpScopes != "Service/Trading" ||
 		pc.Socket != "/ws" || pc.Query != "/query" || pc.Base != "/" || pc.Issuer != "https://id.example.com" || len(pc.Symbols) == 0 {
 		t.Errorf("the page's configuration: %+v", pc)
 	}
@@ -179,6 +179,15 @@ func TestConfigRefused(t *testing.T) {
 		"symbol venue":      func(c *Config) { c.Symbols = []string{"BHP.asx"} },
 		"link":              func(c *Config) { c.Links = []Link{{Title: "x", Href: "javascript:alert(1)"}} },
 		"link title":        func(c *Config) { c.Links = []Link{{Href: "/x"}} },
+		"issuer with query": func(c *Config) { c.Issuer = "https://id.example.com/?a=b" },
+		"issuer with user":  func(c *Config) { c.Issuer = "https://u@id.example.com" },
+		"issuer a path":     func(c *Config) { c.Issuer = "/id" },
+		"base with a space": func(c *Config) { c.Base = "/a b/" },
+		"base with a quote": func(c *Config) { c.Base = `/a"/` },
+		"no offline_access": func(c *Config) { c.Scopes = []string{"openid", "Service/Market"} },
+		"no openid":         func(c *Config) { c.Scopes = []string{"offline_access"} },
+		"connect_src path":  func(c *Config) { c.ConnectSrc = []string{"https://x.example.com/token"} },
+		"connect_src ws":    func(c *Config) { c.ConnectSrc = []string{"ftp://x.example.com"} },
 	} {
 		c := good
 		edit(&c)

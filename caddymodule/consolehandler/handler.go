@@ -67,6 +67,11 @@ type Handler struct {
 	Symbols []string `json:"symbols,omitempty"`
 	// Links are listed on the page besides the identity server's own.
 	Links []Link `json:"links,omitempty"`
+	// ConnectSrc are more origins (scheme://host[:port]) the page may
+	// fetch from, besides its own, the issuer's and the query service's:
+	// an identity server whose discovery document names endpoints on
+	// other origins.
+	ConnectSrc []string `json:"connect_src,omitempty"`
 
 	h *console.Handler
 }
@@ -93,6 +98,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	cfg := console.Config{
 		Issuer: h.Issuer, ClientID: h.ClientID, Scopes: h.Scopes, StepUpScopes: h.StepUpScopes,
 		Socket: h.Socket, Subprotocol: h.Subprotocol, Query: h.Query, Base: h.Base, Symbols: h.Symbols,
+		ConnectSrc: h.ConnectSrc,
 	}
 	for _, l := range h.Links {
 		cfg.Links = append(cfg.Links, console.Link{Title: l.Title, Href: l.Href})
@@ -149,6 +155,7 @@ func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 //		base <path>                     # default /
 //		symbols <CODE.VENUE>...         # on the board at sign-in
 //		link <title> <path|url>         # repeatable
+//		connect_src <origin>...         # more origins the page may fetch from
 //	}
 //
 // The JSON fields of Handler document each setting.
@@ -178,6 +185,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Base, err = cfutil.OneArg(d)
 		case "symbols":
 			h.Symbols, err = cfutil.ListArgs(d)
+		case "connect_src":
+			h.ConnectSrc, err = cfutil.ListArgs(d)
 		case "link":
 			args := d.RemainingArgs()
 			if len(args) != 2 {

@@ -28,7 +28,10 @@
     // Renewal by refresh token shortly before the access token expires;
     // each renewal is sent to the open socket (onUserLoaded).
     automaticSilentRenew: true,
+    // The user and the sign-in's state (its PKCE verifier, an order
+    // waiting for a step-up) live in this tab only, and go with it.
     userStore: new oidc.WebStorageStateStore({ store: window.sessionStorage }),
+    stateStore: new oidc.WebStorageStateStore({ store: window.sessionStorage }),
   });
 
   let user = null; // oidc-client-ts's User
@@ -109,8 +112,10 @@
     authTxn: 0,
     reauths: 0,
     connections: 0,
-    retry: 0,
+    retry: 0, // failed or short connections in a row: the back-off's exponent
     timer: 0,
+    stable: 0, // the timer that resets retry once a connection has held
+    refused: false, // the gateway refused the current token: wait for a new one
     rights: "",
     entitlements: null, // VENUE:feed as the gateway last listed them
   };
@@ -133,8 +138,13 @@
     return msg.TransactionID;
   }
 
+  // A connection that authenticated and held this long resets the
+  // back-off; one the gateway closes sooner (a refused or revoked token,
+  // the audit refusing, a restart) counts as a failure.
+  const STABLE_MS = 30000;
+
   function connect() {
-    if (!user || sock.ws || signingOut) return;
+    if (!user || sock.ws || signingOut || sock.refused) return;
     clearTimeout(sock.timer);
     const ws = new WebSocket(socketURL(), cfg.subprotocol);
     sock.ws = ws;
@@ -144,7 +154,6 @@
     $("sock-connections").textContent = sock.connections;
     sockState("connecting");
     ws.onopen = () => {
-      sock.retry = 0;
       sockState("open, authenticating");
       sendAuth();
     };
@@ -162,11 +171,19 @@
       if (sock.ws !== ws) return;
       sock.ws = null;
       sock.authed = false;
+      clearTimeout(sock.stable);
       sockState("closed (" + ev.code + (ev.reason ? ": " + ev.reason : "") + ")");
       for (const row of rows.values()) if (row.state === "live" || row.state === "subscribing") setRowState(row, "waiting for the socket");
       if (!user || signingOut) return;
-      const wait = Math.min(30, 2 ** sock.retry++);
-      event("Socket closed with " + ev.code + (ev.reason ? " (" + ev.reason + ")" : "") + "; reconnecting in " + wait + " s.", "bad");
+      const closed = "Socket closed with " + ev.code + (ev.reason ? " (" + ev.reason + ")" : "");
+      if (sock.refused) {
+        event(closed + "; the token was refused: reconnecting when a new one comes.", "bad");
+        return;
+      }
+      // Exponential back-off from 1 s to 30 s, with jitter of ±50%, so that
+      // the consoles a restart closes do not all come back at once.
+      const wait = Math.min(30, 2 ** sock.retry++) * (0.5 + Math.random());
+      event(closed + "; reconnecting in " + wait.toFixed(1) + " s.", "bad");
       sock.timer = setTimeout(connect, wait * 1000);
     };
   }
@@ -179,19 +196,37 @@
     sock.authTxn = send({ Controller: "Auth", Topic: "AuthToken", Action: "Publish", Data: { Provider: "Bearer", AccessToken: user.access_token } });
   }
 
+  // showRights shows the session's rights as the gateway said them (an
+  // Identify), says when they changed (the expiry aside, which each
+  // renewal moves), and subscribes again what they now allow.
   function showRights(data) {
-    if (Array.isArray(data.Entitlements)) sock.entitlements = data.Entitlements.slice().sort();
+    if (Array.isArray(data.Entitlements)) sock.entitlements = data.Entitlements.filter((e) => typeof e === "string").sort();
     const parts = [];
     if (Array.isArray(data.Scope)) parts.push(data.Scope.join(" ") || "no scope");
-    if (Array.isArray(data.Entitlements)) parts.push("entitled to " + (data.Entitlements.join(" ") || "no venue"));
-    if (data.ExpiryDate) parts.push("until " + data.ExpiryDate);
+    if (Array.isArray(data.Entitlements)) parts.push("entitled to " + (sock.entitlements.join(" ") || "no venue"));
     const text = parts.join("; ");
     if (sock.rights && text !== sock.rights) event("The socket's rights changed: " + text + ".");
     sock.rights = text;
-    $("sock-rights").textContent = text;
+    $("sock-rights").textContent = text + (data.ExpiryDate ? "; until " + data.ExpiryDate : "");
     for (const row of rows.values()) {
-      if (row.authority) setRowState(row, refusal(row.sym, "quotes").replace(/^refused/, row.authority), "bad");
+      if (!row.authority) continue;
+      if (holds(row.sym, "quotes")) subscribe(row);
+      else setRowState(row, refusal(row.sym, "quotes").replace(/^refused/, row.authority), "bad");
     }
+    for (const sym of depthWanted) {
+      const box = depthBox(sym);
+      if (box.dataset.refused && holds(sym, "depth")) subscribeDepth(sym);
+    }
+  }
+
+  // lapsed is the socket's authority gone (an Identify that is not a
+  // success: a revocation, or the token refused): what flows stops until a
+  // fresh token, which one renewal is tried for.
+  function lapsed(result) {
+    sockState("authority lapsed (" + result + "): waiting for a fresh token");
+    for (const row of rows.values()) if (row.state === "live") setRowState(row, "paused: the session's authority lapsed", "bad");
+    event("The gateway says the session's authority lapsed (" + result + "); renewing.", "bad");
+    renew();
   }
 
   function handle(m) {
@@ -208,12 +243,19 @@
     }
     if (m.TransactionID === sock.authTxn && (m.Topic === "Identify" || m.Topic === "AuthToken")) {
       if (d.Result !== "Success") {
+        // No reconnecting with a token the gateway refuses: a new one
+        // (a renewal, a sign-in) sends AuthToken again (onUserLoaded).
+        sock.refused = true;
         sockState("authentication refused (" + d.Result + ")");
         event("The gateway refused the token (" + d.Result + ").", "bad");
+        if (sock.authed) lapsed(d.Result);
         return;
       }
+      sock.refused = false;
       if (!sock.authed) {
         sock.authed = true;
+        clearTimeout(sock.stable);
+        sock.stable = setTimeout(() => { sock.retry = 0; }, STABLE_MS);
         sockState("authenticated");
         event("Socket authenticated (connection " + sock.connections + ").", "good");
         send({ Controller: "Auth", Topic: "Identify", Action: "Sub" });
@@ -228,7 +270,18 @@
       showRights(d);
       return;
     }
-    if (m.Topic === "Identify" && d.Result === "Success") showRights(d);
+    if (m.Topic === "Identify") {
+      if (d.Result === "Success") {
+        if (sock.state_lapsed) {
+          sock.state_lapsed = false;
+          sockState("authenticated");
+        }
+        showRights(d);
+      } else if (sock.authed) {
+        sock.state_lapsed = true;
+        lapsed(String(d.Result));
+      }
+    }
   }
 
   // --- the quote board ---------------------------------------------------
@@ -238,13 +291,15 @@
   const fields = ["Last", "Change", "BestBid", "BestAsk", "Volume"];
 
   const venueOf = (sym) => sym.slice(sym.lastIndexOf(".") + 1);
+  const currentEntitlements = () => sock.entitlements || entitlements(claims);
+  const holds = (sym, feed) => hasScope("Service/Market") && currentEntitlements().includes(venueOf(sym) + ":" + feed);
 
   // refusal says why a subscription was refused or ended, from the
   // session's rights as the socket last said them (they may have narrowed
   // since the token was issued), else the token's.
   function refusal(sym, feed) {
     const pair = venueOf(sym) + ":" + feed;
-    const ent = sock.entitlements || entitlements(claims);
+    const ent = currentEntitlements();
     if (!hasScope("Service/Market")) return "refused: the token has no Service/Market scope";
     if (!ent.includes(pair)) return "refused: no entitlement to " + pair + " (this session holds " + (ent.join(" ") || "no venue") + ")";
     return "refused by the gateway (Authority)";
@@ -318,11 +373,11 @@
   const num = (v) => (typeof v === "number" ? v : v === undefined || v === null || v === "" ? undefined : Number(v));
 
   function applyQuote(row, d) {
-    if (d.Name) row.cells.Name.textContent = d.Name;
+    if (typeof d.Name === "string") row.cells.Name.textContent = d.Name.slice(0, 200);
     const close = num(d.Close);
-    if (close !== undefined) row.close = close;
+    if (Number.isFinite(close)) row.close = close;
     const last = num(d.Last);
-    if (last !== undefined && !Number.isNaN(last)) {
+    if (Number.isFinite(last)) {
       const prev = row.last;
       row.last = last;
       row.cells.Last.textContent = last.toFixed(2);
@@ -341,9 +396,9 @@
       }
     }
     const bid = num(d.BestBid), ask = num(d.BestAsk), vol = num(d.Volume);
-    if (bid !== undefined) row.cells.BestBid.textContent = bid.toFixed(2);
-    if (ask !== undefined) row.cells.BestAsk.textContent = ask.toFixed(2);
-    if (vol !== undefined) row.cells.Volume.textContent = vol.toLocaleString("en");
+    if (Number.isFinite(bid)) row.cells.BestBid.textContent = bid.toFixed(2);
+    if (Number.isFinite(ask)) row.cells.BestAsk.textContent = ask.toFixed(2);
+    if (Number.isFinite(vol)) row.cells.Volume.textContent = vol.toLocaleString("en");
   }
 
   function handleMarket(m) {
@@ -392,6 +447,8 @@
 
   // --- depth -------------------------------------------------------------
 
+  const MAX_LEVELS = 20; // levels of a book shown a side
+
   function depthBox(sym) {
     let box = document.querySelector('#depths [data-symbol="' + sym + '"]');
     if (!box) {
@@ -404,7 +461,7 @@
   }
 
   function subscribeDepth(sym) {
-    depthBox(sym);
+    delete depthBox(sym).dataset.refused;
     send({ Controller: "Market", Topic: "Depth!" + sym, Action: "Sub" });
   }
 
@@ -430,6 +487,7 @@
       const code = String(m.Data);
       state.textContent = code.startsWith("Authority") ? refusal(sym, "depth") : "refused: " + code;
       state.className = "state bad";
+      box.dataset.refused = "1";
       event("Depth of " + sym + ": " + state.textContent + ".", "bad");
       return;
     }
@@ -456,11 +514,15 @@
     t.append(el("thead"));
     t.tHead.append(head);
     const body = el("tbody");
-    for (let i = 0; i < Math.max(d.Bids.length, d.Asks.length); i++) {
-      const b = d.Bids[i] || {}, a = d.Asks[i] || {};
+    const price = (v) => (Number.isFinite(num(v)) ? num(v).toFixed(2) : "");
+    const qty = (v) => (Number.isFinite(num(v)) ? String(num(v)) : "");
+    // The book's first levels: a backend may send any number.
+    for (let i = 0; i < Math.min(MAX_LEVELS, Math.max(d.Bids.length, d.Asks.length)); i++) {
+      const b = (d.Bids[i] && typeof d.Bids[i] === "object") ? d.Bids[i] : {};
+      const a = (d.Asks[i] && typeof d.Asks[i] === "object") ? d.Asks[i] : {};
       const tr = el("tr");
-      tr.append(el("td", b.Quantity ?? "", "num"), el("td", b.Price !== undefined ? num(b.Price).toFixed(2) : "", "num up"),
-        el("td", a.Price !== undefined ? num(a.Price).toFixed(2) : "", "num down"), el("td", a.Quantity ?? "", "num"));
+      tr.append(el("td", qty(b.Quantity), "num"), el("td", price(b.Price), "num up"),
+        el("td", price(a.Price), "num down"), el("td", qty(a.Quantity), "num"));
       body.append(tr);
     }
     t.append(body);
@@ -469,20 +531,43 @@
 
   // --- queries -----------------------------------------------------------
 
+  const MAX_ROWS = 1000; // rows of an answer shown
+  const tableName = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+  // query POSTs to the query service with the access token. A 401 (the
+  // token revoked, or narrowed by an entitlement change) is tried once
+  // more after a renewal, with the new token.
   async function query(path, body, contentType) {
-    const res = await fetch(queryBase + path, {
-      method: "POST",
-      headers: { Authorization: "Bearer " + user.access_token, "Content-Type": contentType, Accept: "application/json" },
-      body,
-    });
-    const text = await res.text();
-    let json;
+    const once = async () => {
+      const res = await fetch(queryBase + path, {
+        method: "POST",
+        headers: { Authorization: "Bearer " + user.access_token, "Content-Type": contentType, Accept: "application/json" },
+        body,
+      });
+      const text = await res.text();
+      let json;
+      try {
+        json = JSON.parse(text);
+      } catch (e) {
+        json = undefined;
+      }
+      return { status: res.status, statusText: res.statusText, text, json };
+    };
+    const r = await once();
+    if (r.status !== 401 || !(await renew())) return r;
+    return once();
+  }
+
+  // send runs a request and shows its answer, or why it was not sent.
+  async function ask(target, what, request) {
+    let r;
     try {
-      json = JSON.parse(text);
+      r = await request();
     } catch (e) {
-      json = undefined;
+      r = { status: 0, statusText: "not sent", text: String(e) };
     }
-    return { status: res.status, statusText: res.statusText, text, json };
+    showAnswer(target, what, r);
+    return r;
   }
 
   function showAnswer(target, what, r) {
@@ -492,23 +577,30 @@
     const head = el("p", what + ": " + r.status + (r.statusText ? " " + r.statusText : ""), ok ? "good" : "bad");
     head.dataset.status = r.status;
     out.append(head);
-    if (ok && r.json && Array.isArray(r.json.Rows) && r.json.Columns && typeof r.json.Columns === "object") {
-      const cols = Object.entries(r.json.Columns).sort((a, b) => a[1].Index - b[1].Index).map(([name]) => name);
-      out.append(el("p", r.json.Rows.length + (r.json.Rows.length === 1 ? " row" : " rows"), "help"));
+    const j = r.json;
+    if (ok && j && Array.isArray(j.Rows) && j.Columns && typeof j.Columns === "object" && !Array.isArray(j.Columns)) {
+      const cols = Object.entries(j.Columns)
+        .map(([name, c]) => [name, c && Number.isInteger(c.Index) ? c.Index : Infinity])
+        .sort((a, b) => a[1] - b[1]).map(([name]) => name);
+      const shown = j.Rows.slice(0, MAX_ROWS);
+      out.append(el("p", j.Rows.length + (j.Rows.length === 1 ? " row" : " rows") +
+        (j.Rows.length > shown.length ? ", the first " + shown.length + " shown" : ""), "help"));
       const wrap = el("div", null, "scroll");
       const t = el("table", null, "rows");
-      const head = el("tr");
+      const hr = el("tr");
       for (const c of cols) {
         const th = el("th", c);
         th.scope = "col";
-        head.append(th);
+        hr.append(th);
       }
       t.append(el("thead"));
-      t.tHead.append(head);
+      t.tHead.append(hr);
       const body = el("tbody");
-      for (const row of r.json.Rows) {
+      for (const row of shown) {
         const tr = el("tr");
-        for (const v of row) tr.append(el("td", v === null ? "" : typeof v === "object" ? JSON.stringify(v) : v));
+        for (const v of Array.isArray(row) ? row.slice(0, cols.length) : []) {
+          tr.append(el("td", v === null ? "" : typeof v === "object" ? JSON.stringify(v) : v));
+        }
         body.append(tr);
       }
       t.append(body);
@@ -522,17 +614,18 @@
     }
   }
 
-  async function runIQL(statement) {
-    try {
-      showAnswer("result", "IQL", await query("", statement, "text/plain; charset=utf-8"));
-    } catch (e) {
-      showAnswer("result", "IQL", { status: 0, statusText: "not sent", text: String(e) });
-    }
+  function runIQL(statement) {
+    return ask("result", "IQL", () => query("", statement, "text/plain; charset=utf-8"));
   }
 
-  async function runSelect(form) {
+  function badTable(table) {
+    showAnswer("result", "Not sent", { status: 0, statusText: "", text: "“" + table + "” is not a table name: letters, digits and _." });
+  }
+
+  function runSelect(form) {
     const f = new FormData(form);
     const table = String(f.get("table")).trim();
+    if (!tableName.test(table)) return badTable(table);
     const cols = String(f.get("columns")).split(",").map((s) => s.trim()).filter(Boolean);
     const criteria = [];
     if (String(f.get("column")).trim()) {
@@ -541,16 +634,13 @@
       criteria.push({ ColumnName: String(f.get("column")).trim(), Operator: String(f.get("operator")), Value: value });
     }
     const q = cols.length ? "?columns=" + encodeURIComponent(cols.join(",")) : "";
-    try {
-      showAnswer("result", "Select from " + table, await query("/" + encodeURIComponent(table) + "/select" + q, JSON.stringify(criteria), "application/json"));
-    } catch (e) {
-      showAnswer("result", "Select", { status: 0, statusText: "not sent", text: String(e) });
-    }
+    return ask("result", "Select from " + table, () => query("/" + table + "/select" + q, JSON.stringify(criteria), "application/json"));
   }
 
-  async function runInsert(form) {
+  function runInsert(form) {
     const f = new FormData(form);
     const table = String(f.get("table")).trim();
+    if (!tableName.test(table)) return badTable(table);
     let row;
     try {
       row = JSON.parse(String(f.get("row")));
@@ -558,28 +648,29 @@
       showAnswer("result", "Insert", { status: 0, statusText: "not sent", text: "The row is not JSON: " + e.message });
       return;
     }
-    try {
-      showAnswer("result", "Insert into " + table, await query("/" + encodeURIComponent(table) + "/insert", JSON.stringify(row), "application/json"));
-    } catch (e) {
-      showAnswer("result", "Insert", { status: 0, statusText: "not sent", text: String(e) });
-    }
+    return ask("result", "Insert into " + table, () => query("/" + table + "/insert", JSON.stringify(row), "application/json"));
   }
 
   // --- orders ------------------------------------------------------------
 
   const tradeScopes = () => cfg.stepUpScopes.split(" ").filter(Boolean);
 
-  async function loadAccounts() {
-    if (!hasScope("Service/Trading")) return;
+  // loadAccounts fills the order form's account list with the user's
+  // accounts, keeping the one chosen; it says how many there are.
+  async function loadAccounts(chosen) {
+    if (!hasScope("Service/Trading")) return 0;
     const r = await query("/Account/select?columns=AccountId,Name", "[]", "application/json").catch(() => null);
-    if (!r || r.status !== 200 || !r.json) return;
+    if (!r || r.status !== 200 || !r.json || !Array.isArray(r.json.Rows)) return 0;
     const sel = $("order-account");
     sel.replaceChildren();
-    for (const [id, name] of r.json.Rows) {
-      const o = el("option", id + (name ? " — " + name : ""));
-      o.value = id;
+    for (const row of r.json.Rows.slice(0, MAX_ROWS)) {
+      if (!Array.isArray(row) || typeof row[0] !== "string") continue;
+      const o = el("option", row[0] + (row[1] ? " — " + row[1] : ""));
+      o.value = row[0];
       sel.append(o);
     }
+    if (chosen) sel.value = chosen;
+    return sel.options.length;
   }
 
   function orderFrom(form) {
@@ -595,43 +686,64 @@
     return order;
   }
 
-  async function order(o, afterStepUp) {
+  // fillOrder puts an order back in the form.
+  function fillOrder(o) {
+    const form = $("order-form");
+    for (const [name, v] of [["code", o.Code], ["exchange", o.Exchange], ["side", o.Side], ["quantity", o.Quantity], ["price", o.Price]]) {
+      if (v !== undefined && form.elements[name]) form.elements[name].value = String(v);
+    }
+  }
+
+  // afterStepUp is the return from a step-up with the order that sent the
+  // user there: the form holds it again, with the user's accounts to
+  // choose from, and waits for the user to place it. It is never placed
+  // unseen: the account was not known before, and time has passed.
+  async function afterStepUp(o) {
+    fillOrder(o);
     const missing = tradeScopes().filter((s) => !hasScope(s));
-    if (missing.length && afterStepUp) {
+    if (missing.length) {
       // Asked for and not granted: the user has no second factor to pass,
       // or no right to them. Asking again would loop.
       const text = "The identity server did not grant " + missing.join(" and ") +
-        ": the user needs a second factor (the account page sets one up) and the right to trade.";
+        ": the user needs a second factor (the account page sets one up) and the right to trade. The order was not placed.";
       $("order-result").replaceChildren(el("p", text, "bad"));
       event(text, "bad");
       return;
     }
+    const n = await loadAccounts(o.AccountId);
+    const p = el("p", "Signed in with " + tradeScopes().join(" and ") + ". Check the order" +
+      (n > 1 ? " and choose the account" : "") + ", then press Place order.", "good");
+    p.id = "order-ready";
+    $("order-result").replaceChildren(p);
+    event("Back from the step-up: the order waits in the form.");
+    $("order-form").querySelector("button[type=submit]").focus();
+  }
+
+  async function order(o) {
+    const missing = tradeScopes().filter((s) => !hasScope(s));
     if (missing.length) {
       // A step-up: sign in again asking for the trading scopes. The
       // identity server asks for a second factor where they need one; the
-      // order waits in the request's state and is placed on return.
+      // order waits in the request's state and comes back to the form.
       $("order-result").replaceChildren(el("p", "Placing an order needs " + missing.join(" and ") + ": signing in again for them…"));
       event("Step-up: asking the identity server for " + missing.join(" ") + ".");
       await mgr.signinRedirect({ scope: cfg.scopes + " " + cfg.stepUpScopes, state: { order: o } });
       return;
     }
-    if (!o.AccountId) {
-      await loadAccounts();
-      o.AccountId = $("order-account").value;
+    if (!o.AccountId && (await loadAccounts()) !== 1) {
+      $("order-result").replaceChildren(el("p", "Choose the account, then press Place order.", "bad"));
+      return;
     }
-    try {
-      const r = await query("/Order/insert", JSON.stringify(o), "application/json");
-      showAnswer("order-result", "Order " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange, r);
-      if (r.status >= 200 && r.status < 300) {
-        event("Order placed: " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange + " in " + o.AccountId + ".", "good");
-        const statement = "select OrderId, AccountId, Code, Exchange, Side, Quantity, Price, Status from Order";
-        $("iql").value = statement;
-        await runIQL(statement);
-      } else {
-        event("Order refused (" + r.status + ").", "bad");
-      }
-    } catch (e) {
-      showAnswer("order-result", "Order", { status: 0, statusText: "not sent", text: String(e) });
+    if (!o.AccountId) o.AccountId = $("order-account").value;
+    const r = await ask("order-result", "Order " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange + " in " + o.AccountId,
+      () => query("/Order/insert", JSON.stringify(o), "application/json"));
+    if (r.status >= 200 && r.status < 300) {
+      event("Order placed: " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange + " in " + o.AccountId + ".", "good");
+      const statement = "select OrderId, AccountId, Code, Exchange, Side, Quantity, Price, Status from Order";
+      $("iql").value = statement;
+      await runIQL(statement);
+    } else {
+      event("Order refused (" + r.status + ").", "bad");
     }
   }
 
@@ -649,54 +761,108 @@
     connect();
   }
 
-  function signedOut(text) {
+  // signedOut shows the signed-out page; with ended, the session ended
+  // under the user (its refresh token refused): the tab forgets it.
+  async function signedOut(text, ended) {
+    if (ended) {
+      signingOut = true;
+      if (sock.ws) sock.ws.close(1000, "session ended");
+      await mgr.removeUser().catch(() => {});
+      signingOut = false;
+    }
     user = null;
     $("welcome").hidden = false;
     $("board").hidden = true;
     $("signin").hidden = false;
     $("signout").hidden = true;
-    status(text || "Signed out.");
+    status(text || "Signed out.", ended ? "bad" : "");
+  }
+
+  // renew renews the tokens with the refresh token, once at a time, and
+  // says whether it did. A refused refresh token (invalid_grant: the
+  // session ended, the user disabled) signs the tab out.
+  let renewing = null;
+  function renew() {
+    if (!renewing) {
+      renewing = mgr.signinSilent().then(() => true, (e) => {
+        event("Renewal failed: " + (e.error || e.message || e) + ".", "bad");
+        if (e.error === "invalid_grant" || e.error === "login_required") {
+          signedOut("The session ended (" + e.error + "): sign in again.", true);
+        }
+        return false;
+      }).finally(() => { renewing = null; });
+    }
+    return renewing;
   }
 
   mgr.events.addUserLoaded((u) => {
-    if (!user) return; // the first sign-in, which start() shows
+    // The first sign-in is start()'s; a sign-out's revocation stores the
+    // user once more, which is no renewal.
+    if (!user || signingOut) return;
     user = u;
     showIdentity();
     event("Token renewed with the refresh token; it expires in " + Math.floor(u.expires_in / 60) + " min.", "good");
-    if (sock.authed) sendAuth();
+    sock.refused = false;
+    if (sock.ws && sock.ws.readyState === WebSocket.OPEN) sendAuth();
     else connect();
   });
   mgr.events.addSilentRenewError((e) => {
-    event("Renewal failed: " + (e.error || e.message || e) + ". Sign in again.", "bad");
-    status("The session could not be renewed: sign in again.", "bad");
+    // The automatic renewal's failure (renew() reports its own).
+    event("Renewal failed: " + (e.error || e.message || e) + ".", "bad");
+    if (e.error === "invalid_grant" || e.error === "login_required") signedOut("The session ended (" + e.error + "): sign in again.", true);
   });
   mgr.events.addAccessTokenExpired(() => {
     event("The access token expired.", "bad");
+    for (const row of rows.values()) if (row.state === "live") setRowState(row, "paused: the token expired", "bad");
+    renew();
   });
 
   $("signin").addEventListener("click", () => mgr.signinRedirect().catch((e) => status("Sign-in failed: " + (e.message || e), "bad")));
-  $("signout").addEventListener("click", async () => {
+  $("signout").addEventListener("click", () => signOut().catch((e) => status("Sign-out failed: " + (e.message || e), "bad")));
+  $("renew").addEventListener("click", () => {
+    event("Renewing the token…");
+    renew();
+  });
+
+  // signOut closes the socket, revokes the refresh token, forgets the user
+  // and ends the identity server's session: a form POSTed to its
+  // end-session endpoint, so that the ID token given as the hint (the
+  // sign-in's, which names the session) is in no URL.
+  async function signOut() {
     signingOut = true;
+    clearTimeout(sock.timer);
     if (sock.ws) sock.ws.close(1000, "signed out");
     try {
       await mgr.revokeTokens(["refresh_token"]);
     } catch (e) {
-      /* the end-session request ends the session whatever happened here */
+      event("Revoking the refresh token failed: " + (e.message || e) + "; the end of the session revokes it.", "bad");
     }
-    // The hint that names the identity server's session (its sid) is the
-    // ID token of the sign-in; a refreshed one names none, and the server
-    // would ask to confirm.
-    const hint = sessionStorage.getItem("console.id_token") || undefined;
+    const hint = sessionStorage.getItem("console.id_token");
     sessionStorage.removeItem("console.id_token");
-    await mgr.signoutRedirect({ id_token_hint: hint }).catch(async () => {
-      await mgr.removeUser();
+    const endpoint = await mgr.metadataService.getEndSessionEndpoint().catch(() => undefined);
+    await mgr.removeUser();
+    await mgr.clearStaleState().catch(() => {});
+    if (!endpoint) {
+      signingOut = false;
       signedOut();
-    });
-  });
-  $("renew").addEventListener("click", () => {
-    event("Renewing the token…");
-    mgr.signinSilent().catch(() => { /* addSilentRenewError says it */ });
-  });
+      return;
+    }
+    const form = el("form");
+    form.method = "post";
+    form.action = endpoint;
+    const fields = { client_id: cfg.clientId, post_logout_redirect_uri: here };
+    if (hint) fields.id_token_hint = hint;
+    for (const [name, value] of Object.entries(fields)) {
+      const input = el("input");
+      input.type = "hidden";
+      input.name = name;
+      input.value = value;
+      form.append(input);
+    }
+    document.body.append(form);
+    form.submit();
+  }
+
   $("add-symbol").addEventListener("submit", (e) => {
     e.preventDefault();
     addSymbol($("symbol").value);
@@ -728,34 +894,40 @@
 
   async function start() {
     let u = null;
+    let note = "";
     if (location.pathname === cfg.base + "callback") {
-      const params = new URLSearchParams(location.search);
+      const url = location.href;
       history.replaceState(null, "", cfg.base);
-      if (params.has("error")) {
-        signedOut("Sign-in refused: " + params.get("error") + (params.get("error_description") ? " (" + params.get("error_description") + ")" : "") + ".");
-        return;
-      }
       try {
-        u = await mgr.signinRedirectCallback(location.origin + cfg.base + "callback?" + params.toString());
+        // oidc-client-ts checks the state it sent (and drops it) before it
+        // reads a code or an error: an error in a URL nobody sent is not
+        // shown as the identity server's.
+        u = await mgr.signinRedirectCallback(url);
         if (u.id_token) sessionStorage.setItem("console.id_token", u.id_token);
       } catch (e) {
-        signedOut("Sign-in failed: " + (e.error || e.message || e) + ".");
-        return;
+        note = e.error
+          ? "The sign-in came back refused: " + e.error + (e.error_description ? " (" + e.error_description + ")" : "") + "."
+          : "The sign-in could not complete: " + (e.message || e) + ".";
+        if (e.state && e.state.order) note += " The order was not placed.";
       }
-    } else {
+    }
+    if (!u) {
+      // A session of this tab, if any, goes on (a cancelled step-up, a
+      // stale callback URL).
       u = await mgr.getUser();
       if (u && u.expired) u = await mgr.signinSilent().catch(() => null);
     }
     if (!u) {
-      signedOut("Not signed in.");
+      signedOut(note || "Not signed in.");
       return;
     }
     signedIn(u);
-    for (const s of cfg.symbols) addSymbol(s);
-    if (u.state && u.state.order) {
-      event("Back from the step-up: placing the order.");
-      await order(u.state.order, true);
+    if (note) {
+      status(note, "bad");
+      event(note, "bad");
     }
+    for (const sym of cfg.symbols) addSymbol(sym);
+    if (u.state && u.state.order) await afterStepUp(u.state.order);
   }
   start().catch((e) => status("The console could not start: " + (e.message || e), "bad"));
 })();
