@@ -473,4 +473,13 @@ func TestChromiumConsoleRenewsAndReconnects(t *testing.T) {
 	}
 	ticks = eval[int](c, `Number(`+bhp+`.dataset.ticks || 0)`)
 	c.waitFor("BHP.ASX ticking on the new connection", bhp+`.dataset.state === "live" && Number(`+bhp+`.dataset.ticks || 0) > `+fmt.Sprint(ticks), 15*time.Second)
+
+	// The user disabled: the gateway says the authority lapsed, the
+	// console renews, the identity server refuses the refresh token, and
+	// the tab is signed out, saying why.
+	runCLI(t, g, "user", "disable", "demo")
+	c.waitFor("signed out when the session ended", `!document.getElementById("signin").hidden && document.getElementById("status").textContent.startsWith("The session ended (invalid_grant)")`, 20*time.Second)
+	if kept := c.accessToken(); kept != "" {
+		t.Error("the tab kept the tokens of an ended session")
+	}
 }
