@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
+
+	"github.com/gatehouse/gatehouse/bench/internal/paired"
 )
 
 // refreshRounds measures, rounds times, the raw RS256 sign rate, the
@@ -52,7 +53,7 @@ func refreshRounds(ctx context.Context, w io.Writer, rounds, c int, d time.Durat
 	fmt.Fprintf(w, "\nper CPU over %d rounds of %v each (paired with the round's raw sign):\n", rounds, d)
 	fmt.Fprintf(w, "  client_credentials: %s\n", roundsText(ccRatios))
 	fmt.Fprintf(w, "  refresh_token:      %s\n", roundsText(rtRatios))
-	if mean, lo, hi, ok := pairedInterval(rtRatios); ok {
+	if mean, lo, hi, ok := paired.Interval(rtRatios); ok {
 		verdict := "NOT met"
 		switch {
 		case lo >= refreshCPUGoal:
@@ -74,41 +75,8 @@ func roundsText(ratios []float64) string {
 		cells[i] = fmt.Sprintf("%.1f%%", 100*r)
 	}
 	s := strings.Join(cells, " ")
-	if mean, lo, hi, ok := pairedInterval(ratios); ok {
+	if mean, lo, hi, ok := paired.Interval(ratios); ok {
 		s += fmt.Sprintf("; geometric mean %.1f%% (95%%: %.1f%% to %.1f%%)", 100*mean, 100*lo, 100*hi)
 	}
 	return s
-}
-
-// pairedInterval is the geometric mean of paired ratios and its 95%
-// confidence interval (Student's t over their logarithms); ok needs three
-// ratios or more.
-func pairedInterval(ratios []float64) (mean, lo, hi float64, ok bool) {
-	n := len(ratios)
-	if n < 3 {
-		return 0, 0, 0, false
-	}
-	var sum, sq float64
-	for _, r := range ratios {
-		sum += math.Log(r)
-	}
-	m := sum / float64(n)
-	for _, r := range ratios {
-		d := math.Log(r) - m
-		sq += d * d
-	}
-	half := tQuantile975(n-1) * math.Sqrt(sq/float64(n-1)/float64(n))
-	return math.Exp(m), math.Exp(m - half), math.Exp(m + half), true
-}
-
-// tQuantile975 is the 97.5th percentile of Student's t distribution with
-// df degrees of freedom, from the usual table; the normal's past 30.
-func tQuantile975(df int) float64 {
-	table := []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-	if df >= 1 && df < len(table) {
-		return table[df]
-	}
-	return 1.960
 }

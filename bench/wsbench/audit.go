@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/gatehouse/gatehouse/bench/internal/auditlog"
+
+	"github.com/gatehouse/gatehouse/bench/internal/paired"
 )
 
 // startAuditGateway starts the audit path (-audit): a gateway like the
@@ -86,13 +88,13 @@ func printAudit(w io.Writer, r *results) {
 
 // pairedLine is a figure's paired ratios round by round and, from three
 // rounds, their geometric mean with its 95% confidence interval.
-func pairedLine(label string, paired []float64) string {
-	cells := make([]string, len(paired))
-	for i, v := range paired {
+func pairedLine(label string, ratios []float64) string {
+	cells := make([]string, len(ratios))
+	for i, v := range ratios {
 		cells[i] = fmt.Sprintf("%.3f", v)
 	}
 	line := fmt.Sprintf("  %s: %s", label, strings.Join(cells, " "))
-	if mean, lo, hi, ok := pairedInterval(paired); ok {
+	if mean, lo, hi, ok := paired.Interval(ratios); ok {
 		line += fmt.Sprintf("; geometric mean %.3f, 95%% confidence interval %.3f to %.3f", mean, lo, hi)
 	} else {
 		line += " (an interval from three rounds: -rounds 3 or more)"

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gatehouse/gatehouse/bench/internal/marketblast"
+
+	"github.com/gatehouse/gatehouse/bench/internal/paired"
 )
 
 // The compression figures: the gateway with permessage-deflate negotiated
@@ -240,7 +242,7 @@ func intervalText(ratios []float64) string {
 		cells[i] = fmt.Sprintf("%.2f", v)
 	}
 	s := strings.Join(cells, " ")
-	if mean, lo, hi, ok := pairedInterval(ratios); ok {
+	if mean, lo, hi, ok := paired.Interval(ratios); ok {
 		s += fmt.Sprintf("  mean %.3f (95%%: %.3f to %.3f)", mean, lo, hi)
 	}
 	return s
@@ -256,7 +258,7 @@ func printCompressionGoals(w io.Writer, r *results) {
 			if i >= len(ratios) || len(ratios[i].ratios) == 0 {
 				return
 			}
-			mean, lo, hi, ok := pairedInterval(ratios[i].ratios)
+			mean, lo, hi, ok := paired.Interval(ratios[i].ratios)
 			if !ok {
 				mean = median(ratios[i].ratios)
 				lo, hi = mean, mean

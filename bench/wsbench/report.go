@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse/gatehouse/bench/internal/paired"
 )
 
 // The goals the gateway is held to (bench/README.md, "Goals").
@@ -170,7 +172,7 @@ func printGoals(w io.Writer, r *results) {
 				fmt.Fprintf(w, "        round by round (the two paths run back to back): %s, median %.2f\n",
 					strings.Join(cells, " "), median(paired))
 			}
-			if mean, lo, hi, ok := pairedInterval(pairedRatios(fr.max[pathGatehouse], fr.max[pathProxy])); ok {
+			if mean, lo, hi, ok := paired.Interval(pairedRatios(fr.max[pathGatehouse], fr.max[pathProxy])); ok {
 				lower := "no: parity is within the interval"
 				switch {
 				case hi < 1:
@@ -357,41 +359,6 @@ func pairedRatios(gh, rp []sample) []float64 {
 		}
 	}
 	return out
-}
-
-// pairedInterval is the geometric mean of paired ratios and its 95%
-// confidence interval (Student's t on the ratios' logarithms: a round's
-// ratio is a product of the machine's drift and the paths' difference).
-// ok is false with fewer than three ratios.
-func pairedInterval(ratios []float64) (mean, lo, hi float64, ok bool) {
-	n := len(ratios)
-	if n < 3 {
-		return 0, 0, 0, false
-	}
-	var sum, sq float64
-	for _, r := range ratios {
-		sum += math.Log(r)
-	}
-	m := sum / float64(n)
-	for _, r := range ratios {
-		d := math.Log(r) - m
-		sq += d * d
-	}
-	half := tQuantile975(n-1) * math.Sqrt(sq/float64(n-1)/float64(n))
-	return math.Exp(m), math.Exp(m - half), math.Exp(m + half), true
-}
-
-// tQuantile975 is the 97.5th percentile of Student's t distribution with
-// df degrees of freedom (two-sided 95%), from the usual table; the normal
-// distribution's past 30.
-func tQuantile975(df int) float64 {
-	table := []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-	if df >= 1 && df < len(table) {
-		return table[df]
-	}
-	return 1.960
 }
 
 // median of vs, not empty.
