@@ -85,8 +85,8 @@ type Handler struct {
 	cfg     Config
 	index   []byte // the page, the configuration in it
 	files   map[string]file
-	connect string // the CSP's connect-src sources besides 'self' and the socket's
-	form    string // the CSP's form-action sources besides 'self' (the end-session endpoint's)
+	connect string   // the CSP's connect-src sources besides 'self' and the socket's
+	form    []string // the CSP's form-action sources besides 'self': the issuer's and connect_src origins (the end-session endpoint's)
 }
 
 type file struct {
@@ -106,6 +106,9 @@ type pageConfig struct {
 	Query        string   `json:"query"`
 	Base         string   `json:"base"`
 	Symbols      []string `json:"symbols"`
+	// FormOrigins are the origins besides the page's that the policy lets
+	// a form post to: the sign-out checks the end-session endpoint's.
+	FormOrigins []string `json:"formOrigins"`
 }
 
 // The asset names under Base + "console/".
@@ -151,11 +154,18 @@ func New(cfg Config) (*Handler, error) {
 		sum := sha256.Sum256(body)
 		h.files[name] = file{body: body, contentType: ct, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
 	}
+	// The sign-out is a form posted to the identity server's end-session
+	// endpoint: on the issuer's origin, or one of connect_src's.
+	for _, u := range append([]string{cfg.Issuer}, cfg.ConnectSrc...) {
+		if o := origin(u); o != "" && !containsString(h.form, o) {
+			h.form = append(h.form, o)
+		}
+	}
 	pc, err := json.Marshal(pageConfig{
 		Issuer: strings.TrimSuffix(cfg.Issuer, "/"), ClientID: cfg.ClientID,
 		Scopes: strings.Join(cfg.Scopes, " "), StepUpScopes: strings.Join(cfg.StepUpScopes, " "),
 		Socket: cfg.Socket, Subprotocol: cfg.Subprotocol, Query: strings.TrimSuffix(cfg.Query, "/"),
-		Base: cfg.Base, Symbols: cfg.Symbols,
+		Base: cfg.Base, Symbols: cfg.Symbols, FormOrigins: h.form,
 	})
 	if err != nil {
 		return nil, err
@@ -176,9 +186,6 @@ func New(cfg Config) (*Handler, error) {
 		}
 	}
 	h.connect = strings.Join(connect, " ")
-	// The sign-out is a form posted to the identity server's end-session
-	// endpoint.
-	h.form = origin(cfg.Issuer)
 	return h, nil
 }
 
@@ -294,7 +301,7 @@ func (h *Handler) Policy(r *http.Request) string {
 		connect += " ws://" + host + " wss://" + host
 	}
 	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-		"connect-src " + connect + "; form-action 'self' " + h.form + "; frame-src 'none'; frame-ancestors 'none'; " +
+		"connect-src " + connect + "; form-action 'self' " + strings.Join(h.form, " ") + "; frame-src 'none'; frame-ancestors 'none'; " +
 		"base-uri 'none'; object-src 'none'"
 }
 

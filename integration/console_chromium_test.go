@@ -24,33 +24,38 @@ import (
 
 // consolePage drives the console in one browser tab.
 type consolePage struct {
-	t   *testing.T
-	ctx context.Context
-	g   *Gatehouse
+	t    *testing.T
+	ctx  context.Context
+	g    *Gatehouse
+	name string
 }
 
-// openConsole opens the console in Chromium at width×height and keeps a
-// screenshot and the page's text under integration/artifacts when the
-// test fails.
+// keepIfFailed keeps a screenshot and the page's text of a failed test.
+// Deferred by the test: it runs before the test's cleanups, whose context
+// (the browser's) is cancelled first.
+func (c *consolePage) keepIfFailed() {
+	if !c.t.Failed() {
+		return
+	}
+	// The test's context may have run out: the screenshot gets a few
+	// seconds of its own on the same browser.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 10*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90)); err == nil {
+		artifact(c.t, c.name+"-failure.png", png)
+	}
+	if text, err := chromedp.Run(sctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`)); err == nil {
+		artifact(c.t, c.name+"-failure.txt", []byte(text))
+	}
+}
+
+// openConsole opens the console in Chromium at width×height. A test
+// defers its keepIfFailed, which keeps a screenshot and the page's text
+// under integration/artifacts when the test failed.
 func openConsole(t *testing.T, g *Gatehouse, name string, width, height int64) *consolePage {
 	t.Helper()
 	ctx := chromium(t)
-	c := &consolePage{t: t, ctx: ctx, g: g}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		// The test's context may have run out: the screenshot gets a
-		// few seconds of its own on the same browser.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90)); err == nil {
-			artifact(t, name+"-failure.png", png)
-		}
-		if text, err := chromedp.Run(sctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`)); err == nil {
-			artifact(t, name+"-failure.txt", []byte(text))
-		}
-	})
+	c := &consolePage{t: t, ctx: ctx, g: g, name: name}
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height), chromedp.Navigate(g.URL+"/")); err != nil {
 		t.Fatalf("opening the console: %v", err)
 	}
@@ -180,6 +185,7 @@ func TestChromiumConsole(t *testing.T) {
 	t.Parallel()
 	g := StartGatehouse(t)
 	c := openConsole(t, g, "console", 1280, 800)
+	defer c.keepIfFailed()
 	c.signIn("demo", "demo")
 	sub := subjectOf(t, "demo")
 	if got := c.text("id-sub"); got != sub {
@@ -269,7 +275,7 @@ func TestChromiumConsole(t *testing.T) {
 	if renewed := c.accessToken(); renewed == token || renewed == "" {
 		t.Errorf("the renewal kept the access token")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		auths, reauths = socketSessions(t, g, sub)
 		if len(reauths) > 0 || time.Now().After(deadline) {
@@ -283,6 +289,15 @@ func TestChromiumConsole(t *testing.T) {
 	// The quotes go on after it.
 	ticks := eval[int](c, `Number(`+bhp+`.dataset.ticks || 0)`)
 	c.waitFor("BHP.ASX ticking after the renewal", `Number(`+bhp+`.dataset.ticks || 0) > `+fmt.Sprint(ticks), 10*time.Second)
+
+	// A callback URL the console did not send: its error is not shown as
+	// the identity server's, and the tab's session goes on.
+	c.do("a foreign callback", chromedp.Navigate(g.URL+"/callback?error=access_denied&error_description=Your+account+is+locked&state=bogus"))
+	c.waitFor("the session resumed", `!document.getElementById("board").hidden && document.getElementById("status").textContent.startsWith("The sign-in could not complete")`, 20*time.Second)
+	if text := eval[string](c, `document.body.innerText`); strings.Contains(text, "Your account is locked") || strings.Contains(text, "access_denied") {
+		t.Errorf("the console shows a foreign callback's error: %.300s", text)
+	}
+	c.waitFor("the socket authenticated again", `document.getElementById("sock-state").textContent.startsWith("authenticated")`, 20*time.Second)
 
 	png, err := chromedp.Run(c.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
@@ -318,6 +333,7 @@ func TestChromiumConsoleTraderOrder(t *testing.T) {
 	const bhp = `document.querySelector('#quote-table tr[data-symbol="BHP.ASX"]')`
 	g := StartGatehouse(t)
 	c := openConsole(t, g, "console-trader", 1280, 800)
+	defer c.keepIfFailed()
 	c.signIn("trader", "trader")
 	if got := c.text("id-entitlements"); got != "ASX:depth ASX:quotes NZX:quotes" {
 		t.Errorf("trader's entitlements: %q", got)
@@ -377,6 +393,20 @@ func TestChromiumConsoleTraderOrder(t *testing.T) {
 	}
 	if got := eval[string](c, bhp+`.dataset.state`); got != "live" {
 		t.Errorf("BHP.ASX after NZX was taken: %q", got)
+	}
+	// The change refused the tokens issued before it: the next query is
+	// answered 401, and the console renews and sends it again.
+	c.runIQL("select Code, Exchange from Security")
+	if status := eval[string](c, `document.querySelector("#result p[data-status]").dataset.status`); status != "200" {
+		c.fatal("a query after the change answered %s, want 200 after a renewal", status)
+	}
+	if !eval[bool](c, `document.getElementById("event-log").textContent.includes("Token renewed with the refresh token")`) {
+		t.Error("no renewal after the query's 401")
+	}
+	for _, r := range c.resultRows() {
+		if r["Exchange"] != "ASX" {
+			t.Errorf("after NZX was taken, trader sees a %s row", r["Exchange"])
+		}
 	}
 
 	// A phone's width: nothing wider than the screen.
@@ -450,9 +480,10 @@ func TestChromiumConsoleRenewsAndReconnects(t *testing.T) {
 	}
 	g := StartGatehouseWith(t, Options{Config: variant("console-renew", "ws://127.0.0.1:{$GATEHOUSE_BACKEND_PORT:9090}/")})
 	c := openConsole(t, g, "console-renew", 1280, 800)
+	defer c.keepIfFailed()
 	c.signIn("demo", "demo")
 	first := c.accessToken()
-	c.waitFor("the renewal by itself", `document.getElementById("sock-reauths").textContent === "1"`, 40*time.Second)
+	c.waitFor("the renewal by itself", `Number(document.getElementById("sock-reauths").textContent) >= 1`, 40*time.Second)
 	if got := c.text("sock-connections"); got != "1" {
 		t.Errorf("connections opened after the renewal: %s, want 1", got)
 	}
@@ -477,9 +508,19 @@ func TestChromiumConsoleRenewsAndReconnects(t *testing.T) {
 	// The user disabled: the gateway says the authority lapsed, the
 	// console renews, the identity server refuses the refresh token, and
 	// the tab is signed out, saying why.
+	// Right after a renewal, so that the next one is ten seconds away: the
+	// lapse is what renews.
+	reauths := eval[int](c, `Number(document.getElementById("sock-reauths").textContent)`)
+	c.waitFor("one more renewal", `Number(document.getElementById("sock-reauths").textContent) > `+fmt.Sprint(reauths), 20*time.Second)
 	runCLI(t, g, "user", "disable", "demo")
 	c.waitFor("signed out when the session ended", `!document.getElementById("signin").hidden && document.getElementById("status").textContent.startsWith("The session ended (invalid_grant)")`, 20*time.Second)
-	if kept := c.accessToken(); kept != "" {
-		t.Error("the tab kept the tokens of an ended session")
+	// The log lists the newest first.
+	lapse := eval[int](c, `document.getElementById("event-log").textContent.indexOf("Renewing the token (the session's authority lapsed)")`)
+	failed := eval[int](c, `document.getElementById("event-log").textContent.indexOf("Renewal failed: invalid_grant")`)
+	if lapse < 0 || failed < 0 || failed > lapse {
+		t.Errorf("the events: lapse at %d, the renewal's refusal at %d; want the lapse, then the refusal", lapse, failed)
+	}
+	if kept := eval[int](c, `Object.keys(sessionStorage).length`); kept != 0 {
+		t.Errorf("the tab kept %d items of an ended session", kept)
 	}
 }

@@ -25,9 +25,11 @@
     response_type: "code",
     scope: cfg.scopes,
     loadUserInfo: false,
-    // Renewal by refresh token shortly before the access token expires;
-    // each renewal is sent to the open socket (onUserLoaded).
-    automaticSilentRenew: true,
+    // Renewal by refresh token a minute before the access token expires
+    // comes from addAccessTokenExpiring through renew(), the one path of
+    // every renewal: one at a time, one way to fail. Each renewal is sent
+    // to the open socket (onUserLoaded).
+    automaticSilentRenew: false,
     // The user and the sign-in's state (its PKCE verifier, an order
     // waiting for a step-up) live in this tab only, and go with it.
     userStore: new oidc.WebStorageStateStore({ store: window.sessionStorage }),
@@ -115,7 +117,9 @@
     retry: 0, // failed or short connections in a row: the back-off's exponent
     timer: 0,
     stable: 0, // the timer that resets retry once a connection has held
-    refused: false, // the gateway refused the current token: wait for a new one
+    refusedToken: "", // the access token the gateway last refused
+    renewedFor: "", // the refused token a renewal was tried for
+    lapsed: false, // the gateway said the authority lapsed (an Identify push)
     rights: "",
     entitlements: null, // VENUE:feed as the gateway last listed them
   };
@@ -144,7 +148,7 @@
   const STABLE_MS = 30000;
 
   function connect() {
-    if (!user || sock.ws || signingOut || sock.refused) return;
+    if (!user || sock.ws || signingOut) return;
     clearTimeout(sock.timer);
     const ws = new WebSocket(socketURL(), cfg.subprotocol);
     sock.ws = ws;
@@ -176,10 +180,6 @@
       for (const row of rows.values()) if (row.state === "live" || row.state === "subscribing") setRowState(row, "waiting for the socket");
       if (!user || signingOut) return;
       const closed = "Socket closed with " + ev.code + (ev.reason ? " (" + ev.reason + ")" : "");
-      if (sock.refused) {
-        event(closed + "; the token was refused: reconnecting when a new one comes.", "bad");
-        return;
-      }
       // Exponential back-off from 1 s to 30 s, with jitter of ±50%, so that
       // the consoles a restart closes do not all come back at once.
       const wait = Math.min(30, 2 ** sock.retry++) * (0.5 + Math.random());
@@ -200,6 +200,7 @@
   // Identify), says when they changed (the expiry aside, which each
   // renewal moves), and subscribes again what they now allow.
   function showRights(data) {
+    const before = currentEntitlements();
     if (Array.isArray(data.Entitlements)) sock.entitlements = data.Entitlements.filter((e) => typeof e === "string").sort();
     const parts = [];
     if (Array.isArray(data.Scope)) parts.push(data.Scope.join(" ") || "no scope");
@@ -208,25 +209,51 @@
     if (sock.rights && text !== sock.rights) event("The socket's rights changed: " + text + ".");
     sock.rights = text;
     $("sock-rights").textContent = text + (data.ExpiryDate ? "; until " + data.ExpiryDate : "");
+    // Subscribed again: what was refused for want of a pair the session
+    // did not hold and now holds (not what the gateway refused for a
+    // reason the console cannot see, which a renewal would not change).
+    const gained = (sym, feed) => holds(sym, feed) && !before.includes(venueOf(sym) + ":" + feed);
     for (const row of rows.values()) {
       if (!row.authority) continue;
-      if (holds(row.sym, "quotes")) subscribe(row);
+      if (gained(row.sym, "quotes")) subscribe(row);
       else setRowState(row, refusal(row.sym, "quotes").replace(/^refused/, row.authority), "bad");
     }
     for (const sym of depthWanted) {
       const box = depthBox(sym);
-      if (box.dataset.refused && holds(sym, "depth")) subscribeDepth(sym);
+      if (box.dataset.refused && gained(sym, "depth")) subscribeDepth(sym);
     }
   }
 
-  // lapsed is the socket's authority gone (an Identify that is not a
-  // success: a revocation, or the token refused): what flows stops until a
-  // fresh token, which one renewal is tried for.
+  // refused is the gateway refusing the current token in AuthToken. One
+  // renewal is tried for a token refused; a new token refused as well
+  // (the gateway's verifier failing, a key it has not fetched yet, too
+  // many sessions) is not renewed again at once: the socket closes and
+  // the reconnect's back-off paces what follows, each attempt with the
+  // token of the moment.
+  function refused() {
+    const token = user ? user.access_token : "";
+    sock.refusedToken = token;
+    if (token && sock.renewedFor !== token) {
+      sock.renewedFor = token;
+      renew("the gateway refused it");
+      return;
+    }
+    if (sock.ws) sock.ws.close(1000, "token refused");
+  }
+
+  // lapsed is the socket's authority gone (an Identify push that is not a
+  // success: a revocation, or an expiry): what flows stops until a fresh
+  // token, which a renewal is tried for, once per token.
   function lapsed(result) {
+    sock.lapsed = true;
     sockState("authority lapsed (" + result + "): waiting for a fresh token");
     for (const row of rows.values()) if (row.state === "live") setRowState(row, "paused: the session's authority lapsed", "bad");
     event("The gateway says the session's authority lapsed (" + result + "); renewing.", "bad");
-    renew();
+    const token = user ? user.access_token : "";
+    if (token && sock.renewedFor !== token) {
+      sock.renewedFor = token;
+      renew("the session's authority lapsed");
+    }
   }
 
   function handle(m) {
@@ -243,15 +270,13 @@
     }
     if (m.TransactionID === sock.authTxn && (m.Topic === "Identify" || m.Topic === "AuthToken")) {
       if (d.Result !== "Success") {
-        // No reconnecting with a token the gateway refuses: a new one
-        // (a renewal, a sign-in) sends AuthToken again (onUserLoaded).
-        sock.refused = true;
         sockState("authentication refused (" + d.Result + ")");
         event("The gateway refused the token (" + d.Result + ").", "bad");
-        if (sock.authed) lapsed(d.Result);
+        refused();
         return;
       }
-      sock.refused = false;
+      sock.refusedToken = "";
+      sock.lapsed = false;
       if (!sock.authed) {
         sock.authed = true;
         clearTimeout(sock.stable);
@@ -272,13 +297,12 @@
     }
     if (m.Topic === "Identify") {
       if (d.Result === "Success") {
-        if (sock.state_lapsed) {
-          sock.state_lapsed = false;
+        if (sock.lapsed) {
+          sock.lapsed = false;
           sockState("authenticated");
         }
         showRights(d);
       } else if (sock.authed) {
-        sock.state_lapsed = true;
         lapsed(String(d.Result));
       }
     }
@@ -487,7 +511,7 @@
       const code = String(m.Data);
       state.textContent = code.startsWith("Authority") ? refusal(sym, "depth") : "refused: " + code;
       state.className = "state bad";
-      box.dataset.refused = "1";
+      if (code.startsWith("Authority")) box.dataset.refused = "1";
       event("Depth of " + sym + ": " + state.textContent + ".", "bad");
       return;
     }
@@ -554,7 +578,7 @@
       return { status: res.status, statusText: res.statusText, text, json };
     };
     const r = await once();
-    if (r.status !== 401 || !(await renew())) return r;
+    if (r.status !== 401 || !(await renew("the query service answered 401"))) return r;
     return once();
   }
 
@@ -564,7 +588,9 @@
     try {
       r = await request();
     } catch (e) {
-      r = { status: 0, statusText: "not sent", text: String(e) };
+      // The request may have reached the service: only its answer is
+      // known to be lost.
+      r = { status: 0, statusText: "no answer (the request may have been carried out)", text: String(e), lost: true };
     }
     showAnswer(target, what, r);
     return r;
@@ -737,9 +763,14 @@
     if (!o.AccountId) o.AccountId = $("order-account").value;
     const r = await ask("order-result", "Order " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange + " in " + o.AccountId,
       () => query("/Order/insert", JSON.stringify(o), "application/json"));
+    const statement = "select OrderId, AccountId, Code, Exchange, Side, Quantity, Price, Status from Order";
     if (r.status >= 200 && r.status < 300) {
       event("Order placed: " + o.Side + " " + o.Quantity + " " + o.Code + "." + o.Exchange + " in " + o.AccountId + ".", "good");
-      const statement = "select OrderId, AccountId, Code, Exchange, Side, Quantity, Price, Status from Order";
+      $("iql").value = statement;
+      await runIQL(statement);
+    } else if (r.lost) {
+      // Whether it was placed is for the orders to say, before any retry.
+      event("The order's answer was lost: listing the orders to see whether it was placed.", "bad");
       $("iql").value = statement;
       await runIQL(statement);
     } else {
@@ -751,14 +782,26 @@
 
   function signedIn(u) {
     user = u;
+    sock.renewedFor = "";
     $("welcome").hidden = true;
     $("board").hidden = false;
     $("signin").hidden = true;
     $("signout").hidden = false;
     status("Signed in as " + (u.profile.preferred_username || u.profile.name || u.profile.sub) + ".", "good");
     showIdentity();
-    loadAccounts();
+    // afterStepUp loads the accounts itself, keeping the order's.
+    if (!(u.state && u.state.order)) loadAccounts();
     connect();
+  }
+
+  // forget removes what the tab keeps of a session: the user, the
+  // sign-out's hint, and every sign-in state (a PKCE verifier, an order
+  // waiting for a step-up).
+  async function forget() {
+    await mgr.removeUser().catch(() => {});
+    for (const k of Object.keys(sessionStorage)) {
+      if (k.startsWith("oidc.") || k.startsWith("console.")) sessionStorage.removeItem(k);
+    }
   }
 
   // signedOut shows the signed-out page; with ended, the session ended
@@ -766,8 +809,10 @@
   async function signedOut(text, ended) {
     if (ended) {
       signingOut = true;
+      clearTimeout(sock.timer);
+      clearTimeout(renewTimer);
       if (sock.ws) sock.ws.close(1000, "session ended");
-      await mgr.removeUser().catch(() => {});
+      await forget();
       signingOut = false;
     }
     user = null;
@@ -778,22 +823,37 @@
     status(text || "Signed out.", ended ? "bad" : "");
   }
 
-  // renew renews the tokens with the refresh token, once at a time, and
-  // says whether it did. A refused refresh token (invalid_grant: the
-  // session ended, the user disabled) signs the tab out.
+  // renew renews the tokens with the refresh token, one renewal at a time
+  // (the button, the expiry's approach, a lapse, a 401 share it), and says
+  // whether it did. A refused refresh token (invalid_grant: the session
+  // ended, the user disabled) signs the tab out; any other failure (the
+  // identity server unreachable, a 5xx) is tried again, after 2 s doubling
+  // to 2 min with jitter, while the tab is signed in.
   let renewing = null;
-  function renew() {
+  let renewTimer = 0;
+  let renewRetry = 0;
+  function renew(why) {
     if (!renewing) {
-      renewing = mgr.signinSilent().then(() => true, (e) => {
+      clearTimeout(renewTimer);
+      event("Renewing the token (" + why + ")…");
+      renewing = mgr.signinSilent().then(() => {
+        renewRetry = 0;
+        return true;
+      }, (e) => {
         event("Renewal failed: " + (e.error || e.message || e) + ".", "bad");
         if (e.error === "invalid_grant" || e.error === "login_required") {
           signedOut("The session ended (" + e.error + "): sign in again.", true);
+        } else if (user && !signingOut) {
+          const wait = Math.min(120, 2 * 2 ** renewRetry++) * (0.5 + Math.random());
+          event("Renewing again in " + wait.toFixed(1) + " s.", "bad");
+          renewTimer = setTimeout(() => renew("again, after a failure"), wait * 1000);
         }
         return false;
       }).finally(() => { renewing = null; });
     }
     return renewing;
   }
+  window.addEventListener("online", () => { if (user && user.expired) renew("back online"); });
 
   mgr.events.addUserLoaded((u) => {
     // The first sign-in is start()'s; a sign-out's revocation stores the
@@ -806,23 +866,18 @@
     if (sock.ws && sock.ws.readyState === WebSocket.OPEN) sendAuth();
     else connect();
   });
-  mgr.events.addSilentRenewError((e) => {
-    // The automatic renewal's failure (renew() reports its own).
-    event("Renewal failed: " + (e.error || e.message || e) + ".", "bad");
-    if (e.error === "invalid_grant" || e.error === "login_required") signedOut("The session ended (" + e.error + "): sign in again.", true);
+  mgr.events.addAccessTokenExpiring(() => {
+    if (user && !signingOut) renew("it expires within a minute");
   });
   mgr.events.addAccessTokenExpired(() => {
     event("The access token expired.", "bad");
     for (const row of rows.values()) if (row.state === "live") setRowState(row, "paused: the token expired", "bad");
-    renew();
+    renew("it expired");
   });
 
   $("signin").addEventListener("click", () => mgr.signinRedirect().catch((e) => status("Sign-in failed: " + (e.message || e), "bad")));
   $("signout").addEventListener("click", () => signOut().catch((e) => status("Sign-out failed: " + (e.message || e), "bad")));
-  $("renew").addEventListener("click", () => {
-    event("Renewing the token…");
-    renew();
-  });
+  $("renew").addEventListener("click", () => renew("asked"));
 
   // signOut closes the socket, revokes the refresh token, forgets the user
   // and ends the identity server's session: a form POSTed to its
@@ -838,13 +893,20 @@
       event("Revoking the refresh token failed: " + (e.message || e) + "; the end of the session revokes it.", "bad");
     }
     const hint = sessionStorage.getItem("console.id_token");
-    sessionStorage.removeItem("console.id_token");
     const endpoint = await mgr.metadataService.getEndSessionEndpoint().catch(() => undefined);
-    await mgr.removeUser();
-    await mgr.clearStaleState().catch(() => {});
-    if (!endpoint) {
+    await forget();
+    let origin = "";
+    try {
+      origin = new URL(endpoint).origin;
+    } catch (e) {
+      /* no endpoint */
+    }
+    if (!endpoint || (origin !== location.origin && !cfg.formOrigins.includes(origin))) {
+      // The policy's form-action would block the form without a word: the
+      // tab is signed out, the identity server's session is not.
       signingOut = false;
-      signedOut();
+      signedOut("Signed out of this tab; the identity server's session was not ended (" +
+        (endpoint ? "its end-session endpoint is on " + origin + ", which this console may not post to" : "no end-session endpoint") + ").", true);
       return;
     }
     const form = el("form");
@@ -915,7 +977,10 @@
       // A session of this tab, if any, goes on (a cancelled step-up, a
       // stale callback URL).
       u = await mgr.getUser();
-      if (u && u.expired) u = await mgr.signinSilent().catch(() => null);
+      if (u && u.expired) {
+        u = await mgr.signinSilent().catch(() => null);
+        if (!u) await forget();
+      }
     }
     if (!u) {
       signedOut(note || "Not signed in.");
