@@ -290,6 +290,13 @@ func TestChromiumConsole(t *testing.T) {
 	ticks := eval[int](c, `Number(`+bhp+`.dataset.ticks || 0)`)
 	c.waitFor("BHP.ASX ticking after the renewal", `Number(`+bhp+`.dataset.ticks || 0) > `+fmt.Sprint(ticks), 10*time.Second)
 
+	// The screenshot of docs/console.md and docs/getting-started.md.
+	png, err := chromedp.Run(c.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	artifact(t, "console.png", png)
+
 	// A callback URL the console did not send: its error is not shown as
 	// the identity server's, and the tab's session goes on.
 	c.do("a foreign callback", chromedp.Navigate(g.URL+"/callback?error=access_denied&error_description=Your+account+is+locked&state=bogus"))
@@ -299,11 +306,6 @@ func TestChromiumConsole(t *testing.T) {
 	}
 	c.waitFor("the socket authenticated again", `document.getElementById("sock-state").textContent.startsWith("authenticated")`, 20*time.Second)
 
-	png, err := chromedp.Run(c.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	artifact(t, "console.png", png)
 
 	// Sign out: the socket closed, the refresh token revoked, the
 	// identity server's session ended, and back to the console.
