@@ -96,3 +96,68 @@ func TestCheckTOTPReadsTheFactorUnderTheLock(t *testing.T) {
 		t.Fatalf("a code of the factor reset while the check waited: %v, want %v", err, ErrNoFactor)
 	}
 }
+
+// onAdvance is the factors' store, which runs hook before it advances a
+// factor's step: the moment between a code's check and its compare-and-set.
+type onAdvance struct {
+	*sqlite.Store
+	hook func(ctx context.Context)
+}
+
+func (s *onAdvance) AdvanceTOTP(ctx context.Context, subject string, secret []byte, step int64) (bool, error) {
+	if s.hook != nil {
+		s.hook(ctx)
+	}
+	return s.Store.AdvanceTOTP(ctx, subject, secret, step)
+}
+
+// TestCheckTOTPAdvancesOnlyTheFactorChecked: a factor enrolled again
+// between a code's check and the advance of its step takes nothing from
+// that code: refused, and the new factor's step unmoved, so the new
+// factor's code of that step still passes. It failed when AdvanceTOTP
+// compared the step alone (the old factor's code passed against the new
+// factor).
+func TestCheckTOTPAdvancesOnlyTheFactorChecked(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	user := store.User{Username: "trader", Subject: "sub-trader", PasswordHash: "x", Created: now, Updated: now}
+	if err := st.CreateUser(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	checker, err := users.NewChecker(users.CheckerConfig{Store: st, Now: func() time.Time { return now },
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kek := bytes.Repeat([]byte{7}, 32)
+	fs := &onAdvance{Store: st}
+	s, err := New(Config{Store: fs, Checker: checker, Issuer: "Gatehouse", KEK: kek, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, replaced := bytes.Repeat([]byte{0x11}, mfa.SecretBytes), bytes.Repeat([]byte{0x22}, mfa.SecretBytes)
+	put := func(ctx context.Context, secret []byte) {
+		sealed, err := keys.SealSecret(kek, secret, sealName(user.Subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutTOTP(ctx, store.TOTPFactor{Subject: user.Subject, Secret: sealed, Created: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := mfa.Step(now)
+	put(ctx, old)
+	fs.hook = func(ctx context.Context) { put(ctx, replaced) }
+	if err := s.CheckTOTP(ctx, user, mfa.Code(old, step), "192.0.2.1"); !errors.Is(err, users.ErrBadCredentials) {
+		t.Fatalf("a code of the factor replaced before its step advanced: %v, want %v", err, users.ErrBadCredentials)
+	}
+	fs.hook = nil
+	if err := s.CheckTOTP(ctx, user, mfa.Code(replaced, step), "192.0.2.1"); err != nil {
+		t.Fatalf("the new factor's code of the same step: %v", err)
+	}
+}

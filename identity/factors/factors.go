@@ -259,8 +259,10 @@ func (s *Service) CheckTOTP(ctx context.Context, user store.User, code, source s
 			return false, nil
 		}
 		// The store's compare-and-set: of two requests with one code, on
-		// one instance or two, one advances the step.
-		return s.cfg.Store.AdvanceTOTP(ctx, user.Subject, step)
+		// one instance or two, one advances the step; and only while the
+		// factor is the one the code was checked against (not one
+		// enrolled again, or reset and enrolled, since the read above).
+		return s.cfg.Store.AdvanceTOTP(ctx, user.Subject, f.Secret, step)
 	})
 	s.checked(user, oauth.AMROneTimePassword, "totp", err)
 	return err

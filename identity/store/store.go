@@ -119,11 +119,13 @@ type MFA interface {
 	// enrolment confirmed by its first code).
 	PutTOTP(ctx context.Context, f TOTPFactor) error
 	// AdvanceTOTP sets the subject's factor's LastStep to step if it is
-	// below step, and reports whether it did: a compare-and-set, so that
-	// of two requests with one code, on one instance or two, one sees
-	// true; false is a code of a step accepted already. ErrNotFound if the
+	// below step and the factor's Secret is still secret (the factor the
+	// code was checked against, not one enrolled since), and reports
+	// whether it did: a compare-and-set, so that of two requests with one
+	// code, on one instance or two, one sees true; false is a code of a
+	// step accepted already, or of a factor replaced. ErrNotFound if the
 	// subject has no factor.
-	AdvanceTOTP(ctx context.Context, subject string, step int64) (bool, error)
+	AdvanceTOTP(ctx context.Context, subject string, secret []byte, step int64) (bool, error)
 	// DeleteTOTP removes the subject's TOTP factor. ErrNotFound if it has
 	// none.
 	DeleteTOTP(ctx context.Context, subject string) error

@@ -44,12 +44,13 @@ func (s *Store) PutTOTP(ctx context.Context, f store.TOTPFactor) error {
 	return nil
 }
 
-// AdvanceTOTP sets the factor's last step to step if it is below it, and
-// reports whether it did: one UPDATE, whose row lock makes a second
-// request with the same step wait and then find it no longer below.
-// ErrNotFound if the subject has no factor.
-func (s *Store) AdvanceTOTP(ctx context.Context, subject string, step int64) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE mfa_totp SET last_step = $2 WHERE subject = $1 AND last_step < $2`, subject, step)
+// AdvanceTOTP sets the factor's last step to step if it is below it and
+// the factor's secret is secret, and reports whether it did: one UPDATE,
+// whose row lock makes a second request with the same step wait and then
+// find it no longer below (or the secret replaced). ErrNotFound if the
+// subject has no factor.
+func (s *Store) AdvanceTOTP(ctx context.Context, subject string, secret []byte, step int64) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE mfa_totp SET last_step = $2 WHERE subject = $1 AND last_step < $2 AND secret = $3`, subject, step, secret)
 	if err != nil {
 		return false, fmt.Errorf("advancing the TOTP factor of %q: %w", subject, err)
 	}

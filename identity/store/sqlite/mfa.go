@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -42,19 +43,21 @@ func (s *Store) PutTOTP(ctx context.Context, f store.TOTPFactor) error {
 	return nil
 }
 
-// AdvanceTOTP sets the factor's last step to step if it is below it, and
-// reports whether it did. ErrNotFound if the subject has no factor.
-func (s *Store) AdvanceTOTP(ctx context.Context, subject string, step int64) (bool, error) {
+// AdvanceTOTP sets the factor's last step to step if it is below it and
+// the factor's secret is secret, and reports whether it did. ErrNotFound
+// if the subject has no factor.
+func (s *Store) AdvanceTOTP(ctx context.Context, subject string, secret []byte, step int64) (bool, error) {
 	var advanced bool
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var last int64
-		if err := tx.QueryRowContext(ctx, `SELECT last_step FROM mfa_totp WHERE subject = ?`, subject).Scan(&last); err != nil {
+		var current []byte
+		if err := tx.QueryRowContext(ctx, `SELECT last_step, secret FROM mfa_totp WHERE subject = ?`, subject).Scan(&last, &current); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.ErrNotFound
 			}
 			return err
 		}
-		if last >= step {
+		if last >= step || !bytes.Equal(current, secret) {
 			return nil
 		}
 		advanced = true

@@ -32,7 +32,7 @@ func testTOTPPutAndRead(t *testing.T, s store.Store) {
 	_, err := s.TOTP(ctx, "sub-a")
 	wantErr(t, "TOTP of a subject without one", err, store.ErrNotFound)
 	wantErr(t, "DeleteTOTP of a subject without one", s.DeleteTOTP(ctx, "sub-a"), store.ErrNotFound)
-	_, err = s.AdvanceTOTP(ctx, "sub-a", 10)
+	_, err = s.AdvanceTOTP(ctx, "sub-a", []byte("x"), 10)
 	wantErr(t, "AdvanceTOTP of a subject without one", err, store.ErrNotFound)
 
 	f := store.TOTPFactor{Subject: "sub-a", Secret: []byte("sealed secret a"), LastStep: 60_000_000, Created: t0}
@@ -67,7 +67,7 @@ func testTOTPAdvanceOnce(t *testing.T, s store.Store) {
 		step int64
 		want bool
 	}{{99, false}, {100, false}, {101, true}, {101, false}, {100, false}, {103, true}, {102, false}} {
-		got, err := s.AdvanceTOTP(ctx, "sub", c.step)
+		got, err := s.AdvanceTOTP(ctx, "sub", []byte("x"), c.step)
 		wantErr(t, "AdvanceTOTP", err, nil)
 		if got != c.want {
 			t.Fatalf("AdvanceTOTP to %d: %v, want %v", c.step, got, c.want)
@@ -76,6 +76,15 @@ func testTOTPAdvanceOnce(t *testing.T, s store.Store) {
 	f, err := s.TOTP(ctx, "sub")
 	wantErr(t, "TOTP", err, nil)
 	equal(t, "the last step", f.LastStep, int64(103))
+	// A code checked against a factor since replaced moves nothing.
+	got, err := s.AdvanceTOTP(ctx, "sub", []byte("y"), 104)
+	wantErr(t, "AdvanceTOTP with another secret", err, nil)
+	if got {
+		t.Fatal("AdvanceTOTP with a replaced factor's secret advanced")
+	}
+	f, err = s.TOTP(ctx, "sub")
+	wantErr(t, "TOTP", err, nil)
+	equal(t, "the last step after a replaced factor's code", f.LastStep, int64(103))
 }
 
 // testTOTPAdvanceConcurrent: of a burst of requests with one code, all at
@@ -86,7 +95,7 @@ func testTOTPAdvanceConcurrent(t *testing.T, s store.Store) {
 	for step := int64(101); step <= 103; step++ {
 		var won atomic.Int32
 		race(t, func() error {
-			ok, err := s.AdvanceTOTP(ctx, "sub", step)
+			ok, err := s.AdvanceTOTP(ctx, "sub", []byte("x"), step)
 			if ok {
 				won.Add(1)
 			}
