@@ -306,7 +306,6 @@ func TestChromiumConsole(t *testing.T) {
 	}
 	c.waitFor("the socket authenticated again", `document.getElementById("sock-state").textContent.startsWith("authenticated")`, 20*time.Second)
 
-
 	// Sign out: the socket closed, the refresh token revoked, the
 	// identity server's session ended, and back to the console.
 	refresh := eval[string](c, `(() => { for (let i = 0; i < sessionStorage.length; i++) { const k = sessionStorage.key(i);
