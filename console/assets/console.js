@@ -117,8 +117,7 @@
     retry: 0, // failed or short connections in a row: the back-off's exponent
     timer: 0,
     stable: 0, // the timer that resets retry once a connection has held
-    refusedToken: "", // the access token the gateway last refused
-    renewedFor: "", // the refused token a renewal was tried for
+    renewedFor: "", // the token a renewal was tried for after a refusal or lapse
     lapsed: false, // the gateway said the authority lapsed (an Identify push)
     rights: "",
     entitlements: null, // VENUE:feed as the gateway last listed them
@@ -232,7 +231,6 @@
   // token of the moment.
   function refused() {
     const token = user ? user.access_token : "";
-    sock.refusedToken = token;
     if (token && sock.renewedFor !== token) {
       sock.renewedFor = token;
       renew("the gateway refused it");
@@ -275,7 +273,6 @@
         refused();
         return;
       }
-      sock.refusedToken = "";
       sock.lapsed = false;
       if (!sock.authed) {
         sock.authed = true;
@@ -862,7 +859,6 @@
     user = u;
     showIdentity();
     event("Token renewed with the refresh token; it expires in " + Math.floor(u.expires_in / 60) + " min.", "good");
-    sock.refused = false;
     if (sock.ws && sock.ws.readyState === WebSocket.OPEN) sendAuth();
     else connect();
   });
