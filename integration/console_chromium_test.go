@@ -238,6 +238,25 @@ func TestChromiumConsole(t *testing.T) {
 		}
 	}
 
+	// The structured select: columns and a criterion.
+	c.do("a structured select", chromedp.Evaluate[chromedp.Void](`document.querySelector("#query details").open = true; document.getElementById("result").replaceChildren()`),
+		chromedp.SetValue(chromedp.CSS(`#select-form input[name=table]`), "Security"),
+		chromedp.SetValue(chromedp.CSS(`#select-form input[name=columns]`), "Code,Exchange"),
+		chromedp.SetValue(chromedp.CSS(`#select-form input[name=column]`), "Code"),
+		chromedp.SetValue(chromedp.CSS(`#select-form input[name=value]`), "BHP"),
+		chromedp.Click(chromedp.CSS(`#select-form button[type=submit]`)))
+	c.waitFor("the structured select's answer", `document.querySelector("#result p[data-status]")`, 15*time.Second)
+	if rows := c.resultRows(); len(rows) != 1 || rows[0]["Code"] != "BHP" || rows[0]["Exchange"] != "ASX" || len(rows[0]) != 2 {
+		c.fatal("the structured select showed %v, want BHP on ASX in two columns", rows)
+	}
+	// The structured insert, refused: demo has no OrderPad.
+	c.do("a structured insert", chromedp.Evaluate[chromedp.Void](`document.getElementById("result").replaceChildren()`),
+		chromedp.Click(chromedp.CSS(`#insert-form button[type=submit]`)))
+	c.waitFor("the structured insert's answer", `document.querySelector("#result p[data-status]")`, 15*time.Second)
+	if status := eval[string](c, `document.querySelector("#result p[data-status]").dataset.status`); status != "403" {
+		c.fatal("an insert into Order by demo answered %s, want 403", status)
+	}
+
 	// A refused table: the 403 as the service wrote it.
 	token := c.accessToken()
 	c.runIQL("select * from Account")
