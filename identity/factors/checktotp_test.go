@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gatehouse/gatehouse/identity/keys"
 	"github.com/gatehouse/gatehouse/identity/mfa"
 	"github.com/gatehouse/gatehouse/identity/store"
 	"github.com/gatehouse/gatehouse/identity/store/sqlite"
@@ -41,36 +39,14 @@ func (s *onPairAdmit) Admit(ctx context.Context, key string, now time.Time, wind
 func TestCheckTOTPReadsTheFactorUnderTheLock(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	user := store.User{Username: "trader", Subject: "sub-trader", PasswordHash: "x", Created: now, Updated: now}
-	if err := st.CreateUser(ctx, user); err != nil {
-		t.Fatal(err)
-	}
-	cs := &onPairAdmit{Store: st}
-	checker, err := users.NewChecker(users.CheckerConfig{Store: cs, Now: func() time.Time { return now },
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kek := bytes.Repeat([]byte{7}, 32)
-	s, err := New(Config{Store: st, Checker: checker, Issuer: "Gatehouse", KEK: kek, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var cs *onPairAdmit
+	fx := newTOTPFixture(t, now, func(st *sqlite.Store) users.CheckerStore {
+		cs = &onPairAdmit{Store: st}
+		return cs
+	}, nil)
+	st, user, s := fx.st, fx.user, fx.s
 	old, replaced := bytes.Repeat([]byte{0x11}, mfa.SecretBytes), bytes.Repeat([]byte{0x22}, mfa.SecretBytes)
-	put := func(ctx context.Context, secret []byte) {
-		sealed, err := keys.SealSecret(kek, secret, sealName(user.Subject))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.PutTOTP(ctx, store.TOTPFactor{Subject: user.Subject, Secret: sealed, Created: now}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(ctx context.Context, secret []byte) { fx.put(ctx, t, secret, now) }
 	step := mfa.Step(now)
 
 	// Enrolled again while the check waits: the old factor's code is
@@ -120,36 +96,14 @@ func (s *onAdvance) AdvanceTOTP(ctx context.Context, subject string, secret []by
 func TestCheckTOTPAdvancesOnlyTheFactorChecked(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	user := store.User{Username: "trader", Subject: "sub-trader", PasswordHash: "x", Created: now, Updated: now}
-	if err := st.CreateUser(ctx, user); err != nil {
-		t.Fatal(err)
-	}
-	checker, err := users.NewChecker(users.CheckerConfig{Store: st, Now: func() time.Time { return now },
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kek := bytes.Repeat([]byte{7}, 32)
-	fs := &onAdvance{Store: st}
-	s, err := New(Config{Store: fs, Checker: checker, Issuer: "Gatehouse", KEK: kek, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var fs *onAdvance
+	fx := newTOTPFixture(t, now, nil, func(st *sqlite.Store) store.MFA {
+		fs = &onAdvance{Store: st}
+		return fs
+	})
+	user, s := fx.user, fx.s
 	old, replaced := bytes.Repeat([]byte{0x11}, mfa.SecretBytes), bytes.Repeat([]byte{0x22}, mfa.SecretBytes)
-	put := func(ctx context.Context, secret []byte) {
-		sealed, err := keys.SealSecret(kek, secret, sealName(user.Subject))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.PutTOTP(ctx, store.TOTPFactor{Subject: user.Subject, Secret: sealed, Created: now}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(ctx context.Context, secret []byte) { fx.put(ctx, t, secret, now) }
 	step := mfa.Step(now)
 	put(ctx, old)
 	fs.hook = func(ctx context.Context) { put(ctx, replaced) }

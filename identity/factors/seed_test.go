@@ -2,15 +2,10 @@ package factors
 
 import (
 	"bytes"
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gatehouse/gatehouse/identity/mfa"
-	"github.com/gatehouse/gatehouse/identity/store"
-	"github.com/gatehouse/gatehouse/identity/store/sqlite"
-	"github.com/gatehouse/gatehouse/identity/users"
 )
 
 // TestSeed: Seed enrols a users file's secret for a user without a TOTP
@@ -23,25 +18,8 @@ import (
 func TestSeed(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gatehouse.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	user := store.User{Username: "trader", Subject: "sub-trader", PasswordHash: "x", Created: now, Updated: now}
-	if err := st.CreateUser(ctx, user); err != nil {
-		t.Fatal(err)
-	}
-	checker, err := users.NewChecker(users.CheckerConfig{Store: st, Now: func() time.Time { return now },
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Store: st, Checker: checker, Issuer: "Gatehouse", KEK: bytes.Repeat([]byte{7}, 32),
-		Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx := newTOTPFixture(t, now, nil, nil)
+	st, user, s := fx.st, fx.user, fx.s
 	first := bytes.Repeat([]byte{0x5a}, 20)
 	second := bytes.Repeat([]byte{0xa5}, 16)
 
