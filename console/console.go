@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,11 +157,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	// The sign-out is a form posted to the identity server's end-session
 	// endpoint: on the issuer's origin, or one of connect_src's.
-	for _, u := range append([]string{cfg.Issuer}, cfg.ConnectSrc...) {
-		if o := origin(u); o != "" && !containsString(h.form, o) {
-			h.form = append(h.form, o)
-		}
-	}
+	h.form = origins(append([]string{cfg.Issuer}, cfg.ConnectSrc...))
 	pc, err := json.Marshal(pageConfig{
 		Issuer: strings.TrimSuffix(cfg.Issuer, "/"), ClientID: cfg.ClientID,
 		Scopes: strings.Join(cfg.Scopes, " "), StepUpScopes: strings.Join(cfg.StepUpScopes, " "),
@@ -179,13 +176,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h.index = page.Bytes()
-	var connect []string
-	for _, u := range append([]string{cfg.Issuer, cfg.Query}, cfg.ConnectSrc...) {
-		if o := origin(u); o != "" && !containsString(connect, o) {
-			connect = append(connect, o)
-		}
-	}
-	h.connect = strings.Join(connect, " ")
+	h.connect = strings.Join(origins(append([]string{cfg.Issuer, cfg.Query}, cfg.ConnectSrc...)), " ")
 	return h, nil
 }
 
@@ -209,7 +200,7 @@ func (c Config) check() error {
 	// openid for the sign-in's ID token (the sign-out's hint), and
 	// offline_access for the refresh token every renewal needs.
 	for _, need := range []string{"openid", "offline_access"} {
-		if !containsString(c.Scopes, need) {
+		if !slices.Contains(c.Scopes, need) {
 			errs = append(errs, fmt.Errorf("scopes: %s is needed (the console renews with a refresh token and signs out with the ID token)", need))
 		}
 	}
@@ -259,7 +250,7 @@ func pathOrURL(s string, schemes ...string) bool {
 		return err == nil && u.RawQuery == "" && u.Fragment == "" && u.Path == s
 	}
 	u, err := url.Parse(s)
-	return err == nil && containsString(schemes, u.Scheme) && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
+	return err == nil && slices.Contains(schemes, u.Scheme) && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
 }
 
 func token(s string) bool {
@@ -275,13 +266,16 @@ func origin(s string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// origins are the origins of the absolute URLs among urls, each once, in
+// their order.
+func origins(urls []string) []string {
+	var out []string
+	for _, u := range urls {
+		if o := origin(u); o != "" && !slices.Contains(out, o) {
+			out = append(out, o)
 		}
 	}
-	return false
+	return out
 }
 
 // Policy is the Content-Security-Policy of the console's responses to r:
